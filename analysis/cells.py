@@ -1,0 +1,152 @@
+"""Records -> sufficient statistics per model x task cell, joined with the registry.
+
+Every Bayesian and frequentist model downstream sees only these counts (aggregated
+binomial likelihood), so fitting cost grows with cells, not records.
+
+Cell columns
+------------
+model, task, predictor-agnostic (self-predictions only: ``predictor == model``)
+
+``n_total``
+    records in the cell (readable or not).
+``n`` / ``k``
+    readable predictions (``status == "ok"`` and ``correct`` known) and how many were correct.
+``k_strict``
+    correct predictions counting unreadable ones as wrong (denominator ``n_total``).
+``n_unreadable``
+    records whose prediction could not be read.
+``binary``
+    every readable prediction and outcome is ``"true"``/``"false"``.
+``n_signal`` / ``n_noise``
+    readable records with outcome true / false (binary cells).
+``hits`` / ``false_alarms``
+    predicted true when outcome true / false (binary cells).
+``n_pred_yes``
+    readable records predicted true.
+``mode_outcome_share``
+    share of the most common outcome among readable records: the accuracy of always
+    predicting the model's most common outcome (the *mode baseline*).
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from analysis.contract import SCALE_COLUMNS, InputError
+
+CELL_KEY: Final = ("model", "task")
+
+
+def self_predictions(records: pl.DataFrame) -> pl.DataFrame:
+    """Keep records where the predictor is the model itself."""
+    return records.filter(pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model")))
+
+
+def to_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate canonical records into one row per model x task.
+
+    Parameters
+    ----------
+    records
+        Canonical records (``analysis.contract.RECORD_SCHEMA``).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (model, task), sorted, with the columns described in the module
+        docstring.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a", "a", "a"], "task": ["t"] * 3, "predictor": ["a"] * 3,
+    ...     "prediction": ["true", "true", None], "outcome": ["true", "false", "true"],
+    ...     "correct": [True, False, None], "status": ["ok", "ok", "unparsed"]})
+    >>> to_cells(r).select("n_total", "n", "k", "k_strict", "hits", "false_alarms").row(0)
+    (3, 2, 1, 1, 1, 1)
+    """
+    recs = self_predictions(records)
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    is_bool = pl.col("prediction").is_in(["true", "false"]) & pl.col("outcome").is_in(["true", "false"])
+    cells = (
+        recs.group_by(list(CELL_KEY))
+        .agg(
+            pl.len().alias("n_total"),
+            readable.sum().alias("n"),
+            (readable & pl.col("correct")).sum().alias("k"),
+            (~readable).sum().alias("n_unreadable"),
+            (is_bool | ~readable).all().alias("binary"),
+            (readable & (pl.col("outcome") == "true")).sum().alias("n_signal"),
+            (readable & (pl.col("outcome") == "false")).sum().alias("n_noise"),
+            (readable & (pl.col("outcome") == "true") & (pl.col("prediction") == "true"))
+            .sum()
+            .alias("hits"),
+            (readable & (pl.col("outcome") == "false") & (pl.col("prediction") == "true"))
+            .sum()
+            .alias("false_alarms"),
+            (readable & (pl.col("prediction") == "true")).sum().alias("n_pred_yes"),
+            pl.col("outcome").filter(readable).value_counts(sort=True).first().struct.field("count").alias("_mode_n"),
+        )
+        .with_columns(
+            pl.col("k").alias("k_strict"),
+            (pl.col("_mode_n").fill_null(0) / pl.col("n")).alias("mode_outcome_share"),
+        )
+        .drop("_mode_n")
+        .sort(list(CELL_KEY))
+    )
+    int_cols = ["n_total", "n", "k", "k_strict", "n_unreadable", "n_signal", "n_noise", "hits", "false_alarms", "n_pred_yes"]
+    return cells.with_columns([pl.col(c).cast(pl.Int64) for c in int_cols])
+
+
+def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.DataFrame:
+    """Add the registry's columns (family, sizes, capability) to the cells.
+
+    Models absent from the registry keep null covariates and family ``"(unknown)"``: they
+    still count where no covariate is needed.
+    """
+    cols = ["family", "params_b", "active_params_b", "open_weights", "reasoning", "capability"]
+    if registry is None or registry.height == 0:
+        joined = cells.with_columns(
+            pl.lit("(unknown)").alias("family"),
+            *[pl.lit(None, dtype=pl.Float64).alias(c) for c in ("params_b", "active_params_b", "capability")],
+            *[pl.lit(None, dtype=pl.Boolean).alias(c) for c in ("open_weights", "reasoning")],
+        )
+    else:
+        joined = cells.join(registry.select(["model", *cols]), on="model", how="left")
+    return joined.with_columns(pl.col("family").fill_null("(unknown)"))
+
+
+def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
+    """Add ``scale_raw`` (registry value) and ``x`` (model-level centred predictor).
+
+    Sizes enter as :math:`\\log_{10}` billions of parameters, so a slope is "per 10x";
+    capability enters on its own scale. ``x`` is centred on the mean over *models* (not
+    cells) that have the variable, and is null where the model lacks it.
+    """
+    if scale not in SCALE_COLUMNS:
+        raise InputError(f"unknown --scale '{scale}'. Use one of: {', '.join(SCALE_COLUMNS)}.")
+    col = SCALE_COLUMNS[scale]
+    raw = pl.col(col)
+    if scale in ("params", "active_params"):
+        bad = cells.filter(raw.is_not_null() & (raw <= 0))
+        if bad.height:
+            raise InputError(
+                f"registry: model '{bad['model'][0]}' has non-positive {col}; sizes must be > 0 billions."
+            )
+        val = raw.log10()
+    else:
+        val = raw
+    out = cells.with_columns(raw.alias("scale_raw"), val.alias("_v"))
+    per_model = out.select("model", "_v").unique().drop_nulls()
+    center = float(np.mean(per_model["_v"].to_numpy())) if per_model.height else 0.0
+    return out.with_columns((pl.col("_v") - center).alias("x")).drop("_v").with_columns(
+        pl.lit(center).alias("x_center")
+    )
+
+
+def build_cells(records: pl.DataFrame, registry: pl.DataFrame | None, *, scale: str = "params") -> pl.DataFrame:
+    """Records -> cells with registry covariates and the centred scale predictor."""
+    return scale_values(join_registry(to_cells(records), registry), scale)

@@ -1,0 +1,246 @@
+"""Command line: ``selfmodel run | ingest | import | describe | fit | report | simulate``.
+
+Exit 0 on success; exit 2 with one line on stderr for unusable input or arguments; never a
+traceback for a user's mistake. Long steps show progress (rich, on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from analysis.contract import SCALE_COLUMNS, InputError
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports usage errors as one line and exit 2."""
+
+    def error(self, message: str) -> NoReturn:
+        sys.stderr.write(f"selfmodel: error: {message}. See 'selfmodel {self.prog.split()[-1]} --help'.\n")
+        raise SystemExit(2)
+
+
+def _progress():
+    from rich.console import Console
+
+    console = Console(stderr=True, highlight=False)
+
+    def say(msg: str) -> None:
+        console.print(f"[dim]selfmodel[/dim] {msg}", markup=True, soft_wrap=True)
+
+    return say
+
+
+def _common_inputs(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--registry", type=Path, help="model registry (CSV or TOML) joined on 'model'")
+    p.add_argument("--map", action="append", default=[], metavar="CANON=COLUMN",
+                   help="map a column of your logs to a canonical one, e.g. item_id=question_id")
+    p.add_argument("--config", type=Path, help="TOML ingest config ([map], tasks, [defaults])")
+
+
+def _run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--scale", choices=list(SCALE_COLUMNS), default="params",
+                   help="scale variable: total parameters, active parameters or capability")
+    p.add_argument("--seed", type=int, default=20261130, help="sampler seed")
+    p.add_argument("--rope", type=float, default=0.1, help="region of practical equivalence (+/-)")
+    p.add_argument("--draws", type=int, default=2000)
+    p.add_argument("--tune", type=int, default=1000)
+    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--no-cache", action="store_true", help="refit even when a matching fit is saved")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser (also used to document the CLI)."""
+    parser = _Parser(prog="selfmodel", description="Statistics of LLM self-prediction.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+
+    p = sub.add_parser("run", help="whole pipeline: ingest, describe, fit, decide, report")
+    p.add_argument("paths", nargs="*", type=Path, help="record files or folders (default: data_raw/)")
+    _common_inputs(p)
+    p.add_argument("--out", type=Path, default=Path("build"))
+    _run_options(p)
+    p.add_argument("--no-report", action="store_true", help="stop after results.json")
+
+    p = sub.add_parser("ingest", help="validate records: OUT/records.parquet, quarantine.parquet, ingest.json")
+    p.add_argument("paths", nargs="+", type=Path)
+    _common_inputs(p)
+    p.add_argument("--out", type=Path, required=True)
+
+    p = sub.add_parser("import", help="convert a foreign log format into canonical records")
+    p.add_argument("format", choices=["seb", "lmeval", "inspect"])
+    p.add_argument("src", type=Path, help="repository clone (seb) or log file/folder")
+    p.add_argument("--mapping", type=Path, help="TOML mapping (lmeval, inspect)")
+    p.add_argument("--out", type=Path, required=True)
+
+    p = sub.add_parser("describe", help="per model x task accuracy, baselines and rates (no fitting)")
+    p.add_argument("paths", nargs="*", type=Path)
+    _common_inputs(p)
+    p.add_argument("--out", type=Path, default=Path("build"))
+
+    p = sub.add_parser("fit", help="ingest and fit; write results.json without the report")
+    p.add_argument("paths", nargs="*", type=Path)
+    _common_inputs(p)
+    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--model", default="scale", help="model from models/ (default: scale)")
+    _run_options(p)
+
+    p = sub.add_parser("report", help="render the report from OUT/results.json (never refits)")
+    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--format", choices=["html", "pdf"], default="html")
+
+    p = sub.add_parser("simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)")
+    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--seed", type=int, default=20261130)
+    return parser
+
+
+def _run_config(args: argparse.Namespace, *, report: bool):
+    from analysis.fit import SamplerSettings
+    from analysis.hypotheses import DecisionRule
+    from analysis.ingest import parse_map_options
+    from analysis.pipeline import DEFAULT_DATA, RunConfig
+
+    if getattr(args, "model", "scale") != "scale":
+        from models import get
+
+        try:
+            get(args.model)
+        except KeyError as e:
+            raise InputError(str(e.args[0])) from None
+    return RunConfig(
+        paths=list(args.paths) or [DEFAULT_DATA],
+        registry=args.registry,
+        out=args.out,
+        scale=args.scale,
+        seed=args.seed,
+        mapping=parse_map_options(args.map),
+        config=args.config,
+        rule=DecisionRule(rope=args.rope),
+        sampler=SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains),
+        report=report,
+        use_cache=not args.no_cache,
+    )
+
+
+def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
+    say = _progress()
+    if args.command in ("run", "fit"):
+        from analysis.pipeline import run
+
+        cfg = _run_config(args, report=(args.command == "run" and not args.no_report))
+        results = run(cfg, progress=say, argv=["selfmodel", *argv])
+        eff = results["scale_effect"]
+        line = f"scale effect ({eff['units']}): {eff['decision']}"
+        if eff.get("mean") is not None:
+            line += f", mean {eff['mean']:.3f}, {eff['hdi_prob']:.0%} HDI [{eff['hdi_low']:.3f}, {eff['hdi_high']:.3f}]"
+        if not results["diagnostics"]["passed"]:
+            line += "  (diagnostics FAILED: not a finding)"
+        print(line)
+        if cfg.report:
+            print(f"report: {cfg.out / 'report.html'}")
+        return 0
+    if args.command == "ingest":
+        from analysis.ingest import ingest, parse_map_options, write_ingest
+        from analysis.pipeline import resolve_inputs
+
+        inputs = resolve_inputs(args.paths, args.registry)
+        res = ingest(inputs.record_paths, mapping=parse_map_options(args.map) or None,
+                     config=args.config, registry=inputs.registry)
+        write_ingest(res, args.out)
+        s = res.summary
+        print(f"read {s['records_read']}, used {s['records_used']}, quarantined "
+              f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}")
+        return 0
+    if args.command == "import":
+        return _import(args, say)
+    if args.command == "describe":
+        from analysis import atomic, describe
+        from analysis.cells import build_cells
+        from analysis.ingest import ingest, parse_map_options
+        from analysis.pipeline import DEFAULT_DATA, resolve_inputs
+        from analysis.registry import load_registry
+
+        inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
+        res = ingest(inputs.record_paths, mapping=parse_map_options(args.map) or None,
+                     config=args.config, registry=inputs.registry)
+        reg = load_registry(inputs.registry) if inputs.registry else None
+        cells = build_cells(res.records, reg)
+        rows = describe.by_model_task(cells)
+        atomic.write_json(args.out / "describe.json", rows)
+        _print_table(rows)
+        return 0
+    if args.command == "report":
+        from analysis.report import render_report
+
+        path = render_report(args.out, fmt=args.format, progress=say)
+        print(f"report: {path}")
+        return 0
+    if args.command == "simulate":
+        from analysis.simulate import write_dataset
+
+        paths = write_dataset(args.out, seed=args.seed)
+        print(" ".join(str(p) for p in paths.values()))
+        return 0
+    raise AssertionError(args.command)  # pragma: no cover
+
+
+def _import(args: argparse.Namespace, say) -> int:
+    from analysis.importers.seb import write_import
+
+    if args.format == "seb":
+        from analysis.importers.seb import import_seb
+
+        res = import_seb(args.src)
+    else:
+        if args.mapping is None:
+            raise InputError(f"import {args.format} needs --mapping FILE (a TOML mapping; see README).")
+        if args.format == "lmeval":
+            from analysis.importers.lmeval import import_lmeval as importer
+        else:
+            from analysis.importers.inspect_logs import import_inspect as importer
+        res = importer(args.src, mapping=args.mapping)
+    write_import(res, args.out)
+    for note in res.notes:
+        say(note)
+    n_models = res.registry.height if res.registry is not None else 0
+    print(f"{res.records.height} records, {n_models} models in registry -> {args.out}")
+    return 0
+
+
+def _print_table(rows: list[dict]) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    t = Table(title="self-prediction accuracy by model and task")
+    for col in ("model", "task", "n", "accuracy", "accuracy_strict", "baseline_accuracy"):
+        t.add_column(col, justify="right" if col not in ("model", "task") else "left")
+    for r in rows:
+        t.add_row(r["model"], r["task"], str(r["n"]),
+                  *(f"{r[c]:.3f}" if r[c] is not None else "-" for c in ("accuracy", "accuracy_strict", "baseline_accuracy")))
+    Console(highlight=False).print(t, markup=False)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``selfmodel`` console script."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args, argv)
+    except InputError as e:
+        sys.stderr.write(f"selfmodel: error: {' '.join(str(e).split())}\n")
+        return 2
+    except KeyboardInterrupt:
+        sys.stderr.write("selfmodel: interrupted; no partial results were written (writes are atomic).\n")
+        return 130
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
+

@@ -1,0 +1,150 @@
+"""Record and registry contract: the canonical columns every stage above relies on.
+
+This module is the bottom of the pipeline. It names the canonical record columns
+(see ``DESIGN.md``), their polars dtypes, the allowed ``status`` values, the
+decision vocabulary of ``results.json``, and the one exception type that the
+command line turns into ``exit 2`` with a one-line message.
+
+A canonical *record* is one checked self-prediction:
+
+==============  ===========  =========================================================
+column          dtype        meaning
+==============  ===========  =========================================================
+model           Utf8         the model whose behaviour was executed (the target)
+task            Utf8         kind of self-prediction
+item_id         Utf8         the item within the task
+prediction      Utf8         what the model predicted; ``"true"``/``"false"`` for
+                             binary predictions, free text otherwise, null when unread
+outcome         Utf8         what it actually did (same encoding as ``prediction``)
+correct         Boolean      prediction matched outcome (null when unreadable)
+predictor       Utf8         the model that made the prediction (defaults to ``model``)
+confidence      Float64      stated probability that the prediction is right, 0..1
+cluster         Utf8         item group sharing context
+status          Utf8         ``ok``, ``unparsed``, ``refused`` or ``error``
+run_id          Utf8         provenance
+sample          Int64        repeat index (0 when absent)
+source_file     Utf8         file the record came from
+source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
+==============  ===========  =========================================================
+"""
+
+from __future__ import annotations
+
+from typing import Final, Literal
+
+import polars as pl
+
+#: Columns a record must have (after column mapping).
+REQUIRED: Final = ("model", "task", "item_id")
+
+#: Canonical record columns and their dtypes, in output order.
+RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "model": pl.Utf8(),
+    "task": pl.Utf8(),
+    "item_id": pl.Utf8(),
+    "prediction": pl.Utf8(),
+    "outcome": pl.Utf8(),
+    "correct": pl.Boolean(),
+    "predictor": pl.Utf8(),
+    "confidence": pl.Float64(),
+    "cluster": pl.Utf8(),
+    "status": pl.Utf8(),
+    "run_id": pl.Utf8(),
+    "sample": pl.Int64(),
+    "source_file": pl.Utf8(),
+    "source_line": pl.Int64(),
+}
+
+#: Columns that identify one self-prediction; two records with equal keys are duplicates.
+KEY: Final = ("model", "predictor", "task", "item_id", "sample")
+
+#: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
+STATUSES: Final = ("ok", "unparsed", "refused", "error")
+
+#: Quarantine table columns.
+QUARANTINE_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "source_file": pl.Utf8(),
+    "source_line": pl.Int64(),
+    "reason": pl.Utf8(),
+    "raw": pl.Utf8(),
+}
+
+#: Registry columns and dtypes (joined on ``model``).
+REGISTRY_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "model": pl.Utf8(),
+    "family": pl.Utf8(),
+    "params_b": pl.Float64(),
+    "active_params_b": pl.Float64(),
+    "open_weights": pl.Boolean(),
+    "reasoning": pl.Boolean(),
+    "capability": pl.Float64(),
+}
+
+#: Strings accepted as booleans (compared case-insensitively, whitespace stripped).
+TRUE_STRINGS: Final = frozenset({"true", "1", "yes", "y", "t"})
+FALSE_STRINGS: Final = frozenset({"false", "0", "no", "n", "f"})
+
+Decision = Literal["improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"]
+#: The decision vocabulary of ``results.json`` (DESIGN.md).
+DECISIONS: Final = ("improves", "no_credible_effect", "worsens", "practically_null", "not_estimable")
+
+ScaleVariable = Literal["params", "active_params", "capability"]
+#: ``--scale`` choice -> registry column. Sizes enter models as log10; capability as is.
+SCALE_COLUMNS: Final[dict[str, str]] = {
+    "params": "params_b",
+    "active_params": "active_params_b",
+    "capability": "capability",
+}
+
+#: Version of the ``results.json`` layout.
+RESULTS_SCHEMA_VERSION: Final = "1.0"
+
+
+class InputError(Exception):
+    """A user's input cannot be used; the CLI prints the message on one line and exits 2.
+
+    The message names the file (and line or column where known) and says what to do.
+    """
+
+
+def parse_bool(value: object) -> bool | None:
+    """Parse a boolean written as true/false/1/0/yes/no in any case.
+
+    Parameters
+    ----------
+    value
+        A Python bool, int 0/1, or string.
+
+    Returns
+    -------
+    bool or None
+        ``None`` when the value is null or not a recognised boolean.
+
+    Examples
+    --------
+    >>> parse_bool("YES"), parse_bool(" 0 "), parse_bool("maybe"), parse_bool(None)
+    (True, False, None, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        s = value.strip().lower()
+        if s in TRUE_STRINGS:
+            return True
+        if s in FALSE_STRINGS:
+            return False
+    return None
+
+
+def empty_records() -> pl.DataFrame:
+    """Return an empty canonical record table."""
+    return pl.DataFrame(schema=RECORD_SCHEMA)
+
+
+def empty_quarantine() -> pl.DataFrame:
+    """Return an empty quarantine table."""
+    return pl.DataFrame(schema=QUARANTINE_SCHEMA)

@@ -1,0 +1,1 @@
+"""Importers: one module per foreign log format, each producing canonical records."""

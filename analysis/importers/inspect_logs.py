@@ -1,0 +1,159 @@
+"""Importer for Inspect AI eval logs (``.eval`` and ``.json``), through a mapping.
+
+Logs are read with Inspect's own reader, :func:`inspect_ai.log.read_eval_log`, so every log
+version Inspect can read is supported. ``inspect_ai`` is an optional dependency
+(``pip install 'selfmodel[inspect]'``); it is imported only when a log is read.
+
+Each sample becomes a nested dict (``EvalSample.model_dump(mode="json")`` without the bulky
+``events``, ``attachments``, ``events_data`` and ``timelines``), so mapping paths follow
+Inspect's field names, e.g. ``id``, ``epoch``, ``input``, ``target``, ``output.completion``,
+``output.choices.0.message.content``, ``scores.<scorer>.value``, ``scores.<scorer>.answer``,
+``metadata.<key>``.
+
+Metadata for ``@`` paths: ``@model`` (``eval.model``, e.g. ``openai/gpt-4o``), ``@task``,
+``@run_id``, ``@status`` and ``@eval.<path>`` (the whole ``EvalSpec``: ``task_args``,
+``metadata``, ...).
+
+Defaults when the mapping does not say otherwise: ``sample`` = ``epoch - 1``; ``status`` =
+``"error"`` for a sample that carries an ``error``. ``source_line`` is the sample's 1-based
+position in the log.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+from analysis.contract import InputError
+from analysis.importers.mapping import (
+    LogSample,
+    MappedImport,
+    Mapping,
+    as_mapping,
+    import_logs,
+)
+
+__all__ = ["INSTALL_HINT", "import_inspect", "read_inspect_log"]
+
+INSTALL_HINT: Final = (
+    "reading Inspect logs needs the optional dependency inspect_ai: "
+    "pip install 'selfmodel[inspect]'"
+)
+#: Sample fields left out of the dict that mapping paths see (large, never a record field).
+EXCLUDED: Final = frozenset({"events", "attachments", "events_data", "timelines"})
+
+
+def _reader() -> Any:
+    try:
+        from inspect_ai.log import read_eval_log
+    except ImportError:
+        raise InputError(INSTALL_HINT) from None
+    return read_eval_log
+
+
+def read_inspect_log(
+    path: Path | str, *, root: Path | str | None = None
+) -> tuple[list[LogSample], list[str]]:
+    """Read one Inspect log with ``inspect_ai.log.read_eval_log``.
+
+    Parameters
+    ----------
+    path
+        A ``.eval`` or ``.json`` log.
+    root
+        Folder that ``source_file`` is written relative to (default: the log's folder).
+
+    Returns
+    -------
+    samples : list of LogSample
+        One per sample (and epoch), with the log's metadata.
+    notes : list of str
+        The log's status when it is not ``success``, and empty logs.
+
+    Raises
+    ------
+    InputError
+        When inspect_ai is not installed or the file is not an Inspect log.
+    """
+    read_eval_log = _reader()
+    p = Path(path)
+    base = Path(root) if root is not None else p.parent
+    try:
+        rel = p.relative_to(base).as_posix()
+    except ValueError:
+        rel = p.as_posix()
+    try:
+        log = read_eval_log(str(p))
+    except Exception as exc:  # inspect raises several types for a file it cannot read
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise InputError(f"{p}: not a readable Inspect log ({first}).") from None
+    spec = log.eval
+    meta: dict[str, Any] = {
+        "model": spec.model,
+        "task": spec.task,
+        "run_id": spec.run_id,
+        "status": log.status,
+        "eval": spec.model_dump(mode="json"),
+    }
+    notes: list[str] = []
+    if log.status != "success":
+        notes.append(f"{rel}: log status is {log.status!r}; its samples are imported as logged.")
+    samples: list[LogSample] = []
+    for position, sample in enumerate(log.samples or [], start=1):
+        data = sample.model_dump(mode="json", exclude=set(EXCLUDED))
+        epoch = data.get("epoch")
+        samples.append(
+            LogSample(
+                data=data,
+                meta=meta,
+                source_file=rel,
+                source_line=position,
+                sample_index=(epoch - 1) if isinstance(epoch, int) and epoch >= 1 else 0,
+                status="error" if data.get("error") else "ok",
+            )
+        )
+    if not samples:
+        notes.append(f"{rel}: no samples in the log.")
+    errors = sum(1 for s in samples if s.status == "error")
+    if errors:
+        notes.append(f"{rel}: {errors} sample(s) ended in an error; status 'error'.")
+    return samples, notes
+
+
+def _find(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
+
+
+def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> MappedImport:
+    """Import Inspect AI eval logs through a mapping.
+
+    Parameters
+    ----------
+    src
+        A ``.eval``/``.json`` log or a folder searched recursively for them. With a
+        ``[join]`` mapping, the folder relative join paths start from (may be ``None``: then
+        the mapping file's folder).
+    mapping
+        A :class:`~analysis.importers.mapping.Mapping` or the path of a TOML mapping with
+        ``format = "inspect"``.
+
+    Returns
+    -------
+    MappedImport
+        Canonical records, notes and counts.
+
+    Raises
+    ------
+    InputError
+        inspect_ai missing (``pip install 'selfmodel[inspect]'``), unreadable logs, a mapping
+        for another format, or a path that resolves in no sample.
+    """
+    m = as_mapping(mapping, fmt="inspect")
+    _reader()  # fail early, with the install hint, before looking at files
+    return import_logs(
+        src,
+        mapping=m,
+        find=_find,
+        read=lambda path, root: read_inspect_log(path, root=root),
+        what="Inspect logs (.eval, .json)",
+    )

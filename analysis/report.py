@@ -1,0 +1,35 @@
+"""Render ``reports/self_modeling.qmd`` from saved results (never refits).
+
+The report reads ``OUT/results.json``, ``OUT/run.json``, ``OUT/cells.parquet`` and the saved
+fit named in ``results.json``; it is rendered by :func:`analysis.render.render` (Quarto when
+installed, the built-in engine otherwise).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+from analysis.contract import InputError
+from analysis.render import RenderError, render
+
+REPORT_QMD = Path(__file__).resolve().parents[1] / "reports" / "self_modeling.qmd"
+
+
+def render_report(
+    out: Path | str,
+    *,
+    fmt: Literal["html", "pdf"] = "html",
+    progress: Callable[[str], None] | None = None,
+) -> Path:
+    """Render the report for the results in ``out``; returns the written file."""
+    out = Path(out).resolve()
+    if not (out / "results.json").is_file():
+        raise InputError(f"{out / 'results.json'}: no results. Run 'selfmodel run --out {out}' first.")
+    target = out / f"report.{fmt}"
+    try:
+        render(REPORT_QMD, out_file=target, params={"results_dir": str(out)}, fmt=fmt, progress=progress)
+    except RenderError as e:
+        raise InputError(f"report rendering failed: {e}") from None
+    return target

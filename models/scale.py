@@ -1,0 +1,138 @@
+r"""Hierarchical logistic regression of self-prediction accuracy on model scale.
+
+Data: one row per model :math:`m` x task :math:`t` cell with :math:`n_{mt}` readable
+self-predictions, :math:`k_{mt}` of them correct, the model's family :math:`f[m]` and the
+centred scale predictor :math:`x_m` (``log10`` billions of parameters minus its mean over
+models, so :math:`\beta` is in logits per 10x parameters; or a capability score).
+
+.. math::
+
+    k_{mt} &\sim \mathrm{Binomial}\big(n_{mt},\ \mathrm{logit}^{-1}(\eta_{mt})\big) \\
+    \eta_{mt} &= \alpha_t + (\beta + \delta_t + \lambda_{f[m]})\, x_m + u_{f[m]} + v_m + w_{mt} \\
+    \delta &= \sigma_\delta\, z^{\delta},\quad
+    u = \sigma_u\, z^{u},\quad v = \sigma_v\, z^{v},\quad
+    w_{mt} = \sigma_w\, z^{w}_{mt} \\
+    z^{\delta}, z^{u}, z^{v} &\sim \mathrm{ZeroSumNormal}(1),\quad z^{w}_{mt} \sim \mathcal N(0, 1) \\
+    \lambda_f &= \sigma_\lambda\, z^{\lambda}_f \quad\text{(only with ``family_slopes=True``; else } 0)
+
+Parameters
+----------
+alpha (task)
+    logit accuracy of a model of average scale on task :math:`t`.
+beta
+    the **scale effect**: change in logit accuracy per unit of :math:`x` (per 10x
+    parameters), the unweighted mean of the task slopes over the tasks in the data
+    (the task deviations sum to zero). This is what the verdict is about.
+delta (task)
+    task deviations of the slope; the task-specific slope is ``beta + delta[t]``
+    (saved as ``slope_task``).
+u (family), v (model)
+    family and model random intercepts: models are the unit of evidence, so two
+    siblings share information and no model counts as thousands of independent points.
+w (model x task)
+    cell-level deviations (a model better at one task than its intercept says). Without
+    them the binomial likelihood treats every record as independent evidence about the
+    slope and the posterior is far too narrow.
+lambda (family), optional
+    family-varying slopes.
+
+Parameterisation and sampler
+----------------------------
+All group-level effects are non-centred: groups are few (3-20 families, 10-50 models) and
+weakly informed, the regime where centred hierarchies make funnels. Task, family and model
+effects are zero-sum (``pm.ZeroSumNormal``): otherwise their means trade off against the
+task intercepts and against ``beta`` along flat ridges. Measured on the default data (three
+seeds, nutpie, 4 x 1000 draws, ``target_accept=0.9``): plain non-centred normals gave
+8-19 divergences per run and bulk ESS ~970 for ``beta``; zero-sum task slopes gave 0-3
+divergences and ESS ~2500. The pipeline samples at ``target_accept=0.95``.
+
+References
+----------
+Gelman & Hill (2007), *Data Analysis Using Regression and Multilevel/Hierarchical Models*,
+ch. 14 (multilevel logistic regression on aggregated binomial data); Betancourt & Girolami
+(2015), *Hamiltonian Monte Carlo for Hierarchical Models* (non-centred parameterisation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+
+from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+
+NAME = "scale"
+SUMMARY = "hierarchical logistic: task intercepts, global + task slopes on scale, family/model/cell effects"
+#: Variables the decision rules read.
+EFFECT = "beta"
+PER_TASK_EFFECT = "slope_task"
+
+DEFAULT_PRIORS: dict[str, Prior] = {
+    "alpha": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # task intercepts, logit accuracy
+    "beta": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # logits per 10x parameters
+    "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # spread of task slopes
+    "sigma_family": ("HalfNormal", {"sigma": 0.5}),  # family intercepts (logit)
+    "sigma_model": ("HalfNormal", {"sigma": 0.5}),  # model intercepts (logit)
+    "sigma_cell": ("HalfNormal", {"sigma": 0.5}),  # model x task deviations
+    "sigma_family_slope": ("HalfNormal", {"sigma": 0.5}),  # only with family_slopes=True
+}
+
+REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
+
+
+def build(data: Any, priors: Mapping[str, Prior] | None = None, *, family_slopes: bool = False) -> pm.Model:
+    """Build the PyMC model.
+
+    Parameters
+    ----------
+    data
+        A table (polars or pandas) with columns ``model, family, task, x, n, k``; rows with
+        null ``x`` must already be removed.
+    priors
+        Overrides of :data:`DEFAULT_PRIORS` (same keys).
+    family_slopes
+        Add family-varying slopes :math:`\\lambda_f`.
+
+    Returns
+    -------
+    pymc.Model
+        With coords ``task``, ``family``, ``model``, ``cell`` and the observed ``k``.
+    """
+    p = merge_priors(DEFAULT_PRIORS, priors)
+    task_idx, tasks = factorize(data["task"])
+    model_idx, models = factorize(data["model"])
+    fam_of_cell, families = factorize(data["family"])
+    x = np.asarray(data["x"], dtype=float)
+    n = np.asarray(data["n"], dtype="int64")
+    k = np.asarray(data["k"], dtype="int64")
+    if np.isnan(x).any():
+        raise ValueError("scale model needs x for every cell; drop models without the scale variable")
+    coords = {
+        "task": tasks,
+        "family": families,
+        "model": models,
+        "cell": [f"{m}|{t}" for m, t in zip(np.asarray(data["model"]), np.asarray(data["task"]), strict=True)],
+    }
+    with pm.Model(coords=coords) as model:
+        alpha = prior_rv("alpha", p["alpha"], dims="task")
+        beta = prior_rv("beta", p["beta"])
+        sigma_delta = prior_rv("sigma_delta", p["sigma_delta"])
+        delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
+        pm.Deterministic("slope_task", beta + delta, dims="task")
+        sigma_family = prior_rv("sigma_family", p["sigma_family"])
+        u = zero_sum_effect("u_family", sigma_family, "family", len(families))
+        sigma_model = prior_rv("sigma_model", p["sigma_model"])
+        v = zero_sum_effect("v_model", sigma_model, "model", len(models))
+        sigma_cell = prior_rv("sigma_cell", p["sigma_cell"])
+        z_cell = pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+
+        slope = beta + delta[task_idx]
+        if family_slopes:
+            sigma_fs = prior_rv("sigma_family_slope", p["sigma_family_slope"])
+            lam = zero_sum_effect("lambda_family", sigma_fs, "family", len(families))
+            slope = slope + lam[fam_of_cell]
+        eta = alpha[task_idx] + slope * x + u[fam_of_cell] + v[model_idx] + sigma_cell * z_cell
+        pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="cell")
+    return model

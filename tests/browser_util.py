@@ -1,0 +1,171 @@
+"""Open an HTML file in headless Chromium, offline, and report what a reader's browser would see.
+
+Only the standard library is used: Chromium runs twice, once with ``--dump-dom`` on a copy of the
+page into which a small probe script is injected (first thing in ``<head>``), once with
+``--screenshot`` on the unmodified page. The probe records console errors, uncaught exceptions,
+resource-load errors, every resource fetch the page made (a self-contained page makes none:
+``data:`` URIs are not fetched) and whether each ``<img>`` decoded, and writes them as JSON into
+the DOM that ``--dump-dom`` prints. Network access is cut off with an unreachable proxy and a
+host-resolver rule, so a page that tries to load something remote fails visibly instead of
+succeeding quietly on a machine that happens to be online.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "chromium", "chromium-browser", "google-chrome")
+
+_PROBE = r"""
+<script>
+(function () {
+  var report = {console_errors: [], page_errors: [], failed_requests: []};
+  window.__selfmodelProbe = report;
+  var origError = console.error;
+  console.error = function () {
+    report.console_errors.push(Array.prototype.map.call(arguments, String).join(" "));
+    return origError.apply(console, arguments);
+  };
+  window.addEventListener("error", function (e) {
+    var t = e.target;
+    if (t && t !== window && (t.src || t.href)) {
+      report.failed_requests.push((t.tagName || "?") + " " + (t.src || t.href));
+    } else {
+      report.page_errors.push(String(e.message || e));
+    }
+  }, true);
+  window.addEventListener("unhandledrejection", function (e) {
+    report.page_errors.push("unhandled rejection: " + String(e.reason));
+  });
+  window.addEventListener("load", function () {
+    setTimeout(function () {
+      var imgs = Array.prototype.map.call(document.images, function (im) {
+        return {src: (im.currentSrc || im.src || "").slice(0, 80), complete: im.complete,
+                natural_width: im.naturalWidth, natural_height: im.naturalHeight};
+      });
+      var requests = performance.getEntriesByType("resource").map(function (r) {
+        return r.name;
+      });
+      report.images = imgs;
+      report.requests = requests;
+      report.title = document.title;
+      report.body_text_length = (document.body && document.body.innerText || "").length;
+      var pre = document.createElement("pre");
+      pre.id = "__selfmodel_probe";
+      pre.textContent = JSON.stringify(report);
+      document.body.appendChild(pre);
+    }, 200);
+  });
+})();
+</script>
+"""
+
+
+def find_chromium() -> str | None:
+    """Path of a Chromium executable, or None."""
+    for name in CHROMIUM_CANDIDATES:
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def _chromium_cmd(chromium: str, profile: Path) -> list[str]:
+    return [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-quic",
+        "--disable-extensions",
+        "--disable-dev-shm-usage",
+        "--hide-scrollbars",
+        # no request can leave the machine: an unreachable proxy and no DNS
+        "--proxy-server=http://127.0.0.1:9",
+        "--proxy-bypass-list=<-loopback>",
+        "--host-resolver-rules=MAP * ~NOTFOUND",
+        f"--user-data-dir={profile}",
+        "--enable-logging=stderr",
+        "--v=0",
+    ]
+
+
+def _console_lines(stderr: str) -> list[str]:
+    # Chromium logs page console messages as: [..:INFO:CONSOLE(12)] "message", source: ... (12)
+    return [ln for ln in stderr.splitlines() if ":CONSOLE" in ln]
+
+
+def open_in_chromium(
+    html_path: Path | str, screenshot_path: Path | str | None = None, *, timeout: int = 60
+) -> dict[str, Any]:
+    """Load ``html_path`` in headless Chromium with no network and report on it.
+
+    Returns
+    -------
+    dict
+        ``console_errors``, ``page_errors``, ``failed_requests`` (lists of str), ``requests``
+        (every resource URL fetched), ``images`` (one dict per ``<img>`` with
+        ``natural_width``), ``all_images_decoded`` (bool), ``console`` (Chromium's console log
+        lines), ``title``, ``body_text_length`` and ``screenshot`` (path or None).
+
+    Raises
+    ------
+    FileNotFoundError
+        No Chromium executable.
+    RuntimeError
+        Chromium did not produce the probe result.
+    """
+    chromium = find_chromium()
+    if chromium is None:
+        raise FileNotFoundError("no chromium executable found")
+    html_path = Path(html_path).resolve()
+    with tempfile.TemporaryDirectory(prefix="selfmodel-chromium-") as tmp:
+        tmpdir = Path(tmp)
+        page = html_path.read_text(encoding="utf-8")
+        m = re.search(r"<head[^>]*>", page, flags=re.IGNORECASE)
+        probed = (page[: m.end()] + _PROBE + page[m.end() :]) if m else _PROBE + page
+        # the copy sits beside nothing: a relative reference to a local file fails too
+        probe_file = tmpdir / "page" / html_path.name
+        probe_file.parent.mkdir()
+        probe_file.write_text(probed, encoding="utf-8")
+        env = {**os.environ, "HOME": str(tmpdir)}
+        cmd = _chromium_cmd(chromium, tmpdir / "profile-dom")
+        cmd += ["--virtual-time-budget=5000", "--dump-dom", probe_file.as_uri()]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+        found = re.search(r'<pre id="__selfmodel_probe">(.*?)</pre>', proc.stdout, flags=re.S)
+        if found is None:
+            raise RuntimeError(
+                f"Chromium (exit {proc.returncode}) printed no probe result; stderr tail:\n"
+                + "\n".join(proc.stderr.splitlines()[-20:])
+            )
+        report: dict[str, Any] = json.loads(html.unescape(found.group(1)))
+        report["console"] = _console_lines(proc.stderr)
+        report["all_images_decoded"] = all(
+            im["complete"] and im["natural_width"] > 0 for im in report.get("images", [])
+        )
+        report["screenshot"] = None
+        if screenshot_path is not None:
+            shot = Path(screenshot_path).resolve()
+            shot.parent.mkdir(parents=True, exist_ok=True)
+            cmd = _chromium_cmd(chromium, tmpdir / "profile-shot")
+            cmd += ["--window-size=1280,2000", f"--screenshot={shot}", html_path.as_uri()]
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+            if proc.returncode != 0 or not shot.is_file():
+                raise RuntimeError(
+                    f"Chromium screenshot failed (exit {proc.returncode}):\n"
+                    + "\n".join(proc.stderr.splitlines()[-20:])
+                )
+            report["screenshot"] = shot
+    return report

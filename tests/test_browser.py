@@ -1,0 +1,68 @@
+"""Open rendered reports in headless Chromium, offline: no errors, no requests, images decode."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+from pathlib import Path
+
+import pytest
+
+from analysis.render import render
+
+try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
+    from browser_util import find_chromium, open_in_chromium
+except ImportError:  # tests/ became a package
+    from tests.browser_util import find_chromium, open_in_chromium
+
+FIXTURE = Path(__file__).parent / "fixtures" / "render"
+ARTIFACTS = Path(__file__).parent / "artifacts"
+
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.skipif(
+        find_chromium() is None,
+        reason="headless Chromium not installed (apt-get install -y chromium)",
+    ),
+]
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    head = path.read_bytes()[:24]
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    width, height = struct.unpack(">II", head[16:24])
+    return width, height
+
+
+def test_mini_report_in_chromium(tmp_path: Path) -> None:
+    shutil.copytree(FIXTURE, tmp_path / "mini")
+    html = render(tmp_path / "mini" / "mini.qmd", out_file=tmp_path / "mini.html").out_file
+    shot = ARTIFACTS / "mini_report.png"
+    report = open_in_chromium(html, shot)
+    assert report["console_errors"] == []
+    assert report["page_errors"] == []
+    assert report["failed_requests"] == []
+    assert report["requests"] == []  # self-contained: nothing fetched at all
+    assert len(report["images"]) == 1 and report["all_images_decoded"]
+    assert report["images"][0]["natural_width"] > 100
+    assert report["title"] == "Mini report"
+    assert report["body_text_length"] > 200
+    assert _png_size(shot) == (1280, 2000)
+
+
+def test_probe_catches_a_broken_page(tmp_path: Path) -> None:
+    """Negative control: the helper must see remote loads, broken images and script errors."""
+    page = tmp_path / "bad.html"
+    page.write_text(
+        "<!doctype html><html><head><title>bad</title>"
+        '<link rel="stylesheet" href="https://fonts.example.com/x.css"></head><body>'
+        '<img src="https://example.com/a.png"><img src="data:image/png;base64,AAAA">'
+        '<script>console.error("boom"); undefinedFn();</script></body></html>'
+    )
+    report = open_in_chromium(page)
+    assert report["console_errors"] == ["boom"]
+    assert any("undefinedFn" in e for e in report["page_errors"])
+    assert any("example.com/a.png" in r for r in report["failed_requests"])
+    assert any("fonts.example.com" in r for r in report["failed_requests"])
+    assert not report["all_images_decoded"]
+    assert report["screenshot"] is None
