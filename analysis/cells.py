@@ -150,3 +150,82 @@ def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
 def build_cells(records: pl.DataFrame, registry: pl.DataFrame | None, *, scale: str = "params") -> pl.DataFrame:
     """Records -> cells with registry covariates and the centred scale predictor."""
     return scale_values(join_registry(to_cells(records), registry), scale)
+
+
+def to_item_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate self-predictions into one row per model x task x item (for ``models/items.py``).
+
+    Repeats of an item (``sample``) are summed, so ``k`` out of ``n`` is binomial over
+    repeats (``n = 1`` when every item is asked once).
+
+    Parameters
+    ----------
+    records
+        Canonical records (``analysis.contract.RECORD_SCHEMA``).
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``model, task, item_id, n_total, n, k`` and ``n_models_item`` (models with
+        a readable record on this item of this task: items seen by one model carry no
+        crossed information), sorted by model, task, item. Join the registry and the
+        scale predictor with :func:`join_registry` and :func:`scale_values`, as for cells.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a", "a", "b"], "task": ["t"] * 3, "item_id": ["i1"] * 3,
+    ...     "predictor": [None] * 3, "correct": [True, False, True], "status": ["ok"] * 3})
+    >>> to_item_cells(r).select("model", "n", "k", "n_models_item").rows()
+    [('a', 2, 1, 2), ('b', 1, 1, 2)]
+    """
+    recs = self_predictions(records)
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    items = (
+        recs.group_by(["model", "task", "item_id"])
+        .agg(
+            pl.len().alias("n_total"),
+            readable.sum().alias("n"),
+            (readable & pl.col("correct")).sum().alias("k"),
+        )
+        .with_columns(
+            (pl.col("n") > 0).sum().over(["task", "item_id"]).alias("n_models_item"),
+        )
+        .sort(["model", "task", "item_id"])
+    )
+    counts = ("n_total", "n", "k", "n_models_item")
+    return items.with_columns([pl.col(c).cast(pl.Int64) for c in counts])
+
+
+def to_pair_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate all predictions into one row per predictor x target model x task.
+
+    For cross-prediction (``models/self_vs_other.py``): ``predictor`` predicts the
+    behaviour of ``model``; a null ``predictor`` means the model itself.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``predictor, model, task, n_total, n, k, is_self``, sorted.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a", "a", "a"], "task": ["t"] * 3, "item_id": ["i"] * 3,
+    ...     "predictor": [None, "a", "b"], "correct": [True, False, True], "status": ["ok"] * 3})
+    >>> to_pair_cells(r).select("predictor", "model", "n", "k", "is_self").rows()
+    [('a', 'a', 2, 1, True), ('b', 'a', 1, 1, False)]
+    """
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    pairs = (
+        records.with_columns(pl.coalesce(pl.col("predictor"), pl.col("model")).alias("predictor"))
+        .group_by(["predictor", "model", "task"])
+        .agg(
+            pl.len().alias("n_total"),
+            readable.sum().alias("n"),
+            (readable & pl.col("correct")).sum().alias("k"),
+        )
+        .with_columns((pl.col("predictor") == pl.col("model")).alias("is_self"))
+        .sort(["predictor", "model", "task"])
+    )
+    return pairs.with_columns([pl.col(c).cast(pl.Int64) for c in ("n_total", "n", "k")])

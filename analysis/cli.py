@@ -224,10 +224,19 @@ def _print_table(rows: list[dict]) -> None:
     Console(highlight=False).print(t, markup=False)
 
 
+def _quiet_library_warnings() -> None:
+    """Silence import-time notices of the numerical stack that say nothing about the user's data."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=".*BLAS.*")  # pytensor: nutpie/numba do not use it
+    warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")  # ArviZ 1.0 notice
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``selfmodel`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
+    _quiet_library_warnings()
     try:
         return _dispatch(args, argv)
     except InputError as e:

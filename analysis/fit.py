@@ -48,7 +48,7 @@ class SamplerSettings:
     tune: int = 1000
     chains: int = 4
     cores: int = 2
-    target_accept: float = 0.95
+    target_accept: float = 0.99
     sampler: str = "nutpie"
 
 

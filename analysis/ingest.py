@@ -33,8 +33,9 @@ chunks, with Python's :mod:`json` used only on small chunks that contain a bad l
 * A CSV row with more fields than the header is quarantined (``wrong number of fields``);
   a row with fewer has its missing trailing fields read as empty (polars' rule).
 * JSONL keys are found from the first 1,000 lines plus the canonical and mapped column
-  names, which are always read; an unknown key first appearing later is ignored without
-  being listed in ``ignored_columns``.
+  names, which are always read (a canonical or mapped key counts as present when some line
+  gives it a non-null value); an unknown key first appearing after line 1,000 is ignored
+  without being listed in ``ignored_columns``.
 * An empty or header-only file contributes 0 rows and is listed in ``files``.
 
 Columns
@@ -560,11 +561,13 @@ def _read_jsonl(inp: _Input, data: bytes, wanted: set[str]) -> _Read:
             continue
         if isinstance(obj, dict):
             sample_keys.update(dict.fromkeys(obj))
-    present = dict(sample_keys)
-    for key in sorted(wanted):
-        if key not in present and f'"{key}"'.encode() in data:
-            present[key] = None
-    schema = {k: pl.Utf8() for k in [*present, *sorted(set(wanted) - set(present))]}
+    keys = [*sample_keys, *sorted(set(wanted) - set(sample_keys))]
+    schema: dict[str, pl.DataType] = {k: pl.Utf8() for k in keys}
+
+    def seen(frame: pl.DataFrame, extra: Mapping[str, None]) -> list[str]:
+        """Keys of the file: sampled ones, later ones, and read ones with any value."""
+        late = [k for k in keys if k not in sample_keys and frame[k].null_count() < frame.height]
+        return [*sample_keys, *late, *(k for k in extra if k not in schema)]
 
     if valid:
         n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
@@ -574,7 +577,7 @@ def _read_jsonl(inp: _Input, data: bytes, wanted: set[str]) -> _Read:
             frame = None
         if frame is not None and frame.height == n_lines:
             frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-            return _Read(frame, n_lines, list(present), raw=_line_raw(inp.path))
+            return _Read(frame, n_lines, seen(frame, {}), raw=_line_raw(inp.path))
 
     # Line by line: skip blanks, quarantine invalid UTF-8, parse the rest in chunks.
     text_lines = data.decode("utf-8", "surrogateescape").split("\n")
@@ -590,15 +593,13 @@ def _read_jsonl(inp: _Input, data: bytes, wanted: set[str]) -> _Read:
     frames: list[pl.DataFrame] = []
     extra: dict[str, None] = {}
     _parse_json_chunks(items, schema, frames, bad, extra)
-    for key in extra:
-        present.setdefault(key, None)
     rows = len(items) + sum(1 for b in bad if b[1] == "invalid UTF-8")
     frame = (
         pl.concat(frames, how="vertical")
         if frames
         else pl.DataFrame(schema={**schema, _LINE: pl.Int64()})
     )
-    return _Read(frame, rows, list(present), bad=bad, raw=_line_raw(inp.path))
+    return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
 
 
 def _parse_json_chunks(
@@ -1054,12 +1055,16 @@ def _validate(
         ),
     ]
     # One pass for the first failing rule (cheap integers); reasons only for failing rows.
-    rule: pl.Expr | Any = pl
-    reason: pl.Expr | Any = pl
-    for number, (_, cond, why) in enumerate(rules):
-        rule = rule.when(cond.fill_null(False)).then(pl.lit(number, dtype=pl.Int32))
-        reason = reason.when(pl.col("__rule") == number).then(why)
-    stage = stage.with_columns(rule.otherwise(None).alias("__rule"))
+    rule = pl.coalesce(
+        [
+            pl.when(cond.fill_null(False)).then(pl.lit(number, dtype=pl.Int32))
+            for number, (_, cond, _) in enumerate(rules)
+        ]
+    )
+    reason = pl.coalesce(
+        [pl.when(pl.col("__rule") == number).then(why) for number, (_, _, why) in enumerate(rules)]
+    )
+    stage = stage.with_columns(rule.alias("__rule"))
     bad = stage.filter(pl.col("__rule").is_not_null()).select(
         pl.col(_LINE),
         pl.col("__rule")
@@ -1067,7 +1072,7 @@ def _validate(
             list(range(len(rules))), [name for name, _, _ in rules], return_dtype=pl.Utf8
         )
         .alias("__cat"),
-        reason.otherwise(None).alias("__reason"),
+        reason.alias("__reason"),
     )
     good = stage.filter(pl.col("__rule").is_null()).select(
         tc("model").alias("model"),
@@ -1090,7 +1095,7 @@ def _validate(
         pl.lit(source_file, dtype=pl.Utf8).alias("source_file"),
         pl.col(_LINE).alias("source_line"),
     )
-    return good.cast(RECORD_SCHEMA), bad  # type: ignore[arg-type]
+    return good.cast(pl.Schema(RECORD_SCHEMA)), bad
 
 
 def _deduplicate(records: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
@@ -1333,7 +1338,7 @@ def ingest(
         "source_line",
         "reason",
         "raw",
-    ).cast(QUARANTINE_SCHEMA)  # type: ignore[arg-type]
+    ).cast(pl.Schema(QUARANTINE_SCHEMA))
 
     n_read = sum(r.rows for r in reads)
     if n_read != records.height + quarantine.height + n_copies:  # pragma: no cover - invariant
@@ -1385,8 +1390,8 @@ def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:
     fills: list[tuple[int, int, str]] = []
     for (file_idx,), part in missing.group_by(["__file_idx"], maintain_order=True):
         lines = part.get_column("source_line").to_list()
-        found = reads[int(file_idx)].raw(lines)  # type: ignore[call-overload]
-        fills.extend((int(file_idx), n, found.get(n, "")) for n in lines)  # type: ignore[call-overload]
+        found = reads[int(file_idx)].raw(lines)
+        fills.extend((int(file_idx), n, found.get(n, "")) for n in lines)
     fill = pl.DataFrame(
         fills,
         schema={"__file_idx": pl.Int64(), "source_line": pl.Int64(), "__fill": pl.Utf8()},

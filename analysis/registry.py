@@ -138,7 +138,7 @@ def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
     if isinstance(value, bool):
         return None, f"'{value}' is not a number"
     try:
-        number = float(value)  # type: ignore[arg-type]
+        number = float(value) if isinstance(value, int | float) else float(str(value))
     except (TypeError, ValueError):
         return None, f"'{value}' is not a number"
     if not math.isfinite(number):
@@ -174,12 +174,16 @@ def _check_columns(path: Path, columns: list[str], line: int | None) -> None:
             )
         )
     for col in columns:
-        if col not in REGISTRY_SCHEMA:
+        if col in REGISTRY_SCHEMA:
+            continue
+        # An extra column (developer, aliases, notes ...) is allowed and ignored; one that
+        # looks like a misspelt registry column is an error, since ignoring it would lose data.
+        if difflib.get_close_matches(col, allowed, n=1, cutoff=0.8):
             raise InputError(
                 format_input_error(
                     path,
                     f"unknown registry column.{did_you_mean(col, allowed)}",
-                    f"Use only {', '.join(allowed)}",
+                    f"Use only {', '.join(allowed)} (other columns are ignored)",
                     line=line,
                     column=col,
                 )
@@ -309,7 +313,7 @@ def _load_toml(path: Path, text: str) -> pl.DataFrame:
                     path,
                     f"unknown top-level key.{did_you_mean(key, ['model'])}",
                     "Write one [[model]] table per model",
-                    line=_toml_key_line(lines, key),
+                    line=_toml_key_line(lines, key) or _toml_key_line(lines, key, header=True),
                     column=key,
                 )
             )
@@ -356,10 +360,11 @@ def _load_toml(path: Path, text: str) -> pl.DataFrame:
 
 
 def _toml_key_line(
-    lines: list[str], key: str, *, start: int = 1, end: int | None = None
+    lines: list[str], key: str, *, start: int = 1, end: int | None = None, header: bool = False
 ) -> int | None:
-    """Best-effort line number of ``key = ...`` or ``[key]`` between ``start`` and ``end``."""
-    pattern = re.compile(rf"\s*(\[\[?\s*)?[\"']?{re.escape(key)}[\"']?\s*(=|\])")
+    """Best-effort line of ``key = ...`` (or of a ``[key]``/``[[key]]`` header) in a range."""
+    name = rf"[\"']?{re.escape(key)}[\"']?"
+    pattern = re.compile(rf"\s*\[\[?\s*{name}\s*\]" if header else rf"\s*{name}\s*=")
     stop = len(lines) if end is None else min(end - 1, len(lines))
     for number in range(start, stop + 1):
         if pattern.match(lines[number - 1]):

@@ -193,7 +193,7 @@ def assemble(
         "tasks": ingest_summary.get("tasks"),
         "files": ingest_summary.get("files"),
         "quarantine_reasons": ingest_summary.get("quarantine_reasons"),
-        "registry": ingest_summary.get("registry"),
+        "registry": ingest_summary.get("registry_report"),
     }
     return rounded(
         {

@@ -58,8 +58,15 @@ def test_bad_input_case(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -
 
     result = _run(case, monkeypatch)
     s = result.summary
-    assert s["records_read"] == s["records_used"] + s["records_quarantined"] + s["records_duplicate"]
-    assert (s["records_read"], s["records_used"], s["records_quarantined"], s["records_duplicate"]) == (
+    assert (
+        s["records_read"] == s["records_used"] + s["records_quarantined"] + s["records_duplicate"]
+    )
+    assert (
+        s["records_read"],
+        s["records_used"],
+        s["records_quarantined"],
+        s["records_duplicate"],
+    ) == (
         case["read"],
         case["used"],
         case["quarantined"],
@@ -78,7 +85,9 @@ def test_bad_input_case(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -
     assert all(r is not None and len(r) <= 500 for r in result.quarantine.get_column("raw"))
 
     if "lines" in case:
-        got = sorted(f"{f}:{n}" for f, n in result.quarantine.select("source_file", "source_line").rows())
+        got = sorted(
+            f"{f}:{n}" for f, n in result.quarantine.select("source_file", "source_line").rows()
+        )
         assert got == sorted(case["lines"])
     if "unreadable" in case:
         assert s["unreadable_predictions"] == case["unreadable"]
@@ -86,7 +95,11 @@ def test_bad_input_case(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -
         assert {f["path"]: f["rows"] for f in s["files"]} == case["file_rows"]
     if "values" in case:
         cells = set(
-            result.records.select(pl.col(pl.Utf8)).unpivot().get_column("value").drop_nulls().to_list()
+            result.records.select(pl.col(pl.Utf8))
+            .unpivot()
+            .get_column("value")
+            .drop_nulls()
+            .to_list()
         )
         for value in case["values"]:
             assert value in cells, value

@@ -1,0 +1,701 @@
+r"""Study design and power: what a design can detect, and what a null verdict rules out.
+
+A scaling study is only as good as the slope it can detect. This module answers two
+questions with the scale model of ``models/scale.py`` and the decision rule of
+:mod:`analysis.hypotheses`:
+
+* **before** the compute is spent (``selfmodel power``): for a design (families and their
+  sizes, tasks with items and expected accuracy, repeats, variance components), the
+  probability of each decision at a range of true slopes, the minimum detectable slope at
+  80% power, and how power changes with more models versus more items;
+* **after** a fit (:func:`mde_from_fit`, the report's "what this study could detect"
+  section): the slope the fitted design would have detected with 80% power, computed from
+  the fitted variance components, so that ``no_credible_effect`` is read correctly.
+
+Generative model of a simulated data set
+----------------------------------------
+Cells are model :math:`m` x task :math:`t`, as in the scale model; :math:`x_m` is
+:math:`\log_{10}` billions of parameters centred on the mean over the design's models, and
+:math:`\alpha_t = \mathrm{logit}(a_t)` with :math:`a_t` the task's expected accuracy of an
+average-size model:
+
+.. math::
+
+    \eta_{mt} &= \alpha_t + (\beta + \delta_t)\,x_m + u_{f[m]} + v_m + w_{mt},\\
+    u_f \sim N(0, \sigma_f^2),\ v_m &\sim N(0, \sigma_m^2),\ w_{mt} \sim N(0, \sigma_c^2),\
+    \delta = \text{zero-sum } N(0, \sigma_\delta^2),\\
+    k_{mt} &\sim \mathrm{Binomial}\big(n^{\mathrm{eff}}_{t},\ \mathrm{logit}^{-1}\eta_{mt}\big).
+
+:math:`\beta` (the true slope of the sweep) is the mean of the task slopes, the estimand of
+``beta`` in the scale model. A task's expected accuracy may be given directly or through
+signal detection (outcome base rate :math:`\pi`, sensitivity :math:`d'`, criterion :math:`c`,
+negative = yes-bias): :math:`a = \pi\,\Phi(d'/2 - c) + (1-\pi)\,\Phi(d'/2 + c)`. A strong
+yes-bias lowers accuracy toward the base rate of "yes", which changes the binomial
+information :math:`n\,a(1-a)` a cell carries.
+
+Items and repeats: the effective n
+----------------------------------
+Items are taken to be shared by all models (every model answers the same items), so the
+average item difficulty is part of :math:`\alpha_t`. What is left is the model x item
+interaction. With :math:`I` items, :math:`R` repeats per item and :math:`\rho` the
+correlation between two repeated answers of one model to one item (on the correct/incorrect
+scale), the variance of a cell's accuracy is :math:`a(1-a)\,(1 + (R-1)\rho)/(IR)`: Kish's
+design effect for cluster samples (Kish 1965, *Survey Sampling*, sec. 5.4). The simulation
+therefore draws binomial counts with
+
+.. math::  n^{\mathrm{eff}} = \frac{I R\,(1 - u)}{1 + (R - 1)\rho}
+
+(:math:`u` = share of unreadable predictions), so :math:`R` repeats of a model that answers
+an item consistently (:math:`\rho \to 1`) are worth one answer, and more repeats never carry a
+cell beyond :math:`I/\rho` answers. The approximation is exact for a beta-binomial cell
+(the model-item propensity is Beta with mean :math:`a` and intra-class correlation
+:math:`\rho`); a real fit of the scale model to the :math:`IR` raw answers absorbs the same
+extra-binomial variance in :math:`\sigma_c`. ``tests/test_power.py`` checks the shortcut
+against brute-force simulation of every answer at two design points.
+
+Fast approximate fit
+--------------------
+A full NUTS fit per simulated data set is too slow for a sweep (~30 s of compilation per
+data shape here, then seconds per fit). Each simulated data set is instead fitted by a
+deterministic approximation of the same Bayesian model:
+
+1. each cell's count becomes an empirical logit :math:`y = \log\frac{k + 1/2}{n - k + 1/2}`
+   with variance :math:`s^2 = \frac{1}{k + 1/2} + \frac{1}{n - k + 1/2}` (Cox & Snell 1989,
+   *Analysis of Binary Data*, sec. 2.1.6): the binomial likelihood in normal form;
+2. given the variance components :math:`\theta = (\sigma_f, \sigma_m, \sigma_c, \sigma_\delta)`
+   the model is linear-Gaussian: task intercepts and task slopes (with the scale model's
+   priors: :math:`\alpha_t \sim N(0, 1.5^2)`, task slopes :math:`\beta + \delta_t` with
+   :math:`\beta \sim N(0, 1)` and zero-sum :math:`\delta`) integrate out exactly, which gives
+   :math:`p(y \mid \theta)` and the normal conditional posterior of :math:`\beta`; the nested
+   family/model/cell covariance is inverted in closed form (two rank-one updates per
+   model and per family), so a likelihood evaluation costs :math:`O(\text{cells})`;
+3. :math:`\theta` is integrated on a product grid at the mid-quantiles of its
+   ``HalfNormal`` priors (the priors of ``models/scale.py``, read from
+   :data:`models.scale.DEFAULT_PRIORS`), so every grid point has equal prior mass and the
+   weights are the likelihoods: the posterior of :math:`\beta` is a mixture of normals
+   (the grid-integration idea of INLA; Rue, Martino & Chopin 2009, *JRSS B* 71(2));
+4. 4,000 draws from that mixture go through :func:`analysis.hypotheses.decide`, the very rule
+   the pipeline applies to NUTS draws.
+
+The differences from the NUTS fit are the normal approximation of each cell's binomial
+likelihood (good when every cell has a few dozen correct and incorrect answers) and
+independent rather than zero-sum family/model intercepts (their sum is absorbed by the task
+intercepts). ``bench/power_validation.py`` compares the two fits on the same simulated data
+sets at several design points; its numbers are in ``bench/results/power_validation.json``.
+
+Random numbers
+--------------
+One seed fixes everything. The random effects, binomial uniforms and posterior draws of
+simulation :math:`s` are shared by every true slope (common random numbers), so power
+curves are smooth in the slope and differences between slopes are not Monte Carlo noise.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import polars as pl
+from scipy.special import expit, logit
+from scipy.stats import binom, norm
+
+from analysis.contract import SCALE_COLUMNS, InputError
+from analysis.hypotheses import DecisionRule, decide
+
+__all__ = [
+    "DEFAULT_SLOPES",
+    "Design",
+    "Task",
+    "default_design",
+    "design_from_results",
+    "design_from_template",
+    "design_to_toml",
+    "fast_fit",
+    "load_design",
+    "mde_from_fit",
+    "models_vs_items",
+    "plot_power",
+    "power_table",
+    "run_power",
+    "simulate_cells",
+    "write_power",
+]
+
+#: True slopes of the default sweep (logits per 10x parameters).
+DEFAULT_SLOPES: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
+#: Power that defines the minimum detectable slope.
+TARGET_POWER: Final = 0.8
+#: Posterior draws per simulated fit handed to :func:`analysis.hypotheses.decide`.
+N_DRAWS: Final = 4000
+#: Grid points per variance component (sigma_cell, sigma_model, sigma_family, sigma_delta).
+GRID: Final = {"sigma_cell": 16, "sigma_model": 12, "sigma_family": 12, "sigma_delta": 4}
+#: Power-detection outcomes reported for every slope.
+OUTCOMES: Final = ("improves", "no_credible_effect", "practically_null", "worsens")
+
+Progress = Callable[[int, int], None]
+
+
+# --------------------------------------------------------------------------- design
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of a design.
+
+    Attributes
+    ----------
+    name
+        Task name.
+    items
+        Items per model (every model answers the same items).
+    accuracy
+        Expected accuracy of an average-size model, 0..1 (exclusive).
+    unreadable
+        Share of predictions that cannot be read (dropped from ``n``).
+    """
+
+    name: str
+    items: int
+    accuracy: float
+    unreadable: float = 0.0
+
+
+@dataclass(frozen=True)
+class Design:
+    """A study design and the variance components it is simulated with.
+
+    Attributes
+    ----------
+    models
+        ``(model, family, x_raw)`` per model carrying the scale variable; ``x_raw`` is the
+        predictor on the model's scale (``log10`` billions of parameters, or a capability
+        score); it is centred on the mean over models.
+    tasks
+        The tasks.
+    repeats
+        Answers per model and item.
+    repeat_correlation
+        Correlation :math:`\\rho` between two repeated answers of one model to one item.
+    sigma_family, sigma_model, sigma_cell, sigma_task_slope
+        True standard deviations (logit scale) of family, model and cell effects and of the
+        task slopes around their mean.
+    rule
+        The declared decision rule.
+    units
+        Units of the slope.
+    source
+        Where the design came from (for the record).
+    """
+
+    models: tuple[tuple[str, str, float], ...]
+    tasks: tuple[Task, ...]
+    repeats: int = 1
+    repeat_correlation: float = 0.5
+    sigma_family: float = 0.1
+    sigma_model: float = 0.1
+    sigma_cell: float = 0.2
+    sigma_task_slope: float = 0.1
+    rule: DecisionRule = field(default_factory=DecisionRule)
+    units: str = "logits per 10x total parameters"
+    source: str = "default"
+
+    @property
+    def families(self) -> dict[str, list[str]]:
+        """Family -> its models, in design order."""
+        out: dict[str, list[str]] = {}
+        for m, f, _ in self.models:
+            out.setdefault(f, []).append(m)
+        return out
+
+    def n_eff(self, task: Task) -> int:
+        """Effective binomial n of one cell of ``task`` (see the module docstring)."""
+        deff = 1.0 + (self.repeats - 1) * self.repeat_correlation
+        return max(1, int(round(task.items * self.repeats * (1.0 - task.unreadable) / deff)))
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form (what ``power.json`` records under ``design``)."""
+        fam: dict[str, list[dict[str, Any]]] = {}
+        for m, f, x in self.models:
+            fam.setdefault(f, []).append({"model": m, "x_raw": x})
+        return {
+            "source": self.source,
+            "units": self.units,
+            "n_models": len(self.models),
+            "n_families": len(fam),
+            "families": fam,
+            "tasks": [{**asdict(t), "n_eff": self.n_eff(t)} for t in self.tasks],
+            "repeats": self.repeats,
+            "repeat_correlation": self.repeat_correlation,
+            "sigma_family": self.sigma_family,
+            "sigma_model": self.sigma_model,
+            "sigma_cell": self.sigma_cell,
+            "sigma_task_slope": self.sigma_task_slope,
+            "rule": self.rule.as_dict(),
+        }
+
+
+def sdt_accuracy(base_rate: float, dprime: float, criterion: float) -> float:
+    """Accuracy of an equal-variance signal-detection predictor.
+
+    Parameters
+    ----------
+    base_rate
+        Share of items whose outcome is "yes".
+    dprime
+        Sensitivity.
+    criterion
+        Criterion :math:`c`; negative values are a yes-bias.
+
+    Examples
+    --------
+    >>> round(sdt_accuracy(0.5, 0.0, 0.0), 3)
+    0.5
+    >>> round(sdt_accuracy(0.22, 0.6, -0.9), 3)   # word_association in data_raw/
+    0.409
+    """
+    hit = norm.cdf(dprime / 2 - criterion)
+    correct_rejection = norm.cdf(dprime / 2 + criterion)
+    return float(base_rate * hit + (1 - base_rate) * correct_rejection)
+
+
+def _x_of_size(size_b: float) -> float:
+    return float(np.log10(size_b))
+
+
+def default_design() -> Design:
+    """The design of the default data set in ``data_raw/``.
+
+    Families, sizes and tasks are those of :mod:`analysis.simulate` (the 14 open models;
+    closed models carry no size and do not enter the slope); task accuracies follow from
+    each task's base rate, :math:`d'` and criterion. Variance components are the posterior
+    means of the scale fit to ``data_raw/`` (``selfmodel run``, seed 20261130), rounded:
+    sigma_family 0.11, sigma_model 0.11, sigma_cell 0.20; the task-slope spread is set to
+    0.1, the spread of the true task slopes of that data set (``data_raw/truth.json``).
+    """
+    from analysis.simulate import DEFAULT_FAMILIES, DEFAULT_TASKS
+
+    models = tuple(
+        (f"{fam}-{suffix}", fam, _x_of_size(params))
+        for fam, members in DEFAULT_FAMILIES.items()
+        for suffix, params, _active in members
+    )
+    tasks = tuple(
+        Task(name=name, items=items, accuracy=round(sdt_accuracy(base, d, c), 4), unreadable=0.02)
+        for name, (base, _gamma, d, c, items) in DEFAULT_TASKS.items()
+    )
+    return Design(models=models, tasks=tasks, sigma_family=0.11, sigma_model=0.11, sigma_cell=0.2,
+                  sigma_task_slope=0.1, source="default (design of data_raw/)")
+
+
+# --------------------------------------------------------------------------- design files
+
+_TOP_KEYS: Final = ("repeats", "repeat_correlation", "units", "families", "tasks", "variance", "rule")
+_TASK_KEYS: Final = ("items", "accuracy", "base_rate", "dprime", "criterion", "unreadable")
+_VARIANCE_KEYS: Final = ("sigma_family", "sigma_model", "sigma_cell", "sigma_task_slope")
+_RULE_KEYS: Final = ("rope", "prob_threshold", "hdi_prob", "min_models")
+
+DESIGN_EXAMPLE: Final = """\
+# selfmodel power design (TOML). Sizes are billions of parameters.
+repeats = 1                 # answers per model and item
+repeat_correlation = 0.5    # correlation of two answers of one model to one item
+
+[families]
+aurora = [1, 8, 34, 70]
+borealis = [2, 9, 27]
+
+[tasks.refusal]
+items = 250
+base_rate = 0.8             # share of items whose outcome is "yes"
+dprime = 1.0                # sensitivity
+criterion = -0.5            # negative = yes-bias
+# accuracy = 0.77           # or give the expected accuracy directly
+
+[variance]                  # logit scale
+sigma_family = 0.11
+sigma_model = 0.11
+sigma_cell = 0.2
+sigma_task_slope = 0.1
+
+[rule]                      # the declared decision rule (analysis.hypotheses)
+rope = 0.1
+prob_threshold = 0.95
+hdi_prob = 0.94
+"""
+
+
+def _key_line(text: str, key: str, section: str | None) -> int | None:
+    """Best-effort line of ``key`` inside ``[section]`` (or of the ``[section.key]`` header)."""
+    current: str | None = None
+    for number, line in enumerate(text.splitlines(), start=1):
+        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", line)
+        if header:
+            current = header.group(1).replace('"', "").replace("'", "").strip()
+            if section is not None and current == f"{section}.{key}":
+                return number
+            if section is None and current == key:
+                return number
+            continue
+        if current == section and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
+            return number
+    return None
+
+
+class _DesignReader:
+    """Validate a parsed design TOML, raising one-line InputErrors that name file, line, key."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.text = text
+
+    def fail(self, key: str, what: str, todo: str, section: str | None = None) -> InputError:
+        from analysis.registry import format_input_error
+
+        leaf = key.rsplit(".", 1)[-1]
+        line = _key_line(self.text, leaf, section)
+        where = f"key '{key}'"
+        msg = format_input_error(self.path, f"{where}: {what}", todo, line=line)
+        return InputError(msg)
+
+    def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None) -> None:
+        from analysis.registry import did_you_mean
+
+        for key in table:
+            if key not in allowed:
+                full = f"{section}.{key}" if section else key
+                hint = did_you_mean(key, allowed).strip()
+                raise self.fail(full, "unknown key" + (f". {hint}" if hint else ""),
+                                f"Allowed keys here: {', '.join(allowed)}", section)
+
+    def number(self, table: Mapping[str, Any], key: str, section: str | None, *, lo: float, hi: float,
+               default: float | None = None, integer: bool = False, lo_open: bool = False,
+               hi_open: bool = False) -> float:
+        full = f"{section}.{key}" if section else key
+        if key not in table:
+            if default is None:
+                raise self.fail(full, "missing", f"Add '{key} = ...'", section)
+            return default
+        v = table[key]
+        if isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int)):
+            kind = "an integer" if integer else "a number"
+            raise self.fail(full, f"value {v!r} is not {kind}", f"Write {kind}", section)
+        bad_lo = v <= lo if lo_open else v < lo
+        bad_hi = v >= hi if hi_open else v > hi
+        if not math.isfinite(v) or bad_lo or bad_hi:
+            rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+            raise self.fail(full, f"value {v!r} is outside {rng}", f"Use a value in {rng}", section)
+        return float(v)
+
+
+def load_design(path: Path | str) -> Design:
+    """Read a design from a TOML file (see :data:`DESIGN_EXAMPLE`).
+
+    Parameters
+    ----------
+    path
+        The TOML file: ``repeats``, ``repeat_correlation``, ``[families]`` (family = list of
+        sizes in billions of parameters), one ``[tasks.NAME]`` table per task (``items`` and
+        either ``accuracy`` or ``base_rate``/``dprime``/``criterion``; optional
+        ``unreadable``), ``[variance]`` and ``[rule]``. Omitted variance components and rule
+        settings take the defaults of :func:`default_design` and
+        :class:`~analysis.hypotheses.DecisionRule`.
+
+    Returns
+    -------
+    Design
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the line and the key, with "did you mean" for a typo.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "design.toml"
+    >>> _ = p.write_text(DESIGN_EXAMPLE)
+    >>> d = load_design(p)
+    >>> len(d.models), [t.name for t in d.tasks], round(d.tasks[0].accuracy, 3)
+    (7, ['refusal'], 0.773)
+    """
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such design file. Check the path.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read the design file ({e}). Save it as UTF-8 text.") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax; see 'selfmodel power --help'.") from None
+    r = _DesignReader(path, text)
+    r.check_keys(raw, _TOP_KEYS, None)
+    defaults = default_design()
+
+    fams = raw.get("families")
+    if not isinstance(fams, dict) or not fams:
+        raise r.fail("families", "missing or empty", "Add a [families] table: name = [sizes in billions]")
+    models: list[tuple[str, str, float]] = []
+    for fam, sizes in fams.items():
+        if not isinstance(sizes, list) or not sizes:
+            raise r.fail(f"families.{fam}", f"value {sizes!r} is not a list of sizes",
+                         "Write e.g. [1, 8, 70] (billions of parameters)", "families")
+        for i, s in enumerate(sizes):
+            if isinstance(s, bool) or not isinstance(s, int | float) or not math.isfinite(s) or s <= 0:
+                raise r.fail(f"families.{fam}", f"size {s!r} is not a positive number",
+                             "Sizes are billions of parameters, e.g. 0.5 or 70", "families")
+            models.append((f"{fam}-{i + 1}:{s:g}b", str(fam), _x_of_size(float(s))))
+    if len(models) < 3:
+        raise r.fail("families", f"only {len(models)} model(s)", "A slope needs at least 3 models")
+    if len({x for *_, x in models}) < 2:
+        raise r.fail("families", "every model has the same size", "Give models of different sizes")
+
+    tasks_raw = raw.get("tasks")
+    if not isinstance(tasks_raw, dict) or not tasks_raw:
+        raise r.fail("tasks", "missing or empty", "Add at least one [tasks.NAME] table with items and accuracy")
+    tasks: list[Task] = []
+    for name, spec in tasks_raw.items():
+        sec = f"tasks.{name}"
+        if not isinstance(spec, dict):
+            raise r.fail(sec, "is not a table", f"Write [tasks.{name}] with items = ... and accuracy = ...")
+        r.check_keys(spec, _TASK_KEYS, sec)
+        items = int(r.number(spec, "items", sec, lo=1, hi=1e9, integer=True))
+        if "accuracy" in spec:
+            if any(k in spec for k in ("base_rate", "dprime", "criterion")):
+                raise r.fail(f"{sec}.accuracy", "given together with base_rate/dprime/criterion",
+                             "Give either accuracy or the signal-detection settings", sec)
+            acc = r.number(spec, "accuracy", sec, lo=0, hi=1, lo_open=True, hi_open=True)
+        elif "base_rate" in spec:
+            base = r.number(spec, "base_rate", sec, lo=0, hi=1)
+            dprime = r.number(spec, "dprime", sec, lo=-10, hi=10, default=1.0)
+            crit = r.number(spec, "criterion", sec, lo=-10, hi=10, default=0.0)
+            acc = sdt_accuracy(base, dprime, crit)
+            if not 0.001 < acc < 0.999:
+                raise r.fail(sec, f"implies accuracy {acc:.4f}", "Use less extreme dprime/criterion")
+        else:
+            raise r.fail(f"{sec}.accuracy", "missing", "Give accuracy = ... or base_rate (with dprime, criterion)", sec)
+        unread = r.number(spec, "unreadable", sec, lo=0, hi=1, hi_open=True, default=0.0)
+        tasks.append(Task(str(name), items, round(acc, 6), unread))
+
+    repeats = int(r.number(raw, "repeats", None, lo=1, hi=1e6, integer=True, default=1))
+    rho = r.number(raw, "repeat_correlation", None, lo=0, hi=1, default=0.5)
+    var = raw.get("variance", {})
+    if not isinstance(var, dict):
+        raise r.fail("variance", "is not a table", "Write [variance] with sigma_family = ... etc.")
+    r.check_keys(var, _VARIANCE_KEYS, "variance")
+    sig = {k: r.number(var, k, "variance", lo=0, hi=10, default=getattr(defaults, k)) for k in _VARIANCE_KEYS}
+    rule_raw = raw.get("rule", {})
+    if not isinstance(rule_raw, dict):
+        raise r.fail("rule", "is not a table", "Write [rule] with rope = ... etc.")
+    r.check_keys(rule_raw, _RULE_KEYS, "rule")
+    base_rule = DecisionRule()
+    rule = DecisionRule(
+        rope=r.number(rule_raw, "rope", "rule", lo=0, hi=10, default=base_rule.rope),
+        prob_threshold=r.number(rule_raw, "prob_threshold", "rule", lo=0.5, hi=1, hi_open=True,
+                                default=base_rule.prob_threshold),
+        hdi_prob=r.number(rule_raw, "hdi_prob", "rule", lo=0.5, hi=1, hi_open=True, default=base_rule.hdi_prob),
+        min_models=int(r.number(rule_raw, "min_models", "rule", lo=2, hi=1e6, integer=True,
+                                default=base_rule.min_models)),
+    )
+    units = raw.get("units", defaults.units)
+    if not isinstance(units, str):
+        raise r.fail("units", f"value {units!r} is not text", "Write units = \"logits per 10x total parameters\"")
+    return Design(models=tuple(models), tasks=tuple(tasks), repeats=repeats, repeat_correlation=rho,
+                  rule=rule, units=units, source=str(path), **sig)
+
+
+def design_to_toml(design: Design) -> str:
+    """Write a design as TOML that :func:`load_design` reads back.
+
+    Sizes are written as ``10 ** x_raw`` billions, so a design whose predictor is not a size
+    (capability) is written on that scale with a comment saying so.
+
+    Examples
+    --------
+    >>> d = default_design()
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "d.toml"
+    >>> _ = p.write_text(design_to_toml(d))
+    >>> d2 = load_design(p)
+    >>> [t.accuracy for t in d2.tasks] == [t.accuracy for t in d.tasks], len(d2.models)
+    (True, 14)
+    """
+    lines = [
+        "# selfmodel power design (written by selfmodel power; load with --design)",
+        f"# source: {design.source}",
+        f"repeats = {design.repeats}",
+        f"repeat_correlation = {design.repeat_correlation:g}",
+        f'units = "{design.units}"',
+        "",
+        "[families]  # sizes in billions of parameters",
+    ]
+    for fam, members in design.families.items():
+        xs = [x for m, f, x in design.models if f == fam]
+        del members
+        lines.append(f'"{fam}" = [{", ".join(f"{10 ** x:.6g}" for x in xs)}]')
+    for t in design.tasks:
+        lines += ["", f'[tasks."{t.name}"]', f"items = {t.items}", f"accuracy = {t.accuracy:.6g}",
+                  f"unreadable = {t.unreadable:.6g}"]
+    lines += ["", "[variance]"] + [f"{k} = {getattr(design, k):.6g}" for k in _VARIANCE_KEYS]
+    rule = design.rule
+    lines += ["", "[rule]", f"rope = {rule.rope:g}", f"prob_threshold = {rule.prob_threshold:g}",
+              f"hdi_prob = {rule.hdi_prob:g}", f"min_models = {rule.min_models}", ""]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- templates
+
+
+def _variance_from_results(results: Mapping[str, Any]) -> dict[str, float]:
+    """Posterior means of the variance components saved in ``results.json``."""
+    vc = results.get("variance_components") or {}
+    names = {"sigma_family": "sigma_family", "sigma_model": "sigma_model", "sigma_cell": "sigma_cell",
+             "sigma_task_slope": "sigma_delta"}
+    out: dict[str, float] = {}
+    for ours, theirs in names.items():
+        entry = vc.get(theirs)
+        value = entry.get("mean") if isinstance(entry, Mapping) else entry
+        if isinstance(value, int | float) and math.isfinite(value):
+            out[ours] = float(value)
+    return out
+
+
+def design_from_template(
+    records: Sequence[Path | str],
+    registry: Path | str,
+    *,
+    results: Path | str | Mapping[str, Any] | None = None,
+    scale: str = "params",
+) -> Design:
+    """Take the design of an existing data set.
+
+    Families, models and their scale values come from the registry (models without the
+    scale variable are left out, as in the fit); tasks, items per task (distinct
+    ``item_id``), repeats (answers per model and item), unreadable share and accuracy (pooled
+    over the models in the slope) from the records. Variance components are the posterior
+    means in ``results`` (a ``results.json`` of a fit to these data) when given, else the
+    defaults of :func:`default_design`.
+
+    Parameters
+    ----------
+    records
+        Record files or folders (as for ``selfmodel run``).
+    registry
+        The model registry.
+    results
+        A ``results.json`` path or dict carrying ``variance_components``.
+    scale
+        The scale variable (``params``, ``active_params`` or ``capability``).
+
+    Returns
+    -------
+    Design
+    """
+    import json
+
+    from analysis.cells import build_cells
+    from analysis.ingest import ingest
+    from analysis.registry import load_registry
+
+    res = ingest(list(records), registry=registry)
+    reg = load_registry(registry)
+    cells = build_cells(res.records, reg, scale=scale)
+    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+    if usable["model"].n_unique() < 3:
+        raise InputError(
+            f"{registry}: only {usable['model'].n_unique()} model(s) have '{SCALE_COLUMNS[scale]}'; "
+            "a design needs at least 3 models with the scale variable. Add sizes to the registry."
+        )
+    per_model = usable.group_by("model").agg(pl.col("family").first(), pl.col("scale_raw").first()).sort("model")
+    log = scale in ("params", "active_params")
+    models = tuple(
+        (r["model"], r["family"], float(np.log10(r["scale_raw"]) if log else r["scale_raw"]))
+        for r in per_model.iter_rows(named=True)
+    )
+    recs = res.records.filter(pl.col("model").is_in(per_model["model"].to_list()))
+    per_task = (
+        recs.group_by("task")
+        .agg(pl.col("item_id").n_unique().alias("items"),
+             pl.len().alias("records"),
+             pl.struct("model", "item_id").n_unique().alias("model_items"))
+        .sort("task")
+    )
+    cell_tot = usable.group_by("task").agg(pl.col("n").sum(), pl.col("k").sum(), pl.col("n_total").sum())
+    cell_tot = {r["task"]: r for r in cell_tot.iter_rows(named=True)}
+    tasks = []
+    reps = []
+    for r in per_task.iter_rows(named=True):
+        c = cell_tot[r["task"]]
+        acc = min(max(c["k"] / c["n"], 0.01), 0.99)
+        tasks.append(Task(r["task"], int(r["items"]), round(acc, 4), round(1 - c["n"] / c["n_total"], 4)))
+        reps.append(r["records"] / r["model_items"])
+    repeats = max(1, int(round(float(np.mean(reps)))))
+    sig: dict[str, float] = {}
+    if results is not None:
+        loaded = results if isinstance(results, Mapping) else json.loads(Path(results).read_text())
+        sig = _variance_from_results(loaded)
+    d = default_design()
+    return Design(
+        models=models, tasks=tuple(tasks), repeats=repeats,
+        sigma_family=sig.get("sigma_family", d.sigma_family),
+        sigma_model=sig.get("sigma_model", d.sigma_model),
+        sigma_cell=sig.get("sigma_cell", d.sigma_cell),
+        sigma_task_slope=sig.get("sigma_task_slope", d.sigma_task_slope),
+        units=_units(scale),
+        source=f"template: {', '.join(str(p) for p in records)} + {registry}"
+        + (" + fitted variance components" if sig else " (default variance components)"),
+    )
+
+
+def _units(scale: str) -> str:
+    return {
+        "params": "logits per 10x total parameters",
+        "active_params": "logits per 10x active parameters",
+        "capability": "logits per unit of capability score",
+    }.get(scale, "logits per unit of the scale variable")
+
+
+def design_from_results(results: Mapping[str, Any]) -> Design:
+    """The design a fitted ``results.json`` describes, with its fitted variance components.
+
+    Models are those in the slope (``models[].in_scale_fit``), with their scale value;
+    each task's cells get the mean readable ``n`` of its cells (``by_model_task``; these are
+    the answers the fit saw, so ``repeats = 1``) and the pooled accuracy; the variance
+    components are the posterior means in ``results["variance_components"]``; the rule is
+    the one the verdict used (``settings.rule``).
+    """
+    settings = results.get("settings") or {}
+    scale = settings.get("scale", "params")
+    col = SCALE_COLUMNS.get(scale, "params_b")
+    log = scale in ("params", "active_params")
+    models = []
+    for m in results.get("models", []):
+        v = m.get(col)
+        if m.get("in_scale_fit") and v is not None:
+            models.append((m["model"], m["family"], float(np.log10(v)) if log else float(v)))
+    names = {m for m, *_ in models}
+    rows = [r for r in results.get("by_model_task", []) if r["model"] in names and r.get("n")]
+    tasks = []
+    for t in sorted({r["task"] for r in rows}):
+        sub = [r for r in rows if r["task"] == t]
+        n = float(np.mean([r["n"] for r in sub]))
+        k = sum(r["n"] * r["accuracy"] for r in sub if r["accuracy"] is not None)
+        acc = min(max(k / sum(r["n"] for r in sub), 0.01), 0.99)
+        tasks.append(Task(t, max(1, int(round(n))), round(acc, 4), 0.0))
+    sig = _variance_from_results(results)
+    missing = [k for k in ("sigma_family", "sigma_model", "sigma_cell") if k not in sig]
+    if missing:
+        raise KeyError(f"results.json has no posterior mean for {', '.join(missing)} (variance_components)")
+    rule_d = settings.get("rule") or {}
+    rule = DecisionRule(**{k: rule_d[k] for k in _RULE_KEYS if k in rule_d})
+    return Design(models=tuple(models), tasks=tuple(tasks), repeats=1, repeat_correlation=0.0,
+                  sigma_family=sig["sigma_family"], sigma_model=sig["sigma_model"],
+                  sigma_cell=sig["sigma_cell"], sigma_task_slope=sig.get("sigma_task_slope", 0.1),
+                  rule=rule, units=_units(scale), source="fitted design (results.json)")

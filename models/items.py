@@ -1,0 +1,151 @@
+r"""The scale model with crossed model x item effects, on per-item counts.
+
+``models/scale.py`` sees one count per model x task cell, so it treats the items of a
+task as exchangeable draws, fresh for every model. When every model answers the *same*
+items (the usual benchmark design), items differ in how predictable they are for all
+models at once, and the models' accuracies are correlated through the items. This model
+keeps the item: data are aggregated per model :math:`m` x task :math:`t` x item
+:math:`i` (``analysis.cells.to_item_cells``, binomial over repeats of the item, a
+Bernoulli when each item is asked once).
+
+.. math::
+
+    k_{mti} &\sim \mathrm{Binomial}\big(n_{mti},\ \mathrm{logit}^{-1}(\eta_{mti})\big) \\
+    \eta_{mti} &= \alpha_t + (\beta + \delta_t)\, x_m + u_{f[m]} + v_m + w_{mt}
+        + e_{ti} \\
+    \delta &= \sigma_\delta z^{\delta},\ u = \sigma_u z^{u},\ v = \sigma_v z^{v},\quad
+    z^{\delta}, z^{u}, z^{v} \sim \mathrm{ZeroSumNormal}(1) \\
+    w_{mt} &= \sigma_w z^{w}_{mt},\qquad e_{ti} = \sigma_{e,t}\, z^{e}_{ti},\qquad
+    z^{w}_{mt}, z^{e}_{ti} \sim \mathcal N(0, 1)
+
+Models and items are crossed random factors (Baayen, Davidson & Bates 2008): the item
+effect :math:`e_{ti}` is shared by every model that answered item :math:`i` of task
+:math:`t`, with a task-specific spread :math:`\sigma_{e,t}`. Items answered by a single
+model get an effect that is identified only through its prior (``to_item_cells`` reports
+``n_models_item`` so a caller can drop them); the model is meant for tasks whose items
+are shared across models.
+
+Parameters
+----------
+alpha, beta, delta, slope_task, u_family, v_model, sigma_*
+    as in ``models/scale.py``; ``alpha`` is now the logit accuracy on an *average item*
+    (not the average accuracy over items, which is closer to 0.5 when items vary:
+    marginal and conditional effects differ in a logistic model), and ``beta`` the
+    scale effect conditional on the item, so it is larger in magnitude than the
+    ``scale`` model's marginal slope by roughly
+    :math:`\sqrt{1 + 0.35\,\sigma_e^2}` (Zeger, Liang & Albert 1988).
+sigma_item (task)
+    spread of item effects within task :math:`t` (logit).
+e_item (item)
+    item effects :math:`e_{ti}`; the item coordinate is ``"task|item_id"``.
+
+Cost
+----
+The latent dimension grows with the number of items (one :math:`z^e` per item) and the
+likelihood with model x item rows. Measured on the default data (``data_raw/``: 14 sized
+models x 800 items = 11,200 Bernoulli rows, 850 latent parameters; nutpie 0.16,
+4 chains x 2000 draws after 1000 tuning, ``target_accept=0.95``, 2 shared cores):
+see the numbers filled in below.
+
+References
+----------
+Baayen, Davidson & Bates (2008), "Mixed-effects modeling with crossed random effects for
+subjects and items", *Journal of Memory and Language* 59(4); De Boeck et al. (2011),
+"The estimation of item response models with the lmer function from the lme4 package in
+R", *Journal of Statistical Software* 39(12) (explanatory IRT as a crossed GLMM); Zeger,
+Liang & Albert (1988), "Models for longitudinal data: a generalized estimating equation
+approach", *Biometrics* 44(4) (conditional vs marginal logistic coefficients).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+
+from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+
+NAME = "items"
+SUMMARY = "hierarchical logistic on per-item counts: scale slopes plus crossed model x item effects"
+#: Variables the decision rules read.
+EFFECT = "beta"
+PER_TASK_EFFECT = "slope_task"
+
+DEFAULT_PRIORS: dict[str, Prior] = {
+    "alpha": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # task intercepts, logit, average item
+    "beta": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # logits per 10x parameters
+    "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # spread of task slopes
+    "sigma_family": ("HalfNormal", {"sigma": 0.5}),  # family intercepts (logit)
+    "sigma_model": ("HalfNormal", {"sigma": 0.5}),  # model intercepts (logit)
+    "sigma_cell": ("HalfNormal", {"sigma": 0.5}),  # model x task deviations
+    "sigma_item": ("HalfNormal", {"sigma": 1.0}),  # item effects within a task (logit)
+}
+
+REQUIRED_COLUMNS = ("model", "family", "task", "item_id", "x", "n", "k")
+
+
+def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
+    """Build the PyMC model.
+
+    Parameters
+    ----------
+    data
+        A table (polars or pandas) with one row per model x task x item and columns
+        ``model, family, task, item_id, x, n, k`` (``analysis.cells.to_item_cells``
+        joined with the registry and the scale predictor); rows with null ``x`` removed.
+    priors
+        Overrides of :data:`DEFAULT_PRIORS` (same keys).
+
+    Returns
+    -------
+    pymc.Model
+        With coords ``task``, ``family``, ``model``, ``cell`` (model x task), ``item``
+        (task x item) and ``obs`` (rows), and the observed ``k`` on ``obs``.
+    """
+    p = merge_priors(DEFAULT_PRIORS, priors)
+    model_col = np.asarray(data["model"]).astype(str)
+    task_col = np.asarray(data["task"]).astype(str)
+    item_col = np.asarray(data["item_id"]).astype(str)
+    task_idx, tasks = factorize(task_col)
+    model_idx, models = factorize(model_col)
+    fam_idx, families = factorize(data["family"])
+    cell_idx, cells = factorize(np.char.add(np.char.add(model_col, "|"), task_col))
+    item_idx, item_labels = factorize(np.char.add(np.char.add(task_col, "|"), item_col))
+    x = np.asarray(data["x"], dtype=float)
+    n = np.asarray(data["n"], dtype="int64")
+    k = np.asarray(data["k"], dtype="int64")
+    if np.isnan(x).any():
+        raise ValueError(
+            "items model needs x for every row; drop models without the scale variable"
+        )
+    # the task of each item, for the task-specific item spread
+    item_task = np.zeros(len(item_labels), dtype="int64")
+    item_task[item_idx] = task_idx
+    rows = [f"{m}|{t}|{i}" for m, t, i in zip(model_col, task_col, item_col, strict=True)]
+    coords = {
+        "task": tasks, "family": families, "model": models, "cell": cells,
+        "item": item_labels, "obs": rows,
+    }
+    with pm.Model(coords=coords) as model:
+        alpha = prior_rv("alpha", p["alpha"], dims="task")
+        beta = prior_rv("beta", p["beta"])
+        sigma_delta = prior_rv("sigma_delta", p["sigma_delta"])
+        delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
+        slope = pm.Deterministic("slope_task", beta + delta, dims="task")
+        s_fam = prior_rv("sigma_family", p["sigma_family"])
+        u = zero_sum_effect("u_family", s_fam, "family", len(families))
+        s_mod = prior_rv("sigma_model", p["sigma_model"])
+        v = zero_sum_effect("v_model", s_mod, "model", len(models))
+        s_cell = prior_rv("sigma_cell", p["sigma_cell"])
+        z_cell = pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+        s_item = prior_rv("sigma_item", p["sigma_item"], dims="task")
+        z_item = pm.Normal("z_item", 0.0, 1.0, dims="item")
+        e = pm.Deterministic("e_item", s_item[item_task] * z_item, dims="item")
+        eta = (
+            alpha[task_idx] + slope[task_idx] * x + u[fam_idx] + v[model_idx]
+            + s_cell * z_cell[cell_idx] + e[item_idx]
+        )
+        pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="obs")
+    return model

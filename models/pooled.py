@@ -1,0 +1,122 @@
+r"""Task intercepts only: the baseline every other accuracy model is compared with.
+
+Data: one row per model :math:`m` x task :math:`t` cell with :math:`n_{mt}` readable
+self-predictions, :math:`k_{mt}` of them correct.
+
+.. math::
+
+    k_{mt} \sim \mathrm{Binomial}\big(n_{mt},\ \mathrm{logit}^{-1}(\alpha_t)\big),
+    \qquad \alpha_t \sim \mathcal N(0, 1.5^2)
+
+Every model is assumed equally good at a task: no scale term, no family, model or cell
+effects (complete pooling across models, Gelman & Hill 2007, sec. 12.2). It exists to
+be beaten: a leave-one-out comparison (``analysis.checks.loo`` / ``compare``) of
+``scale`` or ``within_between`` against ``pooled`` *on the same cells* asks whether
+anything about the models predicts held-out cells better than the task average.
+
+With ``random_effects=True`` the model gets the family, model and cell effects of
+``models/scale.py`` but still no scale term:
+
+.. math::
+
+    \mathrm{logit}\,p_{mt} = \alpha_t + u_{f[m]} + v_m + w_{mt},\quad
+    u = \sigma_u z^u,\ v = \sigma_v z^v\ (z \sim \mathrm{ZeroSumNormal}(1)),\quad
+    w_{mt} = \sigma_w z^w_{mt},\ z^w_{mt} \sim \mathcal N(0, 1)
+
+which is the right null for "does scale predict held-out cells?": the comparison
+``scale`` vs ``pooled(random_effects=True)`` differs only in
+:math:`(\beta + \delta_t) x_m`.
+
+Parameters
+----------
+alpha (task)
+    logit accuracy on task :math:`t`, common to all models.
+accuracy_task (task)
+    :math:`\mathrm{logit}^{-1}(\alpha_t)` (deterministic).
+
+There is no effect for a verdict: ``EFFECT`` and ``PER_TASK_EFFECT`` are ``None``.
+
+Measured on the default data (``data_raw/``, 42 cells of the 14 sized models; nutpie
+0.16, 4 chains x 2000 draws after 1000 tuning, ``target_accept=0.95``, seed 20261130):
+see the numbers filled in below.
+
+References
+----------
+Gelman & Hill (2007), *Data Analysis Using Regression and Multilevel/Hierarchical
+Models*, sec. 12.2 (complete pooling); Vehtari, Gelman & Gabry (2017), "Practical
+Bayesian model evaluation using leave-one-out cross-validation and WAIC", *Statistics and
+Computing* 27 (baselines in LOO comparisons).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+
+from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+
+NAME = "pooled"
+SUMMARY = "baseline: task intercepts only (every model equally good at a task)"
+#: A baseline has no effect for a verdict.
+EFFECT = None
+PER_TASK_EFFECT = None
+
+DEFAULT_PRIORS: dict[str, Prior] = {
+    "alpha": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # task intercepts, logit accuracy
+    # only with random_effects=True (same priors as models/scale.py):
+    "sigma_family": ("HalfNormal", {"sigma": 0.5}),  # family intercepts (logit)
+    "sigma_model": ("HalfNormal", {"sigma": 0.5}),  # model intercepts (logit)
+    "sigma_cell": ("HalfNormal", {"sigma": 0.5}),  # model x task deviations
+}
+
+REQUIRED_COLUMNS = ("model", "family", "task", "n", "k")
+
+
+def build(
+    data: Any, priors: Mapping[str, Prior] | None = None, *, random_effects: bool = False
+) -> pm.Model:
+    """Build the PyMC model.
+
+    Parameters
+    ----------
+    data
+        A table (polars or pandas) with columns ``model, task, n, k`` (and ``family``
+        with ``random_effects=True``).
+    priors
+        Overrides of :data:`DEFAULT_PRIORS` (same keys).
+    random_effects
+        Add the family, model and cell effects of ``models/scale.py`` (no scale term).
+
+    Returns
+    -------
+    pymc.Model
+        With coords ``task``, ``cell`` (and ``family``, ``model`` with
+        ``random_effects=True``) and the observed ``k`` (on ``cell``).
+    """
+    p = merge_priors(DEFAULT_PRIORS, priors)
+    task_idx, tasks = factorize(data["task"])
+    model_idx, models = factorize(data["model"])
+    n = np.asarray(data["n"], dtype="int64")
+    k = np.asarray(data["k"], dtype="int64")
+    cells = [f"{m}|{t}" for m, t in zip(data["model"], data["task"], strict=True)]
+    coords: dict[str, list[str]] = {"task": tasks, "cell": cells}
+    if random_effects:
+        fam_idx, families = factorize(data["family"])
+        coords |= {"family": families, "model": models}
+    with pm.Model(coords=coords) as model:
+        alpha = prior_rv("alpha", p["alpha"], dims="task")
+        pm.Deterministic("accuracy_task", pm.math.invlogit(alpha), dims="task")
+        eta = alpha[task_idx]
+        if random_effects:
+            s_fam = prior_rv("sigma_family", p["sigma_family"])
+            u = zero_sum_effect("u_family", s_fam, "family", len(families))
+            s_mod = prior_rv("sigma_model", p["sigma_model"])
+            v = zero_sum_effect("v_model", s_mod, "model", len(models))
+            s_cell = prior_rv("sigma_cell", p["sigma_cell"])
+            z_cell = pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+            eta = eta + u[fam_idx] + v[model_idx] + s_cell * z_cell
+        pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="cell")
+    return model

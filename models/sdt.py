@@ -1,0 +1,214 @@
+r"""Hierarchical equal-variance signal-detection model of binary self-prediction.
+
+A binary self-prediction ("yes, I will refuse") is a detection judgement: the *signal* is
+the behaviour actually happening (outcome true). Accuracy mixes two things that scale can
+change separately: **sensitivity** :math:`d'` (does the prediction track the behaviour?)
+and the **criterion** :math:`c` (how readily the model says "yes"). A model that always
+says "yes" has accuracy equal to the base rate and :math:`d' = 0`; the logistic model of
+accuracy (``models/scale.py``) cannot tell it from a model with real self-knowledge.
+
+Data: one row per model :math:`m` x task :math:`t` cell of *binary* predictions, with
+:math:`S_{mt}` readable records whose outcome was true (``n_signal``), :math:`N_{mt}` whose
+outcome was false (``n_noise``), the hits :math:`H_{mt}` (predicted true, was true) and the
+false alarms :math:`F_{mt}` (predicted true, was false); the model's family :math:`f[m]`
+and the centred scale predictor :math:`x_m` (as in ``models/scale.py``).
+
+.. math::
+
+    H_{mt} &\sim \mathrm{Binomial}\big(S_{mt},\ \Phi(\tfrac12 d'_{mt} - c_{mt})\big),
+    \qquad F_{mt} \sim \mathrm{Binomial}\big(N_{mt},\ \Phi(-\tfrac12 d'_{mt} - c_{mt})\big)
+    \\
+    d'_{mt} &= a^{d}_t + (\beta_{d'} + \delta^{d}_t)\, x_m + u^{d}_{f[m]} + v^{d}_m
+    + w^{d}_{mt} \\
+    c_{mt} &= a^{c}_t + (\beta_{c} + \delta^{c}_t)\, x_m + u^{c}_{f[m]} + v^{c}_m
+    + w^{c}_{mt} \\
+    \delta^{\cdot} &= \sigma^{\cdot}_{\delta} z^{\delta\cdot},\ u^{\cdot} = \sigma^{\cdot}_u
+    z^{u\cdot},\ v^{\cdot} = \sigma^{\cdot}_v z^{v\cdot},\quad
+    z^{\delta\cdot}, z^{u\cdot}, z^{v\cdot} \sim \mathrm{ZeroSumNormal}(1) \\
+    w^{\cdot}_{mt} &= \sigma^{\cdot}_w z^{w\cdot}_{mt},\quad z^{w\cdot}_{mt} \sim
+    \mathcal N(0, 1) \quad\text{(only with ``cell_effects=True``, the default)}
+
+with :math:`\cdot \in \{d, c\}`: sensitivity and criterion each get their own task
+intercepts, slopes, and family/model/cell effects, all partially pooled and independent
+a priori. :math:`\Phi` is the standard normal CDF (probit link); the hit and false-alarm
+rates enter the likelihood through their log-odds
+:math:`\log\Phi(z) - \log\Phi(-z)`, computed with PyMC's stable ``normal_lcdf`` so that
+extreme rates do not underflow.
+
+Parameters
+----------
+alpha_dprime, alpha_criterion (task)
+    :math:`d'` and :math:`c` of a model of average scale on task :math:`t`.
+beta_dprime
+    the **scale effect on sensitivity**: change in :math:`d'` per unit of :math:`x`
+    (per 10x parameters), the unweighted mean of the task slopes. This is ``EFFECT``.
+beta_criterion
+    change in the criterion per unit of :math:`x` (negative: larger models say "yes"
+    more readily).
+dprime_slope_task, criterion_slope_task (task)
+    task-specific slopes :math:`\beta + \delta_t`; ``dprime_slope_task`` is
+    ``PER_TASK_EFFECT``.
+u_*_family, v_*_model, w (cell)
+    family, model and model x task deviations; models, not records, are the unit of
+    evidence.
+dprime, criterion (cell)
+    the cell-level :math:`d'_{mt}` and :math:`c_{mt}` (saved as deterministics).
+
+Cells with ``n_signal == 0`` or ``n_noise == 0`` (a behaviour that never or always
+happened) contribute a Binomial with zero trials for the missing side, whose log
+likelihood is exactly 0: such a cell informs only one rate, and :math:`d'` and :math:`c`
+are separated there by the hierarchy, not by the cell. A cell with no readable record
+contributes nothing.
+
+Parameterisation and sampler
+----------------------------
+Same lessons as ``models/scale.py``: every group effect is non-centred and the task,
+family and model effects are zero-sum (``models._common.zero_sum_effect``), so their
+means do not trade off against the task intercepts along flat ridges.
+
+Measured on the default data (``data_raw/``, 14 sized models x 3 tasks = 42 cells;
+nutpie 0.16, 4 chains x 2000 draws after 1000 tuning, ``target_accept=0.95``, 2 cores,
+seed 20261130; command ``python -m bench.zoo sdt`` in the report of issue #3):
+0 divergences, sampling 17 s after a 40 s numba compile, min bulk ESS 2410, max R-hat
+1.002. :math:`\beta_{d'}` posterior mean 0.18 (94% HDI 0.06 to 0.31) against the
+simulation's true 0.15 d' units per 10x (``truth.json["beta_dprime_per_10x"]``, on a
+slightly different centring of :math:`x`).
+
+References
+----------
+Macmillan & Creelman (2005), *Detection Theory: A User's Guide*, 2nd ed., ch. 1-2
+(equal-variance SDT, :math:`H = \Phi(d'/2 - c)`, :math:`F = \Phi(-d'/2 - c)`);
+Rouder & Lu (2005), "An introduction to Bayesian hierarchical models with an
+application in the theory of signal detection", *Psychonomic Bulletin & Review* 12(4);
+DeCarlo (1998), "Signal detection theory and generalized linear models",
+*Psychological Methods* 3(2) (SDT as a probit GLM).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+from pymc.distributions.dist_math import normal_lcdf
+
+from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+
+NAME = "sdt"
+SUMMARY = "hierarchical equal-variance signal detection: d' and criterion on scale, by task"
+#: Variables the decision rules read.
+EFFECT = "beta_dprime"
+PER_TASK_EFFECT = "dprime_slope_task"
+
+DEFAULT_PRIORS: dict[str, Prior] = {
+    "alpha_dprime": ("Normal", {"mu": 0.5, "sigma": 1.0}),  # task d' at average scale
+    "alpha_criterion": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # task criterion
+    "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),  # d' units per 10x parameters
+    "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),  # criterion units per 10x
+    "sigma_dprime_slope": ("HalfNormal", {"sigma": 0.3}),  # task deviations of the d' slope
+    "sigma_criterion_slope": ("HalfNormal", {"sigma": 0.3}),  # ... of the criterion slope
+    "sigma_dprime_family": ("HalfNormal", {"sigma": 0.3}),  # family d' intercepts
+    "sigma_criterion_family": ("HalfNormal", {"sigma": 0.3}),  # family criterion intercepts
+    "sigma_dprime_model": ("HalfNormal", {"sigma": 0.3}),  # model d' intercepts
+    "sigma_criterion_model": ("HalfNormal", {"sigma": 0.3}),  # model criterion intercepts
+    "sigma_dprime_cell": ("HalfNormal", {"sigma": 0.3}),  # model x task d' deviations
+    "sigma_criterion_cell": ("HalfNormal", {"sigma": 0.3}),  # model x task criterion dev.
+}
+
+REQUIRED_COLUMNS = ("model", "family", "task", "x", "n_signal", "n_noise", "hits", "false_alarms")
+
+
+def _probit_logit(z: Any) -> Any:
+    r"""Log-odds of :math:`\\Phi(z)`, stable in both tails."""
+    return normal_lcdf(0.0, 1.0, z) - normal_lcdf(0.0, 1.0, -z)
+
+
+def implied_accuracy(p: Mapping[str, np.ndarray], data: Any) -> np.ndarray:
+    """Cell accuracy implied by hit and false-alarm rates.
+
+    Parameters
+    ----------
+    p
+        ``{"hits": hit rate, "false_alarms": false-alarm rate}``, arrays whose last axis
+        is the cell.
+    data
+        The cells the model was built on (``n_signal``, ``n_noise``).
+
+    Returns
+    -------
+    numpy.ndarray
+        :math:`(S H + N (1 - F)) / (S + N)` per cell (0.5 where the cell is empty).
+    """
+    s = np.asarray(data["n_signal"], dtype=float)
+    n = np.asarray(data["n_noise"], dtype=float)
+    tot = s + n
+    with np.errstate(invalid="ignore", divide="ignore"):
+        acc = (s * p["hits"] + n * (1.0 - p["false_alarms"])) / tot
+    return np.where(tot > 0, acc, 0.5)
+
+
+def build(
+    data: Any, priors: Mapping[str, Prior] | None = None, *, cell_effects: bool = True
+) -> pm.Model:
+    """Build the PyMC model.
+
+    Parameters
+    ----------
+    data
+        A table (polars or pandas) of *binary* cells with columns ``model, family, task,
+        x, n_signal, n_noise, hits, false_alarms`` (``analysis.cells.to_cells`` filtered
+        on ``binary`` and non-null ``x``).
+    priors
+        Overrides of :data:`DEFAULT_PRIORS` (same keys).
+    cell_effects
+        Add the model x task deviations :math:`w^{d}, w^{c}` (default). Without them every
+        record counts as independent evidence about the slopes.
+
+    Returns
+    -------
+    pymc.Model
+        With coords ``task``, ``family``, ``model``, ``cell`` and the observed ``hits``
+        and ``false_alarms`` (both on ``cell``).
+    """
+    p = merge_priors(DEFAULT_PRIORS, priors)
+    task_idx, tasks = factorize(data["task"])
+    model_idx, models = factorize(data["model"])
+    fam_idx, families = factorize(data["family"])
+    x = np.asarray(data["x"], dtype=float)
+    n_signal = np.asarray(data["n_signal"], dtype="int64")
+    n_noise = np.asarray(data["n_noise"], dtype="int64")
+    hits = np.asarray(data["hits"], dtype="int64")
+    fas = np.asarray(data["false_alarms"], dtype="int64")
+    if np.isnan(x).any():
+        raise ValueError(
+            "sdt model needs x for every cell; drop models without the scale variable"
+        )
+    if (hits > n_signal).any() or (fas > n_noise).any() or min(hits.min(), fas.min()) < 0:
+        raise ValueError("sdt model needs 0 <= hits <= n_signal and 0 <= false_alarms <= n_noise")
+    cells = [f"{m}|{t}" for m, t in zip(data["model"], data["task"], strict=True)]
+    coords = {"task": tasks, "family": families, "model": models, "cell": cells}
+    with pm.Model(coords=coords) as model:
+        parts = {}
+        for side in ("dprime", "criterion"):
+            alpha = prior_rv(f"alpha_{side}", p[f"alpha_{side}"], dims="task")
+            beta = prior_rv(f"beta_{side}", p[f"beta_{side}"])
+            s_slope = prior_rv(f"sigma_{side}_slope", p[f"sigma_{side}_slope"])
+            delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
+            slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
+            s_fam = prior_rv(f"sigma_{side}_family", p[f"sigma_{side}_family"])
+            u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
+            s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
+            v = zero_sum_effect(f"v_{side}_model", s_mod, "model", len(models))
+            eta = alpha[task_idx] + slope[task_idx] * x + u[fam_idx] + v[model_idx]
+            if cell_effects:
+                s_cell = prior_rv(f"sigma_{side}_cell", p[f"sigma_{side}_cell"])
+                z_cell = pm.Normal(f"z_{side}_cell", 0.0, 1.0, dims="cell")
+                eta = eta + s_cell * z_cell
+            parts[side] = pm.Deterministic(side, eta, dims="cell")
+        d, c = parts["dprime"], parts["criterion"]
+        hit_logit = _probit_logit(0.5 * d - c)
+        fa_logit = _probit_logit(-0.5 * d - c)
+        pm.Binomial("hits", n=n_signal, logit_p=hit_logit, observed=hits, dims="cell")
+        pm.Binomial("false_alarms", n=n_noise, logit_p=fa_logit, observed=fas, dims="cell")
+    return model

@@ -1,0 +1,177 @@
+r"""Within-family vs between-family scale effects (Mundlak / "within-between" model).
+
+The scale effect of ``models/scale.py`` mixes two comparisons. *Within* a family
+(aurora-1b vs aurora-70b: same data, recipe and lab) a bigger model is the closest thing
+to a scale intervention the logs offer. *Between* families (one lab's models are on
+average bigger than another's) size is confounded with everything else the labs do
+differently. Splitting the predictor separates the two:
+
+.. math::
+
+    x_m = \underbrace{(x_m - \bar x_{f[m]})}_{x^{W}_m} + \underbrace{\bar x_{f[m]}}_{x^{B}_m},
+    \qquad \bar x_f = \text{mean of } x_m \text{ over the models of family } f \text{ in the data}
+
+.. math::
+
+    k_{mt} &\sim \mathrm{Binomial}\big(n_{mt},\ \mathrm{logit}^{-1}(\eta_{mt})\big) \\
+    \eta_{mt} &= \alpha_t + (\beta_W + \delta_t)\, x^{W}_m + \beta_B\, x^{B}_m
+        + u_{f[m]} + v_m + w_{mt} \\
+    \delta &= \sigma_\delta z^{\delta},\ u = \sigma_u z^{u},\ v = \sigma_v z^{v},\quad
+    z^{\delta}, z^{u}, z^{v} \sim \mathrm{ZeroSumNormal}(1) \\
+    w_{mt} &= \sigma_w z^{w}_{mt},\quad z^{w}_{mt} \sim \mathcal N(0, 1)
+
+Because :math:`x^W` is orthogonal to the family means, :math:`\beta_W` is identified by
+within-family contrasts only, whatever the family intercepts :math:`u_f` absorb (Mundlak
+1978); :math:`\beta_B` is the slope of family-average accuracy on family-average size,
+estimated from as many points as there are families, so expect a wide posterior with
+3-6 families. :math:`\beta_W = \beta_B` is the assumption the ``scale`` model makes;
+``contextual = beta_between - beta_within`` (saved) is its posterior check.
+
+Parameters
+----------
+alpha (task)
+    logit accuracy of a model of average within-family position, in a family of average
+    size, on task :math:`t`.
+beta_within
+    **within-family scale effect**: logits per unit of :math:`x` (per 10x parameters)
+    comparing models of the same family; mean of the task slopes. This is ``EFFECT``.
+within_slope_task (task)
+    task-specific within-family slopes :math:`\beta_W + \delta_t` (``PER_TASK_EFFECT``).
+beta_between
+    between-family slope on the family mean of :math:`x` (common to tasks: per-task
+    between slopes would rest on the same handful of family means).
+contextual
+    :math:`\beta_B - \beta_W`.
+u (family), v (model), w (model x task)
+    as in ``models/scale.py``.
+
+A family with one model in the data has :math:`x^W = 0` and informs only
+:math:`\beta_B`; at least one family with two or more differently sized models is needed
+for :math:`\beta_W` (``build`` raises otherwise).
+
+Measured on the default data (``data_raw/``, 14 sized models in 4 families x 3 tasks;
+nutpie 0.16, 4 chains x 2000 draws after 1000 tuning, ``target_accept=0.95``):
+see the numbers filled in below.
+
+References
+----------
+Mundlak (1978), "On the pooling of time series and cross section data", *Econometrica*
+46(1); Bell & Jones (2015), "Explaining fixed effects: random effects modeling of
+time-series cross-sectional and panel data", *Political Science Research and Methods*
+3(1) (the within-between formulation); Gelman & Hill (2007), sec. 12.6 and 21.7 (group
+means as group-level predictors).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pymc as pm
+
+from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+
+NAME = "within_between"
+SUMMARY = "hierarchical logistic with the scale effect split within / between families (Mundlak)"
+#: Variables the decision rules read.
+EFFECT = "beta_within"
+PER_TASK_EFFECT = "within_slope_task"
+
+DEFAULT_PRIORS: dict[str, Prior] = {
+    "alpha": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # task intercepts, logit accuracy
+    "beta_within": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # logits per 10x, within family
+    "beta_between": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # logits per 10x of family mean
+    "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # spread of task within-slopes
+    "sigma_family": ("HalfNormal", {"sigma": 0.5}),  # family intercepts (logit)
+    "sigma_model": ("HalfNormal", {"sigma": 0.5}),  # model intercepts (logit)
+    "sigma_cell": ("HalfNormal", {"sigma": 0.5}),  # model x task deviations
+}
+
+REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
+
+
+def split_scale(models: Any, families: Any, x: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Within-family and between-family parts of ``x`` (per row).
+
+    The family mean is taken over distinct *models* (not rows), so a model seen on more
+    tasks does not weigh more.
+
+    Examples
+    --------
+    >>> w, b = split_scale(["a1", "a2", "b1"], ["a", "a", "b"], [0.0, 1.0, 3.0])
+    >>> w.tolist(), b.tolist()
+    ([-0.5, 0.5, 0.0], [0.5, 0.5, 3.0])
+    """
+    m = np.asarray(models).astype(str)
+    f = np.asarray(families).astype(str)
+    xv = np.asarray(x, dtype=float)
+    per_model: dict[str, tuple[str, float]] = {}
+    for mi, fi, xi in zip(m, f, xv, strict=True):
+        per_model.setdefault(mi, (fi, xi))
+    fam_mean = {
+        fam: float(np.mean([xx for ff, xx in per_model.values() if ff == fam]))
+        for fam in set(f.tolist())
+    }
+    between = np.array([fam_mean[fi] for fi in f])
+    return xv - between, between
+
+
+def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
+    """Build the PyMC model.
+
+    Parameters
+    ----------
+    data
+        A table (polars or pandas) with columns ``model, family, task, x, n, k``; rows with
+        null ``x`` must already be removed.
+    priors
+        Overrides of :data:`DEFAULT_PRIORS` (same keys).
+
+    Returns
+    -------
+    pymc.Model
+        With coords ``task``, ``family``, ``model``, ``cell``, the observed ``k`` and the
+        data ``x_within``, ``x_between`` (on ``cell``).
+    """
+    p = merge_priors(DEFAULT_PRIORS, priors)
+    task_idx, tasks = factorize(data["task"])
+    model_idx, models = factorize(data["model"])
+    fam_idx, families = factorize(data["family"])
+    x = np.asarray(data["x"], dtype=float)
+    n = np.asarray(data["n"], dtype="int64")
+    k = np.asarray(data["k"], dtype="int64")
+    if np.isnan(x).any():
+        raise ValueError(
+            "within_between model needs x for every cell; drop models without the scale variable"
+        )
+    x_w, x_b = split_scale(data["model"], data["family"], x)
+    if np.allclose(x_w, 0.0):
+        raise ValueError(
+            "within_between model needs a family with two or more differently sized models; "
+            "every family here has one size, so the within-family slope is not identified"
+        )
+    cells = [f"{m}|{t}" for m, t in zip(data["model"], data["task"], strict=True)]
+    coords = {"task": tasks, "family": families, "model": models, "cell": cells}
+    with pm.Model(coords=coords) as model:
+        xw = pm.Data("x_within", x_w, dims="cell")
+        xb = pm.Data("x_between", x_b, dims="cell")
+        alpha = prior_rv("alpha", p["alpha"], dims="task")
+        beta_w = prior_rv("beta_within", p["beta_within"])
+        beta_b = prior_rv("beta_between", p["beta_between"])
+        pm.Deterministic("contextual", beta_b - beta_w)
+        sigma_delta = prior_rv("sigma_delta", p["sigma_delta"])
+        delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
+        slope_w = pm.Deterministic("within_slope_task", beta_w + delta, dims="task")
+        s_fam = prior_rv("sigma_family", p["sigma_family"])
+        u = zero_sum_effect("u_family", s_fam, "family", len(families))
+        s_mod = prior_rv("sigma_model", p["sigma_model"])
+        v = zero_sum_effect("v_model", s_mod, "model", len(models))
+        s_cell = prior_rv("sigma_cell", p["sigma_cell"])
+        z_cell = pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+        eta = (
+            alpha[task_idx] + slope_w[task_idx] * xw + beta_b * xb
+            + u[fam_idx] + v[model_idx] + s_cell * z_cell
+        )
+        pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="cell")
+    return model
