@@ -140,7 +140,7 @@ def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
     else:
         val = raw
     out = cells.with_columns(raw.alias("scale_raw"), val.alias("_v"))
-    per_model = out.select("model", "_v").unique().drop_nulls()
+    per_model = out.select("model", "_v").unique().drop_nulls().sort("model")  # fixed summation order
     center = float(np.mean(per_model["_v"].to_numpy())) if per_model.height else 0.0
     return out.with_columns((pl.col("_v") - center).alias("x")).drop("_v").with_columns(
         pl.lit(center).alias("x_center")

@@ -50,9 +50,10 @@ Wild cluster bootstrap (:func:`wild_bootstrap`)
 Two-stage (:func:`two_stage`)
     Stage 1: each cell's empirical logit :math:`y_{mt} = \log\frac{k + 1/2}{n - k + 1/2}`
     with sampling variance :math:`v_{mt} = \frac{1}{k + 1/2} + \frac{1}{n - k + 1/2}`
-    (Haldane-Anscombe). *Pooled*: a model's score is the unweighted mean over the tasks
-    every sized model has, :math:`\bar y_m`, variance :math:`\sum_t v_{mt} / T^2` (so
-    its slope, like ``beta``, is the mean of the task slopes). Stage 2: WLS of
+    (Haldane-Anscombe). *Pooled*: a model's score is the unweighted mean over the tasks,
+    :math:`\bar y_m`, variance :math:`\sum_t v_{mt} / T^2` (so its slope, like ``beta``,
+    is the mean of the task slopes); with unbalanced data only models that have every
+    task with an estimable slope enter (``models_dropped``). Stage 2: WLS of
     :math:`\bar y_m` on :math:`(1, x_m)` with weights :math:`1/(v_m + \hat\tau^2)`,
     :math:`\hat\tau^2` the DerSimonian-Laird method-of-moments between-model variance for
     meta-regression (Raudenbush 2009, in *Handbook of Research Synthesis*, ch. 16).
@@ -136,6 +137,39 @@ def _not_estimable(use: pl.DataFrame) -> str | None:
     return None
 
 
+def _slope_tasks(use: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """Cells of tasks whose own slope is estimable (>= MIN_MODELS models, >= 2 values of x).
+
+    A task seen by fewer models has a saturated (or undefined) slope of its own, so designs
+    with task slopes leave it out and list it; the common-slope design keeps it.
+    """
+    stats_t = use.group_by("task").agg(
+        pl.col("model").n_unique().alias("m"), pl.col("x").n_unique().alias("nx")
+    )
+    bad = sorted(stats_t.filter((pl.col("m") < MIN_MODELS) | (pl.col("nx") < 2))["task"].to_list())
+    return use.filter(~pl.col("task").is_in(bad)), bad
+
+
+def _balanced(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
+    """Cells for a per-model mean over tasks: every kept model must have every kept task.
+
+    Keeps the tasks with an estimable slope (:func:`_slope_tasks`) and drops models that
+    miss one of them; if that leaves fewer than ``MIN_MODELS`` models, keeps every model and
+    only the tasks all of them have. Returns the cells, the tasks used and the models dropped.
+    """
+    sub, _ = _slope_tasks(frame)
+    tasks = sorted(sub["task"].unique().to_list())
+    per_model = sub.group_by("model").agg(pl.col("task").n_unique().alias("t"))
+    full = per_model.filter(pl.col("t") == len(tasks))["model"].to_list()
+    if tasks and len(full) >= MIN_MODELS:
+        dropped = sorted(set(frame["model"].to_list()) - set(full))
+        return sub.filter(pl.col("model").is_in(full)), tasks, dropped
+    n_models = frame["model"].n_unique()
+    counts = frame.group_by("task").agg(pl.col("model").n_unique().alias("m"))
+    common = sorted(counts.filter(pl.col("m") == n_models)["task"].to_list())
+    return frame.filter(pl.col("task").is_in(common)), common, []
+
+
 def _design(use: pl.DataFrame, *, task_slopes: bool) -> dict[str, Any]:
     """Design matrix with task intercepts and the slope column ``x`` (see module docstring)."""
     tasks = sorted(use["task"].unique().to_list())
@@ -168,9 +202,12 @@ def _estimate(
     est: float, se: float, *, df: float | None, level: float, method: str
 ) -> dict[str, Any]:
     """Estimate with a t (``df``) or normal (``df=None``) interval and two-sided p-value."""
+    if not (math.isfinite(se) and se > 0):
+        return {"estimate": _f(est), "se": None, "ci_low": None, "ci_high": None,
+                "p_value": None, "df": _f(df) if df is not None else None, "method": method}
     dist = stats.t(df) if df is not None else stats.norm()
     q = float(dist.ppf(0.5 + level / 2))
-    z = est / se if se > 0 else math.nan
+    z = est / se
     return {
         "estimate": _f(est),
         "se": _f(se),
@@ -201,7 +238,8 @@ def glm_slope(
         Cells of :func:`analysis.cells.build_cells`.
     task_slopes
         Task-specific slopes in sum-to-zero coding: ``slope`` is then the unweighted mean
-        of the task slopes (the Bayesian ``beta``) and ``per_task`` the task slopes.
+        of the task slopes (the Bayesian ``beta``) and ``per_task`` the task slopes. Tasks
+        with fewer than ``MIN_MODELS`` models are left out (``tasks_excluded``).
     level
         Confidence level of the intervals.
 
@@ -215,6 +253,9 @@ def glm_slope(
         or ``{"estimable": False, "reason": ...}``.
     """
     use, _ = usable_cells(cells)
+    excluded: list[str] = []
+    if task_slopes:
+        use, excluded = _slope_tasks(use)
     reason = _not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
@@ -231,7 +272,8 @@ def glm_slope(
         "design": "task_slopes" if task_slopes else "common_slope",
         "n_models": g,
         "n_cells": int(use.height),
-        "slope": _estimate(params[j], math.sqrt(cov[j, j]), df=g - 1, level=level,
+        "tasks_excluded": excluded,
+        "slope": _estimate(params[j], math.sqrt(max(cov[j, j], 0.0)), df=g - 1, level=level,
                            method=f"binomial GLM, CR1 cluster-robust SE by model, t({g - 1})"),
         "slope_naive": _estimate(
             params[j], float(naive.bse[j]), df=None, level=level,
@@ -247,7 +289,7 @@ def glm_slope(
         var = np.einsum("ij,jk,ik->i", c, cov, c)
         out["per_task"] = {
             t: _estimate(
-                est[i], math.sqrt(var[i]), df=g - 1, level=level,
+                est[i], math.sqrt(max(var[i], 0.0)), df=g - 1, level=level,
                 method=f"binomial GLM task slope, CR1 cluster-robust SE by model, t({g - 1})",
             )
             for i, t in enumerate(d["tasks"])
@@ -311,7 +353,7 @@ def _invert(
     def pval(b0: float) -> float:
         return _wild_p(_cluster_contrib(d, b0), v, enumerated)[1]
 
-    if pval(est) <= alpha:
+    if not (math.isfinite(se) and se > 0) or pval(est) <= alpha:
         return None, None
     tol = 1e-4 * se
     bounds: list[float | None] = []
@@ -391,6 +433,9 @@ def wild_bootstrap(
         ``None`` bound means the interval is unbounded on that side) and ``per_task``.
     """
     use, _ = usable_cells(cells)
+    excluded: list[str] = []
+    if task_slopes:
+        use, excluded = _slope_tasks(use)
     reason = _not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
@@ -410,6 +455,7 @@ def wild_bootstrap(
         "reps": int(v.shape[0]),
         "enumerated": enumerated,
         "n_clusters": g,
+        "tasks_excluded": excluded,
         "level": level,
         "slope": _wild_one(d, v, enumerated, est=est, se=se, level=level, beta0=beta0, ci=ci),
     }
@@ -492,8 +538,9 @@ def two_stage(
     Returns
     -------
     dict
-        ``pooled`` (models' mean over the common tasks; ``tasks_used``) and ``per_task``,
-        each with ``slope``, ``tau2`` and ``n``.
+        ``pooled`` (models' mean over the tasks with an estimable slope, models lacking
+        one of them dropped; ``tasks_used``, ``models_dropped``) and ``per_task``, each
+        with ``slope``, ``tau2`` and ``n``.
     """
     use, _ = usable_cells(cells)
     reason = _not_estimable(use)
@@ -501,13 +548,11 @@ def two_stage(
         return {"estimable": False, "reason": reason}
     y, v = _empirical_logit(use["k"].to_numpy().astype(float), use["n"].to_numpy().astype(float))
     frame = use.select("model", "task", "x").with_columns(pl.Series("y", y), pl.Series("v", v))
-    n_models = frame["model"].n_unique()
-    per_task_counts = frame.group_by("task").agg(pl.col("model").n_unique().alias("m"))
-    common = sorted(per_task_counts.filter(pl.col("m") == n_models)["task"].to_list())
+    balanced, common, dropped = _balanced(frame)
     out: dict[str, Any] = {"estimable": True, "tau2_method": tau2, "per_task": {}}
-    if common:
+    if common and balanced["model"].n_unique() >= MIN_MODELS:
         pooled = (
-            frame.filter(pl.col("task").is_in(common))
+            balanced
             .group_by("model")
             .agg(pl.col("x").first(), pl.col("y").mean(), (pl.col("v").sum() / len(common) ** 2))
             .sort("model")
@@ -516,6 +561,7 @@ def two_stage(
             **meta_regression(pooled["y"].to_numpy(), pooled["v"].to_numpy(),
                               pooled["x"].to_numpy(), level=level, tau2=tau2),
             "tasks_used": common,
+            "models_dropped": dropped,
         }
     else:
         out["pooled"] = {"estimable": False, "reason": "no task is observed for every model"}
@@ -633,18 +679,17 @@ def permutation_test(
         return {"estimable": False, "reason": reason}
     y, _v = _empirical_logit(use["k"].to_numpy().astype(float), use["n"].to_numpy().astype(float))
     frame = use.select("model", "task", "x").with_columns(pl.Series("y", y))
-    n_models = frame["model"].n_unique()
-    counts = frame.group_by("task").agg(pl.col("model").n_unique().alias("m"))
-    common = sorted(counts.filter(pl.col("m") == n_models)["task"].to_list())
+    balanced, common, dropped = _balanced(frame)
     out: dict[str, Any] = {"estimable": True, "statistic": "OLS slope of empirical logit on x",
                            "per_task": {}}
-    if common:
-        pooled = (frame.filter(pl.col("task").is_in(common)).group_by("model")
+    if common and balanced["model"].n_unique() >= MIN_MODELS:
+        pooled = (balanced.group_by("model")
                   .agg(pl.col("x").first(), pl.col("y").mean()).sort("model"))
         out["pooled"] = permutation_slope_test(pooled["y"].to_numpy(), pooled["x"].to_numpy(),
                                                seed=seed, permutations=permutations,
                                                exact_max=exact_max_models)
         out["pooled"]["tasks_used"] = common
+        out["pooled"]["models_dropped"] = dropped
     else:
         out["pooled"] = {"estimable": False, "reason": "no task is observed for every model"}
     for i, t in enumerate(sorted(frame["task"].unique().to_list())):
@@ -724,6 +769,7 @@ def run_frequentist(
         "n_models": int(use["model"].n_unique()),
         "n_cells": int(use.height),
         "models_without_scale_variable": left_out,
+        "tasks": sorted(use["task"].unique().to_list()),
     }
     reason = _not_estimable(use)
     if reason:
@@ -853,6 +899,19 @@ def _row(
     return row
 
 
+def _subset(section: Mapping[str, Any], freq: Mapping[str, Any]) -> str:
+    """Method-name suffix when a pooled per-model analysis used fewer tasks or models."""
+    parts = []
+    used = section.get("tasks_used")
+    if used is not None and list(used) != list(freq.get("tasks", used)):
+        parts.append("tasks: " + ", ".join(used))
+    if section.get("tasks_excluded"):
+        parts.append("tasks left out: " + ", ".join(section["tasks_excluded"]))
+    if section.get("models_dropped"):
+        parts.append("models dropped: " + ", ".join(section["models_dropped"]))
+    return f" [{'; '.join(parts)}]" if parts else ""
+
+
 def crosscheck_table(
     freq: Mapping[str, Any], bayes_effect: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
@@ -892,19 +951,21 @@ def crosscheck_table(
     glm_t, glm_c = freq["glm_task_slopes"], freq["glm_common"]
     wild, two = freq["wild_bootstrap"], freq["two_stage"]
     perm, corr = freq["permutation"], freq["correlations"]
-    kw = {"level": level, "g": g}
+    kw: dict[str, Any] = {"level": level, "g": g}
     rows = [
-        _row("overall", "GLM task slopes (mean), cluster-robust SE", "glm_cluster",
-             glm_t["slope"], b_all, on_scale=True, **kw),
-        _row("overall", "GLM task slopes (mean), model-based SE (records independent)", "glm_naive",
-             glm_t["slope_naive"], b_all, on_scale=True, **kw),
-        _row("overall", f"wild cluster score bootstrap ({wild['weights']})", "wild",
-             wild["slope"], b_all, on_scale=True, **kw),
+        _row("overall", "GLM task slopes (mean), cluster-robust SE" + _subset(glm_t, freq),
+             "glm_cluster", glm_t["slope"], b_all, on_scale=True, **kw),
+        _row("overall", "GLM task slopes (mean), model-based SE (records independent)"
+             + _subset(glm_t, freq), "glm_naive", glm_t["slope_naive"], b_all, on_scale=True,
+             **kw),
+        _row("overall", f"wild cluster score bootstrap ({wild['weights']})" + _subset(wild, freq),
+             "wild", wild["slope"], b_all, on_scale=True, **kw),
         _row("overall", "GLM common slope, cluster-robust SE", "glm_common",
              glm_c["slope"], b_all, on_scale=True, **kw),
-        _row("overall", "two-stage WLS (model mean logit on x)", "two_stage",
-             two["pooled"].get("slope"), b_all, on_scale=True, **kw),
-        _row("overall", "permutation test of OLS slope (sizes permuted)", "permutation",
+        _row("overall", "two-stage WLS (model mean logit on x)" + _subset(two["pooled"], freq),
+             "two_stage", two["pooled"].get("slope"), b_all, on_scale=True, **kw),
+        _row("overall", "permutation test of OLS slope (sizes permuted)"
+             + _subset(perm["pooled"], freq), "permutation",
              {"estimate": perm["pooled"].get("statistic"),
               "p_value": perm["pooled"].get("p_value")},
              b_all, on_scale=True, **kw),

@@ -69,6 +69,14 @@ class RunConfig:
     use_cache: bool = True
 
 
+def display_path(p: Path) -> Path:
+    """``p`` relative to the working directory when it lies inside it (stable results.json)."""
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve())
+    except ValueError:
+        return p
+
+
 def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> Inputs:
     """Expand folders; a folder's top-level ``registry.csv``/``.toml`` is its registry.
 
@@ -100,7 +108,11 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
             record_paths.extend(files)
         else:
             record_paths.append(p)
-    return Inputs(record_paths, found_registry, truth)
+    return Inputs(
+        [display_path(p) for p in record_paths],
+        display_path(found_registry) if found_registry else None,
+        display_path(truth) if truth else None,
+    )
 
 
 def _models_table(cells: pl.DataFrame, registry: pl.DataFrame | None, scale: str) -> list[dict[str, Any]]:
@@ -174,9 +186,12 @@ def run(cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str]
     tasks = sorted(cells["task"].unique().to_list())
     fitted, usable, reason = run_fit(cells, cfg, say)
     excluded = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()))
+    models_per_task = {
+        t: usable.filter(pl.col("task") == t)["model"].n_unique() for t in tasks
+    }
     effect = scale_effect(
         fitted, scale=cfg.scale, rule=cfg.rule, n_models=usable["model"].n_unique(), tasks=tasks,
-        excluded_models=excluded, reason=reason,
+        excluded_models=excluded, reason=reason, models_per_task=models_per_task,
     )
     truth = json.loads(inputs.truth.read_text()) if inputs.truth else None
     fit_info = None

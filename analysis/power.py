@@ -94,9 +94,8 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -169,7 +168,7 @@ class Task:
 
 @dataclass(frozen=True)
 class Design:
-    """A study design and the variance components it is simulated with.
+    r"""A study design and the variance components it is simulated with.
 
     Attributes
     ----------
@@ -182,7 +181,7 @@ class Design:
     repeats
         Answers per model and item.
     repeat_correlation
-        Correlation :math:`\\rho` between two repeated answers of one model to one item.
+        Correlation :math:`\rho` between two repeated answers of one model to one item.
     sigma_family, sigma_model, sigma_cell, sigma_task_slope
         True standard deviations (logit scale) of family, model and cell effects and of the
         task slopes around their mean.
@@ -290,13 +289,28 @@ def default_design() -> Design:
         Task(name=name, items=items, accuracy=round(sdt_accuracy(base, d, c), 4), unreadable=0.02)
         for name, (base, _gamma, d, c, items) in DEFAULT_TASKS.items()
     )
-    return Design(models=models, tasks=tasks, sigma_family=0.11, sigma_model=0.11, sigma_cell=0.2,
-                  sigma_task_slope=0.1, source="default (design of data_raw/)")
+    return Design(
+        models=models,
+        tasks=tasks,
+        sigma_family=0.11,
+        sigma_model=0.11,
+        sigma_cell=0.2,
+        sigma_task_slope=0.1,
+        source="default (design of data_raw/)",
+    )
 
 
 # --------------------------------------------------------------------------- design files
 
-_TOP_KEYS: Final = ("repeats", "repeat_correlation", "units", "families", "tasks", "variance", "rule")
+_TOP_KEYS: Final = (
+    "repeats",
+    "repeat_correlation",
+    "units",
+    "families",
+    "tasks",
+    "variance",
+    "rule",
+)
 _TASK_KEYS: Final = ("items", "accuracy", "base_rate", "dprime", "criterion", "unreadable")
 _VARIANCE_KEYS: Final = ("sigma_family", "sigma_model", "sigma_cell", "sigma_task_slope")
 _RULE_KEYS: Final = ("rope", "prob_threshold", "hdi_prob", "min_models")
@@ -363,26 +377,46 @@ class _DesignReader:
         msg = format_input_error(self.path, f"{where}: {what}", todo, line=line)
         return InputError(msg)
 
-    def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None) -> None:
+    def check_keys(
+        self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None
+    ) -> None:
         from analysis.registry import did_you_mean
 
         for key in table:
             if key not in allowed:
                 full = f"{section}.{key}" if section else key
                 hint = did_you_mean(key, allowed).strip()
-                raise self.fail(full, "unknown key" + (f". {hint}" if hint else ""),
-                                f"Allowed keys here: {', '.join(allowed)}", section)
+                raise self.fail(
+                    full,
+                    "unknown key" + (f". {hint}" if hint else ""),
+                    f"Allowed keys here: {', '.join(allowed)}",
+                    section,
+                )
 
-    def number(self, table: Mapping[str, Any], key: str, section: str | None, *, lo: float, hi: float,
-               default: float | None = None, integer: bool = False, lo_open: bool = False,
-               hi_open: bool = False) -> float:
+    def number(
+        self,
+        table: Mapping[str, Any],
+        key: str,
+        section: str | None,
+        *,
+        lo: float,
+        hi: float,
+        default: float | None = None,
+        integer: bool = False,
+        lo_open: bool = False,
+        hi_open: bool = False,
+    ) -> float:
         full = f"{section}.{key}" if section else key
         if key not in table:
             if default is None:
                 raise self.fail(full, "missing", f"Add '{key} = ...'", section)
             return default
         v = table[key]
-        if isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int)):
+        if (
+            isinstance(v, bool)
+            or not isinstance(v, int | float)
+            or (integer and not isinstance(v, int))
+        ):
             kind = "an integer" if integer else "a number"
             raise self.fail(full, f"value {v!r} is not {kind}", f"Write {kind}", section)
         bad_lo = v <= lo if lo_open else v < lo
@@ -430,27 +464,46 @@ def load_design(path: Path | str) -> Design:
     except FileNotFoundError:
         raise InputError(f"{path}: no such design file. Check the path.") from None
     except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the design file ({e}). Save it as UTF-8 text.") from None
+        raise InputError(
+            f"{path}: cannot read the design file ({e}). Save it as UTF-8 text."
+        ) from None
     try:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax; see 'selfmodel power --help'.") from None
+        raise InputError(
+            f"{path}: not valid TOML ({e}). Fix the syntax; see 'selfmodel power --help'."
+        ) from None
     r = _DesignReader(path, text)
     r.check_keys(raw, _TOP_KEYS, None)
     defaults = default_design()
 
     fams = raw.get("families")
     if not isinstance(fams, dict) or not fams:
-        raise r.fail("families", "missing or empty", "Add a [families] table: name = [sizes in billions]")
+        raise r.fail(
+            "families", "missing or empty", "Add a [families] table: name = [sizes in billions]"
+        )
     models: list[tuple[str, str, float]] = []
     for fam, sizes in fams.items():
         if not isinstance(sizes, list) or not sizes:
-            raise r.fail(f"families.{fam}", f"value {sizes!r} is not a list of sizes",
-                         "Write e.g. [1, 8, 70] (billions of parameters)", "families")
+            raise r.fail(
+                f"families.{fam}",
+                f"value {sizes!r} is not a list of sizes",
+                "Write e.g. [1, 8, 70] (billions of parameters)",
+                "families",
+            )
         for i, s in enumerate(sizes):
-            if isinstance(s, bool) or not isinstance(s, int | float) or not math.isfinite(s) or s <= 0:
-                raise r.fail(f"families.{fam}", f"size {s!r} is not a positive number",
-                             "Sizes are billions of parameters, e.g. 0.5 or 70", "families")
+            if (
+                isinstance(s, bool)
+                or not isinstance(s, int | float)
+                or not math.isfinite(s)
+                or s <= 0
+            ):
+                raise r.fail(
+                    f"families.{fam}",
+                    f"size {s!r} is not a positive number",
+                    "Sizes are billions of parameters, e.g. 0.5 or 70",
+                    "families",
+                )
             models.append((f"{fam}-{i + 1}:{s:g}b", str(fam), _x_of_size(float(s))))
     if len(models) < 3:
         raise r.fail("families", f"only {len(models)} model(s)", "A slope needs at least 3 models")
@@ -459,18 +512,28 @@ def load_design(path: Path | str) -> Design:
 
     tasks_raw = raw.get("tasks")
     if not isinstance(tasks_raw, dict) or not tasks_raw:
-        raise r.fail("tasks", "missing or empty", "Add at least one [tasks.NAME] table with items and accuracy")
+        raise r.fail(
+            "tasks",
+            "missing or empty",
+            "Add at least one [tasks.NAME] table with items and accuracy",
+        )
     tasks: list[Task] = []
     for name, spec in tasks_raw.items():
         sec = f"tasks.{name}"
         if not isinstance(spec, dict):
-            raise r.fail(sec, "is not a table", f"Write [tasks.{name}] with items = ... and accuracy = ...")
+            raise r.fail(
+                sec, "is not a table", f"Write [tasks.{name}] with items = ... and accuracy = ..."
+            )
         r.check_keys(spec, _TASK_KEYS, sec)
         items = int(r.number(spec, "items", sec, lo=1, hi=1e9, integer=True))
         if "accuracy" in spec:
             if any(k in spec for k in ("base_rate", "dprime", "criterion")):
-                raise r.fail(f"{sec}.accuracy", "given together with base_rate/dprime/criterion",
-                             "Give either accuracy or the signal-detection settings", sec)
+                raise r.fail(
+                    f"{sec}.accuracy",
+                    "given together with base_rate/dprime/criterion",
+                    "Give either accuracy or the signal-detection settings",
+                    sec,
+                )
             acc = r.number(spec, "accuracy", sec, lo=0, hi=1, lo_open=True, hi_open=True)
         elif "base_rate" in spec:
             base = r.number(spec, "base_rate", sec, lo=0, hi=1)
@@ -478,9 +541,16 @@ def load_design(path: Path | str) -> Design:
             crit = r.number(spec, "criterion", sec, lo=-10, hi=10, default=0.0)
             acc = sdt_accuracy(base, dprime, crit)
             if not 0.001 < acc < 0.999:
-                raise r.fail(sec, f"implies accuracy {acc:.4f}", "Use less extreme dprime/criterion")
+                raise r.fail(
+                    sec, f"implies accuracy {acc:.4f}", "Use less extreme dprime/criterion"
+                )
         else:
-            raise r.fail(f"{sec}.accuracy", "missing", "Give accuracy = ... or base_rate (with dprime, criterion)", sec)
+            raise r.fail(
+                f"{sec}.accuracy",
+                "missing",
+                "Give accuracy = ... or base_rate (with dprime, criterion)",
+                sec,
+            )
         unread = r.number(spec, "unreadable", sec, lo=0, hi=1, hi_open=True, default=0.0)
         tasks.append(Task(str(name), items, round(acc, 6), unread))
 
@@ -490,7 +560,10 @@ def load_design(path: Path | str) -> Design:
     if not isinstance(var, dict):
         raise r.fail("variance", "is not a table", "Write [variance] with sigma_family = ... etc.")
     r.check_keys(var, _VARIANCE_KEYS, "variance")
-    sig = {k: r.number(var, k, "variance", lo=0, hi=10, default=getattr(defaults, k)) for k in _VARIANCE_KEYS}
+    sig = {
+        k: r.number(var, k, "variance", lo=0, hi=10, default=getattr(defaults, k))
+        for k in _VARIANCE_KEYS
+    }
     rule_raw = raw.get("rule", {})
     if not isinstance(rule_raw, dict):
         raise r.fail("rule", "is not a table", "Write [rule] with rope = ... etc.")
@@ -498,17 +571,47 @@ def load_design(path: Path | str) -> Design:
     base_rule = DecisionRule()
     rule = DecisionRule(
         rope=r.number(rule_raw, "rope", "rule", lo=0, hi=10, default=base_rule.rope),
-        prob_threshold=r.number(rule_raw, "prob_threshold", "rule", lo=0.5, hi=1, hi_open=True,
-                                default=base_rule.prob_threshold),
-        hdi_prob=r.number(rule_raw, "hdi_prob", "rule", lo=0.5, hi=1, hi_open=True, default=base_rule.hdi_prob),
-        min_models=int(r.number(rule_raw, "min_models", "rule", lo=2, hi=1e6, integer=True,
-                                default=base_rule.min_models)),
+        prob_threshold=r.number(
+            rule_raw,
+            "prob_threshold",
+            "rule",
+            lo=0.5,
+            hi=1,
+            hi_open=True,
+            default=base_rule.prob_threshold,
+        ),
+        hdi_prob=r.number(
+            rule_raw, "hdi_prob", "rule", lo=0.5, hi=1, hi_open=True, default=base_rule.hdi_prob
+        ),
+        min_models=int(
+            r.number(
+                rule_raw,
+                "min_models",
+                "rule",
+                lo=2,
+                hi=1e6,
+                integer=True,
+                default=base_rule.min_models,
+            )
+        ),
     )
     units = raw.get("units", defaults.units)
     if not isinstance(units, str):
-        raise r.fail("units", f"value {units!r} is not text", "Write units = \"logits per 10x total parameters\"")
-    return Design(models=tuple(models), tasks=tuple(tasks), repeats=repeats, repeat_correlation=rho,
-                  rule=rule, units=units, source=str(path), **sig)
+        raise r.fail(
+            "units",
+            f"value {units!r} is not text",
+            'Write units = "logits per 10x total parameters"',
+        )
+    return Design(
+        models=tuple(models),
+        tasks=tuple(tasks),
+        repeats=repeats,
+        repeat_correlation=rho,
+        rule=rule,
+        units=units,
+        source=str(path),
+        **sig,
+    )
 
 
 def design_to_toml(design: Design) -> str:
@@ -539,14 +642,26 @@ def design_to_toml(design: Design) -> str:
     for fam, members in design.families.items():
         xs = [x for m, f, x in design.models if f == fam]
         del members
-        lines.append(f'"{fam}" = [{", ".join(f"{10 ** x:.6g}" for x in xs)}]')
+        lines.append(f'"{fam}" = [{", ".join(f"{10**x:.6g}" for x in xs)}]')
     for t in design.tasks:
-        lines += ["", f'[tasks."{t.name}"]', f"items = {t.items}", f"accuracy = {t.accuracy:.6g}",
-                  f"unreadable = {t.unreadable:.6g}"]
+        lines += [
+            "",
+            f'[tasks."{t.name}"]',
+            f"items = {t.items}",
+            f"accuracy = {t.accuracy:.6g}",
+            f"unreadable = {t.unreadable:.6g}",
+        ]
     lines += ["", "[variance]"] + [f"{k} = {getattr(design, k):.6g}" for k in _VARIANCE_KEYS]
     rule = design.rule
-    lines += ["", "[rule]", f"rope = {rule.rope:g}", f"prob_threshold = {rule.prob_threshold:g}",
-              f"hdi_prob = {rule.hdi_prob:g}", f"min_models = {rule.min_models}", ""]
+    lines += [
+        "",
+        "[rule]",
+        f"rope = {rule.rope:g}",
+        f"prob_threshold = {rule.prob_threshold:g}",
+        f"hdi_prob = {rule.hdi_prob:g}",
+        f"min_models = {rule.min_models}",
+        "",
+    ]
     return "\n".join(lines)
 
 
@@ -556,8 +671,12 @@ def design_to_toml(design: Design) -> str:
 def _variance_from_results(results: Mapping[str, Any]) -> dict[str, float]:
     """Posterior means of the variance components saved in ``results.json``."""
     vc = results.get("variance_components") or {}
-    names = {"sigma_family": "sigma_family", "sigma_model": "sigma_model", "sigma_cell": "sigma_cell",
-             "sigma_task_slope": "sigma_delta"}
+    names = {
+        "sigma_family": "sigma_family",
+        "sigma_model": "sigma_model",
+        "sigma_cell": "sigma_cell",
+        "sigma_task_slope": "sigma_delta",
+    }
     out: dict[str, float] = {}
     for ours, theirs in names.items():
         entry = vc.get(theirs)
@@ -610,10 +729,15 @@ def design_from_template(
     usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
     if usable["model"].n_unique() < 3:
         raise InputError(
-            f"{registry}: only {usable['model'].n_unique()} model(s) have '{SCALE_COLUMNS[scale]}'; "
+            f"{registry}: only {usable['model'].n_unique()} model(s) have "
+            f"'{SCALE_COLUMNS[scale]}'; "
             "a design needs at least 3 models with the scale variable. Add sizes to the registry."
         )
-    per_model = usable.group_by("model").agg(pl.col("family").first(), pl.col("scale_raw").first()).sort("model")
+    per_model = (
+        usable.group_by("model")
+        .agg(pl.col("family").first(), pl.col("scale_raw").first())
+        .sort("model")
+    )
     log = scale in ("params", "active_params")
     models = tuple(
         (r["model"], r["family"], float(np.log10(r["scale_raw"]) if log else r["scale_raw"]))
@@ -622,19 +746,25 @@ def design_from_template(
     recs = res.records.filter(pl.col("model").is_in(per_model["model"].to_list()))
     per_task = (
         recs.group_by("task")
-        .agg(pl.col("item_id").n_unique().alias("items"),
-             pl.len().alias("records"),
-             pl.struct("model", "item_id").n_unique().alias("model_items"))
+        .agg(
+            pl.col("item_id").n_unique().alias("items"),
+            pl.len().alias("records"),
+            pl.struct("model", "item_id").n_unique().alias("model_items"),
+        )
         .sort("task")
     )
-    cell_tot = usable.group_by("task").agg(pl.col("n").sum(), pl.col("k").sum(), pl.col("n_total").sum())
+    cell_tot = usable.group_by("task").agg(
+        pl.col("n").sum(), pl.col("k").sum(), pl.col("n_total").sum()
+    )
     cell_tot = {r["task"]: r for r in cell_tot.iter_rows(named=True)}
     tasks = []
     reps = []
     for r in per_task.iter_rows(named=True):
         c = cell_tot[r["task"]]
         acc = min(max(c["k"] / c["n"], 0.01), 0.99)
-        tasks.append(Task(r["task"], int(r["items"]), round(acc, 4), round(1 - c["n"] / c["n_total"], 4)))
+        tasks.append(
+            Task(r["task"], int(r["items"]), round(acc, 4), round(1 - c["n"] / c["n_total"], 4))
+        )
         reps.append(r["records"] / r["model_items"])
     repeats = max(1, int(round(float(np.mean(reps)))))
     sig: dict[str, float] = {}
@@ -643,7 +773,9 @@ def design_from_template(
         sig = _variance_from_results(loaded)
     d = default_design()
     return Design(
-        models=models, tasks=tuple(tasks), repeats=repeats,
+        models=models,
+        tasks=tuple(tasks),
+        repeats=repeats,
         sigma_family=sig.get("sigma_family", d.sigma_family),
         sigma_model=sig.get("sigma_model", d.sigma_model),
         sigma_cell=sig.get("sigma_cell", d.sigma_cell),
@@ -692,13 +824,24 @@ def design_from_results(results: Mapping[str, Any]) -> Design:
     sig = _variance_from_results(results)
     missing = [k for k in ("sigma_family", "sigma_model", "sigma_cell") if k not in sig]
     if missing:
-        raise KeyError(f"results.json has no posterior mean for {', '.join(missing)} (variance_components)")
+        raise KeyError(
+            f"results.json has no posterior mean for {', '.join(missing)} (variance_components)"
+        )
     rule_d = settings.get("rule") or {}
     rule = DecisionRule(**{k: rule_d[k] for k in _RULE_KEYS if k in rule_d})
-    return Design(models=tuple(models), tasks=tuple(tasks), repeats=1, repeat_correlation=0.0,
-                  sigma_family=sig["sigma_family"], sigma_model=sig["sigma_model"],
-                  sigma_cell=sig["sigma_cell"], sigma_task_slope=sig.get("sigma_task_slope", 0.1),
-                  rule=rule, units=_units(scale), source="fitted design (results.json)")
+    return Design(
+        models=tuple(models),
+        tasks=tuple(tasks),
+        repeats=1,
+        repeat_correlation=0.0,
+        sigma_family=sig["sigma_family"],
+        sigma_model=sig["sigma_model"],
+        sigma_cell=sig["sigma_cell"],
+        sigma_task_slope=sig.get("sigma_task_slope", 0.1),
+        rule=rule,
+        units=_units(scale),
+        source="fitted design (results.json)",
+    )
 
 
 # --------------------------------------------------------------------------- cell layout
@@ -720,7 +863,8 @@ def _prior_sigmas() -> dict[str, float]:
         want = "Normal" if name in ("alpha", "beta") else "HalfNormal"
         if dist != want or (want == "Normal" and kw.get("mu", 0.0) != 0.0):
             raise NotImplementedError(
-                f"analysis.power assumes {name} ~ {want}(0, s) as in models/scale.py; it is now {dist}{kw}"
+                f"analysis.power assumes {name} ~ {want}(0, s) as in models/scale.py; "
+                f"it is now {dist}{kw}"
             )
         out[name] = float(kw["sigma"])
     return out
@@ -746,7 +890,9 @@ class _Layout:
     def __post_init__(self) -> None:
         self.model_start = np.flatnonzero(np.r_[True, np.diff(self.cell_model) != 0])
         self.family_start = np.flatnonzero(np.r_[True, np.diff(self.model_family) != 0])
-        if len(self.model_start) != len(self.models) or len(self.family_start) != len(self.families):
+        if len(self.model_start) != len(self.models) or len(self.family_start) != len(
+            self.families
+        ):
             raise ValueError("cells must be sorted by family, then model")
         T = len(self.tasks)
         onehot = np.eye(T)[self.cell_task]
@@ -846,7 +992,9 @@ def _empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return y, 1.0 / (k + 0.5) + 1.0 / (n - k + 0.5)
 
 
-def _grid_posterior(layout: _Layout, grid: _Grid, k: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _grid_posterior(
+    layout: _Layout, grid: _Grid, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Posterior weights of the grid points and the conditional mean/variance of beta.
 
     The covariance of the empirical logits given theta is nested: family (sigma_f), model
@@ -895,15 +1043,22 @@ def _grid_posterior(layout: _Layout, grid: _Grid, k: np.ndarray) -> tuple[np.nda
 
     nd, p = grid.lam0.shape[:2]
     # H = Q_XX + prior precision, laid out (p, p, G) so each entry is a contiguous vector
-    Hc = np.moveaxis(QXX, (3, 4), (0, 1))[..., None] + np.moveaxis(grid.lam0, 0, 2)[:, :, None, None, None, :]
+    Hc = (
+        np.moveaxis(QXX, (3, 4), (0, 1))[..., None]
+        + np.moveaxis(grid.lam0, 0, 2)[:, :, None, None, None, :]
+    )
     Hc = Hc.reshape(p, p, -1)
     G = Hc.shape[-1]
     L = _batched_cholesky(Hc)
-    vy = _forward_solve(L, np.broadcast_to(QXy[:, :, :, None], (*QXy.shape[:3], nd, p)).reshape(G, p))
+    vy = _forward_solve(
+        L, np.broadcast_to(QXy[:, :, :, None], (*QXy.shape[:3], nd, p)).reshape(G, p)
+    )
     vc = _forward_solve(L, np.broadcast_to(grid.c, (G, p)))
     logdetH = 2.0 * sum(np.log(L[j][j]) for j in range(p))
     quad = sum(v * v for v in vy)
-    logml = -0.5 * ((logdetV[..., None] - grid.logdet_lam0 + Qyy[..., None]).ravel() + logdetH - quad)
+    logml = -0.5 * (
+        (logdetV[..., None] - grid.logdet_lam0 + Qyy[..., None]).ravel() + logdetH - quad
+    )
     mu = sum(a * b for a, b in zip(vc, vy, strict=True))
     var = sum(a * a for a in vc)
     wts = np.exp(logml - logml.max())
@@ -943,7 +1098,9 @@ def _forward_solve(L: list[list[np.ndarray]], b: np.ndarray) -> list[np.ndarray]
     return v
 
 
-def _mixture_draws(wts: np.ndarray, mu: np.ndarray, var: np.ndarray, u: np.ndarray, z: np.ndarray) -> np.ndarray:
+def _mixture_draws(
+    wts: np.ndarray, mu: np.ndarray, var: np.ndarray, u: np.ndarray, z: np.ndarray
+) -> np.ndarray:
     idx = np.searchsorted(np.cumsum(wts), u * (1.0 - 1e-12))
     idx = np.minimum(idx, len(wts) - 1)
     return mu[idx] + np.sqrt(var[idx]) * z
@@ -1039,8 +1196,13 @@ def _simulate_k(layout: _Layout, design: Design, slope: float, base: _Base) -> n
     u = design.sigma_family * base.z_family
     v = design.sigma_model * base.z_model
     m, t = layout.cell_model, layout.cell_task
-    eta = (alpha[t] + (slope + delta[t]) * layout.x + u[layout.model_family[m]] + v[m]
-           + design.sigma_cell * base.z_cell)
+    eta = (
+        alpha[t]
+        + (slope + delta[t]) * layout.x
+        + u[layout.model_family[m]]
+        + v[m]
+        + design.sigma_cell * base.z_cell
+    )
     k = binom.ppf(base.u_count, layout.n, expit(eta))
     return np.clip(np.nan_to_num(k, nan=0.0), 0, layout.n).astype(np.int64)
 
@@ -1065,14 +1227,16 @@ def simulate_cells(design: Design, slope: float, *, seed: int, sim: int = 0) -> 
     """
     layout = _Layout.from_design(design)
     k = _simulate_k(layout, design, slope, _base_draws(seed, sim, layout, 0))
-    return pl.DataFrame({
-        "model": [layout.models[i] for i in layout.cell_model],
-        "family": [layout.families[layout.model_family[i]] for i in layout.cell_model],
-        "task": [layout.tasks[i] for i in layout.cell_task],
-        "x": layout.x,
-        "n": layout.n,
-        "k": k,
-    })
+    return pl.DataFrame(
+        {
+            "model": [layout.models[i] for i in layout.cell_model],
+            "family": [layout.families[layout.model_family[i]] for i in layout.cell_model],
+            "task": [layout.tasks[i] for i in layout.cell_task],
+            "x": layout.x,
+            "n": layout.n,
+            "k": k,
+        }
+    )
 
 
 # --------------------------------------------------------------------------- power
@@ -1092,9 +1256,14 @@ class _Ticker:
             from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
             from rich.progress import Progress as RichProgress
 
-            self._bar = RichProgress(TextColumn("[dim]selfmodel[/dim] {task.description}"), BarColumn(),
-                                     MofNCompleteColumn(), TimeRemainingColumn(),
-                                     console=Console(stderr=True), transient=False)
+            self._bar = RichProgress(
+                TextColumn("[dim]selfmodel[/dim] {task.description}"),
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=False,
+            )
             self._bar.start()
             self._task = self._bar.add_task(label, total=total)
 
@@ -1132,7 +1301,9 @@ def _sweep(
         for j, slope in enumerate(slopes):
             k = _simulate_k(layout, design, slope, base)
             wts, mu, var = _grid_posterior(layout, g, k)
-            d = decide(_mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models)
+            d = decide(
+                _mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models
+            )
             counts[j][d["decision"]] = counts[j].get(d["decision"], 0) + 1
             means[j, s], sds[j, s] = d["mean"], d["sd"]
             covered[j, s] = d["hdi_low"] <= slope <= d["hdi_high"]
@@ -1151,7 +1322,9 @@ def _sweep(
     return out
 
 
-def _mde(results: Sequence[Mapping[str, Any]], target: float = TARGET_POWER) -> tuple[float | None, float | None]:
+def _mde(
+    results: Sequence[Mapping[str, Any]], target: float = TARGET_POWER
+) -> tuple[float | None, float | None]:
     """Smallest swept slope with P(improves) >= target, and a linear interpolation of it."""
     rows = sorted(results, key=lambda r: r["slope"])
     for i, r in enumerate(rows):
@@ -1170,10 +1343,10 @@ def _mde(results: Sequence[Mapping[str, Any]], target: float = TARGET_POWER) -> 
 def _method(grid: Mapping[str, int] | None) -> dict[str, Any]:
     return {
         "simulation": "cell-level binomial draws from the scale model's generative form; items and "
-                      "repeats enter through the effective n (Kish design effect); common random "
-                      "numbers across slopes",
-        "fit": "empirical-logit Gaussian approximation of the scale model, fixed effects integrated "
-               "exactly, variance components on a grid at prior mid-quantiles (analysis.power)",
+        "repeats enter through the effective n (Kish design effect); common random "
+        "numbers across slopes",
+        "fit": "empirical-logit Gaussian approximation of the scale model, fixed effects "
+        "integrated exactly, variance components on a grid at prior mid-quantiles (analysis.power)",
         "grid": {**GRID, **(grid or {})},
         "posterior_draws": N_DRAWS,
         "priors": "models.scale.DEFAULT_PRIORS",
@@ -1230,7 +1403,9 @@ def run_power(
     slopes = sorted({float(s) for s in slopes})
     if not slopes:
         raise InputError("give at least one slope (--slopes 0 0.2 0.4).")
-    ticker = _Ticker(progress, sims * len(slopes), f"power: {len(slopes)} slopes x {sims} simulations")
+    ticker = _Ticker(
+        progress, sims * len(slopes), f"power: {len(slopes)} slopes x {sims} simulations"
+    )
     try:
         results = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker, grid=grid)
     finally:
@@ -1251,8 +1426,11 @@ def run_power(
 
 
 def _with_models_per_family(design: Design, per_family: int) -> Design:
-    """The design with ``per_family`` models in every family, log-evenly spaced over the
-    family's size range (the design-wide range for a family with a single size)."""
+    """The design with ``per_family`` models in every family.
+
+    They are spread evenly in log size over the family's size range (the design-wide range
+    for a family with a single size).
+    """
     xs_all = [x for *_, x in design.models]
     models = []
     for fam in design.families:
@@ -1287,7 +1465,9 @@ def models_vs_items(
         ``se_improves`` and ``mean_posterior_sd``.
     """
     total = len(models_per_family) * len(items) * sims
-    ticker = _Ticker(progress, total, f"models vs items: {len(models_per_family) * len(items)} designs x {sims}")
+    ticker = _Ticker(
+        progress, total, f"models vs items: {len(models_per_family) * len(items)} designs x {sims}"
+    )
     cells = []
     try:
         for m in models_per_family:
@@ -1295,15 +1475,323 @@ def models_vs_items(
             for i in items:
                 di = replace(dm, tasks=tuple(replace(t, items=int(i)) for t in dm.tasks))
                 r = _sweep(di, [slope], sims=sims, seed=seed, ticker=ticker, grid=grid)[0]
-                cells.append({
-                    "models_per_family": int(m),
-                    "items": int(i),
-                    "n_models": len(di.models),
-                    "p_improves": r["p_improves"],
-                    "se_improves": r["se_improves"],
-                    "mean_posterior_sd": r["mean_posterior_sd"],
-                })
+                cells.append(
+                    {
+                        "models_per_family": int(m),
+                        "items": int(i),
+                        "n_models": len(di.models),
+                        "p_improves": r["p_improves"],
+                        "se_improves": r["se_improves"],
+                        "mean_posterior_sd": r["mean_posterior_sd"],
+                    }
+                )
     finally:
         ticker.close()
-    return {"slope": float(slope), "models_per_family": [int(m) for m in models_per_family],
-            "items": [int(i) for i in items], "sims": sims, "cells": cells}
+    return {
+        "slope": float(slope),
+        "models_per_family": [int(m) for m in models_per_family],
+        "items": [int(i) for i in items],
+        "sims": sims,
+        "cells": cells,
+    }
+
+
+# --------------------------------------------------------------------------- after a fit
+
+
+def mde_from_fit(
+    results: Mapping[str, Any],
+    *,
+    sims: int = 150,
+    seed: int | None = None,
+    progress: bool | Progress = False,
+) -> dict[str, Any]:
+    r"""What the fitted design could detect: the slope found with 80% power.
+
+    The design is the one in ``results`` (models in the slope, cells' readable n, task
+    accuracies) and the variance components are the fit's posterior means
+    (:func:`design_from_results`). A pilot of ``sims // 3`` data sets at slope 0 gives the
+    expected posterior sd :math:`\bar s` of the slope and the normal-theory detectable slope
+    :math:`r + (z_{(1+h)/2} + z_{0.8})\,\bar s` (ROPE :math:`r`, HDI probability :math:`h`);
+    the power curve is then simulated at multiples of it and interpolated at 0.8.
+
+    Parameters
+    ----------
+    results
+        A ``results.json`` dict carrying ``variance_components`` (posterior means of
+        ``sigma_family``, ``sigma_model``, ``sigma_cell`` and ``sigma_delta``).
+    sims
+        Simulated data sets per slope.
+    seed
+        Seed (default: the run's seed in ``results["settings"]``).
+    progress
+        As in :func:`run_power`.
+
+    Returns
+    -------
+    dict
+        ``mde_80`` (interpolated; ``None`` when even the largest swept slope stays below
+        80%), ``mde_80_normal_theory``, ``expected_posterior_sd``,
+        ``p_practically_null_at_zero`` (chance of a ``practically_null`` verdict when the
+        true slope is 0), ``sd_needed_for_practically_null`` (the posterior sd at which the
+        HDI fits inside the ROPE), ``power_curve``, ``design``, ``rule``, ``units``,
+        ``sims``, ``seed`` and ``method``.
+    """
+    design = design_from_results(results)
+    rule = design.rule
+    seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", 20261130))
+    pilot_sims = max(20, sims // 3)
+    z_hdi = float(norm.ppf(0.5 + rule.hdi_prob / 2))
+    z_pow = float(norm.ppf(TARGET_POWER))
+    ticker = _Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")
+    try:
+        pilot = _sweep(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker)[0]
+        s_bar = pilot["mean_posterior_sd"]
+        normal = rule.rope + (z_hdi + z_pow) * s_bar
+        slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
+        curve = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker)
+    finally:
+        ticker.close()
+    grid_mde, interp = _mde(curve)
+    if grid_mde is not None and interp is None:
+        interp = grid_mde  # the smallest swept slope already has >= 80% power
+    return {
+        "target_power": TARGET_POWER,
+        "mde_80": interp,
+        "mde_80_normal_theory": normal,
+        "expected_posterior_sd": s_bar,
+        "p_practically_null_at_zero": pilot["p_practically_null"],
+        "p_improves_at_zero": pilot["p_improves"],
+        "sd_needed_for_practically_null": rule.rope / z_hdi,
+        "power_curve": [
+            {
+                k: r[k]
+                for k in (
+                    "slope",
+                    "p_improves",
+                    "se_improves",
+                    "p_no_credible_effect",
+                    "p_practically_null",
+                    "mean_posterior_sd",
+                )
+            }
+            for r in curve
+        ],
+        "design": {
+            "n_models": len(design.models),
+            "n_families": len(design.families),
+            "tasks": [
+                {"task": t.name, "n_per_cell": t.items, "accuracy": t.accuracy}
+                for t in design.tasks
+            ],
+            "sigma_family": design.sigma_family,
+            "sigma_model": design.sigma_model,
+            "sigma_cell": design.sigma_cell,
+            "sigma_task_slope": design.sigma_task_slope,
+        },
+        "rule": rule.as_dict(),
+        "units": design.units,
+        "sims": sims,
+        "seed": seed,
+        "method": "analysis.power.mde_from_fit: simulated from the fitted variance components "
+        "(posterior means), each data set fitted by the approximate fit of analysis.power",
+    }
+
+
+# --------------------------------------------------------------------------- output
+
+
+def power_table(power: Mapping[str, Any]) -> Any:
+    """A rich table of the decision probabilities per true slope."""
+    from rich.table import Table
+
+    t = Table(
+        title=f"decision probabilities by true slope ({power['units']}), "
+        f"{power['sims']} simulations each"
+    )
+    for col in (
+        "slope",
+        "improves",
+        "no credible effect",
+        "practically null",
+        "worsens",
+        "mean post. sd",
+    ):
+        t.add_column(col, justify="right")
+    for r in power["results"]:
+        t.add_row(
+            f"{r['slope']:g}",
+            *(f"{r[f'p_{o}']:.2f}" for o in OUTCOMES),
+            f"{r['mean_posterior_sd']:.3f}",
+        )
+    return t
+
+
+def summary_lines(power: Mapping[str, Any]) -> list[str]:
+    """Plain-text conclusions of a power run (for the console)."""
+    rule = power["rule"]
+    lines = []
+    if power["mde_80"] is None:
+        top = max(r["slope"] for r in power["results"])
+        lines.append(
+            f"no swept slope up to {top:g} is detected ('improves') with 80% power; "
+            "try larger --slopes or a bigger design"
+        )
+    else:
+        extra = (
+            f" (interpolated {power['mde_80_interpolated']:.3f})"
+            if power.get("mde_80_interpolated") is not None
+            else ""
+        )
+        lines.append(
+            f"minimum detectable slope at 80% power: {power['mde_80']:g}{extra} {power['units']}"
+        )
+    zero = [r for r in power["results"] if r["slope"] == 0.0]
+    if zero:
+        z = zero[0]
+        lines.append(
+            f"at a true slope of 0: P(practically_null) = {z['p_practically_null']:.2f}, "
+            f"P(improves) = {z['p_improves']:.2f} (false-positive rate), "
+            f"ROPE +/-{rule['rope']:g}"
+        )
+    mvi = power.get("models_vs_items")
+    if mvi:
+        c = mvi["cells"]
+        lo_m, hi_m = min(mvi["models_per_family"]), max(mvi["models_per_family"])
+        lo_i, hi_i = min(mvi["items"]), max(mvi["items"])
+
+        def p(m: int, i: int) -> float:
+            return next(
+                x["p_improves"] for x in c if x["models_per_family"] == m and x["items"] == i
+            )
+
+        lines.append(
+            f"at slope {mvi['slope']:.3g}: {lo_m} -> {hi_m} models per family moves power "
+            f"{p(lo_m, hi_i):.2f} -> {p(hi_m, hi_i):.2f} (at {hi_i} items); {lo_i} -> {hi_i} items "
+            f"moves it {p(hi_m, lo_i):.2f} -> {p(hi_m, hi_i):.2f} (at {hi_m} models per family)"
+        )
+    return lines
+
+
+def plot_power(power: Mapping[str, Any], path: Path | str) -> Path:
+    """Plot the decision probabilities against the true slope (and models vs items).
+
+    Parameters
+    ----------
+    power
+        What :func:`run_power` returns, optionally with ``models_vs_items``.
+    path
+        PNG file to write (atomically).
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from analysis import atomic
+
+    mvi = power.get("models_vs_items")
+    ncol = 2 if mvi else 1
+    fig, axes = plt.subplots(1, ncol, figsize=(5.6 * ncol, 3.9), squeeze=False)
+    ax = axes[0][0]
+    res = sorted(power["results"], key=lambda r: r["slope"])
+    xs = np.array([r["slope"] for r in res])
+    rope = power["rule"]["rope"]
+    ax.axvspan(-rope, rope, color="0.92", zorder=0, label=f"ROPE ±{rope:g}")
+    colours = {
+        "improves": "#0072B2",
+        "no_credible_effect": "#999999",
+        "practically_null": "#009E73",
+        "worsens": "#D55E00",
+    }
+    for o in OUTCOMES:
+        ps = np.array([r[f"p_{o}"] for r in res])
+        if o == "worsens" and not ps.any():
+            continue
+        se = np.array([r[f"se_{o}"] for r in res])
+        ax.errorbar(
+            xs,
+            ps,
+            yerr=2 * se,
+            marker="o",
+            ms=4,
+            lw=1.6,
+            capsize=2,
+            color=colours[o],
+            label=o.replace("_", " "),
+        )
+    ax.axhline(TARGET_POWER, color="0.3", lw=0.8, ls=":")
+    if power.get("mde_80") is not None:
+        m = power.get("mde_80_interpolated") or power["mde_80"]
+        ax.axvline(m, color=colours["improves"], lw=0.8, ls="--")
+        ax.annotate(
+            f"80% power\nat {m:.2f}",
+            (m, 0.45),
+            xytext=(6, 0),
+            textcoords="offset points",
+            fontsize=8,
+        )
+    ax.set_ylim(-0.02, 1.02)
+    ax.set_xlabel(f"true slope ({power['units']})")
+    ax.set_ylabel("probability of decision")
+    d = power["design"]
+    ax.set_title(
+        f"{d['n_models']} models in {d['n_families']} families, {len(d['tasks'])} tasks; "
+        f"{power['sims']} sims",
+        fontsize=9,
+    )
+    ax.legend(fontsize=7, frameon=False, loc="center right")
+    if mvi:
+        ax2 = axes[0][1]
+        for i, m in enumerate(mvi["models_per_family"]):
+            row = sorted(
+                (c for c in mvi["cells"] if c["models_per_family"] == m), key=lambda c: c["items"]
+            )
+            its = [c["items"] for c in row]
+            ps = np.array([c["p_improves"] for c in row])
+            se = np.array([c["se_improves"] for c in row])
+            ax2.errorbar(
+                its,
+                ps,
+                yerr=2 * se,
+                marker="o",
+                ms=4,
+                lw=1.4,
+                capsize=2,
+                color=plt.get_cmap("viridis")(i / max(1, len(mvi["models_per_family"]) - 1)),
+                label=f"{m} per family ({row[0]['n_models']} models)",
+            )
+        ax2.axhline(TARGET_POWER, color="0.3", lw=0.8, ls=":")
+        ax2.set_xscale("log")
+        ax2.set_ylim(-0.02, 1.02)
+        ax2.set_xlabel("items per task")
+        ax2.set_ylabel("P(improves)")
+        ax2.set_title(f"more models vs more items, true slope {mvi['slope']:.3g}", fontsize=9)
+        ax2.legend(fontsize=7, frameon=False)
+    fig.tight_layout()
+    path = Path(path)
+    atomic.write_with(path, lambda p: fig.savefig(p, dpi=120, format="png"))
+    plt.close(fig)
+    return path
+
+
+def write_power(
+    power: Mapping[str, Any], out: Path | str, *, design: Design | None = None
+) -> dict[str, Path]:
+    """Write ``OUT/power.json`` and ``OUT/power.png`` (and ``OUT/design.toml`` when given).
+
+    ``power.json`` is a deterministic function of the design, slopes, sims and seed (no
+    timings), so a rerun with the same seed is byte-identical.
+    """
+    from analysis import atomic
+    from analysis.results import rounded
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = {"json": out / "power.json", "plot": out / "power.png"}
+    atomic.write_json(paths["json"], rounded(dict(power)))
+    plot_power(power, paths["plot"])
+    if design is not None:
+        paths["design"] = out / "design.toml"
+        atomic.write_text(paths["design"], design_to_toml(design))
+    return paths

@@ -56,6 +56,7 @@ def scale_effect(
     tasks: Sequence[str],
     excluded_models: Sequence[str],
     reason: str | None = None,
+    models_per_task: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
     """The ``scale_effect`` section: overall and per-task slope and decision."""
     base = {
@@ -76,8 +77,10 @@ def scale_effect(
         return {**base, **overall, "per_task": per_task, "finding": False}
     overall = decide(_draws(fit, "beta").values, rule, n_models=n_models)
     st = _draws(fit, "slope_task")
+    per_model_count = dict(models_per_task or {})
     per_task = {
-        str(t): decide(st.sel(task=t).values, rule, n_models=n_models) for t in st["task"].values
+        str(t): decide(st.sel(task=t).values, rule, n_models=per_model_count.get(str(t), n_models))
+        for t in st["task"].values
     }
     for t in tasks:
         per_task.setdefault(t, not_estimable("task has no model with the scale variable", rule))

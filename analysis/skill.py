@@ -273,15 +273,16 @@ def calibration_curve(
     Returns
     -------
     dict
-        ``n``, ``ece``, ``mean_confidence``, ``accuracy``, ``overconfidence`` and
-        ``bins``: a list of ``{low, high, n, mean_confidence, accuracy}`` (``None`` in
-        empty bins).
+        ``n``, ``ece``, ``mean_confidence``, ``accuracy``, ``overconfidence``,
+        ``bin_edges`` (``n_bins + 1`` values) and per bin, as lists of length ``n_bins``:
+        ``bin_n``, ``bin_confidence`` (mean stated confidence) and ``bin_accuracy``
+        (observed accuracy); ``None`` in empty bins.
 
     Examples
     --------
     >>> c = calibration_curve([0.9, 0.9, 0.6, 0.6], [True, False, True, True])
-    >>> round(c["ece"], 3), [b["n"] for b in c["bins"]][5:]
-    (0.4, [0, 2, 0, 0, 2])
+    >>> round(c["ece"], 3), c["bin_n"][5:], c["bin_accuracy"][6], c["bin_accuracy"][9]
+    (0.4, [0, 2, 0, 0, 2], 1.0, 0.5)
     """
     q = np.asarray(confidence, dtype=float)
     a = np.asarray(correct, dtype=bool)
@@ -290,19 +291,22 @@ def calibration_curve(
     edges = bin_edges(n_bins)
     # bin b is [b / n_bins, (b + 1) / n_bins); the tolerance keeps 0.6 in [0.6, 0.7)
     idx = np.clip(np.floor(q * n_bins + 1e-9).astype(int), 0, n_bins - 1)
-    bins = []
+    counts: list[int] = []
+    confs: list[float | None] = []
+    accs: list[float | None] = []
     ece = 0.0
     for b in range(n_bins):
         sel = idx == b
         nb = int(sel.sum())
-        mc = float(q[sel].mean()) if nb else None
-        acc = float(a[sel].mean()) if nb else None
+        counts.append(nb)
         if nb:
-            ece += nb / q.size * abs(mc - acc)  # type: ignore[operator]
-        bins.append(
-            {"low": float(edges[b]), "high": float(edges[b + 1]), "n": nb,
-             "mean_confidence": mc, "accuracy": acc}
-        )
+            mc, acc = float(q[sel].mean()), float(a[sel].mean())
+            ece += nb / q.size * abs(mc - acc)
+            confs.append(mc)
+            accs.append(acc)
+        else:
+            confs.append(None)
+            accs.append(None)
     n = int(q.size)
     return {
         "n": n,
@@ -310,7 +314,10 @@ def calibration_curve(
         "mean_confidence": float(q.mean()) if n else None,
         "accuracy": float(a.mean()) if n else None,
         "overconfidence": float(q.mean() - a.mean()) if n else None,
-        "bins": bins,
+        "bin_edges": edges.tolist(),
+        "bin_n": counts,
+        "bin_confidence": confs,
+        "bin_accuracy": accs,
     }
 
 
@@ -485,13 +492,16 @@ def calibration(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> dict[st
     dict
         ``semantics`` (what confidence is taken to mean), ``bin_edges``, ``cells`` (list of
         ``{model, task, **calibration_curve}``) and ``models`` (pooled over tasks, list of
-        ``{model, **calibration_curve}``). Cells without confidence are absent.
+        ``{model, **calibration_curve}``); the curves share the top-level ``bin_edges``.
+        Cells without confidence are absent.
     """
     frame = _binary_frame(records).filter(pl.col("confidence").is_not_null())
 
     def curve(g: pl.DataFrame) -> dict[str, Any]:
         correct = (g["yhat"] == g["y"]).to_numpy()
-        return calibration_curve(g["confidence"].to_numpy(), correct, n_bins=n_bins)
+        c = calibration_curve(g["confidence"].to_numpy(), correct, n_bins=n_bins)
+        del c["bin_edges"]
+        return c
 
     cells = [
         {"model": model, "task": task, **curve(g)}

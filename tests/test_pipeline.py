@@ -1,0 +1,167 @@
+"""End-to-end: records -> results.json -> report.html, determinism, statistical failure modes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from analysis.cells import to_cells
+from analysis.cli import main
+from analysis.ingest import ingest
+from analysis.simulate import SimulationConfig, simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+DESIGN_KEYS = {
+    "data": {"sha256", "records_read", "records_used", "records_quarantined", "models", "tasks"},
+    "by_model_task": {"model", "task", "n", "accuracy", "ci_low", "ci_high", "accuracy_strict",
+                      "baseline_accuracy"},
+    "scale_effect": {"scale_variable", "fit_model", "mean", "hdi_low", "hdi_high", "hdi_prob",
+                     "prob_positive", "decision", "per_task"},
+    "diagnostics": {"max_rhat", "min_ess_bulk", "divergences", "passed"},
+}
+DECISIONS = {"improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"}
+QUICK = ["--draws", "300", "--tune", "300", "--chains", "2"]
+
+
+def _small_data(tmp_path: Path, *, sizes: bool = True, seed: int = 3) -> tuple[Path, Path]:
+    cfg = SimulationConfig(
+        families={"a": [("1b", 1.0, None), ("8b", 8.0, None), ("70b", 70.0, None)],
+                  "b": [("2b", 2.0, None), ("30b", 30.0, None)]},
+        closed=[("c-pro", "c", 100.0)],
+        tasks={"refusal": (0.8, 0.0, 1.0, -0.5, 60), "difficulty": (0.5, 0.5, 0.8, -0.3, 60)},
+    )
+    records, registry, _ = simulate(seed=seed, config=cfg)
+    if not sizes:
+        registry = registry.with_columns(
+            pl.lit(None, dtype=pl.Float64).alias("params_b"),
+            pl.lit(None, dtype=pl.Float64).alias("active_params_b"),
+        )
+    rec, reg = tmp_path / "logs.csv", tmp_path / "models.csv"
+    records.write_csv(rec)
+    registry.write_csv(reg)
+    return rec, reg
+
+
+def _check_contract(results: dict) -> None:
+    assert results["schema_version"]
+    for section, keys in DESIGN_KEYS.items():
+        value = results[section]
+        rows = value if isinstance(value, list) else [value]
+        for row in rows:
+            assert keys <= set(row), (section, keys - set(row))
+    eff = results["scale_effect"]
+    assert eff["decision"] in DECISIONS
+    assert all(v["decision"] in DECISIONS for v in eff["per_task"].values())
+    d = results["data"]
+    assert d["records_read"] == d["records_used"] + d["records_quarantined"] + d["records_duplicate"]
+
+
+@pytest.mark.e2e
+def test_every_size_missing_is_not_estimable_and_still_reports(tmp_path, capsys):
+    """No model has a size: the run completes, the verdict is not_estimable with the reason."""
+    rec, reg = _small_data(tmp_path, sizes=False)
+    out = tmp_path / "out"
+    assert main(["run", str(rec), "--registry", str(reg), "--out", str(out)]) == 0
+    results = json.loads((out / "results.json").read_text())
+    _check_contract(results)
+    eff = results["scale_effect"]
+    assert eff["decision"] == "not_estimable"
+    assert "0 model(s)" in eff["reason"]
+    assert set(eff["models_without_scale_variable"]) == set(results["data"]["models"])
+    assert all(v["decision"] == "not_estimable" for v in eff["per_task"].values())
+    html = (out / "report.html").read_text()
+    assert "not estimable" in html and "Left out of the slope" in html
+    assert "<script>alert" not in html
+
+
+def test_two_sized_models_are_not_enough(tmp_path):
+    rec, reg = _small_data(tmp_path)
+    registry = pl.read_csv(reg).with_columns(
+        pl.when(pl.col("model").is_in(["a-1b", "a-8b"])).then(pl.col("params_b")).otherwise(None).alias("params_b")
+    )
+    registry.write_csv(reg)
+    out = tmp_path / "out"
+    assert main(["run", str(rec), "--registry", str(reg), "--out", str(out), "--no-report"]) == 0
+    eff = json.loads((out / "results.json").read_text())["scale_effect"]
+    assert eff["decision"] == "not_estimable" and eff["n_models"] == 2
+
+
+def test_file_and_row_order_do_not_change_cells(tmp_path):
+    rec, _ = _small_data(tmp_path)
+    frame = pl.read_csv(rec)
+    shuffled = frame.sample(fraction=1.0, shuffle=True, seed=1)
+    half = shuffled.height // 2
+    a, b = tmp_path / "z_part.csv", tmp_path / "a_part.csv"
+    shuffled[:half].write_csv(a)
+    shuffled[half:].write_csv(b)
+    one = to_cells(ingest([rec]).records)
+    two = to_cells(ingest([a, b]).records)
+    three = to_cells(ingest([b, a]).records)
+    assert one.equals(two) and one.equals(three)
+
+
+@pytest.mark.e2e
+def test_run_twice_is_byte_identical_and_reuses_the_fit(tmp_path, capsys):
+    """Same inputs and seed: identical results.json, whether the fit is reused or redone."""
+    rec, reg = _small_data(tmp_path)
+    args = [str(rec), "--registry", str(reg), *QUICK, "--no-report"]
+    assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
+    first = (tmp_path / "a" / "results.json").read_bytes()
+    results = json.loads(first)
+    _check_contract(results)
+    assert results["scale_effect"]["n_models"] == 5
+    assert results["scale_effect"]["models_without_scale_variable"] == ["c-pro"]
+    fit_file = tmp_path / "a" / results["fit"]["file"]
+    assert fit_file.is_file()
+    # unchanged second run: the saved fit is reused and nothing changes
+    assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["fit_reused"] is True
+    assert (tmp_path / "a" / "results.json").read_bytes() == first
+    # a fresh fit in another folder with the same seed gives the same bytes
+    assert main(["run", *args, "--out", str(tmp_path / "b"), "--no-cache"]) == 0
+    assert (tmp_path / "b" / "results.json").read_bytes() == first
+    # a different seed is a different fit (the cache key includes the seed)
+    assert main(["run", *args, "--out", str(tmp_path / "a"), "--seed", "7"]) == 0
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["fit_reused"] is False
+
+
+@pytest.mark.e2e
+def test_tampered_fit_is_not_trusted(tmp_path, capsys):
+    """A saved fit whose provenance does not match is refitted, not reused."""
+    rec, reg = _small_data(tmp_path)
+    args = ["run", str(rec), "--registry", str(reg), *QUICK, "--no-report", "--out", str(tmp_path / "a")]
+    assert main(args) == 0
+    results = json.loads((tmp_path / "a" / "results.json").read_text())
+    fit_file = tmp_path / "a" / results["fit"]["file"]
+    import arviz as az
+
+    idata = az.from_netcdf(fit_file)
+    prov = json.loads(idata.attrs["selfmodel_provenance"])
+    prov["seed"] = 999
+    idata.attrs["selfmodel_provenance"] = json.dumps(prov)
+    tampered = tmp_path / "t.nc"
+    idata.to_netcdf(str(tampered), engine="h5netcdf")
+    shutil.move(tampered, fit_file)
+    assert main(args) == 0
+    assert json.loads((tmp_path / "a" / "run.json").read_text())["fit_reused"] is False
+
+
+@pytest.mark.e2e
+def test_default_data_end_to_end(tmp_path, capsys, monkeypatch):
+    """`selfmodel run` on data_raw/ writes results.json and a report that quotes its numbers."""
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "build"
+    assert main(["run", "--out", str(out), *QUICK]) == 0
+    results = json.loads((out / "results.json").read_text())
+    _check_contract(results)
+    assert results["settings"]["inputs"] == ["data_raw/records.csv"]
+    assert results["truth_comparison"] is not None
+    html = (out / "report.html").read_text()
+    eff = results["scale_effect"]
+    assert f"{eff['mean']:.3f}" in html
+    assert results["data"]["sha256"] in html
+    assert 'src="data:image/png;base64' in html
