@@ -22,6 +22,7 @@ from analysis import atomic, describe
 from analysis.cells import build_cells
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.fit import Fit, SamplerSettings, fit
+from analysis.frequentist import crosscheck_table, run_frequentist
 from analysis.hypotheses import DecisionRule
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.registry import load_registry
@@ -33,6 +34,7 @@ from analysis.results import (
     scale_effect,
     truth_comparison,
 )
+from analysis.skill import calibration, skill_table
 
 RECORD_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 REGISTRY_NAMES = ("registry.csv", "registry.toml")
@@ -193,6 +195,8 @@ def run(cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str]
         fitted, scale=cfg.scale, rule=cfg.rule, n_models=usable["model"].n_unique(), tasks=tasks,
         excluded_models=excluded, reason=reason, models_per_task=models_per_task,
     )
+    say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
+    freq = run_frequentist(cells, seed=cfg.seed)
     truth = json.loads(inputs.truth.read_text()) if inputs.truth else None
     fit_info = None
     if fitted is not None:
@@ -210,6 +214,10 @@ def run(cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str]
         curves=population_curves(fitted, usable, hdi_prob=cfg.rule.hdi_prob) if fitted else None,
         points=accuracy_points(fitted, usable) if fitted else None,
         truth=truth_comparison(truth, effect) if truth else None,
+        skill=skill_table(ing.records),
+        calibration=calibration(ing.records),
+        frequentist=freq,
+        crosscheck=crosscheck_table(freq, effect),
         settings={
             "scale": cfg.scale,
             "seed": cfg.seed,

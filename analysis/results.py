@@ -183,6 +183,10 @@ def assemble(
     points: dict[str, Any] | None,
     truth: dict[str, Any] | None,
     settings: dict[str, Any],
+    skill: list[dict[str, Any]] | None = None,
+    calibration: dict[str, Any] | None = None,
+    frequentist: dict[str, Any] | None = None,
+    crosscheck: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """Build the ``results.json`` dict (DESIGN keys first)."""
     data = {
@@ -211,6 +215,10 @@ def assemble(
             "curves": curves,
             "accuracy_points": points,
             "truth_comparison": truth,
+            "skill": skill,
+            "calibration": calibration,
+            "frequentist": frequentist,
+            "crosscheck": crosscheck,
             "settings": settings,
         }
     )

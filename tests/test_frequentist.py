@@ -294,11 +294,13 @@ def test_holm_skips_missing() -> None:
 # --------------------------------------------------------------------------- default data
 
 
-def test_default_data_runtime_and_json(default_freq: dict) -> None:
-    """run_frequentist on data_raw takes seconds (measured ~0.6 s on 2 shared cores)."""
+def test_default_data_runtime_and_json(default_freq: dict, default_cells: pl.DataFrame) -> None:
+    """run_frequentist on data_raw takes seconds (measured ~0.6 s on 2 shared cores) and is a
+    deterministic function of the cells and the seed."""
     seconds = default_freq.pop("_seconds")
     assert seconds < 15
     json.dumps(default_freq)
+    assert run_frequentist(default_cells, seed=20261130) == default_freq
     assert default_freq["n_models"] == 14 and default_freq["n_cells"] == 42
     assert default_freq["models_without_scale_variable"] == ["ember-mini", "ember-pro", "falcata"]
     wild = default_freq["wild_bootstrap"]
