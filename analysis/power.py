@@ -993,7 +993,7 @@ def _empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def _grid_posterior(
-    layout: _Layout, grid: _Grid, k: np.ndarray
+    layout: _Layout, grid: _Grid, y: np.ndarray, s2: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Posterior weights of the grid points and the conditional mean/variance of beta.
 
@@ -1002,7 +1002,6 @@ def _grid_posterior(
     from two rank-one (Sherman-Morrison) updates per model and per family, so only
     per-model and per-family sums of the cells are needed.
     """
-    y, s2 = _empirical_logit(k, layout.n)
     X, ms, fs = layout.X, layout.model_start, layout.family_start
     d = grid.sigma_cell[:, None] ** 2 + s2[None, :]  # (nc, N)
     w = 1.0 / d
@@ -1146,7 +1145,7 @@ def fast_fit(
     """
     layout, k = _Layout.from_cells(cells)
     g = _Grid.make(len(layout.tasks), grid)
-    wts, mu, var = _grid_posterior(layout, g, k)
+    wts, mu, var = _grid_posterior(layout, g, *_empirical_logit(k, layout.n))
     rng = np.random.default_rng(seed)
     d = _mixture_draws(wts, mu, var, rng.random(draws), rng.standard_normal(draws))
     out = decide(d, rule or DecisionRule(), n_models=len(layout.models))
@@ -1300,7 +1299,7 @@ def _sweep(
         base = _base_draws(seed, s, layout, N_DRAWS)
         for j, slope in enumerate(slopes):
             k = _simulate_k(layout, design, slope, base)
-            wts, mu, var = _grid_posterior(layout, g, k)
+            wts, mu, var = _grid_posterior(layout, g, *_empirical_logit(k, layout.n))
             d = decide(
                 _mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models
             )

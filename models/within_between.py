@@ -117,7 +117,7 @@ def split_scale(models: Any, families: Any, x: Any) -> tuple[np.ndarray, np.ndar
     return xv - between, between
 
 
-def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
+def build(data: Any, priors: Mapping[str, Prior] | None = None, *, _centered: bool = False) -> pm.Model:
     """Build the PyMC model.
 
     Parameters
@@ -146,6 +146,8 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
             "within_between model needs x for every cell; drop models without the scale variable"
         )
     x_w, x_b = split_scale(data["model"], data["family"], x)
+    fam_means = np.array([x_b[fam_idx == f][0] for f in range(len(families))])
+    x_b = x_b - fam_means.mean()
     if np.allclose(x_w, 0.0):
         raise ValueError(
             "within_between model needs a family with two or more differently sized models; "
@@ -164,7 +166,10 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
         delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
         slope_w = pm.Deterministic("within_slope_task", beta_w + delta, dims="task")
         s_fam = prior_rv("sigma_family", p["sigma_family"])
-        u = zero_sum_effect("u_family", s_fam, "family", len(families))
+        if _centered:
+            u = pm.ZeroSumNormal("u_family", sigma=s_fam, dims="family")
+        else:
+            u = zero_sum_effect("u_family", s_fam, "family", len(families))
         s_mod = prior_rv("sigma_model", p["sigma_model"])
         v = zero_sum_effect("v_model", s_mod, "model", len(models))
         s_cell = prior_rv("sigma_cell", p["sigma_cell"])
