@@ -24,6 +24,7 @@ DESIGN_KEYS = {
     "diagnostics": {"max_rhat", "min_ess_bulk", "divergences", "passed"},
 }
 DECISIONS = {"improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"}
+HOSTILE = "<script>alert(1)</script>"  # a model name that must stay text in the report
 QUICK = ["--draws", "300", "--tune", "300", "--chains", "2"]
 
 
@@ -31,7 +32,7 @@ def _small_data(tmp_path: Path, *, sizes: bool = True, seed: int = 3) -> tuple[P
     cfg = SimulationConfig(
         families={"a": [("1b", 1.0, None), ("8b", 8.0, None), ("70b", 70.0, None)],
                   "b": [("2b", 2.0, None), ("30b", 30.0, None)]},
-        closed=[("c-pro", "c", 100.0)],
+        closed=[(HOSTILE, "c", 100.0)],
         tasks={"refusal": (0.8, 0.0, 1.0, -0.5, 60), "difficulty": (0.5, 0.5, 0.8, -0.3, 60)},
     )
     records, registry, _ = simulate(seed=seed, config=cfg)
@@ -75,7 +76,7 @@ def test_every_size_missing_is_not_estimable_and_still_reports(tmp_path, capsys)
     assert all(v["decision"] == "not_estimable" for v in eff["per_task"].values())
     html = (out / "report.html").read_text()
     assert "not estimable" in html and "Left out of the slope" in html
-    assert "<script>alert" not in html
+    assert HOSTILE not in html and "&lt;script&gt;alert" in html
 
 
 def test_two_sized_models_are_not_enough(tmp_path):
@@ -114,7 +115,7 @@ def test_run_twice_is_byte_identical_and_reuses_the_fit(tmp_path, capsys):
     results = json.loads(first)
     _check_contract(results)
     assert results["scale_effect"]["n_models"] == 5
-    assert results["scale_effect"]["models_without_scale_variable"] == ["c-pro"]
+    assert results["scale_effect"]["models_without_scale_variable"] == [HOSTILE]
     fit_file = tmp_path / "a" / results["fit"]["file"]
     assert fit_file.is_file()
     # unchanged second run: the saved fit is reused and nothing changes
@@ -151,17 +152,13 @@ def test_tampered_fit_is_not_trusted(tmp_path, capsys):
 
 
 @pytest.mark.e2e
-def test_default_data_end_to_end(tmp_path, capsys, monkeypatch):
-    """`selfmodel run` on data_raw/ writes results.json and a report that quotes its numbers."""
-    monkeypatch.chdir(ROOT)
-    out = tmp_path / "build"
-    assert main(["run", "--out", str(out), *QUICK]) == 0
-    results = json.loads((out / "results.json").read_text())
+def test_default_data_end_to_end(quick_build):
+    """`selfmodel run` on data_raw/ writes results.json honouring the DESIGN contract."""
+    results = json.loads((quick_build / "results.json").read_text())
     _check_contract(results)
     assert results["settings"]["inputs"] == ["data_raw/records.csv"]
     assert results["truth_comparison"] is not None
-    html = (out / "report.html").read_text()
-    eff = results["scale_effect"]
-    assert f"{eff['mean']:.3f}" in html
-    assert results["data"]["sha256"] in html
-    assert 'src="data:image/png;base64' in html
+    assert {"records.parquet", "quarantine.parquet", "ingest.json", "cells.parquet", "run.json"} <= {
+        p.name for p in quick_build.iterdir()
+    }
+    assert (quick_build / results["fit"]["file"]).is_file()

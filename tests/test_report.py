@@ -1,0 +1,73 @@
+"""The real report: self-contained, offline in a browser, numbers from results.json, PDF."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from analysis.report import render_report
+
+try:
+    from browser_util import find_chromium, open_in_chromium
+except ImportError:  # tests/ became a package
+    from tests.browser_util import find_chromium, open_in_chromium
+
+ARTIFACTS = Path(__file__).parent / "artifacts"
+SECTIONS = ["Verdict", "Data", "Accuracy by model and task", "Scaling", "Skill beyond base rates",
+            "Frequentist cross-checks", "Model and diagnostics", "Methods paragraph", "Reproducibility"]
+
+pytestmark = pytest.mark.e2e
+
+
+def test_chromium_is_installed_on_ci():
+    """CI installs Chromium (.ci/run); there the browser test must run, not skip."""
+    if not os.environ.get("CI"):
+        pytest.skip("only checked on CI (CI=true)")
+    assert find_chromium() is not None
+
+
+@pytest.mark.browser
+def test_report_in_browser_offline(build_copy):
+    if find_chromium() is None:
+        pytest.skip("headless Chromium not installed (apt-get install -y chromium)")
+    html = render_report(build_copy)
+    shot = ARTIFACTS / "report.png"
+    report = open_in_chromium(html, shot)
+    assert report["console_errors"] == [] and report["page_errors"] == []
+    assert report["requests"] == [] and report["failed_requests"] == []
+    assert len(report["images"]) >= 5 and report["all_images_decoded"]
+    assert report["title"].startswith("Does scale improve self-prediction")
+    text = html.read_text()
+    for section in SECTIONS:
+        assert f">{section}<" in text, section
+    assert shot.is_file()
+
+
+def test_report_numbers_come_from_results_json(build_copy):
+    """Perturb results.json: the numbers quoted in the text must change with it."""
+    path = build_copy / "results.json"
+    results = json.loads(path.read_text())
+    old_mean = results["scale_effect"]["mean"]
+    results["scale_effect"].update(mean=0.4321, hdi_low=-0.1234, hdi_high=0.9876, prob_positive=0.777)
+    results["data"]["records_read"] = 987654
+    results["data"]["sha256"] = "f" * 64
+    path.write_text(json.dumps(results))
+    html = render_report(build_copy).read_text()
+    for token in ("0.432", "-0.123", "0.988", "0.777", "987654", "f" * 64):
+        assert token in html, token
+    assert f"{old_mean:.3f} logits" not in html
+
+
+def test_report_pdf_has_the_sections(build_copy):
+    if shutil.which("pdftotext") is None:
+        pytest.skip("pdftotext not installed (apt-get install -y poppler-utils)")
+    pdf = render_report(build_copy, fmt="pdf")
+    assert pdf.read_bytes()[:5] == b"%PDF-"
+    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    for section in SECTIONS:
+        assert section in text, section
