@@ -70,7 +70,9 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
     """
     recs = self_predictions(records)
     readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
-    is_bool = pl.col("prediction").is_in(["true", "false"]) & pl.col("outcome").is_in(["true", "false"])
+    is_bool = pl.col("prediction").is_in(["true", "false"]) & pl.col("outcome").is_in(
+        ["true", "false"]
+    )
     cells = (
         recs.group_by(list(CELL_KEY))
         .agg(
@@ -88,7 +90,12 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
             .sum()
             .alias("false_alarms"),
             (readable & (pl.col("prediction") == "true")).sum().alias("n_pred_yes"),
-            pl.col("outcome").filter(readable).value_counts(sort=True).first().struct.field("count").alias("_mode_n"),
+            pl.col("outcome")
+            .filter(readable)
+            .value_counts(sort=True)
+            .first()
+            .struct.field("count")
+            .alias("_mode_n"),
         )
         .with_columns(
             pl.col("k").alias("k_strict"),
@@ -97,7 +104,18 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
         .drop("_mode_n")
         .sort(list(CELL_KEY))
     )
-    int_cols = ["n_total", "n", "k", "k_strict", "n_unreadable", "n_signal", "n_noise", "hits", "false_alarms", "n_pred_yes"]
+    int_cols = [
+        "n_total",
+        "n",
+        "k",
+        "k_strict",
+        "n_unreadable",
+        "n_signal",
+        "n_noise",
+        "hits",
+        "false_alarms",
+        "n_pred_yes",
+    ]
     return cells.with_columns([pl.col(c).cast(pl.Int64) for c in int_cols])
 
 
@@ -111,7 +129,10 @@ def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.Data
     if registry is None or registry.height == 0:
         joined = cells.with_columns(
             pl.lit("(unknown)").alias("family"),
-            *[pl.lit(None, dtype=pl.Float64).alias(c) for c in ("params_b", "active_params_b", "capability")],
+            *[
+                pl.lit(None, dtype=pl.Float64).alias(c)
+                for c in ("params_b", "active_params_b", "capability")
+            ],
             *[pl.lit(None, dtype=pl.Boolean).alias(c) for c in ("open_weights", "reasoning")],
         )
     else:
@@ -120,7 +141,7 @@ def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.Data
 
 
 def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
-    """Add ``scale_raw`` (registry value) and ``x`` (model-level centred predictor).
+    r"""Add ``scale_raw`` (registry value) and ``x`` (model-level centred predictor).
 
     Sizes enter as :math:`\\log_{10}` billions of parameters, so a slope is "per 10x";
     capability enters on its own scale. ``x`` is centred on the mean over *models* (not
@@ -140,14 +161,20 @@ def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
     else:
         val = raw
     out = cells.with_columns(raw.alias("scale_raw"), val.alias("_v"))
-    per_model = out.select("model", "_v").unique().drop_nulls().sort("model")  # fixed summation order
+    per_model = (
+        out.select("model", "_v").unique().drop_nulls().sort("model")
+    )  # fixed summation order
     center = float(np.mean(per_model["_v"].to_numpy())) if per_model.height else 0.0
-    return out.with_columns((pl.col("_v") - center).alias("x")).drop("_v").with_columns(
-        pl.lit(center).alias("x_center")
+    return (
+        out.with_columns((pl.col("_v") - center).alias("x"))
+        .drop("_v")
+        .with_columns(pl.lit(center).alias("x_center"))
     )
 
 
-def build_cells(records: pl.DataFrame, registry: pl.DataFrame | None, *, scale: str = "params") -> pl.DataFrame:
+def build_cells(
+    records: pl.DataFrame, registry: pl.DataFrame | None, *, scale: str = "params"
+) -> pl.DataFrame:
     """Records -> cells with registry covariates and the centred scale predictor."""
     return scale_values(join_registry(to_cells(records), registry), scale)
 

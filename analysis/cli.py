@@ -20,7 +20,9 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(f"selfmodel: error: {message}. See 'selfmodel {self.prog.split()[-1]} --help'.\n")
+        sys.stderr.write(
+            f"selfmodel: error: {message}. See 'selfmodel {self.prog.split()[-1]} --help'.\n"
+        )
         raise SystemExit(2)
 
 
@@ -37,20 +39,31 @@ def _progress():
 
 def _common_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--registry", type=Path, help="model registry (CSV or TOML) joined on 'model'")
-    p.add_argument("--map", action="append", default=[], metavar="CANON=COLUMN",
-                   help="map a column of your logs to a canonical one, e.g. item_id=question_id")
+    p.add_argument(
+        "--map",
+        action="append",
+        default=[],
+        metavar="CANON=COLUMN",
+        help="map a column of your logs to a canonical one, e.g. item_id=question_id",
+    )
     p.add_argument("--config", type=Path, help="TOML ingest config ([map], tasks, [defaults])")
 
 
 def _run_options(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--scale", choices=list(SCALE_COLUMNS), default="params",
-                   help="scale variable: total parameters, active parameters or capability")
+    p.add_argument(
+        "--scale",
+        choices=list(SCALE_COLUMNS),
+        default="params",
+        help="scale variable: total parameters, active parameters or capability",
+    )
     p.add_argument("--seed", type=int, default=20261130, help="sampler seed")
     p.add_argument("--rope", type=float, default=0.1, help="region of practical equivalence (+/-)")
     p.add_argument("--draws", type=int, default=2000)
     p.add_argument("--tune", type=int, default=1000)
     p.add_argument("--chains", type=int, default=4)
-    p.add_argument("--no-cache", action="store_true", help="refit even when a matching fit is saved")
+    p.add_argument(
+        "--no-cache", action="store_true", help="refit even when a matching fit is saved"
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,13 +72,17 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
 
     p = sub.add_parser("run", help="whole pipeline: ingest, describe, fit, decide, report")
-    p.add_argument("paths", nargs="*", type=Path, help="record files or folders (default: data_raw/)")
+    p.add_argument(
+        "paths", nargs="*", type=Path, help="record files or folders (default: data_raw/)"
+    )
     _common_inputs(p)
     p.add_argument("--out", type=Path, default=Path("build"))
     _run_options(p)
     p.add_argument("--no-report", action="store_true", help="stop after results.json")
 
-    p = sub.add_parser("ingest", help="validate records: OUT/records.parquet, quarantine.parquet, ingest.json")
+    p = sub.add_parser(
+        "ingest", help="validate records: OUT/records.parquet, quarantine.parquet, ingest.json"
+    )
     p.add_argument("paths", nargs="+", type=Path)
     _common_inputs(p)
     p.add_argument("--out", type=Path, required=True)
@@ -76,7 +93,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mapping", type=Path, help="TOML mapping (lmeval, inspect)")
     p.add_argument("--out", type=Path, required=True)
 
-    p = sub.add_parser("describe", help="per model x task accuracy, baselines and rates (no fitting)")
+    p = sub.add_parser(
+        "describe", help="per model x task accuracy, baselines and rates (no fitting)"
+    )
     p.add_argument("paths", nargs="*", type=Path)
     _common_inputs(p)
     p.add_argument("--out", type=Path, default=Path("build"))
@@ -92,7 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("build"))
     p.add_argument("--format", choices=["html", "pdf"], default="html")
 
-    p = sub.add_parser("simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)")
+    p = sub.add_parser(
+        "simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)"
+    )
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=20261130)
     return parser
@@ -148,12 +169,18 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         from analysis.pipeline import resolve_inputs
 
         inputs = resolve_inputs(args.paths, args.registry)
-        res = ingest(inputs.record_paths, mapping=parse_map_options(args.map) or None,
-                     config=args.config, registry=inputs.registry)
+        res = ingest(
+            inputs.record_paths,
+            mapping=parse_map_options(args.map) or None,
+            config=args.config,
+            registry=inputs.registry,
+        )
         write_ingest(res, args.out)
         s = res.summary
-        print(f"read {s['records_read']}, used {s['records_used']}, quarantined "
-              f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}")
+        print(
+            f"read {s['records_read']}, used {s['records_used']}, quarantined "
+            f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}"
+        )
         return 0
     if args.command == "import":
         return _import(args, say)
@@ -165,8 +192,12 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         from analysis.registry import load_registry
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
-        res = ingest(inputs.record_paths, mapping=parse_map_options(args.map) or None,
-                     config=args.config, registry=inputs.registry)
+        res = ingest(
+            inputs.record_paths,
+            mapping=parse_map_options(args.map) or None,
+            config=args.config,
+            registry=inputs.registry,
+        )
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
@@ -197,7 +228,9 @@ def _import(args: argparse.Namespace, say) -> int:
         res = import_seb(args.src)
     else:
         if args.mapping is None:
-            raise InputError(f"import {args.format} needs --mapping FILE (a TOML mapping; see README).")
+            raise InputError(
+                f"import {args.format} needs --mapping FILE (a TOML mapping; see README)."
+            )
         if args.format == "lmeval":
             from analysis.importers.lmeval import import_lmeval as importer
         else:
@@ -219,8 +252,15 @@ def _print_table(rows: list[dict]) -> None:
     for col in ("model", "task", "n", "accuracy", "accuracy_strict", "baseline_accuracy"):
         t.add_column(col, justify="right" if col not in ("model", "task") else "left")
     for r in rows:
-        t.add_row(r["model"], r["task"], str(r["n"]),
-                  *(f"{r[c]:.3f}" if r[c] is not None else "-" for c in ("accuracy", "accuracy_strict", "baseline_accuracy")))
+        t.add_row(
+            r["model"],
+            r["task"],
+            str(r["n"]),
+            *(
+                f"{r[c]:.3f}" if r[c] is not None else "-"
+                for c in ("accuracy", "accuracy_strict", "baseline_accuracy")
+            ),
+        )
     Console(highlight=False).print(t, markup=False)
 
 
@@ -243,7 +283,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(f"selfmodel: error: {' '.join(str(e).split())}\n")
         return 2
     except KeyboardInterrupt:
-        sys.stderr.write("selfmodel: interrupted; no partial results were written (writes are atomic).\n")
+        sys.stderr.write(
+            "selfmodel: interrupted; no partial results were written (writes are atomic).\n"
+        )
         return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -252,4 +294,3 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     raise SystemExit(main())
-

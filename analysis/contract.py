@@ -86,7 +86,13 @@ FALSE_STRINGS: Final = frozenset({"false", "0", "no", "n", "f"})
 
 Decision = Literal["improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"]
 #: The decision vocabulary of ``results.json`` (DESIGN.md).
-DECISIONS: Final = ("improves", "no_credible_effect", "worsens", "practically_null", "not_estimable")
+DECISIONS: Final = (
+    "improves",
+    "no_credible_effect",
+    "worsens",
+    "practically_null",
+    "not_estimable",
+)
 
 ScaleVariable = Literal["params", "active_params", "capability"]
 #: ``--scale`` choice -> registry column. Sizes enter models as log10; capability as is.

@@ -20,7 +20,9 @@ import polars as pl
 from scipy.stats import norm
 
 
-def wilson_interval(k: np.ndarray, n: np.ndarray, *, level: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+def wilson_interval(
+    k: np.ndarray, n: np.ndarray, *, level: float = 0.95
+) -> tuple[np.ndarray, np.ndarray]:
     """Wilson score interval for binomial proportions (NaN where ``n == 0``).
 
     Examples
@@ -70,11 +72,15 @@ def by_model_task(cells: pl.DataFrame) -> list[dict[str, Any]]:
                 "ci_high": _num(hi[i]),
                 "accuracy_strict": _num(c["k_strict"] / c["n_total"]) if c["n_total"] else None,
                 "baseline_accuracy": _num(base),
-                "skill_over_baseline": _num(acc - base) if acc is not None and base is not None else None,
+                "skill_over_baseline": _num(acc - base)
+                if acc is not None and base is not None
+                else None,
                 "outcome_rate": _num(c["n_signal"] / c["n"]) if binary else None,
                 "prediction_yes_rate": _num(c["n_pred_yes"] / c["n"]) if binary else None,
                 "hit_rate": _num(c["hits"] / c["n_signal"]) if binary and c["n_signal"] else None,
-                "false_alarm_rate": _num(c["false_alarms"] / c["n_noise"]) if binary and c["n_noise"] else None,
+                "false_alarm_rate": _num(c["false_alarms"] / c["n_noise"])
+                if binary and c["n_noise"]
+                else None,
             }
         )
     return rows

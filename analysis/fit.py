@@ -116,13 +116,25 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
     except (KeyError, ValueError):
         bfmi = float("nan")
     checks = [
-        {"name": "r_hat", "value": max_rhat, "threshold": f"<= {THRESHOLDS['r_hat']}",
-         "passed": bool(max_rhat <= THRESHOLDS["r_hat"])},
-        {"name": "ess_bulk", "value": min_bulk, "threshold": f">= {THRESHOLDS['ess_bulk']:.0f}",
-         "passed": bool(min_bulk >= THRESHOLDS["ess_bulk"])},
+        {
+            "name": "r_hat",
+            "value": max_rhat,
+            "threshold": f"<= {THRESHOLDS['r_hat']}",
+            "passed": bool(max_rhat <= THRESHOLDS["r_hat"]),
+        },
+        {
+            "name": "ess_bulk",
+            "value": min_bulk,
+            "threshold": f">= {THRESHOLDS['ess_bulk']:.0f}",
+            "passed": bool(min_bulk >= THRESHOLDS["ess_bulk"]),
+        },
         {"name": "divergences", "value": div, "threshold": "== 0", "passed": div == 0},
-        {"name": "bfmi", "value": bfmi, "threshold": f">= {THRESHOLDS['bfmi']}",
-         "passed": bool(np.isnan(bfmi) or bfmi >= THRESHOLDS["bfmi"])},
+        {
+            "name": "bfmi",
+            "value": bfmi,
+            "threshold": f">= {THRESHOLDS['bfmi']}",
+            "passed": bool(np.isnan(bfmi) or bfmi >= THRESHOLDS["bfmi"]),
+        },
     ]
     return {
         "max_rhat": round(max_rhat, 4),
@@ -136,7 +148,10 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
 
 
 def _cache_key(prov: Mapping[str, Any]) -> str:
-    stable = {k: prov[k] for k in ("model", "options", "priors", "sampler", "seed", "data_sha256", "versions")}
+    stable = {
+        k: prov[k]
+        for k in ("model", "options", "priors", "sampler", "seed", "data_sha256", "versions")
+    }
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()
 
 
@@ -222,8 +237,14 @@ def fit(
         cached = az.from_netcdf(path)
         saved = json.loads(cached.attrs.get("selfmodel_provenance", "{}"))
         if saved.get("cache_key") == key and _cache_key(saved) == key:
-            return Fit(model_name, cached, diagnose(cached), saved, reused=True,
-                       seconds=float(saved.get("sampling_seconds", 0.0)))
+            return Fit(
+                model_name,
+                cached,
+                diagnose(cached),
+                saved,
+                reused=True,
+                seconds=float(saved.get("sampling_seconds", 0.0)),
+            )
     t0 = time.perf_counter()
     pm_model = module.build(used, priors=priors, **(options or {}))
     idata = _sample(pm_model, settings, seed)

@@ -10,7 +10,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_DIST = {"Normal": "normal", "HalfNormal": "half-normal", "StudentT": "Student-t", "Exponential": "exponential"}
+_DIST = {
+    "Normal": "normal",
+    "HalfNormal": "half-normal",
+    "StudentT": "Student-t",
+    "Exponential": "exponential",
+}
 _PARAM_TEXT = {
     "alpha": "task intercepts",
     "beta": "the scale slope",
@@ -48,9 +53,7 @@ def methods_text(results: Mapping[str, Any]) -> str:
         f"task{'s' if n_tasks != 1 else ''} with selfmodel."
     )
     if not fit:
-        return head + (
-            f" The scale effect was not estimated: {eff.get('reason', 'no fit')}."
-        )
+        return head + (f" The scale effect was not estimated: {eff.get('reason', 'no fit')}.")
     scale_desc = {
         "params": "log10 of total parameters (billions)",
         "active_params": "log10 of active parameters (billions)",

@@ -99,8 +99,11 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
             if (p / "truth.json").is_file():
                 truth = p / "truth.json"
             files = sorted(
-                f for f in p.rglob("*")
-                if f.is_file() and f.suffix.lower() in RECORD_SUFFIXES and f.name not in REGISTRY_NAMES
+                f
+                for f in p.rglob("*")
+                if f.is_file()
+                and f.suffix.lower() in RECORD_SUFFIXES
+                and f.name not in REGISTRY_NAMES
                 and not any(part.startswith(".") for part in f.relative_to(p).parts)
             )
             if not files:
@@ -117,11 +120,19 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
     )
 
 
-def _models_table(cells: pl.DataFrame, registry: pl.DataFrame | None, scale: str) -> list[dict[str, Any]]:
+def _models_table(
+    cells: pl.DataFrame, registry: pl.DataFrame | None, scale: str
+) -> list[dict[str, Any]]:
     per_model = (
         cells.group_by("model")
-        .agg(pl.col("n_total").sum(), pl.col("family").first(), pl.col("scale_raw").first(),
-             pl.col("params_b").first(), pl.col("active_params_b").first(), pl.col("capability").first())
+        .agg(
+            pl.col("n_total").sum(),
+            pl.col("family").first(),
+            pl.col("scale_raw").first(),
+            pl.col("params_b").first(),
+            pl.col("active_params_b").first(),
+            pl.col("capability").first(),
+        )
         .sort("model")
     )
     reg_models = set(registry["model"].to_list()) if registry is not None else set()
@@ -143,20 +154,29 @@ def _models_table(cells: pl.DataFrame, registry: pl.DataFrame | None, scale: str
 def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
     """Stage 1: read, validate and account for every record; write OUT/records.parquet etc."""
     result = ingest(
-        inputs.record_paths, mapping=cfg.mapping or None, config=cfg.config, registry=inputs.registry
+        inputs.record_paths,
+        mapping=cfg.mapping or None,
+        config=cfg.config,
+        registry=inputs.registry,
     )
     write_ingest(result, cfg.out)
     return result
 
 
-def run_fit(cells: pl.DataFrame, cfg: RunConfig, progress: Progress) -> tuple[Fit | None, pl.DataFrame, str | None]:
+def run_fit(
+    cells: pl.DataFrame, cfg: RunConfig, progress: Progress
+) -> tuple[Fit | None, pl.DataFrame, str | None]:
     """Stage 3: fit the scale model to the cells whose model has the scale variable."""
     usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
     n_models = usable["model"].n_unique()
     if n_models < cfg.rule.min_models:
-        return None, usable, (
-            f"only {n_models} model(s) have '{SCALE_COLUMNS[cfg.scale]}' in the registry; "
-            f"at least {cfg.rule.min_models} are needed to estimate a slope"
+        return (
+            None,
+            usable,
+            (
+                f"only {n_models} model(s) have '{SCALE_COLUMNS[cfg.scale]}' in the registry; "
+                f"at least {cfg.rule.min_models} are needed to estimate a slope"
+            ),
         )
     if usable["x"].n_unique() < 2:
         return None, usable, "every model has the same value of the scale variable"
@@ -164,13 +184,20 @@ def run_fit(cells: pl.DataFrame, cfg: RunConfig, progress: Progress) -> tuple[Fi
         f"sampling 'scale' model: {usable.height} cells, {n_models} models, "
         f"{cfg.sampler.chains} chains x {cfg.sampler.draws} draws ({cfg.sampler.sampler})"
     )
-    f = fit("scale", usable, seed=cfg.seed, settings=cfg.sampler,
-            cache_dir=(cfg.out / "fits") if cfg.use_cache else None)
+    f = fit(
+        "scale",
+        usable,
+        seed=cfg.seed,
+        settings=cfg.sampler,
+        cache_dir=(cfg.out / "fits") if cfg.use_cache else None,
+    )
     progress("reused saved fit (inputs unchanged)" if f.reused else f"sampled in {f.seconds:.1f} s")
     return f, usable, None
 
 
-def run(cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str] | None = None) -> dict[str, Any]:
+def run(
+    cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str] | None = None
+) -> dict[str, Any]:
     """Run the whole pipeline; returns the results dict (also written to OUT/results.json)."""
     say: Progress = progress or (lambda _msg: None)
     t0 = time.perf_counter()
@@ -180,20 +207,26 @@ def run(cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str]
     say(f"ingesting {len(inputs.record_paths)} file(s)")
     ing = run_ingest(cfg, inputs)
     s = ing.summary
-    say(f"records read {s['records_read']}, used {s['records_used']}, "
-        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}")
+    say(
+        f"records read {s['records_read']}, used {s['records_used']}, "
+        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}"
+    )
     registry = load_registry(inputs.registry) if inputs.registry else None
     cells = build_cells(ing.records, registry, scale=cfg.scale)
     atomic.write_parquet(cfg.out / "cells.parquet", cells)
     tasks = sorted(cells["task"].unique().to_list())
     fitted, usable, reason = run_fit(cells, cfg, say)
     excluded = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()))
-    models_per_task = {
-        t: usable.filter(pl.col("task") == t)["model"].n_unique() for t in tasks
-    }
+    models_per_task = {t: usable.filter(pl.col("task") == t)["model"].n_unique() for t in tasks}
     effect = scale_effect(
-        fitted, scale=cfg.scale, rule=cfg.rule, n_models=usable["model"].n_unique(), tasks=tasks,
-        excluded_models=excluded, reason=reason, models_per_task=models_per_task,
+        fitted,
+        scale=cfg.scale,
+        rule=cfg.rule,
+        n_models=usable["model"].n_unique(),
+        tasks=tasks,
+        excluded_models=excluded,
+        reason=reason,
+        models_per_task=models_per_task,
     )
     say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
     freq = run_frequentist(cells, seed=cfg.seed)

@@ -26,10 +26,18 @@ def render_report(
     """Render the report for the results in ``out``; returns the written file."""
     out = Path(out).resolve()
     if not (out / "results.json").is_file():
-        raise InputError(f"{out / 'results.json'}: no results. Run 'selfmodel run --out {out}' first.")
+        raise InputError(
+            f"{out / 'results.json'}: no results. Run 'selfmodel run --out {out}' first."
+        )
     target = out / f"report.{fmt}"
     try:
-        render(REPORT_QMD, out_file=target, params={"results_dir": str(out)}, fmt=fmt, progress=progress)
+        render(
+            REPORT_QMD,
+            out_file=target,
+            params={"results_dir": str(out)},
+            fmt=fmt,
+            progress=progress,
+        )
     except RenderError as e:
         raise InputError(f"report rendering failed: {e}") from None
     return target

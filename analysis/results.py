@@ -87,7 +87,9 @@ def scale_effect(
     return {**base, **overall, "per_task": per_task, "finding": bool(fit.diagnostics["passed"])}
 
 
-def population_curves(fit: Fit, cells: pl.DataFrame, *, hdi_prob: float, points: int = 25) -> dict[str, Any]:
+def population_curves(
+    fit: Fit, cells: pl.DataFrame, *, hdi_prob: float, points: int = 25
+) -> dict[str, Any]:
     """Posterior accuracy of an average model (family and model effects at 0) along x, per task.
 
     Also the prediction for an unseen size one decade beyond the largest model
@@ -112,7 +114,12 @@ def population_curves(fit: Fit, cells: pl.DataFrame, *, hdi_prob: float, points:
             "high": np.quantile(p, hi_q, axis=0).tolist(),
             "extrapolated": (grid > x_max).tolist(),
         }
-    return {"x_center": center, "x_observed_max": x_max, "interval": f"{hdi_prob:.0%} equal-tailed", "tasks": out}
+    return {
+        "x_center": center,
+        "x_observed_max": x_max,
+        "interval": f"{hdi_prob:.0%} equal-tailed",
+        "tasks": out,
+    }
 
 
 def accuracy_points(fit: Fit, cells: pl.DataFrame) -> dict[str, Any]:
@@ -163,8 +170,15 @@ def truth_comparison(truth: Mapping[str, Any], effect: Mapping[str, Any]) -> dic
 def diagnostics_section(fit: Fit | None) -> dict[str, Any]:
     """The ``diagnostics`` section (DESIGN keys plus the named checks)."""
     if fit is None:
-        return {"max_rhat": None, "min_ess_bulk": None, "divergences": None, "passed": False,
-                "checks": [], "thresholds": THRESHOLDS, "note": "no model was fitted"}
+        return {
+            "max_rhat": None,
+            "min_ess_bulk": None,
+            "divergences": None,
+            "passed": False,
+            "checks": [],
+            "thresholds": THRESHOLDS,
+            "note": "no model was fitted",
+        }
     d = dict(fit.diagnostics)
     d["thresholds"] = THRESHOLDS
     return d

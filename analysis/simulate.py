@@ -143,7 +143,9 @@ def _expected_accuracy(dprime: float, crit: float, base_logit: float, sigma_item
     return float(np.sum(weights * acc) / np.sqrt(2 * np.pi))
 
 
-def _projection_slope(acc: np.ndarray, x: np.ndarray, task_idx: np.ndarray, n_tasks: int) -> tuple[float, list[float]]:
+def _projection_slope(
+    acc: np.ndarray, x: np.ndarray, task_idx: np.ndarray, n_tasks: int
+) -> tuple[float, list[float]]:
     """Least-squares slope of logit(acc) on x with task intercepts; also per task."""
     y = logit(acc)
     design = np.column_stack([np.eye(n_tasks)[task_idx], x])
@@ -213,7 +215,9 @@ def simulate(
                     "sized": row["params_b"] is not None,
                     "dprime": float(dprime),
                     "criterion": float(crit),
-                    "expected_accuracy": _expected_accuracy(dprime, crit, base_logit, cfg.sigma_item),
+                    "expected_accuracy": _expected_accuracy(
+                        dprime, crit, base_logit, cfg.sigma_item
+                    ),
                 }
             )
             for rep in range(cfg.repeats):
@@ -276,7 +280,9 @@ def simulate(
     return records, registry, truth
 
 
-def write_dataset(out: Path | str, *, seed: int = 20261130, config: SimulationConfig | None = None) -> dict[str, Path]:
+def write_dataset(
+    out: Path | str, *, seed: int = 20261130, config: SimulationConfig | None = None
+) -> dict[str, Path]:
     """Simulate and write ``records.csv``, ``registry.csv`` and ``truth.json`` into ``out``."""
     out = Path(out)
     records, registry, truth = simulate(seed=seed, config=config)
@@ -333,7 +339,14 @@ def simulate_scale_cells(
             eta += rng.normal(0, sigma_cell)
             k = rng.binomial(n_per_cell, expit(eta))
             out.append(
-                {"model": r["model"], "family": r["family"], "task": f"task{t}", "x": x[i], "n": n_per_cell, "k": int(k)}
+                {
+                    "model": r["model"],
+                    "family": r["family"],
+                    "task": f"task{t}",
+                    "x": x[i],
+                    "n": n_per_cell,
+                    "k": int(k),
+                }
             )
     truth = {
         "beta": beta,

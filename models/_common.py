@@ -13,7 +13,9 @@ import pymc as pm
 Prior = tuple[str, dict[str, float]]
 
 
-def merge_priors(defaults: Mapping[str, Prior], overrides: Mapping[str, Prior] | None) -> dict[str, Prior]:
+def merge_priors(
+    defaults: Mapping[str, Prior], overrides: Mapping[str, Prior] | None
+) -> dict[str, Prior]:
     """Return ``defaults`` updated with ``overrides``; unknown names are an error."""
     merged = dict(defaults)
     for name, prior in (overrides or {}).items():

@@ -84,8 +84,10 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
 
 
-def build(data: Any, priors: Mapping[str, Prior] | None = None, *, family_slopes: bool = False) -> pm.Model:
-    """Build the PyMC model.
+def build(
+    data: Any, priors: Mapping[str, Prior] | None = None, *, family_slopes: bool = False
+) -> pm.Model:
+    r"""Build the PyMC model.
 
     Parameters
     ----------
@@ -110,12 +112,17 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None, *, family_slopes
     n = np.asarray(data["n"], dtype="int64")
     k = np.asarray(data["k"], dtype="int64")
     if np.isnan(x).any():
-        raise ValueError("scale model needs x for every cell; drop models without the scale variable")
+        raise ValueError(
+            "scale model needs x for every cell; drop models without the scale variable"
+        )
     coords = {
         "task": tasks,
         "family": families,
         "model": models,
-        "cell": [f"{m}|{t}" for m, t in zip(np.asarray(data["model"]), np.asarray(data["task"]), strict=True)],
+        "cell": [
+            f"{m}|{t}"
+            for m, t in zip(np.asarray(data["model"]), np.asarray(data["task"]), strict=True)
+        ],
     }
     with pm.Model(coords=coords) as model:
         alpha = prior_rv("alpha", p["alpha"], dims="task")

@@ -17,10 +17,27 @@ from analysis.simulate import SimulationConfig, simulate
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN_KEYS = {
     "data": {"sha256", "records_read", "records_used", "records_quarantined", "models", "tasks"},
-    "by_model_task": {"model", "task", "n", "accuracy", "ci_low", "ci_high", "accuracy_strict",
-                      "baseline_accuracy"},
-    "scale_effect": {"scale_variable", "fit_model", "mean", "hdi_low", "hdi_high", "hdi_prob",
-                     "prob_positive", "decision", "per_task"},
+    "by_model_task": {
+        "model",
+        "task",
+        "n",
+        "accuracy",
+        "ci_low",
+        "ci_high",
+        "accuracy_strict",
+        "baseline_accuracy",
+    },
+    "scale_effect": {
+        "scale_variable",
+        "fit_model",
+        "mean",
+        "hdi_low",
+        "hdi_high",
+        "hdi_prob",
+        "prob_positive",
+        "decision",
+        "per_task",
+    },
     "diagnostics": {"max_rhat", "min_ess_bulk", "divergences", "passed"},
 }
 DECISIONS = {"improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"}
@@ -30,8 +47,10 @@ QUICK = ["--draws", "300", "--tune", "300", "--chains", "2"]
 
 def _small_data(tmp_path: Path, *, sizes: bool = True, seed: int = 3) -> tuple[Path, Path]:
     cfg = SimulationConfig(
-        families={"a": [("1b", 1.0, None), ("8b", 8.0, None), ("70b", 70.0, None)],
-                  "b": [("2b", 2.0, None), ("30b", 30.0, None)]},
+        families={
+            "a": [("1b", 1.0, None), ("8b", 8.0, None), ("70b", 70.0, None)],
+            "b": [("2b", 2.0, None), ("30b", 30.0, None)],
+        },
         closed=[(HOSTILE, "c", 100.0)],
         tasks={"refusal": (0.8, 0.0, 1.0, -0.5, 60), "difficulty": (0.5, 0.5, 0.8, -0.3, 60)},
     )
@@ -58,7 +77,9 @@ def _check_contract(results: dict) -> None:
     assert eff["decision"] in DECISIONS
     assert all(v["decision"] in DECISIONS for v in eff["per_task"].values())
     d = results["data"]
-    assert d["records_read"] == d["records_used"] + d["records_quarantined"] + d["records_duplicate"]
+    assert (
+        d["records_read"] == d["records_used"] + d["records_quarantined"] + d["records_duplicate"]
+    )
 
 
 @pytest.mark.e2e
@@ -82,7 +103,10 @@ def test_every_size_missing_is_not_estimable_and_still_reports(tmp_path, capsys)
 def test_two_sized_models_are_not_enough(tmp_path):
     rec, reg = _small_data(tmp_path)
     registry = pl.read_csv(reg).with_columns(
-        pl.when(pl.col("model").is_in(["a-1b", "a-8b"])).then(pl.col("params_b")).otherwise(None).alias("params_b")
+        pl.when(pl.col("model").is_in(["a-1b", "a-8b"]))
+        .then(pl.col("params_b"))
+        .otherwise(None)
+        .alias("params_b")
     )
     registry.write_csv(reg)
     out = tmp_path / "out"
@@ -134,7 +158,16 @@ def test_run_twice_is_byte_identical_and_reuses_the_fit(tmp_path, capsys):
 def test_tampered_fit_is_not_trusted(tmp_path, capsys):
     """A saved fit whose provenance does not match is refitted, not reused."""
     rec, reg = _small_data(tmp_path)
-    args = ["run", str(rec), "--registry", str(reg), *QUICK, "--no-report", "--out", str(tmp_path / "a")]
+    args = [
+        "run",
+        str(rec),
+        "--registry",
+        str(reg),
+        *QUICK,
+        "--no-report",
+        "--out",
+        str(tmp_path / "a"),
+    ]
     assert main(args) == 0
     results = json.loads((tmp_path / "a" / "results.json").read_text())
     fit_file = tmp_path / "a" / results["fit"]["file"]
@@ -158,7 +191,11 @@ def test_default_data_end_to_end(quick_build):
     _check_contract(results)
     assert results["settings"]["inputs"] == ["data_raw/records.csv"]
     assert results["truth_comparison"] is not None
-    assert {"records.parquet", "quarantine.parquet", "ingest.json", "cells.parquet", "run.json"} <= {
-        p.name for p in quick_build.iterdir()
-    }
+    assert {
+        "records.parquet",
+        "quarantine.parquet",
+        "ingest.json",
+        "cells.parquet",
+        "run.json",
+    } <= {p.name for p in quick_build.iterdir()}
     assert (quick_build / results["fit"]["file"]).is_file()

@@ -18,8 +18,17 @@ except ImportError:  # tests/ became a package
     from tests.browser_util import find_chromium, open_in_chromium
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
-SECTIONS = ["Verdict", "Data", "Accuracy by model and task", "Scaling", "Skill beyond base rates",
-            "Frequentist cross-checks", "Model and diagnostics", "Methods paragraph", "Reproducibility"]
+SECTIONS = [
+    "Verdict",
+    "Data",
+    "Accuracy by model and task",
+    "Scaling",
+    "Skill beyond base rates",
+    "Frequentist cross-checks",
+    "Model and diagnostics",
+    "Methods paragraph",
+    "Reproducibility",
+]
 
 pytestmark = pytest.mark.e2e
 
@@ -53,7 +62,9 @@ def test_report_numbers_come_from_results_json(build_copy):
     path = build_copy / "results.json"
     results = json.loads(path.read_text())
     old_mean = results["scale_effect"]["mean"]
-    results["scale_effect"].update(mean=0.4321, hdi_low=-0.1234, hdi_high=0.9876, prob_positive=0.777)
+    results["scale_effect"].update(
+        mean=0.4321, hdi_low=-0.1234, hdi_high=0.9876, prob_positive=0.777
+    )
     results["data"]["records_read"] = 987654
     results["data"]["sha256"] = "f" * 64
     path.write_text(json.dumps(results))
@@ -68,6 +79,8 @@ def test_report_pdf_has_the_sections(build_copy):
         pytest.skip("pdftotext not installed (apt-get install -y poppler-utils)")
     pdf = render_report(build_copy, fmt="pdf")
     assert pdf.read_bytes()[:5] == b"%PDF-"
-    text = subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    text = subprocess.run(
+        ["pdftotext", str(pdf), "-"], capture_output=True, text=True, check=True
+    ).stdout
     for section in SECTIONS:
         assert section in text, section
