@@ -70,21 +70,52 @@ def scale_effect(
         "n_models": n_models,
         "models_without_scale_variable": list(excluded_models),
     }
+    body = slope_decisions(
+        fit,
+        effect_var="beta",
+        per_task_var="slope_task",
+        rule=rule,
+        n_models=n_models,
+        tasks=tasks,
+        reason=reason,
+        models_per_task=models_per_task,
+    )
+    return {**base, **body}
+
+
+def slope_decisions(
+    fit: Fit | None,
+    *,
+    effect_var: str,
+    per_task_var: str | None,
+    rule: DecisionRule,
+    n_models: int,
+    tasks: Sequence[str],
+    reason: str | None = None,
+    models_per_task: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """Decision on a fitted slope overall and per task (any model's effect variables).
+
+    A verdict is a ``finding`` only when the fit's diagnostics passed.
+    """
     if fit is None:
         why = reason or "no fit"
-        overall = not_estimable(why, rule)
         per_task = {t: not_estimable(why, rule) for t in tasks}
-        return {**base, **overall, "per_task": per_task, "finding": False}
-    overall = decide(_draws(fit, "beta").values, rule, n_models=n_models)
-    st = _draws(fit, "slope_task")
-    per_model_count = dict(models_per_task or {})
-    per_task = {
-        str(t): decide(st.sel(task=t).values, rule, n_models=per_model_count.get(str(t), n_models))
-        for t in st["task"].values
-    }
+        return {**not_estimable(why, rule), "per_task": per_task, "finding": False}
+    overall = decide(_draws(fit, effect_var).values, rule, n_models=n_models)
+    per_task: dict[str, Any] = {}
+    counts = dict(models_per_task or {})
+    if per_task_var is not None:
+        st = _draws(fit, per_task_var)
+        for t in st["task"].values:
+            n_t = counts.get(str(t), n_models)
+            per_task[str(t)] = {
+                **decide(st.sel(task=t).values, rule, n_models=n_t),
+                "n_models": n_t,
+            }
     for t in tasks:
         per_task.setdefault(t, not_estimable("task has no model with the scale variable", rule))
-    return {**base, **overall, "per_task": per_task, "finding": bool(fit.diagnostics["passed"])}
+    return {**overall, "per_task": per_task, "finding": bool(fit.diagnostics["passed"])}
 
 
 def population_curves(
