@@ -64,6 +64,11 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-cache", action="store_true", help="refit even when a matching fit is saved"
     )
+    p.add_argument(
+        "--models",
+        default="scale,sdt,pooled,within_between",
+        help="comma-separated models to fit (scale always; items, self_vs_other on request)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,6 +124,22 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _model_list(spec: str, extra: str) -> tuple[str, ...]:
+    from models import REGISTRY, get
+
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    if extra not in names:
+        names.append(extra)
+    for n in names:
+        try:
+            get(n)
+        except KeyError as e:
+            raise InputError(str(e.args[0])) from None
+    names = ["scale", *[n for n in names if n != "scale"]]
+    assert set(names) <= set(REGISTRY)
+    return tuple(dict.fromkeys(names))
+
+
 def _run_config(args: argparse.Namespace, *, report: bool):
     from analysis.fit import SamplerSettings
     from analysis.hypotheses import DecisionRule
@@ -144,6 +165,7 @@ def _run_config(args: argparse.Namespace, *, report: bool):
         sampler=SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains),
         report=report,
         use_cache=not args.no_cache,
+        models=_model_list(args.models, getattr(args, "model", "scale")),
     )
 
 
@@ -270,6 +292,9 @@ def _quiet_library_warnings() -> None:
 
     warnings.filterwarnings("ignore", message=".*BLAS.*")  # pytensor: nutpie/numba do not use it
     warnings.filterwarnings("ignore", category=FutureWarning, module="arviz")  # ArviZ 1.0 notice
+    import logging
+
+    logging.getLogger("pymc").setLevel(logging.WARNING)  # "Sampling: [k]" from predictive draws
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -19,7 +19,7 @@ from typing import Any
 import polars as pl
 
 from analysis import atomic, describe
-from analysis.cells import build_cells
+from analysis.cells import build_cells, join_registry, scale_values, to_item_cells, to_pair_cells
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.frequentist import crosscheck_table, run_frequentist
@@ -69,6 +69,7 @@ class RunConfig:
     sampler: SamplerSettings = field(default_factory=SamplerSettings)
     report: bool = True
     use_cache: bool = True
+    models: tuple[str, ...] = ("scale", "sdt", "pooled", "within_between")
 
 
 def display_path(p: Path) -> Path:
@@ -228,6 +229,29 @@ def run(
         reason=reason,
         models_per_task=models_per_task,
     )
+    zoo = None
+    companions = [m for m in cfg.models if m != "scale"]
+    if fitted is not None and companions:
+        from analysis.zoo import fit_zoo
+
+        other = {}
+        if "items" in companions:
+            items = scale_values(join_registry(to_item_cells(ing.records), registry), cfg.scale)
+            other["items"] = items.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+        if "self_vs_other" in companions:
+            other["self_vs_other"] = to_pair_cells(ing.records).filter(pl.col("n") > 0)
+        zoo = fit_zoo(
+            usable,
+            names=["scale", *companions],
+            seed=cfg.seed,
+            settings=cfg.sampler,
+            rule=cfg.rule,
+            tasks=tasks,
+            cache_dir=(cfg.out / "fits") if cfg.use_cache else None,
+            progress=say,
+            main_fit=fitted,
+            other_data=other,
+        )
     say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
     freq = run_frequentist(cells, seed=cfg.seed)
     truth = json.loads(inputs.truth.read_text()) if inputs.truth else None
@@ -251,6 +275,7 @@ def run(
         calibration=calibration(ing.records),
         frequentist=freq,
         crosscheck=crosscheck_table(freq, effect),
+        zoo=zoo.summary if zoo else None,
         settings={
             "scale": cfg.scale,
             "seed": cfg.seed,

@@ -198,6 +198,20 @@ def truth_comparison(truth: Mapping[str, Any], effect: Mapping[str, Any]) -> dic
     }
 
 
+def _sdt_effect(zoo: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The ``sdt_effect`` section: sensitivity (d') and bias (criterion) slopes."""
+    sdt = (zoo or {}).get("sdt")
+    if not sdt or not sdt.get("fitted"):
+        return None
+    return {
+        "fit_model": "sdt",
+        "units": "d' (criterion) units per unit of the scale variable",
+        "sensitivity": sdt["sensitivity"],
+        "bias": sdt["bias"],
+        "finding": bool(sdt["diagnostics"]["passed"]),
+    }
+
+
 def diagnostics_section(fit: Fit | None) -> dict[str, Any]:
     """The ``diagnostics`` section (DESIGN keys plus the named checks)."""
     if fit is None:
@@ -232,6 +246,7 @@ def assemble(
     calibration: dict[str, Any] | None = None,
     frequentist: dict[str, Any] | None = None,
     crosscheck: list[dict[str, Any]] | None = None,
+    zoo: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Build the ``results.json`` dict (DESIGN keys first)."""
     data = {
@@ -264,6 +279,8 @@ def assemble(
             "calibration": calibration,
             "frequentist": frequentist,
             "crosscheck": crosscheck,
+            "sdt_effect": _sdt_effect(zoo),
+            "model_zoo": zoo,
             "settings": settings,
         }
     )
