@@ -65,6 +65,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         "--no-cache", action="store_true", help="refit even when a matching fit is saved"
     )
     p.add_argument(
+        "--no-power", action="store_true", help="skip the 'what this study could detect' simulation"
+    )
+    p.add_argument(
         "--models",
         default="scale,sdt,pooled,within_between",
         help="comma-separated models to fit (scale always; items, self_vs_other on request)",
@@ -121,6 +124,54 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=20261130)
+
+    p = sub.add_parser(
+        "power",
+        help="what a design can detect: decision probabilities by true slope, minimum detectable slope",
+    )
+    src = p.add_mutually_exclusive_group()
+    src.add_argument(
+        "--design",
+        type=Path,
+        help="design TOML (families, tasks, repeats, variance, rule); default: the design of data_raw/",
+    )
+    src.add_argument(
+        "--template",
+        type=Path,
+        nargs="+",
+        metavar="RECORDS",
+        help="take families, sizes, tasks and items from existing records (with --registry)",
+    )
+    p.add_argument("--registry", type=Path, help="model registry of the --template records")
+    p.add_argument(
+        "--results",
+        type=Path,
+        help="results.json of a fit to the template data: simulate with its fitted variance components",
+    )
+    p.add_argument(
+        "--scale",
+        choices=list(SCALE_COLUMNS),
+        default="params",
+        help="scale variable of the template (as for 'run')",
+    )
+    p.add_argument(
+        "--slopes",
+        type=float,
+        nargs="+",
+        metavar="SLOPE",
+        help="true slopes to simulate (default: 0 0.1 0.2 0.3 0.4 0.5 0.6 0.8)",
+    )
+    p.add_argument(
+        "--sims", type=int, default=500, help="simulated data sets per slope (default 500)"
+    )
+    p.add_argument(
+        "--sweep-sims",
+        type=int,
+        default=150,
+        help="data sets per design of the models-vs-items sweep; 0 skips the sweep (default 150)",
+    )
+    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--out", type=Path, required=True)
     return parser
 
 
@@ -166,6 +217,7 @@ def _run_config(args: argparse.Namespace, *, report: bool):
         report=report,
         use_cache=not args.no_cache,
         models=_model_list(args.models, getattr(args, "model", "scale")),
+        power=not args.no_power,
     )
 
 
@@ -206,6 +258,8 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         return 0
     if args.command == "import":
         return _import(args, say)
+    if args.command == "power":
+        return _power(args, say)
     if args.command == "describe":
         from analysis import atomic, describe
         from analysis.cells import build_cells
@@ -263,6 +317,60 @@ def _import(args: argparse.Namespace, say) -> int:
         say(note)
     n_models = res.registry.height if res.registry is not None else 0
     print(f"{res.records.height} records, {n_models} models in registry -> {args.out}")
+    return 0
+
+
+def _power(args: argparse.Namespace, say) -> int:
+    import math
+    import time
+
+    from rich.console import Console
+
+    from analysis import power as pw
+
+    if args.template is None and (args.registry is not None or args.results is not None):
+        raise InputError("power: --registry and --results go with --template RECORDS.")
+    if args.sims < 1 or args.sweep_sims < 0:
+        raise InputError("power: --sims must be at least 1 and --sweep-sims at least 0.")
+    if args.slopes is not None and not all(math.isfinite(s) for s in args.slopes):
+        raise InputError("power: --slopes must be finite numbers, e.g. --slopes 0 0.2 0.4.")
+    if args.design is not None:
+        design = pw.load_design(args.design)
+    elif args.template is not None:
+        from analysis.pipeline import resolve_inputs
+
+        inputs = resolve_inputs(args.template, args.registry)
+        if inputs.registry is None:
+            raise InputError(
+                "power --template needs --registry FILE (the registry of those records)."
+            )
+        design = pw.design_from_template(
+            inputs.record_paths, inputs.registry, results=args.results, scale=args.scale
+        )
+    else:
+        design = pw.default_design()
+    say(
+        f"design: {len(design.models)} models in {len(design.families)} families, "
+        f"{len(design.tasks)} tasks ({design.source})"
+    )
+    t0 = time.perf_counter()
+    power = pw.run_power(
+        design,
+        slopes=args.slopes or pw.DEFAULT_SLOPES,
+        sims=args.sims,
+        seed=args.seed,
+        progress=True,
+    )
+    if args.sweep_sims > 0:
+        power["models_vs_items"] = pw.models_vs_items(
+            design, slope=pw.sweep_slope(power), sims=args.sweep_sims, seed=args.seed, progress=True
+        )
+    paths = pw.write_power(power, args.out, design=design)
+    Console(highlight=False).print(pw.power_table(power), markup=False)
+    for line in pw.summary_lines(power):
+        print(line)
+    say(f"simulated and fitted in {time.perf_counter() - t0:.0f} s")
+    print(f"power: {paths['json']}  plot: {paths['plot']}  design: {paths['design']}")
     return 0
 
 

@@ -31,8 +31,10 @@ from analysis.results import (
     assemble,
     diagnostics_section,
     population_curves,
+    rounded,
     scale_effect,
     truth_comparison,
+    variance_components,
 )
 from analysis.skill import calibration, skill_table
 
@@ -70,6 +72,7 @@ class RunConfig:
     report: bool = True
     use_cache: bool = True
     models: tuple[str, ...] = ("scale", "sdt", "pooled", "within_between")
+    power: bool = True
 
 
 def display_path(p: Path) -> Path:
@@ -286,6 +289,13 @@ def run(
             "mapping": cfg.mapping,
         },
     )
+    results["variance_components"] = rounded(variance_components(fitted)) if fitted else None
+    results["design_sensitivity"] = None
+    if fitted is not None and cfg.power:
+        from analysis.power import mde_from_fit
+
+        say("what this design could detect (power simulation from the fitted variance components)")
+        results["design_sensitivity"] = rounded(mde_from_fit(results))
     atomic.write_json(cfg.out / "results.json", results)
     say(f"scale effect: {effect['decision']}  -> {cfg.out / 'results.json'}")
     run_info = {

@@ -40,18 +40,20 @@ average item difficulty is part of :math:`\alpha_t`. What is left is the model x
 interaction. With :math:`I` items, :math:`R` repeats per item and :math:`\rho` the
 correlation between two repeated answers of one model to one item (on the correct/incorrect
 scale), the variance of a cell's accuracy is :math:`a(1-a)\,(1 + (R-1)\rho)/(IR)`: Kish's
-design effect for cluster samples (Kish 1965, *Survey Sampling*, sec. 5.4). The simulation
-therefore draws binomial counts with
+design effect for cluster samples (Kish 1965, *Survey Sampling*, sec. 5.4). A cell carries
+the information of
 
 .. math::  n^{\mathrm{eff}} = \frac{I R\,(1 - u)}{1 + (R - 1)\rho}
 
-(:math:`u` = share of unreadable predictions), so :math:`R` repeats of a model that answers
-an item consistently (:math:`\rho \to 1`) are worth one answer, and more repeats never carry a
-cell beyond :math:`I/\rho` answers. The approximation is exact for a beta-binomial cell
-(the model-item propensity is Beta with mean :math:`a` and intra-class correlation
-:math:`\rho`); a real fit of the scale model to the :math:`IR` raw answers absorbs the same
-extra-binomial variance in :math:`\sigma_c`. ``tests/test_power.py`` checks the shortcut
-against brute-force simulation of every answer at two design points.
+independent answers (:math:`u` = share of unreadable predictions): :math:`R` repeats of a
+model that answers an item consistently (:math:`\rho \to 1`) are worth one answer, and no
+number of repeats carries a cell beyond :math:`I/\rho` answers. The simulation draws each
+cell as the pipeline would see it, :math:`n = IR(1-u)` answers, with a beta-binomial count of
+that variance (intra-cell correlation :math:`\rho' = (R-1)\rho/(n-1)`); with one answer per
+item it is a plain binomial. The fit absorbs the extra-binomial variance in
+:math:`\sigma_c`, as a fit of the scale model to real repeated answers does.
+``tests/test_power.py`` checks this against a brute-force simulation of every answer
+(beta-distributed model-item propensities, :math:`R` answers each) at two design points.
 
 Fast approximate fit
 --------------------
@@ -74,14 +76,21 @@ deterministic approximation of the same Bayesian model:
    :data:`models.scale.DEFAULT_PRIORS`), so every grid point has equal prior mass and the
    weights are the likelihoods: the posterior of :math:`\beta` is a mixture of normals
    (the grid-integration idea of INLA; Rue, Martino & Chopin 2009, *JRSS B* 71(2));
-4. 4,000 draws from that mixture go through :func:`analysis.hypotheses.decide`, the very rule
+4. a Laplace step: each cell's normal approximation is re-centred at its posterior mean
+   logit :math:`\hat\eta` (working response :math:`\hat\eta + (k - n\hat p)/(n\hat p(1-\hat p))`,
+   variance :math:`1/(n\hat p(1-\hat p))`; Breslow & Clayton 1993, *JASA* 88) and steps 2-3
+   are repeated on the part of the grid that carries posterior mass. Without it, weights
+   computed from each cell's own counts pull the slope toward 0 when cells are small (by
+   ~10% of the slope with ~33 answers per cell; ``tests/test_power.py``);
+5. 4,000 draws from that mixture go through :func:`analysis.hypotheses.decide`, the very rule
    the pipeline applies to NUTS draws.
 
 The differences from the NUTS fit are the normal approximation of each cell's binomial
-likelihood (good when every cell has a few dozen correct and incorrect answers) and
-independent rather than zero-sum family/model intercepts (their sum is absorbed by the task
-intercepts). ``bench/power_validation.py`` compares the two fits on the same simulated data
-sets at several design points; its numbers are in ``bench/results/power_validation.json``.
+likelihood (good when every cell has a few dozen correct and incorrect answers), the grid
+quadrature, and independent rather than zero-sum family/model intercepts (their sum is
+absorbed by the task intercepts). ``bench/power_validation.py`` compares the two fits on the
+same simulated data sets at several design points; its numbers are in
+``bench/results/power_validation.json``.
 
 Random numbers
 --------------
@@ -102,7 +111,7 @@ from typing import Any, Final
 
 import numpy as np
 import polars as pl
-from scipy.special import expit, logit
+from scipy.special import betaincinv, expit, logit
 from scipy.stats import binom, norm
 
 from analysis.contract import SCALE_COLUMNS, InputError
@@ -122,8 +131,11 @@ __all__ = [
     "models_vs_items",
     "plot_power",
     "power_table",
+    "normal_theory_mde",
     "run_power",
     "simulate_cells",
+    "summary_lines",
+    "sweep_slope",
     "write_power",
 ]
 
@@ -214,9 +226,25 @@ class Design:
         return out
 
     def n_eff(self, task: Task) -> int:
-        """Effective binomial n of one cell of ``task`` (see the module docstring)."""
+        r"""Effective binomial n of one cell of ``task``.
+
+        Readable answers over Kish's design effect :math:`1 + (R-1)\rho` (module docstring).
+        """
         deff = 1.0 + (self.repeats - 1) * self.repeat_correlation
         return max(1, int(round(task.items * self.repeats * (1.0 - task.unreadable) / deff)))
+
+    def n_cell(self, task: Task) -> int:
+        """Readable answers in one cell of ``task`` (what the fit sees as ``n``)."""
+        return max(1, int(round(task.items * self.repeats * (1.0 - task.unreadable))))
+
+    def cell_correlation(self, task: Task) -> float:
+        r"""Intra-cell correlation :math:`\rho'` of a simulated cell of ``task``.
+
+        A beta-binomial cell of ``n_cell`` answers with the variance of ``items`` clusters
+        of ``repeats`` answers correlated :math:`\rho`: :math:`1 + (n-1)\rho' = 1 + (R-1)\rho`.
+        """
+        n = self.n_cell(task)
+        return (self.repeats - 1) * self.repeat_correlation / (n - 1) if n > 1 else 0.0
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form (what ``power.json`` records under ``design``)."""
@@ -229,7 +257,10 @@ class Design:
             "n_models": len(self.models),
             "n_families": len(fam),
             "families": fam,
-            "tasks": [{**asdict(t), "n_eff": self.n_eff(t)} for t in self.tasks],
+            "tasks": [
+                {**asdict(t), "n_per_cell": self.n_cell(t), "n_eff": self.n_eff(t)}
+                for t in self.tasks
+            ],
             "repeats": self.repeats,
             "repeat_correlation": self.repeat_correlation,
             "sigma_family": self.sigma_family,
@@ -639,6 +670,10 @@ def design_to_toml(design: Design) -> str:
         "",
         "[families]  # sizes in billions of parameters",
     ]
+    if "capability" in design.units:
+        lines.insert(
+            -1, "# this design's predictor is a capability score x; the 'sizes' below are 10**x"
+        )
     for fam, members in design.families.items():
         xs = [x for m, f, x in design.models if f == fam]
         del members
@@ -753,14 +788,16 @@ def design_from_template(
         )
         .sort("task")
     )
-    cell_tot = usable.group_by("task").agg(
+    totals = usable.group_by("task").agg(
         pl.col("n").sum(), pl.col("k").sum(), pl.col("n_total").sum()
     )
-    cell_tot = {r["task"]: r for r in cell_tot.iter_rows(named=True)}
+    cell_tot = {r["task"]: r for r in totals.iter_rows(named=True)}
     tasks = []
     reps = []
     for r in per_task.iter_rows(named=True):
-        c = cell_tot[r["task"]]
+        c = cell_tot.get(r["task"])
+        if c is None:  # no readable answer of a model with the scale variable
+            continue
         acc = min(max(c["k"] / c["n"], 0.01), 0.99)
         tasks.append(
             Task(r["task"], int(r["items"]), round(acc, 4), round(1 - c["n"] / c["n_total"], 4))
@@ -769,8 +806,23 @@ def design_from_template(
     repeats = max(1, int(round(float(np.mean(reps)))))
     sig: dict[str, float] = {}
     if results is not None:
-        loaded = results if isinstance(results, Mapping) else json.loads(Path(results).read_text())
+        if isinstance(results, Mapping):
+            loaded = results
+        else:
+            try:
+                loaded = json.loads(Path(results).read_text(encoding="utf-8"))
+            except FileNotFoundError:
+                raise InputError(
+                    f"{results}: no such results file. Give the results.json of a fit."
+                ) from None
+            except (OSError, ValueError) as e:
+                raise InputError(f"{results}: not a readable results.json ({e}).") from None
         sig = _variance_from_results(loaded)
+        if not sig:
+            raise InputError(
+                f"{results}: has no 'variance_components'. Rerun 'selfmodel run' with this "
+                "version, or leave out --results to use the default variance components."
+            )
     d = default_design()
     return Design(
         models=models,
@@ -882,6 +934,7 @@ class _Layout:
     model_family: np.ndarray  # (M,) family index
     x: np.ndarray  # (N,) centred predictor of the cell's model
     n: np.ndarray  # (N,) binomial n
+    rho: np.ndarray | None = None  # (N,) intra-cell correlation of simulated answers
     model_start: np.ndarray = field(init=False)
     family_start: np.ndarray = field(init=False)
     X: np.ndarray = field(init=False)
@@ -919,7 +972,8 @@ class _Layout:
             cell_task=np.tile(np.arange(T), M),
             model_family=np.array([fam_names.index(f) for _, f, _ in ordered]),
             x=np.repeat(xc, T),
-            n=np.tile(np.array([design.n_eff(t) for t in design.tasks], dtype=np.int64), M),
+            n=np.tile(np.array([design.n_cell(t) for t in design.tasks], dtype=np.int64), M),
+            rho=np.tile(np.array([design.cell_correlation(t) for t in design.tasks]), M),
         )
 
     @classmethod
@@ -957,10 +1011,36 @@ class _Grid:
 
     @classmethod
     def make(cls, n_tasks: int, sizes: Mapping[str, int] | None = None) -> _Grid:
+        """The grid at the prior mid-quantiles (equal prior mass per point)."""
         sizes = {**GRID, **(sizes or {})}
         pr = _prior_sigmas()
+        sd = (
+            _halfnormal_grid(pr["sigma_delta"], sizes["sigma_delta"])
+            if n_tasks > 1
+            else np.array([0.0])
+        )
+        return cls.at(
+            n_tasks,
+            sigma_cell=_halfnormal_grid(pr["sigma_cell"], sizes["sigma_cell"]),
+            sigma_model=_halfnormal_grid(pr["sigma_model"], sizes["sigma_model"]),
+            sigma_family=_halfnormal_grid(pr["sigma_family"], sizes["sigma_family"]),
+            sigma_delta=sd,
+        )
+
+    @classmethod
+    def at(
+        cls,
+        n_tasks: int,
+        *,
+        sigma_cell: Any,
+        sigma_model: Any,
+        sigma_family: Any,
+        sigma_delta: Any,
+    ) -> _Grid:
+        """A grid at given values (a single point gives the plug-in posterior)."""
+        pr = _prior_sigmas()
         T = n_tasks
-        sd = _halfnormal_grid(pr["sigma_delta"], sizes["sigma_delta"]) if T > 1 else np.array([0.0])
+        sd = np.atleast_1d(np.asarray(sigma_delta, dtype=float)) if T > 1 else np.array([0.0])
         ones = np.ones((T, T)) / T
         lam0 = []
         logdet = []
@@ -975,14 +1055,121 @@ class _Grid:
             logdet.append(np.linalg.slogdet(lam)[1])
         c = np.r_[np.zeros(T), np.full(T, 1.0 / T)]
         return cls(
-            sigma_cell=_halfnormal_grid(pr["sigma_cell"], sizes["sigma_cell"]),
-            sigma_model=_halfnormal_grid(pr["sigma_model"], sizes["sigma_model"]),
-            sigma_family=_halfnormal_grid(pr["sigma_family"], sizes["sigma_family"]),
+            sigma_cell=np.atleast_1d(np.asarray(sigma_cell, dtype=float)),
+            sigma_model=np.atleast_1d(np.asarray(sigma_model, dtype=float)),
+            sigma_family=np.atleast_1d(np.asarray(sigma_family, dtype=float)),
             sigma_delta=sd,
             lam0=np.array(lam0),
             logdet_lam0=np.array(logdet),
             c=c,
         )
+
+
+def _plugin_sd(design: Design, *, unlimited_items: bool = False) -> float:
+    """Posterior sd of beta at the design's variance components (plug-in, normal theory).
+
+    With ``unlimited_items`` every cell's binomial variance is 0: what is left comes from
+    family, model and cell variation, which only more models (and tasks) reduce.
+    """
+    layout = _Layout.from_design(design)
+    g = _Grid.at(
+        len(layout.tasks),
+        sigma_cell=max(design.sigma_cell, 1e-6),
+        sigma_model=design.sigma_model,
+        sigma_family=design.sigma_family,
+        sigma_delta=max(design.sigma_task_slope, 1e-6),
+    )
+    acc = np.array([t.accuracy for t in design.tasks])[layout.cell_task]
+    n_eff = np.array([design.n_eff(t) for t in design.tasks])[layout.cell_task]
+    s2 = np.zeros(layout.n_cells) if unlimited_items else 1.0 / (n_eff * acc * (1 - acc))
+    _, _, var = _grid_posterior(layout, g, np.zeros(layout.n_cells), s2)
+    return float(np.sqrt(var[0]))
+
+
+def _restrict(grid: _Grid, wts: np.ndarray, mass: float = 1e-5) -> _Grid:
+    """The sub-grid (a box) outside which every variance component has posterior mass < mass."""
+    shape = (
+        len(grid.sigma_cell),
+        len(grid.sigma_model),
+        len(grid.sigma_family),
+        len(grid.sigma_delta),
+    )
+    w4 = wts.reshape(shape)
+    keep = []
+    for axis in range(4):
+        marginal = w4.sum(axis=tuple(a for a in range(4) if a != axis))
+        idx = np.flatnonzero(marginal >= mass)
+        keep.append(slice(idx.min(), idx.max() + 1))
+    return replace(
+        grid,
+        sigma_cell=grid.sigma_cell[keep[0]],
+        sigma_model=grid.sigma_model[keep[1]],
+        sigma_family=grid.sigma_family[keep[2]],
+        sigma_delta=grid.sigma_delta[keep[3]],
+        lam0=grid.lam0[keep[3]],
+        logdet_lam0=grid.logdet_lam0[keep[3]],
+    )
+
+
+def _vinv(
+    layout: _Layout, theta: tuple[float, float, float], s2: np.ndarray, R: np.ndarray
+) -> np.ndarray:
+    """``V^-1 R`` for the nested covariance at ``theta = (sigma_c, sigma_m, sigma_f)``, R (N, q)."""
+    sc, sm, sf = theta
+    ms, fs = layout.model_start, layout.family_start
+    inv_d = 1.0 / (sc**2 + s2)
+    A1 = R * inv_d[:, None]
+    g = 1.0 + sm**2 * np.add.reduceat(inv_d, ms)  # (M,)
+    sR = np.add.reduceat(A1, ms, axis=0) / g[:, None]  # 1' W_m r per model
+    WR = A1 - sm**2 * inv_d[:, None] * sR[layout.cell_model]
+    a1 = inv_d / g[layout.cell_model]  # W_m 1
+    fR = np.add.reduceat(sR, fs, axis=0)
+    h = 1.0 + sf**2 * np.add.reduceat(np.add.reduceat(inv_d, ms) / g, fs)  # (F,)
+    fam = layout.model_family[layout.cell_model]
+    return WR - sf**2 * a1[:, None] * (fR / h[:, None])[fam]
+
+
+def _cell_logits(
+    layout: _Layout, grid: _Grid, wts: np.ndarray, y: np.ndarray, s2: np.ndarray
+) -> np.ndarray:
+    """Posterior mean of every cell's logit at the most probable grid point."""
+    shape = (
+        len(grid.sigma_cell),
+        len(grid.sigma_model),
+        len(grid.sigma_family),
+        len(grid.sigma_delta),
+    )
+    ic, im, jf, jd = np.unravel_index(int(np.argmax(wts)), shape)
+    theta = (grid.sigma_cell[ic], grid.sigma_model[im], grid.sigma_family[jf])
+    X = layout.X
+    VX = _vinv(layout, theta, s2, np.column_stack([X, y]))
+    b = np.linalg.solve(X.T @ VX[:, :-1] + grid.lam0[jd], X.T @ VX[:, -1])
+    return y - s2 * _vinv(layout, theta, s2, (y - X @ b)[:, None])[:, 0]
+
+
+def _posterior(
+    layout: _Layout, grid: _Grid, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Grid]:
+    r"""Grid posterior of beta from binomial counts: empirical logits, then one Laplace step.
+
+    The first pass approximates each cell's binomial likelihood by a normal around its
+    empirical logit. Weighting cells by a variance computed from their own counts
+    correlates weights with outcomes and biases the slope toward 0 when cells are small
+    (with 30-40 answers per cell, by ~10% of the slope). The second pass re-centres each
+    cell's normal approximation at its posterior mean logit :math:`\hat\eta`, with working
+    response :math:`\hat\eta + (k - n\hat p)/(n\hat p(1-\hat p))` and variance
+    :math:`1/(n\hat p(1-\hat p))` (a Laplace / penalised-quasi-likelihood step; Breslow &
+    Clayton 1993, *JASA* 88, 9-25), on the part of the grid that carries posterior mass.
+    """
+    n = layout.n.astype(float)
+    y, s2 = _empirical_logit(k, layout.n)
+    wts, _, _ = _grid_posterior(layout, grid, y, s2)
+    eta = _cell_logits(layout, grid, wts, y, s2)
+    p = np.clip(expit(eta), 1e-6, 1 - 1e-6)
+    w = n * p * (1.0 - p)
+    sub = _restrict(grid, wts)
+    wts, mu, var = _grid_posterior(layout, sub, eta + (k - n * p) / w, 1.0 / w)
+    return wts, mu, var, sub
 
 
 def _empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -1144,8 +1331,7 @@ def fast_fit(
     'improves'
     """
     layout, k = _Layout.from_cells(cells)
-    g = _Grid.make(len(layout.tasks), grid)
-    wts, mu, var = _grid_posterior(layout, g, *_empirical_logit(k, layout.n))
+    wts, mu, var, g = _posterior(layout, _Grid.make(len(layout.tasks), grid), k)
     rng = np.random.default_rng(seed)
     d = _mixture_draws(wts, mu, var, rng.random(draws), rng.standard_normal(draws))
     out = decide(d, rule or DecisionRule(), n_models=len(layout.models))
@@ -1174,6 +1360,7 @@ class _Base:
     u_count: np.ndarray
     u_draw: np.ndarray
     z_draw: np.ndarray
+    u_cluster: np.ndarray
 
 
 def _base_draws(seed: int, sim: int, layout: _Layout, draws: int) -> _Base:
@@ -1186,6 +1373,7 @@ def _base_draws(seed: int, sim: int, layout: _Layout, draws: int) -> _Base:
         u_count=rng.random(layout.n_cells),
         u_draw=rng.random(draws),
         z_draw=rng.standard_normal(draws),
+        u_cluster=rng.random(layout.n_cells),  # drawn last: earlier streams do not depend on it
     )
 
 
@@ -1202,7 +1390,14 @@ def _simulate_k(layout: _Layout, design: Design, slope: float, base: _Base) -> n
         + v[m]
         + design.sigma_cell * base.z_cell
     )
-    k = binom.ppf(base.u_count, layout.n, expit(eta))
+    p = expit(eta)
+    if layout.rho is not None and np.any(layout.rho > 0):
+        # beta-binomial cell: answers share a propensity pi ~ Beta(p, intra-class corr. rho)
+        rho = np.clip(layout.rho, 1e-9, 1 - 1e-9)
+        conc = 1.0 / rho - 1.0
+        pi = betaincinv(p * conc, (1.0 - p) * conc, base.u_cluster)
+        p = np.where(layout.rho > 0, pi, p)
+    k = binom.ppf(base.u_count, layout.n, p)
     return np.clip(np.nan_to_num(k, nan=0.0), 0, layout.n).astype(np.int64)
 
 
@@ -1299,7 +1494,7 @@ def _sweep(
         base = _base_draws(seed, s, layout, N_DRAWS)
         for j, slope in enumerate(slopes):
             k = _simulate_k(layout, design, slope, base)
-            wts, mu, var = _grid_posterior(layout, g, *_empirical_logit(k, layout.n))
+            wts, mu, var, _ = _posterior(layout, g, k)
             d = decide(
                 _mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models
             )
@@ -1324,7 +1519,11 @@ def _sweep(
 def _mde(
     results: Sequence[Mapping[str, Any]], target: float = TARGET_POWER
 ) -> tuple[float | None, float | None]:
-    """Smallest swept slope with P(improves) >= target, and a linear interpolation of it."""
+    """Smallest swept slope > 0 with P(improves) >= target, and a linear interpolation of it.
+
+    The interpolation uses the swept slope just below (``None`` when there is none, or when
+    it already reaches the target).
+    """
     rows = sorted(results, key=lambda r: r["slope"])
     for i, r in enumerate(rows):
         if r["slope"] > 0 and r["p_improves"] >= target:
@@ -1333,10 +1532,40 @@ def _mde(
                 lo, hi = rows[i - 1], r
                 f = (target - lo["p_improves"]) / (hi["p_improves"] - lo["p_improves"])
                 interp = lo["slope"] + f * (hi["slope"] - lo["slope"])
-            elif i == 0 or rows[i - 1]["slope"] <= 0:
-                interp = None
             return r["slope"], interp
     return None, None
+
+
+def normal_theory_mde(
+    posterior_sd: float, rule: DecisionRule, power: float = TARGET_POWER
+) -> float:
+    r"""Slope at which ``improves`` has probability ``power`` if the estimate is normal.
+
+    ``improves`` needs the HDI above the ROPE: estimate :math:`> r + z_{(1+h)/2}\,s`; with the
+    estimate :math:`\sim N(\beta, s^2)` that has probability ``power`` at
+    :math:`\beta = r + (z_{(1+h)/2} + z_{power})\,s`. A quick guide: the simulation, not this,
+    is the answer (posterior sds of hierarchical slopes are not constant across data sets).
+
+    Examples
+    --------
+    >>> round(normal_theory_mde(0.07, DecisionRule()), 3)
+    0.291
+    """
+    return float(rule.rope + (norm.ppf(0.5 + rule.hdi_prob / 2) + norm.ppf(power)) * posterior_sd)
+
+
+def sweep_slope(power: Mapping[str, Any]) -> float:
+    """The slope for :func:`models_vs_items`: where this design has 50% power.
+
+    There the power curve is steepest, so a change of design shows most. Falls back to the
+    minimum detectable slope, then to the largest swept slope.
+    """
+    rows = sorted(power["results"], key=lambda r: r["slope"])
+    for lo, hi in zip(rows, rows[1:], strict=False):
+        if lo["p_improves"] < 0.5 <= hi["p_improves"]:
+            f = (0.5 - lo["p_improves"]) / (hi["p_improves"] - lo["p_improves"])
+            return float(lo["slope"] + f * (hi["slope"] - lo["slope"]))
+    return float(power.get("mde_80") or rows[-1]["slope"])
 
 
 def _method(grid: Mapping[str, int] | None) -> dict[str, Any]:
@@ -1400,8 +1629,13 @@ def run_power(
     if sims < 1:
         raise InputError(f"--sims must be at least 1 (got {sims}).")
     slopes = sorted({float(s) for s in slopes})
-    if not slopes:
-        raise InputError("give at least one slope (--slopes 0 0.2 0.4).")
+    if not slopes or not all(math.isfinite(s) for s in slopes):
+        raise InputError("give at least one finite slope (--slopes 0 0.2 0.4).")
+    if len(design.models) < design.rule.min_models:
+        raise InputError(
+            f"the design has {len(design.models)} model(s); the decision rule needs at least "
+            f"{design.rule.min_models} to estimate a slope. Add models."
+        )
     ticker = _Ticker(
         progress, sims * len(slopes), f"power: {len(slopes)} slopes x {sims} simulations"
     )
@@ -1460,8 +1694,9 @@ def models_vs_items(
     -------
     dict
         ``slope``, ``models_per_family``, ``items``, ``sims`` and ``cells``: one entry per
-        combination with ``models_per_family``, ``items``, ``n_models``, ``p_improves``,
-        ``se_improves`` and ``mean_posterior_sd``.
+        combination with ``models_per_family``, ``items``, ``n_models``, ``p_improves``
+        (at ``slope``), ``se_improves``, ``mean_posterior_sd`` and ``mde_80_normal_theory``
+        (:func:`normal_theory_mde` of that sd).
     """
     total = len(models_per_family) * len(items) * sims
     ticker = _Ticker(
@@ -1482,6 +1717,7 @@ def models_vs_items(
                         "p_improves": r["p_improves"],
                         "se_improves": r["se_improves"],
                         "mean_posterior_sd": r["mean_posterior_sd"],
+                        "mde_80_normal_theory": normal_theory_mde(r["mean_posterior_sd"], di.rule),
                     }
                 )
     finally:
@@ -1501,7 +1737,7 @@ def models_vs_items(
 def mde_from_fit(
     results: Mapping[str, Any],
     *,
-    sims: int = 150,
+    sims: int = 100,
     seed: int | None = None,
     progress: bool | Progress = False,
 ) -> dict[str, Any]:
@@ -1530,10 +1766,13 @@ def mde_from_fit(
     -------
     dict
         ``mde_80`` (interpolated; ``None`` when even the largest swept slope stays below
-        80%), ``mde_80_normal_theory``, ``expected_posterior_sd``,
+        80%), ``mde_80_mc_se`` (its Monte Carlo standard error), ``mde_80_normal_theory``,
+        ``expected_posterior_sd``,
         ``p_practically_null_at_zero`` (chance of a ``practically_null`` verdict when the
         true slope is 0), ``sd_needed_for_practically_null`` (the posterior sd at which the
-        HDI fits inside the ROPE), ``power_curve``, ``design``, ``rule``, ``units``,
+        HDI fits inside the ROPE), ``plugin_sd`` and ``plugin_sd_unlimited_items`` (the
+        slope's posterior sd at the fitted variance components, as observed and with
+        unlimited items per cell: how much more items could help), ``power_curve``, ``design``, ``rule``, ``units``,
         ``sims``, ``seed`` and ``method``.
     """
     design = design_from_results(results)
@@ -1541,12 +1780,11 @@ def mde_from_fit(
     seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", 20261130))
     pilot_sims = max(20, sims // 3)
     z_hdi = float(norm.ppf(0.5 + rule.hdi_prob / 2))
-    z_pow = float(norm.ppf(TARGET_POWER))
     ticker = _Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")
     try:
         pilot = _sweep(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker)[0]
         s_bar = pilot["mean_posterior_sd"]
-        normal = rule.rope + (z_hdi + z_pow) * s_bar
+        normal = normal_theory_mde(s_bar, rule)
         slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
         curve = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker)
     finally:
@@ -1554,14 +1792,26 @@ def mde_from_fit(
     grid_mde, interp = _mde(curve)
     if grid_mde is not None and interp is None:
         interp = grid_mde  # the smallest swept slope already has >= 80% power
+    mc_se = None
+    if interp is not None:
+        # delta method: se of P(improves) at 0.8 over the local slope of the power curve
+        rows = sorted(curve, key=lambda r: r["slope"])
+        i = next(i for i, r in enumerate(rows) if r["slope"] >= interp)
+        lo, hi = rows[max(0, i - 1)], rows[min(len(rows) - 1, max(i, 1))]
+        rise = (hi["p_improves"] - lo["p_improves"]) / max(hi["slope"] - lo["slope"], 1e-12)
+        if rise > 0:
+            mc_se = math.sqrt(TARGET_POWER * (1 - TARGET_POWER) / sims) / rise
     return {
         "target_power": TARGET_POWER,
         "mde_80": interp,
+        "mde_80_mc_se": mc_se,
         "mde_80_normal_theory": normal,
         "expected_posterior_sd": s_bar,
         "p_practically_null_at_zero": pilot["p_practically_null"],
         "p_improves_at_zero": pilot["p_improves"],
         "sd_needed_for_practically_null": rule.rope / z_hdi,
+        "plugin_sd": _plugin_sd(design),
+        "plugin_sd_unlimited_items": _plugin_sd(design, unlimited_items=True),
         "power_curve": [
             {
                 k: r[k]
@@ -1659,15 +1909,19 @@ def summary_lines(power: Mapping[str, Any]) -> list[str]:
         lo_m, hi_m = min(mvi["models_per_family"]), max(mvi["models_per_family"])
         lo_i, hi_i = min(mvi["items"]), max(mvi["items"])
 
-        def p(m: int, i: int) -> float:
+        def mde(m: int, i: int) -> float:
             return next(
-                x["p_improves"] for x in c if x["models_per_family"] == m and x["items"] == i
+                x["mde_80_normal_theory"]
+                for x in c
+                if x["models_per_family"] == m and x["items"] == i
             )
 
+        mid_i = sorted(mvi["items"])[len(mvi["items"]) // 2]
         lines.append(
-            f"at slope {mvi['slope']:.3g}: {lo_m} -> {hi_m} models per family moves power "
-            f"{p(lo_m, hi_i):.2f} -> {p(hi_m, hi_i):.2f} (at {hi_i} items); {lo_i} -> {hi_i} items "
-            f"moves it {p(hi_m, lo_i):.2f} -> {p(hi_m, hi_i):.2f} (at {hi_m} models per family)"
+            f"more items: with {lo_m} models per family, {lo_i} -> {hi_i} items per task moves the "
+            f"detectable slope {mde(lo_m, lo_i):.2f} -> {mde(lo_m, hi_i):.2f}; more models: at "
+            f"{mid_i} items, {lo_m} -> {hi_m} models per family moves it {mde(lo_m, mid_i):.2f} -> "
+            f"{mde(hi_m, mid_i):.2f} (80% power, normal theory from the simulated posterior sds)"
         )
     return lines
 

@@ -212,6 +212,21 @@ def _sdt_effect(zoo: Mapping[str, Any] | None) -> dict[str, Any] | None:
     }
 
 
+def variance_components(fit: Fit) -> dict[str, Any]:
+    """Posterior mean/sd/median of the scale model's standard deviations (read by analysis.power)."""
+    post = fit.idata.posterior
+    out: dict[str, Any] = {}
+    for name in ("sigma_family", "sigma_model", "sigma_cell", "sigma_delta", "sigma_family_slope"):
+        if name in post:
+            d = np.asarray(post[name].values, dtype=float).ravel()
+            out[name] = {
+                "mean": float(d.mean()),
+                "sd": float(d.std(ddof=1)),
+                "median": float(np.median(d)),
+            }
+    return out
+
+
 def diagnostics_section(fit: Fit | None) -> dict[str, Any]:
     """The ``diagnostics`` section (DESIGN keys plus the named checks)."""
     if fit is None:

@@ -42,7 +42,7 @@ DESIGN_KEYS = {
 }
 DECISIONS = {"improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"}
 HOSTILE = "<script>alert(1)</script>"  # a model name that must stay text in the report
-QUICK = ["--draws", "300", "--tune", "300", "--chains", "2", "--models", "scale"]
+QUICK = ["--draws", "300", "--tune", "300", "--chains", "2", "--models", "scale", "--no-power"]
 
 
 def _small_data(tmp_path: Path, *, sizes: bool = True, seed: int = 3) -> tuple[Path, Path]:
