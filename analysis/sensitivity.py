@@ -1,0 +1,278 @@
+"""Does the verdict survive other reasonable choices? Prior width and the scale variable.
+
+Two refit families, each summarised with the same decision rule as the main fit
+(:func:`analysis.hypotheses.decide`) and compared with the main fit's decision:
+
+* :func:`prior_sensitivity`: every prior scale (``sigma``) of the model multiplied by a
+  factor (default half and twice as wide, ``models._common.scale_priors``), same data,
+  sampler settings and seed (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd ed.,
+  sec. 6.3 and 17.1: check how inferences change under alternative reasonable priors;
+  Depaoli & van de Schoot 2017, "Improving transparency and replication in Bayesian
+  statistics: the WAMBS-checklist", *Psychological Methods* 22(2), point 8);
+* :func:`scale_variable_sensitivity`: the scale predictor switched between total
+  parameters, active parameters (mixture-of-experts) and the capability score. Slopes are
+  in different units (logits per 10x parameters vs per capability unit), so only the
+  decisions are compared, not the sizes; models lacking a variable drop out of that fit
+  and are listed.
+
+Every refit goes through :func:`analysis.fit.fit`, so it has its own cache entry (the
+cache key includes priors and data) and is reused by the next run. Each refit costs a
+numba compile (~35 s here) plus sampling unless it is cached.
+
+A variant "matches" when its decision equals the main fit's; ``verdict_holds`` is true when
+every estimable variant matches. A variant whose fit failed its diagnostics still gets a
+decision but is flagged (``diagnostics_passed = False``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import models as model_registry
+from analysis.cells import build_cells
+from analysis.contract import SCALE_COLUMNS
+from analysis.fit import Fit, SamplerSettings, fit
+from analysis.hypotheses import DecisionRule, decide, not_estimable
+from models._common import scale_priors
+
+Progress = Callable[[str], None]
+
+_KEEP = ("decision", "mean", "sd", "hdi_low", "hdi_high", "hdi_prob", "prob_positive", "reason")
+
+
+def summarise_fit(
+    fitted: Fit,
+    *,
+    rule: DecisionRule,
+    n_models: int,
+    models_per_task: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """Decision, mean and HDI of a fit's effect (overall and per task).
+
+    Parameters
+    ----------
+    fitted
+        A fit of a model with ``EFFECT`` and ``PER_TASK_EFFECT`` (``scale``, ``sdt``, ...).
+    rule
+        The decision rule.
+    n_models, models_per_task
+        Models carrying the scale variable, overall and per task.
+
+    Returns
+    -------
+    dict
+        ``parameter``, the :func:`~analysis.hypotheses.decide` fields, ``per_task``
+        (task -> the same fields) and ``diagnostics_passed``.
+    """
+    module = model_registry.get(fitted.model)
+    post = fitted.idata["posterior"]
+    res = decide(post[module.EFFECT].values, rule, n_models=n_models)
+    out: dict[str, Any] = {"parameter": module.EFFECT, **{k: res[k] for k in _KEEP}}
+    per_task: dict[str, Any] = {}
+    if module.PER_TASK_EFFECT and module.PER_TASK_EFFECT in post:
+        da = post[module.PER_TASK_EFFECT]
+        counts = dict(models_per_task or {})
+        for t in da["task"].values:
+            r = decide(da.sel(task=t).values, rule, n_models=counts.get(str(t), n_models))
+            per_task[str(t)] = {k: r[k] for k in _KEEP}
+    out["per_task"] = per_task
+    out["diagnostics_passed"] = bool(fitted.diagnostics.get("passed"))
+    out["max_rhat"] = fitted.diagnostics.get("max_rhat")
+    out["divergences"] = fitted.diagnostics.get("divergences")
+    out["reused"] = bool(fitted.reused)
+    out["cache_key"] = fitted.provenance.get("cache_key")
+    return out
+
+
+def _compare(entry: dict[str, Any], main: Mapping[str, Any]) -> dict[str, Any]:
+    """Add ``matches_main`` (overall and per task) to a variant summary."""
+    est = entry["decision"] != "not_estimable" and main["decision"] != "not_estimable"
+    entry["matches_main"] = (entry["decision"] == main["decision"]) if est else None
+    for t, r in entry.get("per_task", {}).items():
+        m = main.get("per_task", {}).get(t)
+        ok = m is not None and r["decision"] != "not_estimable" and m["decision"] != "not_estimable"
+        r["matches_main"] = (r["decision"] == m["decision"]) if ok and m is not None else None
+    return entry
+
+
+def _holds(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    overall = [e["matches_main"] for e in entries if e["matches_main"] is not None]
+    tasks = [r["matches_main"] for e in entries for r in e.get("per_task", {}).values()
+             if r.get("matches_main") is not None]
+    return {
+        "verdict_holds": all(overall) if overall else None,
+        "per_task_verdicts_hold": all(tasks) if tasks else None,
+        "changed": [e["label"] for e in entries if e["matches_main"] is False],
+    }
+
+
+def prior_sensitivity(
+    cells: pl.DataFrame,
+    *,
+    seed: int,
+    settings: SamplerSettings | None = None,
+    factors: Sequence[float] = (0.5, 2.0),
+    model: str = "scale",
+    rule: DecisionRule | None = None,
+    main: Fit | None = None,
+    models_per_task: Mapping[str, int] | None = None,
+    options: Mapping[str, Any] | None = None,
+    cache_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Refit with every prior scale multiplied by each factor, and compare decisions.
+
+    Parameters
+    ----------
+    cells
+        The cells the main fit used (rows with the scale variable).
+    seed, settings, options, cache_dir
+        As for :func:`analysis.fit.fit`; use the main fit's.
+    factors
+        Multipliers of every prior ``sigma`` (``0.5``: half as wide, ``2.0``: twice).
+    model
+        The model (``scale`` by default; any model with ``EFFECT``).
+    rule
+        The decision rule (default :class:`~analysis.hypotheses.DecisionRule`).
+    main
+        The main fit (default priors). Fitted here (or read from the cache) when ``None``.
+    models_per_task
+        Models per task, for the per-task decisions.
+    progress
+        Called with a line of text before each refit.
+
+    Returns
+    -------
+    dict
+        ``model``, ``parameter``, ``main`` (summary of the main fit), ``variants`` (one per
+        factor: ``label``, ``factor``, ``priors``, the summary fields of
+        :func:`summarise_fit` and ``matches_main``), ``verdict_holds``,
+        ``per_task_verdicts_hold`` and ``changed`` (labels whose decision differs).
+    """
+    rule = rule or DecisionRule()
+    say = progress or (lambda _m: None)
+    module = model_registry.get(model)
+    n_models = cells["model"].n_unique()
+    if main is None:
+        say(f"prior sensitivity: fitting '{model}' with the default priors")
+        main = fit(model, cells, seed=seed, settings=settings, options=options, cache_dir=cache_dir)
+    main_sum = summarise_fit(main, rule=rule, n_models=n_models, models_per_task=models_per_task)
+    variants = []
+    for f in factors:
+        priors = scale_priors(module.DEFAULT_PRIORS, float(f))
+        say(f"prior sensitivity: refitting '{model}' with every prior scale x{f:g}")
+        refit = fit(model, cells, seed=seed, settings=settings, priors=priors, options=options,
+                    cache_dir=cache_dir)
+        entry = {"label": f"priors x{f:g}", "factor": float(f),
+                 "priors": {k: [v[0], v[1]] for k, v in sorted(priors.items())},
+                 **summarise_fit(refit, rule=rule, n_models=n_models, models_per_task=models_per_task)}
+        variants.append(_compare(entry, main_sum))
+    return {
+        "model": model,
+        "parameter": module.EFFECT,
+        "what": "every prior scale (sigma) multiplied by the factor; same data, sampler and seed",
+        "main": {"label": "default priors", "factor": 1.0, **main_sum},
+        "variants": variants,
+        **_holds(variants),
+    }
+
+
+def scale_variable_sensitivity(
+    records: pl.DataFrame,
+    registry: pl.DataFrame | None,
+    *,
+    seed: int,
+    settings: SamplerSettings | None = None,
+    variables: Sequence[str] = ("params", "active_params", "capability"),
+    main_scale: str = "params",
+    rule: DecisionRule | None = None,
+    main: Fit | None = None,
+    cache_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Refit the scale model with each scale variable, and compare decisions.
+
+    Parameters
+    ----------
+    records
+        Canonical records (``analysis.ingest`` output).
+    registry
+        The model registry.
+    seed, settings, cache_dir
+        As for :func:`analysis.fit.fit`; use the main fit's.
+    variables
+        Scale variables (``--scale`` choices) to fit; ``main_scale`` is added if missing.
+    main_scale
+        The variable of the main fit: the reference decision.
+    rule
+        The decision rule (default :class:`~analysis.hypotheses.DecisionRule`).
+    main
+        The main fit (of ``main_scale``), reused instead of refitting.
+    progress
+        Called with a line of text before each refit.
+
+    Returns
+    -------
+    dict
+        ``main_scale``, ``variants`` (one per variable: ``label``, ``variable``,
+        ``registry_column``, ``units``, ``n_models``, ``models_without_variable``, the
+        summary fields of :func:`summarise_fit` or a ``not_estimable`` record, and
+        ``matches_main``; the main variable's entry has ``matches_main = True``),
+        ``verdict_holds``, ``per_task_verdicts_hold`` and ``changed``.
+    """
+    from analysis.results import SCALE_UNITS
+
+    rule = rule or DecisionRule()
+    say = progress or (lambda _m: None)
+    order = [main_scale, *[v for v in variables if v != main_scale]]
+    entries: dict[str, dict[str, Any]] = {}
+    for var in order:
+        cells = build_cells(records, registry, scale=var)
+        usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+        without = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()))
+        n_models = usable["model"].n_unique()
+        head = {"label": var, "variable": var, "registry_column": SCALE_COLUMNS[var],
+                "units": SCALE_UNITS[var], "n_models": n_models, "models_without_variable": without}
+        reason = None
+        if n_models < rule.min_models:
+            reason = (f"only {n_models} model(s) have '{SCALE_COLUMNS[var]}'; "
+                      f"at least {rule.min_models} are needed")
+        elif usable["x"].n_unique() < 2:
+            reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
+        if reason is not None:
+            ne = not_estimable(reason, rule)
+            entries[var] = {**head, "parameter": "beta", **{k: ne[k] for k in _KEEP}, "per_task": {},
+                            "diagnostics_passed": False}
+            continue
+        per_task = {t: usable.filter(pl.col("task") == t)["model"].n_unique()
+                    for t in sorted(usable["task"].unique().to_list())}
+        if var == main_scale and main is not None:
+            fitted = main
+        else:
+            say(f"scale-variable sensitivity: fitting 'scale' on {var} ({n_models} models)")
+            fitted = fit("scale", usable, seed=seed, settings=settings, cache_dir=cache_dir)
+        entries[var] = {**head, **summarise_fit(fitted, rule=rule, n_models=n_models,
+                                                models_per_task=per_task)}
+    ref = entries[main_scale]
+    variants = []
+    for var in order:
+        e = entries[var]
+        if var == main_scale:
+            e["matches_main"] = True if e["decision"] != "not_estimable" else None
+            for r in e["per_task"].values():
+                r["matches_main"] = True if r["decision"] != "not_estimable" else None
+        else:
+            _compare(e, ref)
+        variants.append(e)
+    others = [e for e in variants if e["variable"] != main_scale]
+    return {
+        "main_scale": main_scale,
+        "what": ("the scale model refitted with each scale variable; slopes are in different units, "
+                 "so only decisions are compared"),
+        "variants": variants,
+        **_holds(others),
+    }

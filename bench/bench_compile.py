@@ -1,0 +1,104 @@
+"""First vs second compile of the scale model in new processes, with and without compile_cache.
+
+    .venv/bin/python bench/bench_compile.py           # about 5 min on the shared 2-core machine
+    .venv/bin/python bench/bench_compile.py --quick   # in-process memo only (about 1 min)
+
+Each configuration gets an empty cache folder, then three child processes run one after
+another: ``cold`` (empty cache), ``same`` (same data again) and ``new_data`` (another data
+set of the same shape: 16 models x 3 tasks). Configurations:
+
+* ``plain``  -- ``nutpie.compile_pymc_model(model)`` with PyTensor's numba cache in the
+  empty folder (what ``analysis/fit.py`` does today);
+* ``shared`` -- ``analysis.compile_cache.compiled_model(model, cache_dir)``.
+
+A last child compiles twice in one process with ``compiled_model`` (second call with new
+data: the in-memory memo). Reported: compile wall and CPU seconds per child.
+Results: ``bench/results/compile.json`` and ``compile.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._util import (  # noqa: E402
+    SCRATCH,
+    Timer,
+    child_report,
+    machine,
+    md_table,
+    quiet_warnings,
+    run_child,
+    write_results,
+)
+
+
+def child(mode: str, seed: str, cache: str) -> None:
+    quiet_warnings()
+    with Timer() as ti:
+        import nutpie
+
+        import models.scale as scale
+        from analysis import compile_cache
+        from analysis.simulate import simulate_scale_cells
+    compile_cache.configure_cache(cache)
+
+    def model(s: int):
+        cells, _ = simulate_scale_cells(seed=s, n_families=4, sizes_per_family=4, n_tasks=3)
+        return scale.build(cells)
+
+    out = {"import_s": round(ti.wall, 2)}
+    with Timer() as t:
+        if mode == "plain":
+            nutpie.compile_pymc_model(model(int(seed)))
+        else:
+            compile_cache.compiled_model(model(int(seed)), cache)
+    out.update(compile_wall_s=round(t.wall, 2), compile_cpu_s=round(t.cpu, 2))
+    if mode == "memo":
+        with Timer() as t2:
+            compile_cache.compiled_model(model(int(seed) + 100), cache)
+        out.update(second_wall_s=round(t2.wall, 2), second_cpu_s=round(t2.cpu, 2),
+                   memo=compile_cache.memo_info())
+    child_report(out)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", nargs=3, metavar=("MODE", "SEED", "CACHE"))
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    info = {"machine": machine(), "command": " ".join(["bench/bench_compile.py", *sys.argv[1:]])}
+    rows = []
+    plan = [] if args.quick else [
+        ("plain", [("cold", 1), ("same", 1), ("new_data", 2)]),
+        ("shared", [("cold", 1), ("same", 1), ("new_data", 2)]),
+    ]
+    for mode, steps in plan:
+        cache = SCRATCH / f"compile-cache-{mode}"
+        shutil.rmtree(cache, ignore_errors=True)
+        for step, seed in steps:
+            r = run_child("bench_compile.py", [mode, str(seed), str(cache)])
+            r.update(config=mode, step=step)
+            print(r, flush=True)
+            rows.append(r)
+    cache = SCRATCH / "compile-cache-shared"
+    r = run_child("bench_compile.py", ["memo", "3", str(cache)])
+    r.update(config="shared", step="first call in process (warm disk cache)")
+    rows.append(r)
+    rows.append({"config": "shared", "step": "second call, new data (memo)",
+                 "compile_wall_s": r.get("second_wall_s"), "compile_cpu_s": r.get("second_cpu_s")})
+    print(rows[-2:], flush=True)
+    table = md_table(rows, ["config", "step", "compile_wall_s", "compile_cpu_s", "process_wall_s"])
+    write_results("compile_quick" if args.quick else "compile", {**info, "rows": rows}, table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""Ingest throughput and peak memory: analysis.ingest.ingest vs a plain pandas read vs reduce.
+
+    .venv/bin/python bench/bench_ingest.py            # 1M and 10M records (about 10 min)
+    .venv/bin/python bench/bench_ingest.py --quick    # 100k records (under a minute)
+
+For each size and format (JSONL, CSV, Parquet; files from bench/gen_records.py in
+/tmp) one child process per reader measures wall time, CPU time and peak RSS:
+
+* ``ingest``  -- ``analysis.ingest.ingest([file])`` (read, validate, deduplicate, account);
+* ``pandas``  -- ``pd.read_json(lines=True)`` / ``pd.read_csv`` / ``pd.read_parquet``
+  (the baseline: reading only, no validation);
+* ``polars``  -- ``pl.read_ndjson`` / ``pl.read_csv`` / ``pl.read_parquet`` (reading only);
+* ``reduce``  -- ``analysis.reduce.reduce_cells([file])`` (streaming reduction to cells).
+
+``--profile`` also writes a cProfile of ingest at the smallest size per format to
+``bench/results/ingest_profile_<fmt>.txt`` (top 25 by cumulative time).
+Results: ``bench/results/ingest.json`` and ``ingest.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import pstats
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench import gen_records  # noqa: E402
+from bench._util import (  # noqa: E402
+    RESULTS,
+    Timer,
+    child_report,
+    machine,
+    md_table,
+    peak_rss_mib,
+    quiet_warnings,
+    run_child,
+    write_results,
+)
+
+READERS = ("ingest", "reduce", "polars", "pandas")
+
+
+def child(reader: str, path: str) -> None:
+    quiet_warnings()
+    p = Path(path)
+    fmt = p.suffix.lstrip(".")
+    import pandas as pd
+    import polars as pl
+
+    from analysis.cells import to_cells
+    from analysis.ingest import ingest
+    from analysis.reduce import reduce_cells
+
+    base = peak_rss_mib()  # after imports: the reader's own memory is peak - base
+    if reader == "ingest":
+        with Timer() as t:
+            res = ingest([p])
+        with Timer() as tc:
+            cells = to_cells(res.records)
+        rows = res.summary["records_read"]
+        extra = {"to_cells_s": round(tc.wall, 3), "cells": cells.height,
+                 "records_used": res.summary["records_used"]}
+    elif reader == "reduce":
+        with Timer() as t:
+            res = reduce_cells([p])
+        rows = res.summary["rows_read"]
+        extra = {"cells": res.cells.height}
+    elif reader == "polars":
+        with Timer() as t:
+            frame = (pl.read_ndjson(p) if fmt == "jsonl" else
+                     pl.read_csv(p) if fmt == "csv" else pl.read_parquet(p))
+        rows, extra = frame.height, {}
+    else:
+        with Timer() as t:
+            frame = (pd.read_json(p, lines=True) if fmt == "jsonl" else
+                     pd.read_csv(p) if fmt == "csv" else pd.read_parquet(p))
+        rows, extra = len(frame), {}
+    child_report({"reader": reader, "format": fmt, "rows": rows, "wall_s": round(t.wall, 3),
+                  "cpu_s": round(t.cpu, 3), "base_rss_mib": round(base, 1), **extra})
+
+
+def profile(path: Path, fmt: str) -> None:
+    from analysis.ingest import ingest
+
+    pr = cProfile.Profile()
+    pr.enable()
+    ingest([path])
+    pr.disable()
+    buf = io.StringIO()
+    st = pstats.Stats(pr, stream=buf)
+    st.sort_stats("cumulative").print_stats(25)
+    text = buf.getvalue().replace(str(Path(sys.prefix)), "<venv>")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / f"ingest_profile_{fmt}.txt").write_text(text)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--child", nargs=2, metavar=("READER", "PATH"))
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--sizes", type=int, nargs="+")
+    ap.add_argument("--formats", nargs="+", default=["parquet", "csv", "jsonl"])
+    ap.add_argument("--readers", nargs="+", default=list(READERS))
+    ap.add_argument("--skip-pandas-jsonl-above", type=int, default=2_000_000,
+                    help="pandas' JSONL reader needs ~10x the file in memory; skip it above this")
+    ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--name", help="results file name (default ingest / ingest_quick)")
+    args = ap.parse_args()
+    if args.child:
+        child(*args.child)
+        return
+    sizes = args.sizes or ([100_000] if args.quick else [1_000_000, 10_000_000])
+    info = {"machine": machine(), "command": " ".join(["bench/bench_ingest.py", *sys.argv[1:]])}
+    rows = []
+    for n in sizes:
+        files = gen_records.write(n, args.formats)
+        for fmt in args.formats:
+            for reader in args.readers:
+                if reader == "pandas" and fmt == "jsonl" and n > args.skip_pandas_jsonl_above:
+                    continue
+                r = run_child("bench_ingest.py", [reader, str(files[fmt])])
+                r.update(n=n, format=fmt, reader=reader,
+                         file_mib=round(files[fmt].stat().st_size / 2**20, 1))
+                if "wall_s" in r:
+                    r["records_per_s"] = round(r["rows"] / r["wall_s"])
+                    r["records_per_cpu_s"] = round(r["rows"] / max(r["cpu_s"], 1e-9))
+                    r["rss_bytes_per_record"] = round(
+                        (r["peak_rss_mib"] - r["base_rss_mib"]) * 2**20 / r["rows"], 1)
+                print({k: r.get(k) for k in ("n", "format", "reader", "wall_s", "cpu_s",
+                                             "records_per_s", "peak_rss_mib", "error")},
+                      flush=True)
+                rows.append(r)
+        if args.profile and n == min(sizes):
+            for fmt in args.formats:
+                profile(files[fmt], fmt)
+    table = md_table(
+        rows,
+        ["n", "format", "reader", "wall_s", "cpu_s", "records_per_s", "records_per_cpu_s",
+         "peak_rss_mib", "rss_bytes_per_record"],
+        {"records_per_s": lambda v: f"{v:,.0f}", "records_per_cpu_s": lambda v: f"{v:,.0f}",
+         "n": lambda v: f"{v:,}"},
+    )
+    name = args.name or ("ingest_quick" if args.quick else "ingest")
+    write_results(name, {**info, "rows": rows}, table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

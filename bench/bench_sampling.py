@@ -1,0 +1,238 @@
+"""Sampler benchmarks, side by side in one run: time after compilation, ESS/s, divergences.
+
+    .venv/bin/python bench/bench_sampling.py           # all comparisons (15-30 min, shared 2 cores)
+    .venv/bin/python bench/bench_sampling.py --quick   # one small nutpie fit (smoke test)
+
+Cases (data from ``analysis.simulate.simulate_scale_cells``; 4 chains x 1000 draws after
+1000 tuning steps, ``target_accept=0.95`` as the pipeline uses; nutpie on 2 cores):
+
+* ``scale`` on 50 models x 10 tasks (10 families x 5 sizes), nutpie -- the target case;
+* ``sdt`` (``models/sdt.py``) on the same design, hits/false alarms drawn from an
+  equal-variance signal-detection version of the same generative model;
+* ``scale`` with a **centred** parameterisation (written here; ``models/scale.py`` is
+  non-centred) on the same data;
+* ``scale`` with PyMC's default NUTS sampler (``pm.sample``) on the same data;
+* aggregated **binomial** (``models/scale.py``) vs per-record **Bernoulli** likelihood of the
+  same model on a small design (16 models x 3 tasks x 100 records = 4,800 records): the
+  posteriors of ``beta`` must agree within Monte Carlo error;
+* numpyro: reported as absent unless ``import numpyro`` works in this interpreter.
+
+For every case: compile seconds, sampling wall and CPU seconds (after compilation),
+divergences, max R-hat, bulk ESS of the slope ``beta`` (``beta_dprime`` for sdt) and of
+the slowest parameter, ESS per wall second. Results: ``bench/results/sampling.json``/``.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+
+from bench._util import Timer, machine, md_table, quiet_warnings, write_results  # noqa: E402
+
+DRAWS, TUNE, CHAINS, CORES, TARGET = 1000, 1000, 4, 2, 0.95
+
+
+def scale_cells(seed: int, families: int, sizes: int, tasks: int, n: int) -> pl.DataFrame:
+    from analysis.simulate import simulate_scale_cells
+
+    cells, _ = simulate_scale_cells(
+        seed=seed, n_families=families, sizes_per_family=sizes, n_tasks=tasks, n_per_cell=n
+    )
+    return cells
+
+
+def sdt_cells(cells: pl.DataFrame, seed: int) -> pl.DataFrame:
+    """Signal-detection counts on the design of ``cells``: d' follows the scale model's eta."""
+    from scipy.special import logit
+    from scipy.stats import norm
+
+    rng = np.random.default_rng(seed)
+    n = cells["n"].to_numpy()
+    acc = np.clip(cells["k"].to_numpy() / n, 0.02, 0.98)
+    dprime = 2 * norm.ppf(acc)  # unbiased observer with this accuracy
+    crit = rng.normal(-0.3, 0.2, len(n))
+    n_signal = rng.binomial(n, 0.5)
+    n_noise = n - n_signal
+    hits = rng.binomial(n_signal, norm.cdf(dprime / 2 - crit))
+    fas = rng.binomial(n_noise, norm.cdf(-dprime / 2 - crit))
+    del logit
+    return cells.with_columns(
+        pl.Series("n_signal", n_signal), pl.Series("n_noise", n_noise),
+        pl.Series("hits", hits), pl.Series("false_alarms", fas),
+    )
+
+
+def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool = False,
+                  orthogonal: bool = False) -> Any:
+    """``models/scale.py`` rewritten with a centred parameterisation, a Bernoulli likelihood
+    over records (one row per record, expanded from the cells), or model intercepts made
+    orthogonal to the scale predictor (``orthogonal``: ``v`` loses its component along ``x``,
+    so ``beta`` carries the whole linear trend in ``x`` instead of sharing it with ``v``)."""
+    import pymc as pm
+
+    from models._common import factorize
+    from models.scale import DEFAULT_PRIORS as P
+
+    def prior(name: str, **kw: Any) -> Any:
+        dist, params = P[name]
+        return getattr(pm, dist)(name, **params, **kw)
+
+    task_idx, tasks = factorize(data["task"])
+    model_idx, models = factorize(data["model"])
+    fam_idx, families = factorize(data["family"])
+    x = data["x"].to_numpy()
+    n = data["n"].to_numpy()
+    k = data["k"].to_numpy()
+    coords = {"task": tasks, "family": families, "model": models, "cell": np.arange(len(n))}
+    with pm.Model(coords=coords) as model:
+        alpha = prior("alpha", dims="task")
+        beta = prior("beta")
+        sd_d, sd_f, sd_m, sd_c = (prior(s) for s in ("sigma_delta", "sigma_family",
+                                                      "sigma_model", "sigma_cell"))
+        if centred:
+            delta = pm.ZeroSumNormal("delta", sigma=sd_d, dims="task")
+            u = pm.ZeroSumNormal("u_family", sigma=sd_f, dims="family")
+            v = pm.ZeroSumNormal("v_model", sigma=sd_m, dims="model")
+            w = pm.Normal("w_cell", 0.0, sd_c, dims="cell")
+        else:
+            delta = pm.Deterministic("delta", sd_d * pm.ZeroSumNormal("z_delta", dims="task"))
+            u = pm.Deterministic("u_family", sd_f * pm.ZeroSumNormal("z_u", dims="family"))
+            z_v = pm.ZeroSumNormal("z_v", dims="model")
+            if orthogonal:
+                xm = np.zeros(len(models))
+                xm[model_idx] = x
+                z_v = z_v - xm * ((xm @ z_v) / (xm @ xm))
+            v = pm.Deterministic("v_model", sd_m * z_v)
+            w = sd_c * pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+        eta = (alpha[task_idx] + (beta + delta[task_idx]) * x + u[fam_idx] + v[model_idx] + w)
+        if bernoulli:
+            cell_of = np.repeat(np.arange(len(n)), n)
+            y = np.concatenate([np.r_[np.ones(kk), np.zeros(nn - kk)] for nn, kk in zip(n, k,
+                                                                                       strict=True)])
+            pm.Bernoulli("y", logit_p=eta[cell_of], observed=y.astype("int64"))
+        else:
+            pm.Binomial("k", n=n, logit_p=eta, observed=k)
+    return model
+
+
+def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
+            draws: int = DRAWS, tune: int = TUNE, seed: int = 1) -> dict[str, Any]:
+    import arviz as az
+
+    from analysis.fit import diagnose
+
+    row: dict[str, Any] = {"case": label, "sampler": sampler, "draws": draws, "tune": tune,
+                           "chains": CHAINS}
+    import resource
+
+    def cpu_all() -> float:  # this process (all threads) + finished children (PyMC workers)
+        ch = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return time.process_time() + ch.ru_utime + ch.ru_stime
+
+    c0 = None
+    if sampler == "nutpie":
+        import nutpie
+
+        from analysis.compile_cache import compiled_model
+
+        with Timer() as tc:
+            compiled = compiled_model(pm_model)
+        with Timer() as ts:
+            idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=CHAINS, cores=CORES,
+                                  seed=seed, target_accept=TARGET, progress_bar=False)
+    else:
+        import pymc as pm
+
+        with Timer() as tc:
+            pass  # pm.sample compiles inside; its compile time is part of sampling below
+        c0 = cpu_all()
+        with Timer() as ts, pm_model:
+            idata = pm.sample(draws=draws, tune=tune, chains=CHAINS, cores=CORES,
+                              random_seed=seed, target_accept=TARGET, progressbar=False,
+                              compute_convergence_checks=False)
+    if c0 is not None:
+        ts.cpu = cpu_all() - c0
+    diag = diagnose(idata)
+    ess = float(az.ess(idata, var_names=[effect], method="bulk")[effect].values.min())
+    mcse = float(az.mcse(idata, var_names=[effect])[effect].values.max())
+    post = idata.posterior[effect]
+    row.update(
+        compile_s=round(tc.wall, 2), sample_wall_s=round(ts.wall, 2), sample_cpu_s=round(ts.cpu, 2),
+        divergences=diag["divergences"], max_rhat=diag["max_rhat"],
+        min_ess_bulk=diag["min_ess_bulk"], ess_bulk_effect=round(ess, 1),
+        ess_per_s=round(ess / ts.wall, 1), ess_per_cpu_s=round(ess / max(ts.cpu, 1e-9), 1),
+        effect=effect, effect_mean=round(float(post.mean()), 4), effect_sd=round(float(post.std()), 4),
+        effect_mcse=round(mcse, 4),
+    )
+    print({k: row[k] for k in ("case", "sampler", "compile_s", "sample_wall_s", "divergences",
+                               "ess_bulk_effect", "ess_per_s", "effect_mean")}, flush=True)
+    return row
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--name", default="sampling", help="results file name")
+    ap.add_argument("--cases", nargs="+",
+                    default=["scale", "sdt", "centred", "pymc", "binomial", "bernoulli"])
+    args = ap.parse_args()
+    quiet_warnings()
+    import models.scale as scale
+
+    info: dict[str, Any] = {"machine": machine(),
+                            "command": " ".join(["bench/bench_sampling.py", *sys.argv[1:]])}
+    rows: list[dict[str, Any]] = []
+    if args.quick:
+        cells = scale_cells(1, 4, 4, 3, 300)
+        rows.append(measure("scale 16x3 (quick)", scale.build(cells), "beta", draws=200, tune=200))
+        write_results("sampling_quick", {**info, "rows": rows})
+        return
+    big = scale_cells(7, 10, 5, 10, 300)  # 50 models x 10 tasks
+    small = scale_cells(3, 4, 4, 3, 100)  # 16 models x 3 tasks x 100 records
+    for case in args.cases:
+        t0 = time.perf_counter()
+        if case == "scale":
+            rows.append(measure("scale 50x10", scale.build(big), "beta"))
+        elif case == "sdt":
+            try:
+                import models.sdt as sdt
+            except ImportError:
+                rows.append({"case": "sdt 50x10", "note": "models/sdt.py absent"})
+                continue
+            rows.append(measure("sdt 50x10", sdt.build(sdt_cells(big, 7)), sdt.EFFECT))
+        elif case == "orthogonal":
+            rows.append(measure("scale 50x10 v orthogonal to x",
+                                build_variant(big, orthogonal=True), "beta"))
+        elif case == "centred":
+            rows.append(measure("scale 50x10 centred", build_variant(big, centred=True), "beta"))
+        elif case == "pymc":
+            rows.append(measure("scale 50x10", scale.build(big), "beta", sampler="pymc"))
+        elif case == "binomial":
+            rows.append(measure("scale 16x3 binomial (4.8k records)", scale.build(small), "beta"))
+        elif case == "bernoulli":
+            rows.append(measure("scale 16x3 bernoulli (4.8k records)",
+                                build_variant(small, bernoulli=True), "beta"))
+        print(f"  ({case}: {time.perf_counter() - t0:.0f} s)", flush=True)
+    try:
+        import numpyro  # noqa: F401
+
+        info["numpyro"] = "importable"
+    except ImportError:
+        info["numpyro"] = "not installed in this interpreter (see docs/performance.md)"
+    table = md_table(rows, ["case", "sampler", "compile_s", "sample_wall_s", "sample_cpu_s",
+                            "divergences", "max_rhat", "ess_bulk_effect", "min_ess_bulk",
+                            "ess_per_s", "effect_mean", "effect_sd", "effect_mcse"])
+    write_results(args.name, {**info, "rows": rows}, table)
+    print(table)
+
+
+if __name__ == "__main__":
+    main()

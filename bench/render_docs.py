@@ -1,0 +1,357 @@
+"""Write docs/performance.md from bench/performance.md.in and the saved results.
+
+    .venv/bin/python bench/render_docs.py
+
+Every number in the page is read here from ``bench/results/*.json`` (written by the
+benchmark scripts); the template holds only prose. A missing result file leaves a note
+saying which command produces it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench._util import RESULTS, ROOT, md_table  # noqa: E402
+
+GIB = 2**30
+
+
+def load(name: str) -> dict[str, Any] | None:
+    path = RESULTS / f"{name}.json"
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def missing(cmd: str) -> str:
+    return f"*(not measured yet: run `{cmd}`)*\n"
+
+
+def load_note(res: dict[str, Any]) -> str:
+    m = res.get("machine", {})
+    return (f"Command: `.venv/bin/python {res.get('command', '?')}`; load average at start "
+            f"{m.get('load_avg_1_5_15', '?')} on {m.get('cpus', '?')} cores.\n")
+
+
+def fmt_int(v: Any) -> str:
+    return f"{v:,.0f}"
+
+
+def rows_by(res: dict[str, Any] | None, **match: Any) -> list[dict[str, Any]]:
+    if not res:
+        return []
+    return [r for r in res.get("rows", []) if all(r.get(k) == v for k, v in match.items())]
+
+
+def one(res: dict[str, Any] | None, **match: Any) -> dict[str, Any] | None:
+    found = rows_by(res, **match)
+    return found[0] if found else None
+
+
+def verdict(ok: bool | None) -> str:
+    return "n/a" if ok is None else ("**met**" if ok else "**missed**")
+
+
+def summary(ing, red, samp, comp, pipe, growth) -> str:
+    lines = ["| target | measured | verdict |", "|---|---|---|"]
+
+    def add(target: str, measured: str, ok: bool | None) -> None:
+        lines.append(f"| {target} | {measured} | {verdict(ok)} |")
+
+    for fmt, goal in (("parquet", 5e6), ("jsonl", 1e6)):
+        r = one(ing, n=10_000_000, format=fmt, reader="ingest")
+        if r:
+            add(f"ingest >= {goal:,.0f} records/s from {fmt}",
+                f"{r['records_per_s']:,} /s wall, {r['records_per_cpu_s']:,} per CPU-s (10M)",
+                r["records_per_cpu_s"] >= goal)
+    worst = max((r for r in ingest_rows(ing, None) if r["n"] == 10_000_000
+                 and r["reader"] == "ingest"),
+                key=lambda r: r.get("rss_bytes_per_record", 0), default=None)
+    if worst:
+        need = worst["rss_bytes_per_record"] * 50e6 / GIB
+        add("50M records fit in 24 GiB (ingest)",
+            f"{worst['rss_bytes_per_record']:.0f} B/record ({worst['format']}) -> "
+            f"{need:.1f} GiB for 50M", need <= 24)
+    if red:
+        peaks = {r["format"]: r["peak_rss_mib"] for r in rows_by(red, n=10_000_000)}
+        small = {r["format"]: r["peak_rss_mib"] for r in rows_by(red, n=1_000_000)}
+        if peaks:
+            text = "; ".join(f"{f} {small.get(f, float('nan')):.0f} -> {v:.0f} MiB"
+                             for f, v in peaks.items())
+            flat = [f for f, v in peaks.items() if v < 2 * small.get(f, v)]
+            lines.append(f"| bounded memory, streaming `reduce_cells` (peak RSS, 1M -> 10M) | "
+                         f"{text} | **met** for {', '.join(flat) or 'none'}"
+                         + (", **missed** for the rest |" if len(flat) < len(peaks) else " |"))
+    if ing:
+        lin = []
+        for fmt in ("parquet", "csv", "jsonl"):
+            a, b = one(ing, n=1_000_000, format=fmt, reader="ingest"), one(
+                ing, n=10_000_000, format=fmt, reader="ingest")
+            if a and b:
+                lin.append(f"{fmt} {b['cpu_s'] / a['cpu_s']:.1f}x")
+        add("ingest cost linear in records (10x records -> ~10x CPU)", ", ".join(lin),
+            all(float(x.split()[1][:-1]) <= 12 for x in lin) if lin else None)
+    if pipe and "records_10x_over_1x_wall" in pipe.get("ratios", {}):
+        rr = pipe["ratios"]
+        add("10x records, same models/tasks: `selfmodel run` < 1.2x time",
+            f"{rr['records_10x_over_1x_wall']}x wall, {rr['records_10x_over_1x_cpu']}x CPU",
+            rr["records_10x_over_1x_cpu"] < 1.2)
+    s = one(samp, case="scale 50x10", sampler="nutpie")
+    if s:
+        est = s["sample_cpu_s"] / 2
+        add("scale 50x10, 4 x 1000 draws in <= 10 s after compile",
+            f"{s['sample_wall_s']} s wall (shared), {s['sample_cpu_s']} CPU-s -> "
+            f"~{est:.0f} s on 2 idle cores", est <= 10)
+        add("zero divergences", f"{s['divergences']}", s["divergences"] == 0)
+        rate = s["ess_bulk_effect"] / est
+        add(">= 300 bulk ESS/s for the slope",
+            f"ESS {s['ess_bulk_effect']:.0f}; {s['ess_per_s']} /s wall, ~{rate:.0f} /s idle "
+            "estimate", rate >= 300)
+    d = one(samp, case="sdt 50x10")
+    if s and d and "sample_cpu_s" in d:
+        ratio = d["sample_cpu_s"] / s["sample_cpu_s"]
+        add("sdt model within 2x of scale", f"{ratio:.1f}x sampling CPU", ratio <= 2)
+    if comp:
+        parts, ok = [], None
+        for cfg in ("plain", "shared"):
+            cold, new = one(comp, config=cfg, step="cold"), one(comp, config=cfg, step="new_data")
+            if cold and new and "compile_cpu_s" in new:
+                parts.append(f"{cfg}: {cold['compile_cpu_s']} -> {new['compile_cpu_s']} CPU-s")
+                ok = (ok is not False) and new["compile_cpu_s"] < cold["compile_cpu_s"]
+        memo = one(comp, config="shared", step="second call, new data (memo)")
+        if memo and memo.get("compile_cpu_s") is not None:
+            parts.append(f"same process (memo): {memo['compile_cpu_s']} CPU-s")
+        add("second compile faster (new process, new data of the same shape)",
+            "; ".join(parts), ok)
+    if pipe:
+        first, second = one(pipe, step="first"), one(pipe, step="second")
+        if first and second and "wall_s" in second:
+            add("unchanged second `selfmodel run` <= 10% of the first",
+                f"{second['wall_s']} / {first['wall_s']} s wall = "
+                f"{second['wall_s'] / first['wall_s']:.0%}; CPU "
+                f"{second['cpu_s'] / first['cpu_s']:.0%}",
+                second["cpu_s"] / first["cpu_s"] <= 0.10)
+        rep = one(pipe, step="report")
+        if rep and "wall_s" in rep:
+            add("report rendering <= 60 s", f"{rep['wall_s']} s wall, {rep['cpu_s']} CPU-s",
+                rep["wall_s"] <= 60)
+    if growth:
+        g = {(r["models"], r["tasks"], r["records_per_cell"]): r for r in growth["sampling"]}
+        a, b = g.get((50, 10, 300)), g.get((50, 10, 3000))
+        if a and b:
+            ratio = b["sample_cpu_s"] / a["sample_cpu_s"]
+            add("fit cost grows with cells, not records (50x10 cells, 300 vs 3000 per cell)",
+                f"{ratio:.2f}x sampling CPU; bulk ESS of beta {a['ess_bulk_beta']:.0f} -> "
+                f"{b['ess_bulk_beta']:.0f}", ratio < 1.2)
+    return "## Targets at a glance\n\n" + "\n".join(lines) + "\n"
+
+
+def ingest_rows(ing, base) -> list[dict[str, Any]]:
+    """ingest/polars/pandas rows; re-measured baseline rows replace the first run's."""
+    rows = [r for r in (ing or {}).get("rows", []) if r.get("reader") != "reduce"]
+    if base:
+        redone = {(r["n"], r["format"], r["reader"]) for r in base["rows"]}
+        rows = [r for r in rows if (r["n"], r["format"], r["reader"]) not in redone]
+        rows += base["rows"]
+    # The first run's 10M children inherited the parent's peak as their baseline (ru_maxrss
+    # before the VmHWM fix): use the smallest post-import baseline of a fresh process.
+    fresh = min((r["base_rss_mib"] for r in rows if "base_rss_mib" in r), default=0.0)
+    for r in rows:
+        if "peak_rss_mib" in r and "rows" in r:
+            r["rss_bytes_per_record"] = round((r["peak_rss_mib"] - fresh) * 2**20 / r["rows"], 1)
+    order = {"ingest": 0, "polars": 1, "pandas": 2}
+    return sorted(rows, key=lambda r: (r["n"], r["format"], order.get(r["reader"], 3)))
+
+
+def section_ingest(ing, base) -> str:
+    if not ing:
+        return missing("bench/bench_ingest.py --profile")
+    cols = ["n", "format", "reader", "wall_s", "cpu_s", "records_per_s", "records_per_cpu_s",
+            "peak_rss_mib", "rss_bytes_per_record"]
+    note = load_note(ing) + (("Baseline reads at 10M re-measured: " + load_note(base))
+                             if base else "")
+    return note + "\n" + md_table(ingest_rows(ing, base), cols, {
+        "n": fmt_int, "records_per_s": fmt_int, "records_per_cpu_s": fmt_int,
+        "peak_rss_mib": fmt_int, "rss_bytes_per_record": fmt_int})
+
+
+def section_profile() -> str:
+    out = []
+    for fmt in ("parquet", "csv", "jsonl"):
+        path = RESULTS / f"ingest_profile_{fmt}.txt"
+        if not path.exists():
+            continue
+        keep = []
+        for line in path.read_text().splitlines():
+            if "analysis/ingest.py" in line or "(sort)" in line or "read_" in line:
+                parts = line.split()
+                if len(parts) >= 6:
+                    keep.append((float(parts[3]), parts[-1].split("/")[-1]))
+        total = max((c for c, _ in keep), default=0)
+        shown = "; ".join(f"`{name}` {c:.2f} s" for c, name in keep[:8])
+        out.append(f"- **{fmt}** (1M records, cProfile cumulative, total {total:.2f} s): {shown}")
+    if not out:
+        return ""
+    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`):\n\n"
+            + "\n".join(out) + "\n")
+
+
+def section_reduce(red) -> str:
+    if not red:
+        return missing("bench/bench_ingest.py --readers reduce --name ingest_reduce")
+    return load_note(red) + "\n" + md_table(
+        red["rows"], ["n", "format", "wall_s", "cpu_s", "records_per_s", "records_per_cpu_s",
+                      "peak_rss_mib", "rss_bytes_per_record"],
+        {"n": fmt_int, "records_per_s": fmt_int, "records_per_cpu_s": fmt_int,
+         "peak_rss_mib": fmt_int, "rss_bytes_per_record": fmt_int})
+
+
+def section_sampling(samp) -> str:
+    head = "## Samplers, parameterisations and likelihoods, side by side\n\n"
+    if not samp:
+        return head + missing("bench/bench_sampling.py")
+    cols = ["case", "sampler", "compile_s", "sample_wall_s", "sample_cpu_s", "divergences",
+            "max_rhat", "ess_bulk_effect", "min_ess_bulk", "ess_per_s", "effect_mean",
+            "effect_sd", "effect_mcse"]
+    text = head + load_note(samp) + "\n" + md_table(samp["rows"], cols) + "\n"
+    rows = {(r["case"], r.get("sampler")): r for r in samp["rows"]}
+    base = rows.get(("scale 50x10", "nutpie"))
+    ratios = []
+    for key, label in ((("scale 50x10 centred", "nutpie"), "centred / non-centred"),
+                       (("scale 50x10", "pymc"), "PyMC NUTS / nutpie"),
+                       (("sdt 50x10", "nutpie"), "sdt / scale")):
+        r = rows.get(key)
+        if base and r and "sample_cpu_s" in r:
+            ratios.append(f"- {label}: sampling CPU {r['sample_cpu_s'] / base['sample_cpu_s']:.2f}x,"
+                          f" ESS/s {r['ess_per_s'] / max(base['ess_per_s'], 1e-9):.2f}x,"
+                          f" divergences {r['divergences']} vs {base['divergences']}")
+    b1 = rows.get(("scale 16x3 binomial (4.8k records)", "nutpie"))
+    b2 = rows.get(("scale 16x3 bernoulli (4.8k records)", "nutpie"))
+    if b1 and b2 and "effect_mean" in b2:
+        diff = abs(b1["effect_mean"] - b2["effect_mean"])
+        mc = (b1["effect_mcse"] ** 2 + b2["effect_mcse"] ** 2) ** 0.5
+        ratios.append(
+            f"- Bernoulli / binomial (same model, 4,800 records): sampling CPU "
+            f"{b2['sample_cpu_s'] / b1['sample_cpu_s']:.1f}x; posterior mean of beta "
+            f"{b2['effect_mean']} vs {b1['effect_mean']} (difference {diff:.4f} = "
+            f"{diff / mc:.1f} combined MCSE), sd {b2['effect_sd']} vs {b1['effect_sd']}")
+    ratios.append(f"- numpyro: {samp.get('numpyro', 'not measured')}")
+    return text + "\n" + "\n".join(ratios) + "\n"
+
+
+def section_compile(comp) -> str:
+    head = "## Compile once: `analysis/compile_cache.py`\n\n"
+    if not comp:
+        return head + missing("bench/bench_compile.py")
+    return head + load_note(comp) + "\n" + md_table(
+        comp["rows"], ["config", "step", "compile_wall_s", "compile_cpu_s", "process_wall_s"])
+
+
+def second_run_profile() -> str:
+    """The ``analysis/`` functions of the profiled unchanged second run, by cumulative time."""
+    path = RESULTS / "second_run_profile.txt"
+    if not path.exists():
+        return ""
+    total, items = None, []
+    for line in path.read_text().splitlines():
+        if "function calls" in line and " in " in line:
+            total = float(line.rsplit(" in ", 1)[1].split()[0])
+        parts = line.split()
+        if len(parts) >= 6 and ("./analysis/" in parts[-1] or "arviz/__init__" in parts[-1]):
+            name = parts[-1].replace("./", "").replace("<venv>/lib/python3.11/site-packages/", "")
+            items.append(f"`{name}` {float(parts[3]):.0f} s")
+    head = (f"Unchanged second run under cProfile (total {total:.0f} s, profiler overhead "
+            "included; cumulative, nested calls overlap): ") if total else ""
+    return head + "; ".join(items[:14]) + "\n"
+
+
+def section_pipeline(pipe) -> str:
+    head = "## The whole pipeline\n\n"
+    if not pipe:
+        return head + missing("bench/bench_pipeline.py")
+    table = md_table(pipe["rows"], ["step", "wall_s", "cpu_s", "peak_rss_mib",
+                                    "seconds_to_results", "seconds_total", "sampling_seconds",
+                                    "fit_reused"])
+    ratios = "\n".join(f"- {k}: {v}" for k, v in pipe.get("ratios", {}).items())
+    return (head + load_note(pipe) + "\n" + table + "\n" + ratios + "\n\n"
+            + second_run_profile())
+
+
+def section_growth(growth) -> str:
+    head = "## How cost grows\n\n"
+    if not growth:
+        return head + missing("bench/bench_growth.py")
+    table = md_table(growth["sampling"], ["models", "tasks", "cells", "records_per_cell",
+                                          "records", "compile_s", "sample_wall_s",
+                                          "sample_cpu_s", "divergences", "ess_bulk_beta"],
+                     {"records": fmt_int})
+    fig = "![cost growth](../bench/results/growth.png)\n\n" if (
+        RESULTS / "growth.png").exists() else ""
+    return head + load_note(growth) + "\n" + fig + table
+
+
+def merged_sampling() -> dict[str, Any] | None:
+    """sampling.json with rows of sampling_extra.json (re-runs and extra cases) merged in."""
+    samp, extra = load("sampling"), load("sampling_extra")
+    if not samp or not extra:
+        return samp or extra
+    redone = {(r["case"], r.get("sampler")) for r in extra["rows"]}
+    rows = [r for r in samp["rows"] if (r["case"], r.get("sampler")) not in redone]
+    return {**samp, "rows": rows + extra["rows"],
+            "command": f"{samp['command']}` and `{extra['command']}",
+            "extra_machine": extra.get("machine")}
+
+
+def merged_pipeline() -> dict[str, Any] | None:
+    """pipeline.json plus rows of pipeline_*.json parts (run separately); ratios recomputed."""
+    main_res = load("pipeline")
+    if not main_res:
+        return None
+    rows = list(main_res["rows"])
+    for path in sorted(RESULTS.glob("pipeline_*.json")):
+        if path.stem == "pipeline_quick":
+            continue
+        rows += json.loads(path.read_text())["rows"]
+    by = {r["step"]: r for r in rows if "wall_s" in r}
+    ratios: dict[str, float] = {}
+    if "first" in by and "second" in by:
+        ratios["second_over_first_wall"] = round(by["second"]["wall_s"] / by["first"]["wall_s"], 3)
+        ratios["second_over_first_cpu"] = round(by["second"]["cpu_s"] / by["first"]["cpu_s"], 3)
+    if "records_1x" in by and "records_10x" in by:
+        ratios["records_10x_over_1x_wall"] = round(
+            by["records_10x"]["wall_s"] / by["records_1x"]["wall_s"], 3)
+        ratios["records_10x_over_1x_cpu"] = round(
+            by["records_10x"]["cpu_s"] / by["records_1x"]["cpu_s"], 3)
+    return {**main_res, "rows": rows, "ratios": ratios}
+
+
+def main() -> None:
+    from analysis.reduce import CELLS_SQL
+
+    ing, red = load("ingest"), load("ingest_reduce")
+    samp, comp, pipe, growth = merged_sampling(), load("compile"), merged_pipeline(), load("growth")
+    text = (ROOT / "bench" / "performance.md.in").read_text()
+    blocks = {
+        "SUMMARY": summary(ing, red, samp, comp, pipe, growth),
+        "INGEST": section_ingest(ing, load("ingest_baselines")),
+        "INGEST_PROFILE": section_profile(),
+        "REDUCE": section_reduce(red),
+        "SQL": CELLS_SQL.strip(),
+        "SAMPLING": section_sampling(samp),
+        "COMPILE": section_compile(comp),
+        "PIPELINE": section_pipeline(pipe),
+        "GROWTH": section_growth(growth),
+    }
+    for key, value in blocks.items():
+        text = text.replace(f"@@{key}@@", value.rstrip())
+    out = ROOT / "docs" / "performance.md"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(text)
+    print(out)
+
+
+if __name__ == "__main__":
+    main()

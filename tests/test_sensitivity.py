@@ -1,0 +1,137 @@
+"""Sensitivity of the verdict (analysis.sensitivity): prior width and the scale variable.
+
+The fast tests replace the sampler by a stub whose posterior depends on what was asked
+(the prior width, the scale variable), so the bookkeeping is checked exactly: which refits
+are made, with which priors and cells, and whether a changed decision is reported. The slow
+test samples the real scale model on a small simulated data set
+(``analysis.simulate.simulate_scale_cells``, true slope 0.6) and checks that every refit
+has its own cache entry and is reused on a second call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import arviz as az
+import numpy as np
+import polars as pl
+import pytest
+import xarray as xr
+
+from analysis import sensitivity
+from analysis.fit import Fit, SamplerSettings
+from analysis.ingest import ingest
+from analysis.registry import load_registry
+from analysis.simulate import simulate_scale_cells
+from models.scale import DEFAULT_PRIORS
+
+DATA_RAW = Path(__file__).resolve().parents[1] / "data_raw"
+
+
+class StubFit:
+    """Records the calls; the slope's posterior is ``mean_of(priors, data)`` +- 0.05."""
+
+    def __init__(self, mean_of):
+        self.mean_of = mean_of
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, model_name, data, *, seed, settings=None, priors=None, options=None, cache_dir=None):
+        self.calls.append({"model": model_name, "priors": priors, "data": data, "seed": seed})
+        rng = np.random.default_rng(len(self.calls))
+        mean = self.mean_of(priors, data)
+        tasks = sorted(data["task"].unique().to_list())
+        beta = rng.normal(mean, 0.05, (2, 1000))
+        slopes = np.stack([beta + rng.normal(0, 0.01, (2, 1000)) for _ in tasks], axis=-1)
+        post = xr.Dataset({"beta": (("chain", "draw"), beta),
+                           "slope_task": (("chain", "draw", "task"), slopes)}, coords={"task": tasks})
+        key = hashlib.sha256(json.dumps([model_name, priors], sort_keys=True, default=str).encode()).hexdigest()
+        return Fit(model_name, az.InferenceData(posterior=post), {"passed": True, "max_rhat": 1.0,
+                                                                  "divergences": 0},
+                   {"cache_key": key})
+
+
+def _beta_sigma(priors) -> float:
+    return (priors or DEFAULT_PRIORS)["beta"][1]["sigma"]
+
+
+def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a narrower prior pulls the slope to 0.05 (no credible effect); otherwise 0.5 (improves)
+    stub = StubFit(lambda priors, data: 0.05 if _beta_sigma(priors) < 1.0 else 0.5)
+    monkeypatch.setattr(sensitivity, "fit", stub)
+    cells, _ = simulate_scale_cells(seed=1)
+    res = sensitivity.prior_sensitivity(cells, seed=3, factors=(0.5, 2.0))
+    assert len(stub.calls) == 3  # main (no fit given) + two refits
+    assert stub.calls[0]["priors"] is None
+    assert _beta_sigma(stub.calls[1]["priors"]) == 0.5 and _beta_sigma(stub.calls[2]["priors"]) == 2.0
+    assert stub.calls[2]["priors"]["sigma_cell"][1]["sigma"] == 2 * DEFAULT_PRIORS["sigma_cell"][1]["sigma"]
+    assert {c["seed"] for c in stub.calls} == {3}
+    assert res["main"]["decision"] == "improves"
+    assert [v["decision"] for v in res["variants"]] == ["no_credible_effect", "improves"]
+    assert [v["matches_main"] for v in res["variants"]] == [False, True]
+    assert res["verdict_holds"] is False and res["changed"] == ["priors x0.5"]
+    assert res["per_task_verdicts_hold"] is False
+    assert res["variants"][0]["priors"]["beta"] == ["Normal", {"mu": 0.0, "sigma": 0.5}]
+    assert len({v["cache_key"] for v in res["variants"]} | {res["main"]["cache_key"]}) == 3
+
+
+def test_prior_sensitivity_reuses_the_main_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    stub = StubFit(lambda priors, data: 0.5)
+    monkeypatch.setattr(sensitivity, "fit", stub)
+    cells, _ = simulate_scale_cells(seed=1)
+    main = stub("scale", cells, seed=3)
+    res = sensitivity.prior_sensitivity(cells, seed=3, main=main)
+    assert len(stub.calls) == 3  # the main call above + two refits, no refit of the main
+    assert res["verdict_holds"] is True and res["changed"] == []
+
+
+def test_scale_variable_sensitivity_compares_decisions_and_lists_dropouts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    records = ingest([DATA_RAW / "records.csv"], registry=DATA_RAW / "registry.csv").records
+    registry = load_registry(DATA_RAW / "registry.csv")
+    # capability known for two models only: that fit is not estimable (min_models = 3)
+    keep = registry["model"].to_list()[:2]
+    registry = registry.with_columns(
+        pl.when(pl.col("model").is_in(keep)).then(pl.col("capability")).otherwise(None).alias("capability")
+    )
+
+    def mean_of(priors, data):  # fitted on active parameters: slope 0 (a changed verdict)
+        raw = data.filter(pl.col("model") == "dynamo-8x7b")["scale_raw"]
+        return 0.0 if raw[0] == 13.0 else 0.5
+
+    stub = StubFit(mean_of)
+    monkeypatch.setattr(sensitivity, "fit", stub)
+    res = sensitivity.scale_variable_sensitivity(records, registry, seed=1, main_scale="params")
+    by = {v["variable"]: v for v in res["variants"]}
+    assert list(by) == ["params", "active_params", "capability"]
+    assert by["capability"]["decision"] == "not_estimable" and by["capability"]["matches_main"] is None
+    assert "capability" in by["capability"]["reason"]
+    assert by["params"]["decision"] == "improves" and by["params"]["matches_main"] is True
+    assert set(by["params"]["models_without_variable"]) == {"ember-pro", "ember-mini", "falcata"}
+    assert by["params"]["units"] == "logits per 10x total parameters"
+    assert len(stub.calls) == 2  # capability is never fitted
+    assert by["active_params"]["decision"] in {"practically_null", "no_credible_effect"}
+    assert by["active_params"]["matches_main"] is False
+    assert res["verdict_holds"] is False and res["changed"] == ["active_params"]
+
+
+@pytest.mark.slow
+def test_prior_sensitivity_real_fits_have_their_own_cache_entries(tmp_path: Path) -> None:
+    cells, truth = simulate_scale_cells(seed=11, n_families=3, sizes_per_family=3, n_tasks=2, beta=0.6)
+    settings = replace(SamplerSettings(), draws=300, tune=300, chains=2, target_accept=0.95)
+    res = sensitivity.prior_sensitivity(cells, seed=5, settings=settings, cache_dir=tmp_path)
+    files = sorted(p.name for p in tmp_path.glob("scale-*.nc"))
+    assert len(files) == 3, files
+    for entry in (res["main"], *res["variants"]):
+        assert entry["decision"] in {"improves", "no_credible_effect"}
+        assert entry["hdi_low"] < truth["beta"] + 0.5 and entry["hdi_high"] > truth["beta"] - 0.5
+    # the half-width prior on everything shrinks the slope's posterior sd, the wider one not less
+    sd = {e["factor"]: e["sd"] for e in res["variants"]} | {1.0: res["main"]["sd"]}
+    assert sd[0.5] <= sd[2.0] * 1.1
+    again = sensitivity.prior_sensitivity(cells, seed=5, settings=settings, cache_dir=tmp_path)
+    assert all(v["reused"] for v in again["variants"])
+    assert [v["decision"] for v in again["variants"]] == [v["decision"] for v in res["variants"]]
