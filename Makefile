@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install report report-pdf test test-all test-slow lint data lock clean
+.PHONY: help install report test test-all test-slow lint data lock clean
 
 help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -21,10 +21,8 @@ $(STAMP): pyproject.toml requirements.lock
 
 install: $(STAMP)  ## create .venv with the locked dependencies and the package
 
-report: $(STAMP)  ## run the whole pipeline on data_raw/ into build/ (report.html, results.json)
+report: $(STAMP)  ## run the whole pipeline on data_raw/ into build/ (report.html and report.pdf, results.json)
 	$(BIN)/selfmodel run data_raw --out $(OUT)
-
-report-pdf: $(STAMP)  ## the same report as PDF (after `make report`)
 	$(BIN)/selfmodel report --out $(OUT) --format pdf
 
 test: $(STAMP)  ## fast tests plus the slow recovery tests that matter (what CI runs)

@@ -199,3 +199,38 @@ def test_default_data_end_to_end(quick_build):
         "run.json",
     } <= {p.name for p in quick_build.iterdir()}
     assert (quick_build / results["fit"]["file"]).is_file()
+
+
+@pytest.mark.e2e
+def test_degenerate_cells_complete_with_reasons(tmp_path, capsys):
+    """A task with one model, a model with one record, a model that always says yes: no crash."""
+    rec, reg = _small_data(tmp_path)
+    frame = pl.read_csv(rec)
+    solo = (
+        frame.filter(pl.col("model") == "a-8b").head(30).with_columns(pl.lit("solo").alias("task"))
+    )
+    lonely = frame.head(1).with_columns(pl.lit("lonely-3b").alias("model"))
+    frame = pl.concat([frame, solo, lonely]).with_columns(
+        pl.when(pl.col("model") == "a-70b")
+        .then(pl.lit("true"))
+        .otherwise(pl.col("prediction"))
+        .alias("prediction")
+    )
+    frame.write_csv(rec)
+    registry = pl.read_csv(reg)
+    extra = registry.head(1).with_columns(
+        pl.lit("lonely-3b").alias("model"),
+        pl.lit("lonely").alias("family"),
+        pl.lit(3.0).alias("params_b"),
+    )
+    pl.concat([registry, extra]).write_csv(reg)
+    out = tmp_path / "out"
+    assert main(["run", str(rec), "--registry", str(reg), "--out", str(out), *QUICK]) == 0
+    results = json.loads((out / "results.json").read_text())
+    _check_contract(results)
+    solo_effect = results["scale_effect"]["per_task"]["solo"]
+    assert solo_effect["decision"] == "not_estimable" and "only 1 model" in solo_effect["reason"]
+    rows = {(r["model"], r["task"]): r for r in results["by_model_task"]}
+    assert rows[("lonely-3b", "refusal")]["n_total"] == 1
+    yes = [r for (m, _), r in rows.items() if m == "a-70b" and r["hit_rate"] is not None]
+    assert yes and all(r["hit_rate"] == 1.0 and r["false_alarm_rate"] == 1.0 for r in yes)
