@@ -60,7 +60,8 @@ Text values are stripped of surrounding white space; an empty string is null.
    (``invalid sample``).
 5. ``correct`` must be a boolean (true/false/1/0/yes/no, any case) (``invalid correct``).
 6. With a config listing ``tasks``, ``task`` must be one of them (``unknown task``).
-7. A row needs an ``outcome`` or a ``correct`` (``no outcome``).
+7. A row with status ``ok`` needs an ``outcome`` or a ``correct`` (``no outcome``); a row
+   declared ``unparsed``, ``refused`` or ``error`` is kept without one (it is unreadable).
 8. A given ``correct`` must agree with ``prediction == outcome`` when both are present
    and the status is ``ok`` (``correct disagrees``).
 
@@ -1039,7 +1040,9 @@ def _validate(
     rules += [
         (
             "no outcome",
-            out.is_null() & corr.is_null(),
+            # A row declared unreadable (unparsed/refused/error) is kept without an outcome:
+            # it counts as wrong in accuracy_strict, as in papers that score failures as wrong.
+            out.is_null() & corr.is_null() & (status == "ok"),
             pl.lit("no outcome and no correct (nothing to check the prediction against)"),
         ),
         (

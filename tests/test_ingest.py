@@ -728,3 +728,20 @@ def test_jsonl_required_key_only_nested_is_a_missing_column(tmp_path: Path) -> N
     message = _input_error([path])
     assert "column 'item_id': required column 'item_id' is missing" in message
     assert "--map item_id=qid" in message
+
+
+def test_declared_failure_without_outcome_is_kept_as_unreadable(tmp_path):
+    """A failed run (status error, no prediction, no outcome) counts as wrong in strict accuracy."""
+    from analysis.cells import to_cells
+
+    log = tmp_path / "log.jsonl"
+    log.write_text(
+        '{"model": "m", "task": "t", "item_id": "1", "prediction": "yes", "outcome": "yes"}\n'
+        '{"model": "m", "task": "t", "item_id": "2", "status": "error"}\n'
+        '{"model": "m", "task": "t", "item_id": "3", "prediction": "yes"}\n'
+    )
+    res = ingest([log])
+    assert res.summary["records_used"] == 2 and res.summary["records_quarantined"] == 1
+    assert "no outcome" in res.quarantine["reason"][0]
+    cell = to_cells(res.records).row(0, named=True)
+    assert (cell["n_total"], cell["n"], cell["k_strict"], cell["n_unreadable"]) == (2, 1, 1, 1)
