@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install report test test-all test-slow lint data lock clean
+.PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick
 
 help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -43,6 +43,28 @@ data: $(STAMP)  ## regenerate the embedded default data set in data_raw/ (seeded
 
 lock: $(STAMP)  ## rewrite requirements.lock from the current .venv
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > requirements.lock
+
+bench: $(STAMP)  ## run every benchmark (about 2 h on 2 shared cores) and regenerate docs/performance.md
+	$(BIN)/python bench/bench_ingest.py --profile
+	$(BIN)/python bench/bench_ingest.py --readers reduce --name ingest_reduce
+	$(BIN)/python bench/bench_ingest.py --sizes 10000000 --readers polars pandas --name ingest_baselines
+	$(BIN)/python bench/bench_ingest.py --sizes 1000 10000 100000 --readers ingest reduce --name ingest_sizes
+	$(BIN)/python bench/bench_compile.py
+	$(BIN)/python bench/bench_sampling.py
+	$(BIN)/python bench/bench_sampling.py --cases orthogonal pymc --name sampling_extra
+	$(BIN)/python bench/bench_pipeline.py --steps first second report imports
+	$(BIN)/python bench/bench_pipeline.py --steps second_profile --name pipeline_profile
+	$(BIN)/python bench/bench_pipeline.py --steps records_1x --name pipeline_r1
+	$(BIN)/python bench/bench_pipeline.py --steps records_10x --name pipeline_r10
+	$(BIN)/python bench/bench_growth.py
+	$(BIN)/python bench/render_docs.py
+
+bench-quick: $(STAMP)  ## smoke-test the benchmark scripts (a few minutes)
+	$(BIN)/python bench/bench_ingest.py --quick
+	$(BIN)/python bench/bench_sampling.py --quick
+	$(BIN)/python bench/bench_growth.py --quick
+	$(BIN)/python bench/bench_compile.py --quick
+	$(BIN)/python bench/bench_pipeline.py --quick
 
 clean:  ## remove build/ (keeps .venv)
 	rm -rf $(OUT)

@@ -311,10 +311,13 @@ def merged_pipeline() -> dict[str, Any] | None:
     if not main_res:
         return None
     rows = list(main_res["rows"])
+    commands = [main_res.get("command", "?")]
     for path in sorted(RESULTS.glob("pipeline_*.json")):
         if path.stem == "pipeline_quick":
             continue
-        rows += json.loads(path.read_text())["rows"]
+        part = json.loads(path.read_text())
+        rows += part["rows"]
+        commands.append(part.get("command", "?"))
     by = {r["step"]: r for r in rows if "wall_s" in r}
     ratios: dict[str, float] = {}
     if "first" in by and "second" in by:
@@ -325,7 +328,8 @@ def merged_pipeline() -> dict[str, Any] | None:
             by["records_10x"]["wall_s"] / by["records_1x"]["wall_s"], 3)
         ratios["records_10x_over_1x_cpu"] = round(
             by["records_10x"]["cpu_s"] / by["records_1x"]["cpu_s"], 3)
-    return {**main_res, "rows": rows, "ratios": ratios}
+    return {**main_res, "rows": rows, "ratios": ratios,
+            "command": "` and `".join(commands)}
 
 
 def main() -> None:
