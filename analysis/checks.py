@@ -38,6 +38,7 @@ compare
 from __future__ import annotations
 
 import hashlib
+import logging
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -171,7 +172,7 @@ def prior_predictive(
 
 
 def _thin(idata: az.InferenceData, max_draws: int | None) -> az.InferenceData:
-    post = idata.posterior
+    post = idata["posterior"]
     total = post.sizes["chain"] * post.sizes["draw"]
     if max_draws is None or total <= max_draws:
         return az.InferenceData(posterior=post)
@@ -210,7 +211,7 @@ def posterior_predictive(
     Parameters
     ----------
     fit
-        An ``analysis.fit.Fit`` (its ``idata.posterior`` and the priors and options in
+        An ``analysis.fit.Fit`` (its ``idata["posterior"]`` and the priors and options in
         its ``provenance``).
     module
         The model module the fit came from.
@@ -242,10 +243,16 @@ def posterior_predictive(
             pm.Deterministic(f"_p_{name}", p_t)
     idata = _thin(fit.idata, max_draws)
     names = [b[0] for b in bins]
-    pp = pm.sample_posterior_predictive(
-        idata, model=pm_model, var_names=names + [f"_p_{n}" for n in names],
-        random_seed=seed, progressbar=False, return_inferencedata=False,
-    )
+    pymc_log = logging.getLogger("pymc")
+    level = pymc_log.level
+    pymc_log.setLevel(logging.WARNING)  # not "Sampling: [k]" on the console of every run
+    try:
+        pp = pm.sample_posterior_predictive(
+            idata, model=pm_model, var_names=names + [f"_p_{n}" for n in names],
+            random_seed=seed, progressbar=False, return_inferencedata=False,
+        )
+    finally:
+        pymc_log.setLevel(level)
     lo_q, hi_q = (1 - interval_prob) / 2, 1 - (1 - interval_prob) / 2
     cells: list[dict[str, Any]] = []
     by_var: dict[str, Any] = {}
@@ -466,11 +473,11 @@ def loo(
     if len(dims) != 1:
         raise ValueError(f"observed variables {names} are on different dimensions {sorted(dims)}")
     total = sum(ll[n] for n in names)
-    integrated = _integrated_loglik(pm_model, idata.posterior, bins) if integrate else None
+    integrated = _integrated_loglik(pm_model, idata["posterior"], bins) if integrate else None
     if integrated is not None:
         total = total.copy(data=integrated[0])
     ll_ds = xr.Dataset({"ll": total})
-    ld = az.InferenceData(posterior=idata.posterior, log_likelihood=ll_ds)
+    ld = az.InferenceData(posterior=idata["posterior"], log_likelihood=ll_ds)
     with warnings.catch_warnings():
         # high Pareto k is reported in the result (n_high_k, warning), not as a warning
         warnings.filterwarnings("ignore", message=".*Pareto.*", category=UserWarning)

@@ -66,10 +66,13 @@ exact change of variables (both are Normal given :math:`\sigma_u`):
     c &= \mu_B L + \sqrt{V}\, z_c,\quad V = L^2 s_B^2 + \sigma_u^2 \\
     \beta_B &= \mu_B + \frac{L s_B^2}{V}(c - \mu_B L) + \sqrt{\frac{s_B^2 \sigma_u^2}{V}}\, z_r
     \\
-    u &= (c - \beta_B L)\,\hat x + \sigma_u B w,\qquad z_c, z_r, w \sim \mathcal N(0, 1)
+    u &= (c - \beta_B L)\,\hat x + \sigma_u B \omega,\qquad z_c, z_r, \omega_j \sim
+    \mathcal N(0, 1)
 
 with :math:`\beta_B \sim \mathcal N(\mu_B, s_B^2)` its declared prior and :math:`B` an
-orthonormal basis of the family contrasts orthogonal to :math:`\hat x` and to the constant.
+orthonormal basis of the family contrasts orthogonal to :math:`\hat x` and to the constant
+(saved as ``z_between_total`` = :math:`z_c`, ``z_between_free`` = :math:`z_r`,
+``z_family_resid`` = :math:`\omega`; ``beta_between`` and ``u_family`` are deterministics).
 Prior draws reproduce :math:`\beta_B \sim \mathcal N(\mu_B, s_B^2)` and
 :math:`u \sim \sigma_u\,\mathrm{ZeroSumNormal}(1)` independently (tested). The family
 means are centred over families, so :math:`\alpha_t` is the task intercept of a family of
@@ -78,8 +81,9 @@ average (unweighted) mean size.
 Measured on the default data (``data_raw/``: 14 sized models in 4 families x 3 tasks =
 42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning, 2 cores shared with
 other jobs, so times are upper bounds; ``python bench/zoo.py within_between``):
-``target_accept=0.95``, seeds 20261130 / 1: 0 / 0 divergences, sampling 17.5 / 15.6 s
-after a 30-40 s compile, min bulk ESS 1484 / 1258, max R-hat 1.002 / 1.002;
+``target_accept=0.95``, seeds 20261130 / 1 / 2: 0 / 0 / 1 divergences, sampling
+17.5 / 15.6 / 28.1 s after a 30-97 s compile, min bulk ESS 1484 / 1258 / 1209, max R-hat
+1.002 / 1.002 / 1.002;
 ``target_accept=0.99`` (seed 20261130): 0 divergences, 49 s, ESS 1180, R-hat 1.002.
 :math:`\beta_W` = 0.20 (sd 0.08, 94% HDI 0.05 to 0.35), :math:`\beta_B` = 0.19 (94% HDI
 -0.12 to 0.49): no sign that the between-family slope differs (the simulation has one
