@@ -68,6 +68,18 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         "--no-power", action="store_true", help="skip the 'what this study could detect' simulation"
     )
     p.add_argument(
+        "--hypotheses",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="declared hypotheses (TOML; default: hypotheses.toml of the package)",
+    )
+    p.add_argument(
+        "--no-robustness",
+        action="store_true",
+        help="skip the robustness refits (LOO without the scale term, priors x0.5/x2, other scale variables)",
+    )
+    p.add_argument(
         "--models",
         default="scale,sdt,pooled,within_between",
         help="comma-separated models to fit (scale always; items, self_vs_other on request)",
@@ -193,7 +205,7 @@ def _model_list(spec: str, extra: str) -> tuple[str, ...]:
 
 def _run_config(args: argparse.Namespace, *, report: bool):
     from analysis.fit import SamplerSettings
-    from analysis.hypotheses import DecisionRule
+    from analysis.hypotheses import DEFAULT_HYPOTHESES_FILE, DecisionRule
     from analysis.ingest import parse_map_options
     from analysis.pipeline import DEFAULT_DATA, RunConfig
 
@@ -218,6 +230,8 @@ def _run_config(args: argparse.Namespace, *, report: bool):
         use_cache=not args.no_cache,
         models=_model_list(args.models, getattr(args, "model", "scale")),
         power=not args.no_power,
+        hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
+        robustness=not args.no_robustness,
     )
 
 

@@ -23,7 +23,7 @@ from analysis.cells import build_cells, join_registry, scale_values, to_item_cel
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.frequentist import crosscheck_table, run_frequentist
-from analysis.hypotheses import DecisionRule
+from analysis.hypotheses import DEFAULT_HYPOTHESES_FILE, DecisionRule, load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.registry import load_registry
 from analysis.results import (
@@ -73,6 +73,8 @@ class RunConfig:
     use_cache: bool = True
     models: tuple[str, ...] = ("scale", "sdt", "pooled", "within_between")
     power: bool = True
+    hypotheses: Path = DEFAULT_HYPOTHESES_FILE
+    robustness: bool = True
 
 
 def display_path(p: Path) -> Path:
@@ -199,6 +201,65 @@ def run_fit(
     return f, usable, None
 
 
+def _robustness(
+    cfg: RunConfig,
+    hypotheses: list[Any],
+    fitted: Fit | None,
+    usable: pl.DataFrame,
+    zoo: Any,
+    other: Mapping[str, pl.DataFrame],
+    records: pl.DataFrame,
+    registry: pl.DataFrame | None,
+    reason: str | None,
+    say: Progress,
+) -> dict[str, Any]:
+    """Stage 4b: hypotheses, LOO without the scale term, sensitivity, calibration study."""
+    from analysis.robustness import (
+        calibration_study,
+        evidence_from,
+        hypotheses_section,
+        robustness_refits,
+    )
+    from analysis.zoo import sdt_cells
+
+    fits: dict[str, Fit] = dict(zoo.fits) if zoo is not None else {}
+    if fitted is not None:
+        fits["scale"] = fitted
+    data_for = {
+        name: other.get(name, sdt_cells(usable) if name == "sdt" else usable) for name in fits
+    }
+    why = reason or "the scale model was not fitted"
+    not_fitted = {name: f"model '{name}' was not fitted ({why})" for name in cfg.models}
+    if zoo is not None:
+        for name, entry in zoo.summary.items():
+            if isinstance(entry, dict) and entry.get("fitted") is False:
+                not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
+    say(f"declared hypotheses ({display_path(cfg.hypotheses)})")
+    section = hypotheses_section(
+        hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
+    )
+    sensitivity = None
+    if fitted is not None and cfg.robustness:
+        loo, sensitivity = robustness_refits(
+            main=fitted,
+            usable=usable,
+            records=records,
+            registry=registry,
+            scale=cfg.scale,
+            seed=cfg.seed,
+            settings=cfg.sampler,
+            rule=cfg.rule,
+            cache_dir=(cfg.out / "fits") if cfg.use_cache else None,
+            progress=say,
+        )
+        section["scale_term_loo"] = loo
+    return {
+        "hypotheses": rounded(section),
+        "sensitivity": rounded(sensitivity) if sensitivity else None,
+        "calibration_study": rounded(calibration_study()),
+    }
+
+
 def run(
     cfg: RunConfig, *, progress: Progress | None = None, argv: Sequence[str] | None = None
 ) -> dict[str, Any]:
@@ -206,6 +267,7 @@ def run(
     say: Progress = progress or (lambda _msg: None)
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
+    hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
     say(f"ingesting {len(inputs.record_paths)} file(s)")
@@ -234,10 +296,10 @@ def run(
     )
     zoo = None
     companions = [m for m in cfg.models if m != "scale"]
+    other: dict[str, pl.DataFrame] = {}
     if fitted is not None and companions:
         from analysis.zoo import fit_zoo
 
-        other = {}
         if "items" in companions:
             items = scale_values(join_registry(to_item_cells(ing.records), registry), cfg.scale)
             other["items"] = items.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
@@ -290,6 +352,22 @@ def run(
         },
     )
     results["variance_components"] = rounded(variance_components(fitted)) if fitted else None
+    if results.get("sdt_effect") and zoo is not None and "sdt" in zoo.fits:
+        from analysis.zoo import sdt_cells
+
+        results["sdt_effect"]["curves"] = rounded(
+            population_curves(
+                zoo.fits["sdt"],
+                sdt_cells(usable),
+                hdi_prob=cfg.rule.hdi_prob,
+                intercept="alpha_dprime",
+                slope="dprime_slope_task",
+                link="identity",
+            )
+        )
+    results.update(
+        _robustness(cfg, hypotheses, fitted, usable, zoo, other, ing.records, registry, reason, say)
+    )
     results["design_sensitivity"] = None
     if fitted is not None and cfg.power:
         from analysis.power import mde_from_fit

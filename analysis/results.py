@@ -119,24 +119,34 @@ def slope_decisions(
 
 
 def population_curves(
-    fit: Fit, cells: pl.DataFrame, *, hdi_prob: float, points: int = 25
+    fit: Fit,
+    cells: pl.DataFrame,
+    *,
+    hdi_prob: float,
+    points: int = 25,
+    intercept: str = "alpha",
+    slope: str = "slope_task",
+    link: str = "logit",
 ) -> dict[str, Any]:
-    """Posterior accuracy of an average model (family and model effects at 0) along x, per task.
+    """Posterior curve of an average model (family and model effects at 0) along x, per task.
 
-    Also the prediction for an unseen size one decade beyond the largest model
-    (flagged as extrapolation).
+    ``intercept + slope * x`` per task, through the inverse link (``"logit"``: accuracy of
+    the scale model; ``"identity"``: e.g. d' of the SDT model with
+    ``intercept="alpha_dprime", slope="dprime_slope_task"``). Also the prediction for an
+    unseen size one decade beyond the largest model (flagged as extrapolation).
     """
     x_min, x_max = float(cells["x"].min()), float(cells["x"].max())
     center = float(cells["x_center"][0])
     grid = np.linspace(x_min, x_max + 1.0, points)
-    alpha = _draws(fit, "alpha")
-    slope = _draws(fit, "slope_task")
+    alpha = _draws(fit, intercept)
+    beta = _draws(fit, slope)
     lo_q, hi_q = (1 - hdi_prob) / 2, 1 - (1 - hdi_prob) / 2
+    inverse = {"logit": expit, "identity": lambda v: v}[link]
     out: dict[str, Any] = {}
     for t in alpha["task"].values:
         a = alpha.sel(task=t).values[:, None]
-        b = slope.sel(task=t).values[:, None]
-        p = expit(a + b * grid[None, :])
+        b = beta.sel(task=t).values[:, None]
+        p = inverse(a + b * grid[None, :])
         out[str(t)] = {
             "x": grid.tolist(),
             "scale_value": (grid + center).tolist(),
@@ -146,6 +156,7 @@ def population_curves(
             "extrapolated": (grid > x_max).tolist(),
         }
     return {
+        "quantity": f"{link}^-1({intercept} + {slope} * x)",
         "x_center": center,
         "x_observed_max": x_max,
         "interval": f"{hdi_prob:.0%} equal-tailed",

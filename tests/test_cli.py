@@ -100,3 +100,14 @@ def test_readme_commands_are_what_ci_runs():
     makefile = (ROOT / "Makefile").read_text()
     for target in ("help", "install", "report", "test", "lint"):
         assert re.search(rf"^{target}:", makefile, re.M), target
+
+
+def test_bad_hypotheses_file_stops_before_any_work(tmp_path, capsys):
+    """A mistake in the hypotheses file: one line naming file and line, exit 2, nothing written."""
+    bad = tmp_path / "h.toml"
+    bad.write_text('[[hypothesis]]\nname = "x"\nmodel = "scale"\nparameter = "beta"\ndirection = "up"\n')
+    out = tmp_path / "out"
+    assert main(["run", "--hypotheses", str(bad), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "h.toml" in err[0] and "line 5" in err[0]
+    assert not out.exists()

@@ -42,7 +42,9 @@ DESIGN_KEYS = {
 }
 DECISIONS = {"improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"}
 HOSTILE = "<script>alert(1)</script>"  # a model name that must stay text in the report
-QUICK = ["--draws", "300", "--tune", "300", "--chains", "2", "--models", "scale", "--no-power"]
+QUICK = [
+    "--draws", "300", "--tune", "300", "--chains", "2", "--models", "scale", "--no-power", "--no-robustness",
+]
 
 
 def _small_data(tmp_path: Path, *, sizes: bool = True, seed: int = 3) -> tuple[Path, Path]:
@@ -234,3 +236,68 @@ def test_degenerate_cells_complete_with_reasons(tmp_path, capsys):
     assert rows[("lonely-3b", "refusal")]["n_total"] == 1
     yes = [r for (m, _), r in rows.items() if m == "a-70b" and r["hit_rate"] is not None]
     assert yes and all(r["hit_rate"] == 1.0 and r["false_alarm_rate"] == 1.0 for r in yes)
+
+
+@pytest.mark.e2e
+def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_build):
+    """results.json carries the declared hypotheses, the robustness refits and the calibration study."""
+    from analysis.hypotheses import load_hypotheses
+
+    results = json.loads((quick_build / "results.json").read_text())
+    tasks = sorted(results["scale_effect"]["per_task"])
+    hyp = results["hypotheses"]
+    assert hyp["file"] == "hypotheses.toml" and len(hyp["sha256"]) == 64
+    declared = load_hypotheses(ROOT / "hypotheses.toml")
+    expected = []
+    for h in declared:
+        expected += [f"{h.name}[{t}]" for t in tasks] if h.label == "*" else [h.name]
+    rows = {r["name"]: r for r in hyp["rows"]}
+    assert sorted(rows) == sorted(expected)
+    # the declared overall accuracy hypothesis uses the same default rule as the verdict
+    overall = rows["accuracy_overall"]
+    eff = results["scale_effect"]
+    assert overall["decision"] == eff["decision"] and overall["mean"] == pytest.approx(eff["mean"])
+    for t in tasks:
+        assert rows[f"accuracy_by_task[{t}]"]["decision"] == eff["per_task"][t]["decision"]
+    assert rows["dprime_overall"]["decision"] == results["sdt_effect"]["sensitivity"]["decision"]
+    for r in hyp["rows"]:
+        assert r["decision"] in DECISIONS
+        assert r["supported"] == (r["decision"] == "improves")
+        assert r["finding"] == results["model_zoo"][r["model"]]["diagnostics"]["passed"]
+        assert r["bayes_factor_10"] is None or r["bayes_factor_10"] > 0
+    loo = hyp["scale_term_loo"]
+    assert loo["without_scale_model"] == "pooled(random_effects=True)"
+    assert loo["elpd_diff"] == pytest.approx(
+        loo["with_scale"]["elpd_loo"] - loo["without_scale"]["elpd_loo"], abs=1e-5
+    )
+    sens = results["sensitivity"]
+    assert [v["factor"] for v in sens["priors"]["variants"]] == [0.5, 2.0]
+    assert sens["priors"]["main"]["decision"] == eff["decision"]
+    variables = [v["variable"] for v in sens["scale_variable"]["variants"]]
+    assert variables == ["params", "active_params", "capability"]
+    closed = sorted(m["model"] for m in results["models"] if m["params_b"] is None)
+    assert sens["scale_variable"]["variants"][0]["models_without_variable"] == closed
+    changed = [v["label"] for v in sens["scale_variable"]["variants"] if v["matches_main"] is False]
+    assert sens["scale_variable"]["changed"] == changed
+    assert sens["scale_variable"]["verdict_holds"] == (not changed)
+    curves = results["sdt_effect"]["curves"]
+    assert sorted(curves["tasks"]) == tasks
+    cal = results["calibration_study"]
+    assert cal["complete"] and {a["arm"] for a in cal["arms"]} >= {"scale_null", "sdt_sbc"}
+    null = next(a for a in cal["arms"] if a["arm"] == "scale_null")
+    assert null["improves_rate"]["rate"] <= 0.05 and null["null_check"]["passed"]
+
+
+@pytest.mark.e2e
+def test_no_robustness_skips_the_refits(tmp_path, capsys):
+    rec, reg = _small_data(tmp_path)
+    out = tmp_path / "out"
+    assert main(["run", str(rec), "--registry", str(reg), "--out", str(out), *QUICK, "--no-report"]) == 0
+    results = json.loads((out / "results.json").read_text())
+    assert results["sensitivity"] is None
+    assert results["hypotheses"]["scale_term_loo"] is None
+    rows = {r["name"]: r for r in results["hypotheses"]["rows"]}
+    # sdt was not in --models: its hypotheses are not estimable, with the reason
+    assert rows["dprime_overall"]["decision"] == "not_estimable"
+    assert "was not fitted" in rows["dprime_overall"]["reason"]
+    assert rows["accuracy_overall"]["decision"] == results["scale_effect"]["decision"]

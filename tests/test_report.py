@@ -24,6 +24,7 @@ SECTIONS = [
     "Accuracy by model and task",
     "Scaling",
     "Skill beyond base rates",
+    "Robustness",
     "Frequentist cross-checks",
     "Model and diagnostics",
     "Methods paragraph",
@@ -84,3 +85,23 @@ def test_report_pdf_has_the_sections(build_copy):
     ).stdout
     for section in SECTIONS:
         assert section in text, section
+
+
+def test_robustness_numbers_come_from_results_json(build_copy):
+    """Hypotheses, sensitivity and calibration tables quote results.json, not a cached text."""
+    path = build_copy / "results.json"
+    results = json.loads(path.read_text())
+    results["hypotheses"]["rows"][0].update(prob_direction=0.6543, bf_display="~42.4")
+    loo = results["hypotheses"]["scale_term_loo"]
+    loo.update(elpd_diff=-7.77, dse=1.11)
+    variant = results["sensitivity"]["priors"]["variants"][1]
+    variant.update(mean=1.2345, decision="worsens", matches_main=False)
+    results["sensitivity"]["priors"].update(verdict_holds=False, changed=[variant["label"]])
+    arm = results["calibration_study"]["arms"][0]
+    arm["coverage90"] = {"rate": 0.333, "ci95": [0.111, 0.555], "k": 1, "n": 3}
+    path.write_text(json.dumps(results))
+    html = render_report(build_copy).read_text()
+    for token in ("0.654", "~42.4", "-7.8", "1.234", "33% [11, 56]"):
+        assert token in html, token
+    assert "model without the scale term predicts better" in html
+    assert "<strong>changes</strong> under priors half and twice as wide" in html

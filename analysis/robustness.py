@@ -1,0 +1,204 @@
+"""Stage 4b: declared hypotheses, the scale-term LOO, sensitivity refits, the calibration study.
+
+Called by :func:`analysis.pipeline.run` after the model zoo is fitted. Everything here either
+reads existing fits (hypotheses, Savage-Dickey Bayes factors) or refits through
+:func:`analysis.fit.fit`, so every refit has its own cache entry and an unchanged second
+run reuses them all. The results land in ``results.json`` as
+
+``hypotheses``
+    the declared hypotheses file (path, SHA-256), one row per parameter
+    (:func:`analysis.hypotheses.evaluate_all`) and ``scale_term_loo``
+    (:func:`analysis.hypotheses.scale_term_loo`);
+``sensitivity``
+    ``priors`` (:func:`analysis.sensitivity.prior_sensitivity`) and ``scale_variable``
+    (:func:`analysis.sensitivity.scale_variable_sensitivity`);
+``calibration_study``
+    the committed results of ``bench/calibration.py`` (:func:`calibration_study`), so the
+    report shows the study without re-running it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analysis.fit import Fit, SamplerSettings
+from analysis.hypotheses import (
+    DecisionRule,
+    Evidence,
+    Hypothesis,
+    evaluate_all,
+    file_sha256,
+    scale_term_loo,
+)
+
+Progress = Callable[[str], None]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+#: The committed calibration study (``bench/calibration.py`` writes it).
+CALIBRATION_JSON = REPO_ROOT / "bench" / "results" / "calibration.json"
+
+
+def _models_per_task(data: pl.DataFrame) -> dict[str, int]:
+    return {
+        str(t): data.filter(pl.col("task") == t)["model"].n_unique()
+        for t in sorted(data["task"].unique().to_list())
+    }
+
+
+def evidence_from(
+    fits: Mapping[str, Fit], data_for: Mapping[str, pl.DataFrame], not_fitted: Mapping[str, str]
+) -> dict[str, Evidence | str]:
+    """The fitted models as :func:`~analysis.hypotheses.evaluate_all` wants them.
+
+    Parameters
+    ----------
+    fits
+        Model name -> its fit.
+    data_for
+        Model name -> the table it was fitted to (for the number of models, overall and
+        per task).
+    not_fitted
+        Model name -> why it was not fitted (shown as the hypothesis' reason).
+    """
+    out: dict[str, Evidence | str] = dict(not_fitted)
+    for name, f in fits.items():
+        data = data_for[name]
+        out[name] = Evidence(
+            idata=f.idata,
+            n_models=data["model"].n_unique(),
+            models_per_label=_models_per_task(data),
+            diagnostics_passed=bool(f.diagnostics.get("passed")),
+        )
+    return out
+
+
+def hypotheses_section(
+    hypotheses: list[Hypothesis], path: Path, evidence: Mapping[str, Evidence | str]
+) -> dict[str, Any]:
+    """``results["hypotheses"]`` without the LOO part: the file and one row per parameter."""
+    rows = evaluate_all(hypotheses, evidence)
+    return {
+        "file": str(path),
+        "sha256": file_sha256(path),
+        "declared": [h.as_dict() for h in hypotheses],
+        "rows": rows,
+        "scale_term_loo": None,
+    }
+
+
+def robustness_refits(
+    *,
+    main: Fit,
+    usable: pl.DataFrame,
+    records: pl.DataFrame,
+    registry: pl.DataFrame | None,
+    scale: str,
+    seed: int,
+    settings: SamplerSettings,
+    rule: DecisionRule,
+    cache_dir: Path | None,
+    progress: Progress,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The LOO comparison without the scale term, and the two sensitivity refit families.
+
+    Returns
+    -------
+    (scale_term_loo, sensitivity)
+        As :func:`~analysis.hypotheses.scale_term_loo` returns, and
+        ``{"priors": ..., "scale_variable": ...}``.
+    """
+    from analysis.sensitivity import prior_sensitivity, scale_variable_sensitivity
+
+    per_task = _models_per_task(usable)
+    progress("LOO with and without the scale term (fitting pooled with random effects)")
+    loo = scale_term_loo(main, usable, seed=seed, settings=settings, cache_dir=cache_dir)
+    priors = prior_sensitivity(
+        usable,
+        seed=seed,
+        settings=settings,
+        rule=rule,
+        main=main,
+        models_per_task=per_task,
+        cache_dir=cache_dir,
+        progress=progress,
+    )
+    variables = scale_variable_sensitivity(
+        records,
+        registry,
+        seed=seed,
+        settings=settings,
+        main_scale=scale,
+        rule=rule,
+        main=main,
+        cache_dir=cache_dir,
+        progress=progress,
+    )
+    return loo, {"priors": priors, "scale_variable": variables}
+
+
+_ARM_KEYS = (
+    "arm",
+    "model",
+    "effect",
+    "generator",
+    "null",
+    "n_fits",
+    "n_models",
+    "cells",
+    "coverage50",
+    "coverage90",
+    "coverage50_passed",
+    "coverage90_passed",
+    "improves_rate",
+    "any_task_improves_rate",
+    "task_improves_rate",
+    "task_coverage50",
+    "task_coverage90",
+    "null_check",
+    "rank_histogram",
+    "task_rank_histogram",
+    "rmse",
+    "mean_posterior_sd",
+    "n_passed_diagnostics",
+    "fits_with_divergences",
+    "sampler",
+    "decisions",
+    "median_seconds_per_fit",
+)
+
+
+def calibration_study(path: Path = CALIBRATION_JSON) -> dict[str, Any] | None:
+    """The committed calibration study, summarised for ``results.json``.
+
+    Returns ``None`` when the file is absent (a checkout without ``bench/results``). The
+    per-fit columns are left out (they stay in the file); the SHA-256 of the file ties the
+    report's table to it.
+    """
+    if not path.is_file():
+        return None
+    raw = json.loads(path.read_text())
+    arms = [{k: a.get(k) for k in _ARM_KEYS} for a in raw.get("arms", [])]
+    try:
+        shown = str(path.relative_to(REPO_ROOT))
+    except ValueError:
+        shown = str(path)
+    return {
+        "file": shown,
+        "sha256": file_sha256(path),
+        "command": raw.get("command"),
+        "generated_utc": raw.get("generated_utc"),
+        "complete": raw.get("complete"),
+        "sims_per_arm": raw.get("sims_per_arm"),
+        "seed": raw.get("seed"),
+        "rule": raw.get("rule"),
+        "levels": raw.get("levels"),
+        "rank_draws": raw.get("rank_draws"),
+        "versions": raw.get("versions"),
+        "simuk": raw.get("simuk"),
+        "arms": arms,
+    }
