@@ -101,8 +101,10 @@ import math
 import re
 import tomllib
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from itertools import product
 from pathlib import Path
 from typing import Any, Final
 
@@ -149,6 +151,8 @@ RAW_MAX: Final = 500
 
 _JSON_SAMPLE_LINES: Final = 1000
 _JSON_CHUNK_MIN: Final = 64
+_CHUNK: Final = 1 << 24  # bytes per read when hashing and counting lines
+_FORM_PROBE: Final = 10_000  # rows sampled to judge whether a column has few distinct values
 _BOM: Final = b"\xef\xbb\xbf"
 _CONFIG_KEYS: Final = ("map", "tasks", "defaults")
 _LINE: Final = "__line"
@@ -539,29 +543,116 @@ def _json_text(value: object) -> str | None:
     return json.dumps(value, ensure_ascii=False)
 
 
-def _read_jsonl(inp: _Input, data: bytes, wanted: set[str]) -> _Read:
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    if not data.strip():
-        return _empty_read()
+@dataclass(frozen=True)
+class _FileInfo:
+    """What one streaming pass over a file's bytes found (see :func:`_scan`)."""
+
+    sha256: str
+    size: int
+    newlines: int
+    ends_with_newline: bool
+    bom: bool
+    blank: bool  # no bytes, or only ASCII white space, after the byte-order mark
+
+    @property
+    def lines(self) -> int:
+        """Physical lines: newlines, plus one for a last line without a newline."""
+        return self.newlines + (0 if self.ends_with_newline or self.size == 0 else 1)
+
+
+def _scan(inp: _Input, total: Any) -> _FileInfo:
+    """Hash ``inp`` in chunks (its own SHA-256 and the data hash ``total``) and count lines.
+
+    The file is never held in memory whole: polars reads it from the path afterwards.
+    """
     try:
-        data.decode("utf-8")
-        valid = True
-    except UnicodeDecodeError:
-        valid = False
-    # Keys: the first lines, plus every canonical/mapped name that occurs in the bytes.
+        size = inp.path.stat().st_size
+        handle = inp.path.open("rb")
+    except OSError as exc:
+        raise InputError(
+            format_input_error(
+                inp.name, f"cannot read the file ({exc.strerror})", "Check its permissions"
+            )
+        ) from exc
+    total.update(inp.hash_name.encode("utf-8"))
+    total.update(b"\0")
+    total.update(size.to_bytes(8, "big"))
+    own = hashlib.sha256()
+    newlines = seen = 0
+    last = b""
+    bom = False
+    blank = True
+    with handle:
+        while chunk := handle.read(_CHUNK):
+            body = chunk
+            if seen == 0:
+                bom = chunk.startswith(_BOM)
+                body = chunk[len(_BOM) :] if bom else chunk
+            seen += len(chunk)
+            own.update(chunk)
+            total.update(chunk)
+            newlines += chunk.count(b"\n")
+            if blank and body and not body.isspace():
+                blank = False
+            last = chunk[-1:]
+    if seen != size:
+        raise InputError(
+            format_input_error(
+                inp.name, "the file changed while it was read", "Ingest files that are complete"
+            )
+        )
+    return _FileInfo(own.hexdigest(), size, newlines, last == b"\n", bom, blank)
+
+
+def _peek(inp: _Input) -> tuple[bool, bool]:
+    """``(has a byte-order mark, certainly not blank)`` from the first bytes of a file."""
+    try:
+        with inp.path.open("rb") as handle:
+            head = handle.read(1 << 16)
+    except OSError as exc:
+        raise InputError(
+            format_input_error(
+                inp.name, f"cannot read the file ({exc.strerror})", "Check its permissions"
+            )
+        ) from exc
+    bom = head.startswith(_BOM)
+    body = head[len(_BOM) :] if bom else head
+    return bom, bool(body) and not body.isspace()
+
+
+def _source(inp: _Input, bom: bool) -> Path | io.BytesIO:
+    """What polars reads: the path (memory-mapped), or the bytes after a byte-order mark."""
+    if bom:
+        return io.BytesIO(inp.path.read_bytes()[len(_BOM) :])
+    return inp.path
+
+
+def _file_bytes(inp: _Input) -> bytes:
+    """The whole file without its byte-order mark (the line-by-line paths only)."""
+    data = inp.path.read_bytes()
+    return data[len(_BOM) :] if data.startswith(_BOM) else data
+
+
+def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) -> _Read:
+    """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
+    bom, filled = _peek(inp)
+    if not filled and scan().blank:
+        return _empty_read()
+    # Keys: the first lines, plus every canonical/mapped name (read as text, null if absent).
     sample_keys: dict[str, None] = {}
-    stream = io.BytesIO(data)
-    for _ in range(_JSON_SAMPLE_LINES):
-        chunk = stream.readline()
-        if not chunk:
-            break
-        try:
-            obj = json.loads(chunk)
-        except ValueError:
-            continue
-        if isinstance(obj, dict):
-            sample_keys.update(dict.fromkeys(obj))
+    with inp.path.open("rb") as stream:
+        if bom:
+            stream.seek(len(_BOM))
+        for _ in range(_JSON_SAMPLE_LINES):
+            chunk = stream.readline()
+            if not chunk:
+                break
+            try:
+                obj = json.loads(chunk)
+            except ValueError:
+                continue
+            if isinstance(obj, dict):
+                sample_keys.update(dict.fromkeys(obj))
     keys = [*sample_keys, *sorted(set(wanted) - set(sample_keys))]
     schema: dict[str, pl.DataType] = {k: pl.Utf8() for k in keys}
 
@@ -570,18 +661,27 @@ def _read_jsonl(inp: _Input, data: bytes, wanted: set[str]) -> _Read:
         late = [k for k in keys if k not in sample_keys and frame[k].null_count() < frame.height]
         return [*sample_keys, *late, *(k for k in extra if k not in schema)]
 
-    if valid:
-        n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-        try:
-            frame = pl.read_ndjson(io.BytesIO(data), schema=schema)
-        except Exception:  # noqa: BLE001 - any parse failure sends the file line by line
-            frame = None
-        if frame is not None and frame.height == n_lines:
-            frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-            return _Read(frame, n_lines, seen(frame, {}), raw=_line_raw(inp.path))
+    # Fast path: polars parses the whole file. It fails on invalid UTF-8 and invalid JSON,
+    # and a blank line makes its row count differ from the line count: all go line by line.
+    try:
+        frame = pl.read_ndjson(_source(inp, bom), schema=schema)
+    except Exception:  # noqa: BLE001 - any parse failure sends the file line by line
+        frame = None
+    n_lines = scan().lines
+    if frame is not None and frame.height == n_lines:
+        frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
+        return _Read(frame, n_lines, seen(frame, {}), raw=_line_raw(inp.path))
+    del frame
 
     # Line by line: skip blanks, quarantine invalid UTF-8, parse the rest in chunks.
+    data = _file_bytes(inp)
+    try:
+        data.decode("utf-8")
+        valid = True
+    except UnicodeDecodeError:
+        valid = False
     text_lines = data.decode("utf-8", "surrogateescape").split("\n")
+    del data
     bad: list[tuple[int, str, str, str]] = []
     items: list[tuple[int, str]] = []
     for number, line in enumerate(text_lines, start=1):
@@ -660,8 +760,8 @@ def _parse_json_chunks(
         frames.append(pl.DataFrame(rows, schema={**schema, _LINE: pl.Int64()}))
 
 
-def _csv_header(inp: _Input, text: str) -> list[str]:
-    reader = csv.reader(io.StringIO(text, newline=""))
+def _csv_header(inp: _Input, lines: Iterable[str]) -> list[str]:
+    reader = csv.reader(lines)
     try:
         header = next(reader)
     except (StopIteration, csv.Error) as exc:
@@ -709,34 +809,41 @@ def _csv_header(inp: _Input, text: str) -> list[str]:
 
 
 def _drop_blank_rows(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
-    blank = pl.all_horizontal([pl.col(c).str.strip_chars().fill_null("") == "" for c in columns])
-    return frame.filter(~blank)
+    """Drop rows whose every cell is empty or white space (a blank row is not read)."""
+
+    def empty(c: str) -> pl.Expr:
+        return pl.col(c).is_null() | (pl.col(c).str.strip_chars() == "")
+
+    # Only rows with an empty first cell can be blank: check the other cells on those only.
+    maybe = frame.filter(empty(columns[0]))
+    if maybe.height == 0:
+        return frame
+    blank = maybe.filter(pl.all_horizontal([empty(c) for c in columns])).get_column(_LINE)
+    return frame.filter(~pl.col(_LINE).is_in(blank.implode())) if blank.len() else frame
 
 
-def _read_csv(inp: _Input, data: bytes) -> _Read:
-    if data.startswith(_BOM):
-        data = data[len(_BOM) :]
-    if not data.strip():
+def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
+    """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
+    bom, filled = _peek(inp)
+    if not filled and scan().blank:
         return _empty_read()
+    with inp.path.open("rb") as raw:
+        if bom:
+            raw.seek(len(_BOM))
+        lines = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+        header = _csv_header(inp, lines)
     try:
-        data.decode("utf-8")
-        valid = True
-    except UnicodeDecodeError:
-        valid = False
-    text = data.decode("utf-8", "surrogateescape")
-    header = _csv_header(inp, text)
-    if valid:
-        n_lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-        try:
-            frame = pl.read_csv(io.BytesIO(data), infer_schema=False, has_header=True)
-        except Exception:  # noqa: BLE001 - malformed rows go line by line
-            frame = None
-        if frame is not None and frame.width == len(header) and frame.height == n_lines - 1:
-            frame.columns = header
-            frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-            frame = _drop_blank_rows(frame, header)
-            return _Read(frame, frame.height, header, raw=_line_raw(inp.path))
-    return _read_csv_slow(inp, text, header)
+        frame = pl.read_csv(_source(inp, bom), infer_schema=False, has_header=True)
+    except Exception:  # noqa: BLE001 - malformed rows and invalid UTF-8 go line by line
+        frame = None
+    n_lines = scan().lines
+    if frame is not None and frame.width == len(header) and frame.height == n_lines - 1:
+        frame.columns = header
+        frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(_LINE))
+        frame = _drop_blank_rows(frame, header)
+        return _Read(frame, frame.height, header, raw=_line_raw(inp.path))
+    del frame
+    return _read_csv_slow(inp, _file_bytes(inp).decode("utf-8", "surrogateescape"), header)
 
 
 def _read_csv_slow(inp: _Input, text: str, header: list[str]) -> _Read:
@@ -787,9 +894,9 @@ def _read_csv_slow(inp: _Input, text: str, header: list[str]) -> _Read:
     return _Read(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
 
 
-def _read_parquet(inp: _Input, data: bytes) -> _Read:
+def _read_parquet(inp: _Input) -> _Read:
     try:
-        frame = pl.read_parquet(io.BytesIO(data))
+        frame = pl.read_parquet(inp.path)
     except Exception as exc:  # noqa: BLE001 - any failure is the file's fault
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
@@ -916,41 +1023,192 @@ def _text(name: str, dtype: pl.DataType) -> pl.Expr:
     return pl.when(expr == "").then(None).otherwise(expr)
 
 
+def _case_variants(words: Iterable[str]) -> list[str]:
+    """Every upper/lower-case spelling of ASCII ``words`` (``yes`` -> ``yes, yeS, ..., YES``)."""
+    return sorted(
+        {"".join(chars) for w in words for chars in product(*((c.lower(), c.upper()) for c in w))}
+    )
+
+
+#: Spellings of the booleans in any case: matching them is what lower-casing and then
+#: comparing would do (no non-ASCII character lower-cases to these letters), at a fraction
+#: of the cost.
+_TRUE_SPELLINGS: Final = _case_variants(TRUE_STRINGS)
+_FALSE_SPELLINGS: Final = _case_variants(FALSE_STRINGS)
+
+
 def _bool_of(text: pl.Expr) -> pl.Expr:
-    low = text.str.to_lowercase()
     return (
-        pl.when(low.is_in(sorted(TRUE_STRINGS)))
+        pl.when(text.is_in(_TRUE_SPELLINGS))
         .then(True)
-        .when(low.is_in(sorted(FALSE_STRINGS)))
+        .when(text.is_in(_FALSE_SPELLINGS))
         .then(False)
         .otherwise(None)
     )
 
 
+def _forms(frame: pl.DataFrame, absent: frozenset[str]) -> dict[str, str]:
+    """Text columns whose values need no normalisation, found from their distinct values.
+
+    ``"clean"``: no value is empty or has surrounding white space, so the column is its own
+    stripped text; ``"binary"``: clean and only ``true``/``false``; ``"status"``: clean and
+    only lower-case statuses. Checking the distinct values is cheap for the usual
+    low-cardinality columns; a column with many distinct values (judged from its first
+    rows) is not checked and is normalised row by row.
+    """
+    forms: dict[str, str] = {}
+    for c in INPUT_COLUMNS:
+        if c in absent or frame.schema[c] != pl.Utf8:
+            continue
+        column = frame.get_column(c)
+        if column.head(_FORM_PROBE).n_unique() > _FORM_PROBE // 4:
+            continue
+        values = column.unique().drop_nulls()
+        if values.len() * 4 > column.len():
+            continue
+        if (values == "").any() or not (values.str.strip_chars() == values).all():
+            continue
+        forms[c] = "clean"
+        if c == "status" and values.is_in(list(STATUSES)).all():
+            forms[c] = "status"
+        elif values.is_in(["true", "false"]).all():
+            forms[c] = "binary"
+    return forms
+
+
 def _validate(
-    frame: pl.DataFrame, *, source_file: str, tasks: tuple[str, ...] | None
+    frame: pl.DataFrame, *, tasks: tuple[str, ...] | None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
-    """Split canonical columns of one file into valid records and ``(line, cat, reason)``."""
-    schema = frame.schema
-    t = {c: _text(c, schema[c]).alias(f"__t_{c}") for c in INPUT_COLUMNS}
-    stage = frame.with_columns(t.values())
+    """Split canonical columns of one file into valid records and ``(line, cat, reason)``.
+
+    One fused lazy query normalises every row and computes a single "fails some rule" flag;
+    the first failing rule and its reason text are worked out only for the failing rows.
+    A column that is null throughout (absent from the file) is not processed at all, and a
+    typed column (Boolean ``correct``, numeric ``confidence``/``sample``) is not turned into
+    text.
+    """
+    height = frame.height
+    absent = frozenset(c for c in INPUT_COLUMNS if frame.get_column(c).null_count() == height)
+    rules, outputs, stages, reason_texts = _rules(
+        frame.schema, absent, _forms(frame, absent), tasks
+    )
+    failing = pl.any_horizontal([cond.fill_null(False) for _, cond, _ in rules])
+    lazy = frame.lazy()
+    for stage in stages:
+        lazy = lazy.with_columns(stage)
+    checked = lazy.select(*outputs, failing.alias("__bad")).collect()
+    mask = checked.get_column("__bad")
+    good = checked.drop("__bad").cast(pl.Schema(_GOOD_SCHEMA))
+    if not mask.any():
+        return good, pl.DataFrame(schema=_BAD_SCHEMA)
+    good = good.filter(~mask)
+    # The failing rows only: number of the first failing rule, then its reason.
+    failed = frame.filter(mask).lazy()
+    if reason_texts:
+        failed = failed.with_columns(reason_texts)
+    for stage in stages:
+        failed = failed.with_columns(stage)
+    rule = pl.coalesce(
+        [
+            pl.when(cond.fill_null(False)).then(pl.lit(number, dtype=pl.Int32))
+            for number, (_, cond, _) in enumerate(rules)
+        ]
+    )
+    reason = pl.coalesce(
+        [pl.when(pl.col("__rule") == number).then(why) for number, (_, _, why) in enumerate(rules)]
+    )
+    bad = (
+        failed.with_columns(rule.alias("__rule"))
+        .select(
+            pl.col(_LINE),
+            pl.col("__rule")
+            .replace_strict(
+                list(range(len(rules))), [name for name, _, _ in rules], return_dtype=pl.Utf8
+            )
+            .alias("__cat"),
+            reason.alias("__reason"),
+        )
+        .collect()
+    )
+    return good, bad
+
+
+#: Columns of the valid rows :func:`_validate` returns (``source_file`` is added at the end).
+_GOOD_SCHEMA: Final = {**{c: t for c, t in RECORD_SCHEMA.items() if c != "source_file"}}
+_BAD_SCHEMA: Final = {_LINE: pl.Int64(), "__cat": pl.Utf8(), "__reason": pl.Utf8()}
+
+
+def _rules(
+    schema: Mapping[str, pl.DataType],
+    absent: frozenset[str],
+    forms: Mapping[str, str],
+    tasks: tuple[str, ...] | None,
+) -> tuple[list[tuple[str, pl.Expr, pl.Expr]], list[pl.Expr], list[list[pl.Expr]], list[pl.Expr]]:
+    """Expressions of the validation: ``(rules, outputs, stages)``.
+
+    ``stages`` are ``with_columns`` steps that add the normalised helper columns
+    (``reason_texts`` adds the text of typed columns, needed for reason messages only);
+    ``rules`` are ``(category, condition, reason)`` in order (the first failing one names
+    the reason); ``outputs`` are the record columns of a valid row.
+    """
+    null_text = pl.lit(None, dtype=pl.Utf8)
 
     def tc(c: str) -> pl.Expr:
-        return pl.col(f"__t_{c}")
+        if c in absent:
+            return null_text
+        return pl.col(c) if c in forms else pl.col(f"__t_{c}")
+
+    def given(c: str) -> pl.Expr:
+        """Whether the row has a (non-empty) value in ``c``."""
+        if c in absent:
+            return pl.lit(False)
+        return tc(c).is_not_null() if schema[c] == pl.Utf8 else pl.col(c).is_not_null()
+
+    def typed(c: str) -> bool:
+        return c not in absent and schema[c] != pl.Utf8
+
+    # Text of every column that needs it; a typed column's text only for reason messages,
+    # which are built on the failing rows alone (cheap there).
+    native = {
+        c
+        for c in ("confidence", "sample", "correct")
+        if typed(c)
+        and (
+            schema[c] == pl.Boolean
+            or (c == "confidence" and schema[c].is_numeric())
+            or (c == "sample" and (schema[c].is_integer() or schema[c].is_float()))
+        )
+    }
+    texts = [
+        _text(c, schema[c]).alias(f"__t_{c}")
+        for c in INPUT_COLUMNS
+        if c not in absent and c not in native and c not in forms
+    ]
+    reason_texts = [_text(c, schema[c]).alias(f"__t_{c}") for c in sorted(native)]
 
     # prediction / outcome: canonical booleans or stripped text
     def binary_text(c: str) -> pl.Expr:
+        if c in absent:
+            return null_text
+        if forms.get(c) == "binary":
+            return pl.col(c)
         b = _bool_of(tc(c))
         return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(tc(c))
 
     # correct
-    if schema["correct"] == pl.Boolean:
+    if typed("correct") and schema["correct"] == pl.Boolean:
         correct = pl.col("correct")
+    elif "correct" in absent:
+        correct = pl.lit(None, dtype=pl.Boolean)
+    elif forms.get("correct") == "binary":
+        correct = pl.col("correct") == "true"
     else:
         correct = _bool_of(tc("correct"))
     # confidence
     cdt = schema["confidence"]
-    if cdt.is_numeric():
+    if "confidence" in absent:
+        confidence = pl.lit(None, dtype=pl.Float64)
+    elif cdt.is_numeric():
         confidence = pl.col("confidence").cast(pl.Float64)
     elif cdt == pl.Boolean:
         confidence = pl.lit(None, dtype=pl.Float64)
@@ -958,7 +1216,9 @@ def _validate(
         confidence = tc("confidence").cast(pl.Float64, strict=False)
     # sample
     sdt = schema["sample"]
-    if sdt.is_integer():
+    if "sample" in absent:
+        sample = pl.lit(None, dtype=pl.Int64)
+    elif sdt.is_integer():
         sample = pl.col("sample").cast(pl.Int64)
     elif sdt == pl.Boolean:
         sample = pl.lit(None, dtype=pl.Int64)
@@ -976,14 +1236,20 @@ def _validate(
             if sdt.is_float()
             else pl.coalesce(tc("sample").cast(pl.Int64, strict=False), integral)
         )
-    stage = stage.with_columns(
+    if "status" in absent:
+        status_text = pl.lit("ok")
+    elif forms.get("status") == "status":
+        status_text = pl.col("status").fill_null("ok")
+    else:
+        status_text = tc("status").str.to_lowercase().fill_null("ok")
+    derived = [
         binary_text("prediction").alias("__pred"),
         binary_text("outcome").alias("__out"),
         correct.alias("__corr"),
         confidence.alias("__conf"),
         sample.alias("__sample"),
-        tc("status").str.to_lowercase().fill_null("ok").alias("__status"),
-    )
+        status_text.alias("__status"),
+    ]
     pred, out, corr = pl.col("__pred"), pl.col("__out"), pl.col("__corr")
     conf, smp, status = pl.col("__conf"), pl.col("__sample"), pl.col("__status")
     eff_status = (
@@ -998,33 +1264,49 @@ def _validate(
         ("missing value", tc(c).is_null(), pl.lit(f"missing value in required column '{c}'"))
         for c in REQUIRED
     ]
-    rules += [
-        (
-            "invalid status",
-            ~status.is_in(list(STATUSES)),
-            pl.format(
-                "invalid status '{}' (allowed: {})", shown("status"), pl.lit(", ".join(STATUSES))
-            ),
-        ),
-        (
-            "invalid confidence",
-            (tc("confidence").is_not_null() & conf.is_null())
-            | (conf.is_not_null() & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))),
-            pl.format(
-                "invalid confidence '{}' (must be a finite number in [0, 1])", shown("confidence")
-            ),
-        ),
-        (
-            "invalid sample",
-            (tc("sample").is_not_null() & smp.is_null()) | (smp < 0),
-            pl.format("invalid sample '{}' (must be a non-negative integer)", shown("sample")),
-        ),
-        (
-            "invalid correct",
-            tc("correct").is_not_null() & corr.is_null(),
-            pl.format("invalid correct '{}' (must be true/false/1/0/yes/no)", shown("correct")),
-        ),
-    ]
+    if "status" not in absent:
+        rules.append(
+            (
+                "invalid status",
+                ~status.is_in(list(STATUSES)),
+                pl.format(
+                    "invalid status '{}' (allowed: {})",
+                    shown("status"),
+                    pl.lit(", ".join(STATUSES)),
+                ),
+            )
+        )
+    if "confidence" not in absent:
+        rules.append(
+            (
+                "invalid confidence",
+                (given("confidence") & conf.is_null())
+                | (
+                    conf.is_not_null()
+                    & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))
+                ),
+                pl.format(
+                    "invalid confidence '{}' (must be a finite number in [0, 1])",
+                    shown("confidence"),
+                ),
+            )
+        )
+    if "sample" not in absent:
+        rules.append(
+            (
+                "invalid sample",
+                (given("sample") & smp.is_null()) | (smp < 0),
+                pl.format("invalid sample '{}' (must be a non-negative integer)", shown("sample")),
+            )
+        )
+    if "correct" not in absent:
+        rules.append(
+            (
+                "invalid correct",
+                given("correct") & corr.is_null(),
+                pl.format("invalid correct '{}' (must be true/false/1/0/yes/no)", shown("correct")),
+            )
+        )
     if tasks is not None:
         rules.append(
             (
@@ -1057,27 +1339,7 @@ def _validate(
             ),
         ),
     ]
-    # One pass for the first failing rule (cheap integers); reasons only for failing rows.
-    rule = pl.coalesce(
-        [
-            pl.when(cond.fill_null(False)).then(pl.lit(number, dtype=pl.Int32))
-            for number, (_, cond, _) in enumerate(rules)
-        ]
-    )
-    reason = pl.coalesce(
-        [pl.when(pl.col("__rule") == number).then(why) for number, (_, _, why) in enumerate(rules)]
-    )
-    stage = stage.with_columns(rule.alias("__rule"))
-    bad = stage.filter(pl.col("__rule").is_not_null()).select(
-        pl.col(_LINE),
-        pl.col("__rule")
-        .replace_strict(
-            list(range(len(rules))), [name for name, _, _ in rules], return_dtype=pl.Utf8
-        )
-        .alias("__cat"),
-        reason.alias("__reason"),
-    )
-    good = stage.filter(pl.col("__rule").is_null()).select(
+    outputs = [
         tc("model").alias("model"),
         tc("task").alias("task"),
         tc("item_id").alias("item_id"),
@@ -1095,50 +1357,107 @@ def _validate(
         eff_status.alias("status"),
         tc("run_id").alias("run_id"),
         smp.fill_null(0).alias("sample"),
-        pl.lit(source_file, dtype=pl.Utf8).alias("source_file"),
         pl.col(_LINE).alias("source_line"),
-    )
-    return good.cast(pl.Schema(RECORD_SCHEMA)), bad
+    ]
+    return rules, outputs, [texts, derived], reason_texts
 
 
-def _deduplicate(records: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame, int]:
-    """Return ``(kept, conflicts, n_exact_copies)``; records must be in reading order.
+def _key_codes(records: pl.DataFrame) -> pl.Expr | list[str]:
+    """One ``UInt64`` sort key that orders rows as ``KEY`` does, or the columns to sort by.
 
-    ``conflicts`` has ``__file_idx``, ``source_line``, ``reason`` of every conflicting copy.
+    Each key column becomes the rank of its value among the column's distinct values
+    (strings in byte order, as polars sorts them), and the ranks are packed into one
+    integer: sorting that is much cheaper than a multi-column string sort. When the packed
+    ranks would not fit in 64 bits, the ``KEY`` columns themselves are returned.
     """
-    key = list(KEY)
-    dup_mask = records.select(pl.struct(key).is_duplicated()).to_series()
-    if not dup_mask.any():
-        return (
-            records,
-            pl.DataFrame(
-                schema={"__file_idx": pl.Int64(), "source_line": pl.Int64(), "reason": pl.Utf8()}
-            ),
-            0,
-        )
-    single = records.filter(~dup_mask)
-    multi = records.filter(dup_mask).with_columns(
-        pl.struct(list(COMPARED)).n_unique().over(key).alias("__nv"),
-        pl.int_range(pl.len()).over(key).alias("__rank"),
+    codes: list[tuple[pl.Expr, int]] = []
+    total = 1
+    for c in KEY:
+        column = records.get_column(c)
+        if column.dtype == pl.Utf8:
+            levels = column.unique().sort()
+            n_levels = levels.len()
+            if n_levels * 4 <= column.len():
+                code = pl.col(c).cast(pl.Enum(levels)).to_physical().cast(pl.UInt64)
+            else:  # many distinct values: ranking sorts the column anyway
+                code = pl.col(c).rank("dense").cast(pl.UInt64) - 1
+        else:  # sample: a non-negative Int64
+            low, high = column.min(), column.max()
+            if not isinstance(low, int) or not isinstance(high, int) or low < 0 or high >= 2**32:
+                return list(KEY)
+            n_levels = high + 1
+            code = pl.col(c).cast(pl.UInt64)
+        total *= max(n_levels, 1)
+        if total >= 2**63:
+            return list(KEY)
+        codes.append((code, max(n_levels, 1)))
+    packed = pl.lit(0, dtype=pl.UInt64)
+    for code, size in codes:
+        packed = packed * pl.lit(size, dtype=pl.UInt64) + code
+    return packed
+
+
+def _order_and_deduplicate(
+    records: pl.DataFrame,
+) -> tuple[pl.DataFrame, pl.DataFrame, int]:
+    """Sort valid rows by ``KEY`` and reading order; return ``(kept, conflicts, n_copies)``.
+
+    ``records`` must be in reading order (files by index, lines ascending): the sort is
+    stable, so rows with equal keys stay in reading order, which is the order of
+    ``source_file, source_line`` (files are indexed in sorted name order). Copies of a key
+    are then adjacent. ``conflicts`` has ``__file_idx``, ``source_line``, ``__ref_file``,
+    ``__ref_line`` (the first other copy) of every conflicting copy.
+    """
+    empty_conflicts = pl.DataFrame(
+        schema={
+            "__file_idx": pl.Int64(),
+            "source_line": pl.Int64(),
+            "__ref_file": pl.Int64(),
+            "__ref_line": pl.Int64(),
+        }
     )
-    conflicting = multi.filter(pl.col("__nv") > 1)
-    exact = multi.filter(pl.col("__nv") == 1)
-    kept_exact = exact.filter(pl.col("__rank") == 0)
-    n_copies = exact.height - kept_exact.height
+    if records.height == 0:
+        return records, empty_conflicts, 0
+    key = _key_codes(records)
+    if isinstance(key, list):
+        same = pl.all_horizontal([pl.col(c) == pl.col(c).shift(1) for c in key]).fill_null(False)
+        ordered = records.sort(key, maintain_order=True).with_columns(
+            (~same).cum_sum().alias("__key")
+        )
+    else:
+        ordered = records.with_columns(key.alias("__key")).sort("__key", maintain_order=True)
+    k = pl.col("__key")
+    in_group = ((k == k.shift(1)) | (k == k.shift(-1))).fill_null(False)
+    flags = ordered.select(in_group.alias("__multi")).get_column("__multi")
+    if not flags.any():
+        return ordered.drop("__key"), empty_conflicts, 0
+    multi = (
+        ordered.with_row_index("__row")
+        .filter(flags)
+        .with_columns(
+            pl.struct(list(COMPARED)).n_unique().over("__key").alias("__nv"),
+            pl.int_range(pl.len()).over("__key").alias("__rank"),
+        )
+    )
 
     def ref(col: str) -> pl.Expr:
-        first = pl.col(col).first().over(key)
-        second = pl.col(col).slice(1, 1).first().over(key)
+        first = pl.col(col).first().over("__key")
+        second = pl.col(col).slice(1, 1).first().over("__key")
         return pl.when(pl.col("__rank") == 0).then(second).otherwise(first)
 
-    conflicts = conflicting.select(
+    conflicts = multi.filter(pl.col("__nv") > 1).select(
         pl.col("__file_idx"),
         pl.col("source_line"),
-        pl.format("conflicting duplicate of {}:{}", ref("source_file"), ref("source_line")).alias(
-            "reason"
-        ),
+        ref("__file_idx").alias("__ref_file"),
+        ref("source_line").alias("__ref_line"),
     )
-    kept = pl.concat([single, kept_exact.drop("__nv", "__rank")], how="vertical")
+    dropped = multi.filter((pl.col("__nv") > 1) | (pl.col("__rank") > 0))
+    n_copies = dropped.height - conflicts.height
+    kept = (
+        ordered.with_row_index("__row")
+        .filter(~pl.col("__row").is_in(dropped.get_column("__row").implode()))
+        .drop("__row", "__key")
+    )
     return kept, conflicts, n_copies
 
 
@@ -1171,16 +1490,6 @@ def _merge_options(
         defaults=dict(cfg.defaults),
         path=cfg.path,
     )
-
-
-def _data_hash(items: Sequence[tuple[_Input, bytes]]) -> str:
-    digest = hashlib.sha256()
-    for inp, data in items:
-        digest.update(inp.hash_name.encode("utf-8"))
-        digest.update(b"\0")
-        digest.update(len(data).to_bytes(8, "big"))
-        digest.update(data)
-    return digest.hexdigest()
 
 
 def ingest(
@@ -1246,7 +1555,7 @@ def ingest(
     bads: list[pl.DataFrame] = []
     reads: list[_Read] = []
     files: list[dict[str, Any]] = []
-    hashed: list[tuple[_Input, bytes]] = []
+    total = hashlib.sha256()
     ignored: set[str] = set()
     bad_schema = {
         "__file_idx": pl.Int64(),
@@ -1255,30 +1564,27 @@ def ingest(
         "reason": pl.Utf8(),
         "raw": pl.Utf8(),
     }
+    names = pl.Series("source_file", [i.name for i in inputs], dtype=pl.Utf8)
+    # Each file is hashed (and its lines counted) in a second thread while polars parses
+    # it: hashlib and polars both release the GIL. One file at a time, in reading order.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
     for index, inp in enumerate(inputs):
+        scanning = pool.submit(_scan, inp, total)
         try:
-            data = inp.path.read_bytes()
-        except OSError as exc:
-            raise InputError(
-                format_input_error(
-                    inp.name, f"cannot read the file ({exc.strerror})", "Check its permissions"
-                )
-            ) from exc
-        hashed.append((inp, data))
-        if inp.format == "jsonl":
-            read = _read_jsonl(inp, data, wanted)
-        elif inp.format == "csv":
-            read = _read_csv(inp, data)
-        else:
-            read = _read_parquet(inp, data)
+            if inp.format == "jsonl":
+                read = _read_jsonl(inp, scanning.result, wanted)
+            elif inp.format == "csv":
+                read = _read_csv(inp, scanning.result)
+            else:
+                read = _read_parquet(inp)
+            info = scanning.result()
+        except BaseException:
+            scanning.cancel()
+            pool.shutdown(wait=True)
+            raise
         reads.append(read)
         files.append(
-            {
-                "path": inp.name,
-                "format": inp.format,
-                "rows": read.rows,
-                "sha256": hashlib.sha256(data).hexdigest(),
-            }
+            {"path": inp.name, "format": inp.format, "rows": read.rows, "sha256": info.sha256}
         )
         if read.bad:
             bads.append(
@@ -1296,8 +1602,10 @@ def ingest(
         if read.frame.height == 0:
             continue
         canonical, unused = _resolve(inp, read, options.mapping, options.defaults)
+        read.frame = read.frame.clear()  # the canonical columns are all that is needed now
         ignored |= unused
-        good, bad = _validate(canonical, source_file=inp.name, tasks=options.tasks)
+        good, bad = _validate(canonical, tasks=options.tasks)
+        del canonical
         goods.append(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
         if bad.height:
             bads.append(
@@ -1310,19 +1618,26 @@ def ingest(
                 )
             )
 
+    pool.shutdown(wait=True)
     all_good = (
-        pl.concat(goods, how="vertical")  # reading order: files by index, lines ascending
+        pl.concat(goods, how="vertical", rechunk=False)  # reading order: files, then lines
         if goods
-        else pl.DataFrame(schema={**RECORD_SCHEMA, "__file_idx": pl.Int64()})
+        else pl.DataFrame(schema={**_GOOD_SCHEMA, "__file_idx": pl.Int64()})
     )
-    kept, conflicts, n_copies = _deduplicate(all_good)
+    del goods
+    kept, conflicts, n_copies = _order_and_deduplicate(all_good)
+    del all_good
     if conflicts.height:
         bads.append(
             conflicts.select(
                 pl.col("__file_idx"),
                 pl.col("source_line"),
                 pl.lit("conflicting duplicate").alias("__cat"),
-                pl.col("reason"),
+                pl.format(
+                    "conflicting duplicate of {}:{}",
+                    pl.col("__ref_file").map_elements(lambda i: names[i], return_dtype=pl.Utf8),
+                    pl.col("__ref_line"),
+                ).alias("reason"),
                 pl.lit(None, dtype=pl.Utf8).alias("raw"),
             )
         )
@@ -1332,8 +1647,10 @@ def ingest(
         else pl.DataFrame(schema=bad_schema)
     )
     quarantine_full = _fill_raw(quarantine_full, reads)
-    records = kept.drop("__file_idx").sort([*KEY, "source_file", "source_line"])
-    records = records.select(list(RECORD_SCHEMA))
+    records = kept.with_columns(
+        names.gather(kept.get_column("__file_idx")).alias("source_file")
+    ).select(list(RECORD_SCHEMA))
+    del kept
     quarantine = quarantine_full.select(
         pl.col("__file_idx")
         .replace_strict(list(range(len(inputs))), [i.name for i in inputs], return_dtype=pl.Utf8)
@@ -1369,7 +1686,7 @@ def ingest(
         "records_quarantined": quarantine.height,
         "records_duplicate": n_copies,
         "files": files,
-        "sha256": _data_hash(hashed),
+        "sha256": total.hexdigest(),
         "models": sorted(records.get_column("model").unique().to_list()),
         "tasks": sorted(records.get_column("task").unique().to_list()),
         "quarantine_reasons": dict(sorted(reasons.items())),

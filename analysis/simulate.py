@@ -236,7 +236,12 @@ def simulate(
                             "model": [row["model"]] * n_items,
                             "task": [task] * n_items,
                             "item_id": items,
-                            "prediction": np.where(unread, None, np.where(pred, "true", "false")),
+                            # A typed column: an object array holding None would become
+                            # an Object column when no prediction is unread in one frame and
+                            # a String column otherwise, and pl.concat would then fail.
+                            "prediction": pl.Series(
+                                np.where(pred, "true", "false"), dtype=pl.Utf8
+                            ).scatter(np.flatnonzero(unread), None),
                             "outcome": np.where(y, "true", "false"),
                             "confidence": np.where(unread, np.nan, np.round(conf, 3)),
                             "cluster": clusters,
