@@ -93,4 +93,58 @@ def methods_text(results: Mapping[str, Any]) -> str:
         f"{eff['rule']} The slope was {eff['mean']:.3f} {eff['units']} "
         f"({eff['hdi_prob']:.0%} HDI {eff['hdi_low']:.3f} to {eff['hdi_high']:.3f}; "
         f"P(slope > 0) = {eff['prob_positive']:.3f}), decision: {eff['decision'].replace('_', ' ')}."
+        + _robustness_text(results)
     )
+
+
+def _holds(fam: Mapping[str, Any] | None, what: str) -> str | None:
+    if not fam or fam.get("verdict_holds") is None:
+        return None
+    if fam["verdict_holds"]:
+        return f"held {what}"
+    return f"changed {what} ({', '.join(fam.get('changed') or [])})"
+
+
+def _robustness_text(results: Mapping[str, Any]) -> str:
+    """Sentences on the SDT model, the declared hypotheses and the sensitivity refits (if run)."""
+    out = ""
+    sdt = results.get("sdt_effect")
+    if sdt:
+        sens = sdt["sensitivity"]
+        if sens.get("mean") is not None:
+            out += (
+                " Sensitivity (d') and response criterion were modelled with a hierarchical "
+                "equal-variance signal-detection model (probit link; hits and false alarms per cell, "
+                "the same group structure and a scale slope on each); the d' slope was "
+                f"{sens['mean']:.3f} ({sens['hdi_prob']:.0%} HDI {sens['hdi_low']:.3f} to "
+                f"{sens['hdi_high']:.3f}), decision: {sens['decision'].replace('_', ' ')}"
+                + ("" if sdt.get("finding") else " (its diagnostics failed: not a finding)")
+                + "."
+            )
+    hyp = results.get("hypotheses")
+    if hyp:
+        n = len(hyp.get("declared") or [])
+        out += (
+            f" {n} hypotheses were declared before fitting in {hyp['file']} (SHA-256 "
+            f"{hyp['sha256'][:12]}) and evaluated with their own ROPE rules and Savage-Dickey "
+            "Bayes factors"
+        )
+        loo = hyp.get("scale_term_loo")
+        if loo:
+            out += (
+                "; PSIS-LOO (cell effects integrated out) compared the model with one without the "
+                f"scale term: ELPD difference {loo['elpd_diff']:.1f} (SE {loo['dse']:.1f})"
+            )
+        out += "."
+    sens = results.get("sensitivity") or {}
+    parts = [
+        t
+        for t in (
+            _holds(sens.get("priors"), "with every prior scale halved and doubled"),
+            _holds(sens.get("scale_variable"), "with the other scale variables"),
+        )
+        if t
+    ]
+    if parts:
+        out += " The overall verdict " + " and ".join(parts) + "."
+    return out

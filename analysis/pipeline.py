@@ -335,7 +335,11 @@ def run(
         fit_info=fit_info,
         curves=population_curves(fitted, usable, hdi_prob=cfg.rule.hdi_prob) if fitted else None,
         points=accuracy_points(fitted, usable) if fitted else None,
-        truth=truth_comparison(truth, effect) if truth else None,
+        truth=truth_comparison(
+            truth, effect, ((zoo.summary.get("sdt") or {}).get("sensitivity") if zoo else None)
+        )
+        if truth
+        else None,
         skill=skill_table(ing.records),
         calibration=calibration(ing.records),
         frequentist=freq,

@@ -184,16 +184,30 @@ def accuracy_points(fit: Fit, cells: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
-def truth_comparison(truth: Mapping[str, Any], effect: Mapping[str, Any]) -> dict[str, Any] | None:
-    """Compare estimates with the simulation truth (default data only)."""
+def truth_comparison(
+    truth: Mapping[str, Any],
+    effect: Mapping[str, Any],
+    dprime: Mapping[str, Any] | None = None,
+) -> dict[str, Any] | None:
+    """Compare estimates with the simulation truth (default data only).
+
+    ``dprime`` is the SDT model's sensitivity slope summary (``sdt_effect.sensitivity``);
+    with it, the d' slope is compared with ``truth["beta_dprime_per_10x"]`` (the
+    simulation's d' slope, the same in every task).
+    """
     if "accuracy_slope" not in truth or effect.get("mean") is None:
         return None
     rows = [("overall", truth["accuracy_slope"], effect)]
     for t, v in truth.get("accuracy_slope_per_task", {}).items():
         if t in effect["per_task"] and effect["per_task"][t].get("mean") is not None:
             rows.append((t, v, effect["per_task"][t]))
+    if dprime and dprime.get("mean") is not None and "beta_dprime_per_10x" in truth:
+        rows.append(("d' overall", truth["beta_dprime_per_10x"], dprime))
     return {
-        "estimand": "least-squares slope of logit expected cell accuracy on x (see analysis/simulate.py)",
+        "estimand": (
+            "accuracy rows: least-squares slope of logit expected cell accuracy on x; d' row: the "
+            "simulation's d' slope per unit of x (see analysis/simulate.py)"
+        ),
         "rows": [
             {
                 "effect": name,
