@@ -165,22 +165,42 @@ def population_curves(
 
 
 def accuracy_points(fit: Fit, cells: pl.DataFrame) -> dict[str, Any]:
-    """Translate the slope into accuracy points: average model at the median size vs 10x it."""
+    """Translate the slope into accuracy points: average model at the median size vs 10x it.
+
+    Per task, and ``overall``: the gain averaged over tasks (draw by draw), the accuracy
+    counterpart of the mean slope. ``scale_at_median`` is the median model's value of the
+    scale variable on the log10 (or capability) scale the model uses.
+    """
     x_med = float(np.median(cells.select("model", "x").unique()["x"].to_numpy()))
+    center = float(cells["x_center"][0]) if "x_center" in cells.columns else None
     alpha = _draws(fit, "alpha")
     slope = _draws(fit, "slope_task")
     out = {}
+    gains, levels = [], []
     for t in alpha["task"].values:
         a = alpha.sel(task=t).values
         b = slope.sel(task=t).values
         gain = expit(a + b * (x_med + 1)) - expit(a + b * x_med)
+        gains.append(gain)
+        levels.append(expit(a + b * x_med))
         out[str(t)] = {
             "at_x": x_med,
-            "accuracy_at_median": float(np.mean(expit(a + b * x_med))),
+            "accuracy_at_median": float(np.mean(levels[-1])),
             "gain_per_10x_points": float(100 * np.mean(gain)),
             "gain_low": float(100 * np.quantile(gain, 0.03)),
             "gain_high": float(100 * np.quantile(gain, 0.97)),
         }
+    if gains:
+        g = np.mean(gains, axis=0)
+        out["overall"] = {
+            "at_x": x_med,
+            "accuracy_at_median": float(np.mean(np.mean(levels, axis=0))),
+            "gain_per_10x_points": float(100 * np.mean(g)),
+            "gain_low": float(100 * np.quantile(g, 0.03)),
+            "gain_high": float(100 * np.quantile(g, 0.97)),
+        }
+    for v in out.values():
+        v["scale_at_median"] = None if center is None else x_med + center
     return out
 
 
