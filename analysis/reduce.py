@@ -1,7 +1,7 @@
 r"""Streaming reduction of record files to model x task cell counts, for logs larger than memory.
 
-:func:`reduce_cells` reads JSONL, CSV and Parquet record files with polars' lazy scanners
-and its streaming engine, and returns the same table as
+:func:`reduce_cells` reads JSONL, CSV and Parquet record files in bounded memory and
+returns the same table as
 ``analysis.cells.to_cells(analysis.ingest.ingest(paths).records)`` -- one row per model x
 task with ``n_total, n, k, n_unreadable, binary, n_signal, n_noise, hits, false_alarms,
 n_pred_yes, k_strict, mode_outcome_share`` -- without holding the records in memory. Memory
@@ -10,7 +10,15 @@ combinations, not with the number of records; the Bayesian models only ever see 
 
 How it works
 ------------
-Pass 1 (streaming, one scan of the files): every row is normalised exactly as
+Pass 1 (one pass over each file): Parquet goes through polars' lazy scanner and its
+streaming engine. JSONL and CSV are read in blocks of ``chunk_bytes`` (default 8 MiB) cut
+at line ends (for CSV, only outside quoted fields; the header is put in front of each
+block), each parsed with ``polars.read_ndjson``/``polars.read_csv`` and counted on its
+own, and the partial counts are summed. Polars' own scanners held more: the NDJSON scanner
+memory-maps the whole file and the touched pages stay resident (peak RSS 1.5 GiB at 10M
+records), and the streaming CSV scan's anonymous memory grew from 120 to 350 MiB from 1M
+to 10M records; a block at a time keeps both flat (``docs/performance.md``).
+In every block every row is normalised exactly as
 :func:`analysis.ingest.ingest` normalises it (text stripped, empty = null; booleans written
 any way become ``"true"``/``"false"``; ``status`` lower-cased, default ``ok``, ``unparsed``
 when an ``ok`` row has no prediction; ``correct`` derived from ``prediction == outcome``
@@ -19,7 +27,14 @@ ingest would quarantine are dropped by the same rules, cross-predictions
 (``predictor != model``) are dropped, and the rest are counted per
 ``(model, task, readable, outcome, prediction class)`` with the number correct.
 Pass 2 (in memory, tiny): those partial counts are summed into cells; the mode baseline is
-the largest outcome count per cell.
+the largest outcome count per cell. :func:`reduce_items` does the same per
+``(model, task, item_id)`` for the items model (equal to ``analysis.cells.to_item_cells``);
+its memory grows with the number of model x item pairs, which is its answer.
+
+A JSONL line that is not valid JSON, not an object or not UTF-8, and a CSV row with the
+wrong number of fields, is an :class:`~analysis.contract.InputError` naming the file, the
+line (counted from the start of the file, across blocks; a quoted CSV field may span
+lines) and what is wrong, where ingest would quarantine the row.
 
 What it does not do
 -------------------
@@ -29,7 +44,8 @@ quarantine table, a data hash or per-file accounting: run it on files that
 one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
 so that a mismatch with ingest shows. The ingest rules reproduced here (numbered as in
 :mod:`analysis.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
-confidence, invalid sample, invalid correct, no outcome, correct disagrees; ``tasks``
+confidence, invalid sample, invalid correct, no outcome (status ``ok`` only: a row
+declared unparsed/refused/error is kept without one), correct disagrees; ``tasks``
 restricts to allowed tasks as ingest's config does.
 
 The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is in ``docs/performance.md``.
@@ -37,8 +53,10 @@ The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is in ``docs/performance
 
 from __future__ import annotations
 
+import csv
+import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -46,8 +64,9 @@ from typing import Any, Final
 import polars as pl
 
 from analysis.contract import FALSE_STRINGS, REQUIRED, STATUSES, TRUE_STRINGS, InputError
+from analysis.registry import format_input_error
 
-__all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "scan_records"]
+__all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
 
 #: File suffix -> format (as in :mod:`analysis.ingest`).
 FORMATS: Final[dict[str, str]] = {
@@ -62,6 +81,16 @@ USED: Final = (
     "model", "task", "item_id", "prediction", "outcome", "correct", "predictor",
     "confidence", "status", "sample",
 )
+
+#: Bytes of JSONL parsed at a time (peak memory is a small multiple of this).
+CHUNK_BYTES: Final = 8 * 2**20
+
+#: Keys of the pass-1 counts: per cell, and per item (:func:`reduce_items`).
+CELL_KEYS: Final = ("model", "task", "readable", "outcome", "pred_class")
+ITEM_KEYS: Final = ("model", "task", "item_id", "readable")
+
+#: Item columns in the order of :func:`analysis.cells.to_item_cells`.
+ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_models_item")
 
 #: Cell columns in the order of :func:`analysis.cells.to_cells`.
 CELL_COLUMNS: Final = (
@@ -175,10 +204,42 @@ def _columns_of(path: Path, fmt: str) -> list[str]:
     return list(keys)
 
 
+def _sources(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> dict[str, str]:
+    """Canonical column -> source column present in ``path`` (required ones checked)."""
+    mapping = dict(mapping or {})
+    present = set(_columns_of(path, fmt))
+    sources = {c: mapping.get(c, c) for c in USED}
+    if fmt == "jsonl":  # keys are per line: read every wanted key, absent ones as null
+        present |= {s for c, s in sources.items() if c not in REQUIRED}
+    for canonical in REQUIRED:
+        if sources[canonical] not in present:
+            raise InputError(
+                f"{path}: required column '{sources[canonical]}' is missing "
+                f"(present: {', '.join(sorted(present)) or 'none'}). Map it with --map."
+            )
+    return {c: s for c, s in sources.items() if s in present}
+
+
+def _select(lf: pl.LazyFrame, wanted: Mapping[str, str]) -> pl.LazyFrame:
+    """The columns :data:`USED` as text, null where the file has no such column."""
+    exprs = [
+        (pl.col(wanted[c]).cast(pl.Utf8) if c in wanted else pl.lit(None, dtype=pl.Utf8)).alias(c)
+        for c in USED
+    ]
+    return lf.select(exprs)
+
+
+def _json_schema(wanted: Mapping[str, str]) -> dict[str, pl.DataType]:
+    return {s: pl.Utf8() for s in sorted(set(wanted.values()))}
+
+
 def scan_records(
     path: Path | str, *, mapping: Mapping[str, str] | None = None
 ) -> pl.LazyFrame:
     """Lazily scan one record file as the text columns :data:`USED` (null where absent).
+
+    :func:`reduce_cells` reads JSONL in blocks instead (see the module docstring); this
+    scan is for composing other lazy queries over a file.
 
     Parameters
     ----------
@@ -196,29 +257,109 @@ def scan_records(
     fmt = FORMATS.get(path.suffix.lower())
     if fmt is None:
         raise InputError(f"{path}: unsupported file type. Use .jsonl, .csv or .parquet files.")
-    mapping = dict(mapping or {})
-    present = set(_columns_of(path, fmt))
-    sources = {c: mapping.get(c, c) for c in USED}
-    if fmt == "jsonl":  # keys are per line: read every wanted key, absent ones as null
-        present |= {s for c, s in sources.items() if c not in REQUIRED}
-    for canonical in REQUIRED:
-        if sources[canonical] not in present:
-            raise InputError(
-                f"{path}: required column '{sources[canonical]}' is missing "
-                f"(present: {', '.join(sorted(present)) or 'none'}). Map it with --map."
-            )
-    wanted = {c: s for c, s in sources.items() if s in present}
+    wanted = _sources(path, fmt, mapping)
     if fmt == "parquet":
         lf = pl.scan_parquet(path)
     elif fmt == "csv":
         lf = pl.scan_csv(path, infer_schema=False)
     else:
-        lf = pl.scan_ndjson(path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
-    exprs = [
-        (pl.col(wanted[c]).cast(pl.Utf8) if c in wanted else pl.lit(None, dtype=pl.Utf8)).alias(c)
-        for c in USED
-    ]
-    return lf.select(exprs)
+        lf = pl.scan_ndjson(path, schema=_json_schema(wanted))
+    return _select(lf, wanted)
+
+
+def _blocks(path: Path, chunk_bytes: int, *, quoted: bool = False) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(number of its first line, block)``; every block but the last ends at a line end.
+
+    With ``quoted`` (CSV), a block ends only at a line end outside double quotes (an even
+    number of ``"`` before it, the rule polars' CSV splitter follows), so that a quoted
+    field holding a newline is never cut. A record longer than ``chunk_bytes`` makes one
+    longer block. A UTF-8 byte-order mark at the start of the file is dropped.
+    """
+    line, rest = 1, b""
+    with path.open("rb") as fh:
+        if fh.read(3) != b"\xef\xbb\xbf":
+            fh.seek(0)
+        while block := fh.read(chunk_bytes):
+            buf = rest + block if rest else block
+            cut = buf.rfind(b"\n") + 1
+            if quoted:
+                odd = buf.count(b'"', 0, cut) % 2
+                while cut and odd:
+                    prev = buf.rfind(b"\n", 0, cut - 1) + 1
+                    odd ^= buf.count(b'"', prev, cut) % 2
+                    cut = prev
+            if cut:
+                yield line, buf[:cut]
+                line += buf.count(b"\n", 0, cut)
+            rest = buf[cut:]
+    if rest:
+        yield line, rest
+
+
+def _header_end(block: bytes) -> int:
+    """End of the first CSV record of ``block`` (the header), quotes respected."""
+    start, odd = 0, 0
+    while (nl := block.find(b"\n", start)) >= 0:
+        odd ^= block.count(b'"', start, nl) % 2
+        start = nl + 1
+        if not odd:
+            return start
+    return len(block)
+
+
+def _bad_csv_rows(path: Path, first: int, header: bytes, block: bytes, exc: Exception) -> InputError:
+    """Find the first row of ``block`` polars could not parse (field count or UTF-8)."""
+    todo = ("Fix the row, or run `selfmodel ingest` first (it quarantines such rows) and "
+            "reduce its records.parquet")
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = first + block.count(b"\n", 0, err.start)
+        return InputError(format_input_error(path, "invalid UTF-8", todo, line=line))
+    width = len(next(csv.reader([header.decode("utf-8", "replace").rstrip("\r\n")])))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 1
+    for row in reader:
+        if row and len(row) != width:
+            return InputError(format_input_error(
+                path, f"{len(row)} fields where the header has {width}", todo,
+                line=first + start - 1))
+        start = reader.line_num + 1
+    last = first + block.count(b"\n")
+    return InputError(format_input_error(
+        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _bad_json_line(path: Path, first: int, block: bytes, exc: Exception) -> InputError:
+    """Find the line of ``block`` polars could not parse and say where it is."""
+    todo = ("Fix or remove the line, or run `selfmodel ingest` first (it quarantines such "
+            "lines) and reduce its records.parquet")
+    for offset, raw in enumerate(block.split(b"\n")):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            what = f"invalid UTF-8 at byte {err.start + 1}"
+        else:
+            try:
+                obj = json.loads(text, parse_constant=_no_constant)
+            except json.JSONDecodeError as err:
+                what = f"invalid JSON ({err.msg} at character {err.colno})"
+            except ValueError as err:
+                what = f"invalid JSON ({err})"
+            else:
+                if isinstance(obj, dict):
+                    continue
+                what = f"not a JSON object ({type(obj).__name__})"
+        return InputError(format_input_error(path, what, todo, line=first + offset))
+    last = first + block.count(b"\n")
+    return InputError(format_input_error(
+        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
 
 
 def _text(c: str) -> pl.Expr:
@@ -244,8 +385,10 @@ def _binary_text(c: str) -> pl.Expr:
     return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(pl.col(c))
 
 
-def _partial_counts(lf: pl.LazyFrame, tasks: Sequence[str] | None) -> pl.LazyFrame:
-    """Pass 1: normalise, drop what ingest would quarantine, count per partial group.
+def _partial_counts(
+    lf: pl.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
+) -> pl.LazyFrame:
+    """Pass 1: normalise, drop what ingest would quarantine, count per ``keys``.
 
     Built in stages (each column computed once) so that the query stays small.
     """
@@ -283,7 +426,7 @@ def _partial_counts(lf: pl.LazyFrame, tasks: Sequence[str] | None) -> pl.LazyFra
         | (conf.is_not_null() & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))),
         (t("sample").is_not_null() & smp.is_null()) | (smp < 0),
         t("correct").is_not_null() & corr.is_null(),
-        out.is_null() & corr.is_null(),
+        out.is_null() & corr.is_null() & (status == "ok"),  # declared unreadable: kept
         (eff == "ok") & corr.is_not_null() & equal.is_not_null() & (corr != equal),
     ]
     if tasks is not None:
@@ -293,6 +436,7 @@ def _partial_counts(lf: pl.LazyFrame, tasks: Sequence[str] | None) -> pl.LazyFra
         pl.any_horizontal([e.fill_null(False) for e in invalid]).alias("_bad"),
         t("model"),
         t("task"),
+        *([t("item_id")] if "item_id" in keys else []),
         (pl.coalesce(t("predictor"), t("model")) == t("model")).alias("_self"),
         ((eff == "ok") & correct.is_not_null()).alias("readable"),
         correct.alias("_correct"),
@@ -300,9 +444,18 @@ def _partial_counts(lf: pl.LazyFrame, tasks: Sequence[str] | None) -> pl.LazyFra
         pl.when(pred.is_in(["true", "false"])).then(pred).when(pred.is_null()).then(None)
         .otherwise(pl.lit("other")).alias("pred_class"),
     )
-    return (
-        staged.group_by("_bad", "_self", "model", "task", "readable", "outcome", "pred_class")
-        .agg(pl.len().alias("count"), pl.col("_correct").sum().alias("correct"))
+    return staged.group_by("_bad", "_self", *keys).agg(
+        pl.len().cast(pl.Int64).alias("count"),
+        pl.col("_correct").sum().cast(pl.Int64).alias("correct"),
+    )
+
+
+def _sum_partials(parts: Sequence[pl.DataFrame], keys: Sequence[str]) -> pl.DataFrame:
+    """Sum partial counts over blocks or files (the counts are additive)."""
+    if len(parts) == 1:
+        return parts[0]
+    return pl.concat(parts, how="vertical").group_by("_bad", "_self", *keys).agg(
+        pl.col("count").sum(), pl.col("correct").sum()
     )
 
 
@@ -352,13 +505,133 @@ def _cells_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _items_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
+    """Pass 2 for items: the columns and dtypes of ``to_item_cells``."""
+    r = pl.col("readable").fill_null(False)
+    counts = ("n_total", "n", "k", "n_models_item")
+    return (
+        partial.group_by("model", "task", "item_id")
+        .agg(
+            pl.col("count").sum().alias("n_total"),
+            pl.when(r).then(pl.col("count")).otherwise(0).sum().alias("n"),
+            pl.col("correct").filter(r).sum().alias("k"),
+        )
+        .with_columns((pl.col("n") > 0).sum().over(["task", "item_id"]).alias("n_models_item"))
+        .with_columns([pl.col(c).cast(pl.Int64) for c in counts])
+        .select(list(ITEM_COLUMNS))
+        .sort("model", "task", "item_id")
+    )
+
+
+def _file_counts(
+    path: Path,
+    *,
+    mapping: Mapping[str, str] | None,
+    tasks: Sequence[str] | None,
+    keys: Sequence[str],
+    chunk_bytes: int,
+) -> pl.DataFrame:
+    """Pass 1 over one file: partial counts per ``("_bad", "_self", *keys)``."""
+    fmt = FORMATS[path.suffix.lower()]
+    if fmt == "parquet":
+        query = _partial_counts(scan_records(path, mapping=mapping), tasks, keys)
+        try:
+            return query.collect(engine="streaming")
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(format_input_error(
+                path, f"polars could not read the file ({exc})",
+                "Run `selfmodel ingest` on it, which names the rows at fault")) from exc
+    if fmt == "csv":
+        return _csv_counts(path, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
+    wanted = _sources(path, fmt, mapping)
+    schema = _json_schema(wanted)
+    total: pl.DataFrame | None = None
+    for first, block in _blocks(path, chunk_bytes):
+        if block.isspace():
+            continue
+        try:
+            frame = pl.read_ndjson(io.BytesIO(block), schema=schema)
+        except Exception as exc:  # noqa: BLE001 - polars names no line: find it
+            raise _bad_json_line(path, first, block, exc) from exc
+        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
+        total = part if total is None else _sum_partials([total, part], keys)
+    if total is None:  # no records: an empty frame of the right schema
+        empty = pl.DataFrame(schema=schema)
+        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
+    return total
+
+
+def _csv_counts(
+    path: Path,
+    *,
+    mapping: Mapping[str, str] | None,
+    tasks: Sequence[str] | None,
+    keys: Sequence[str],
+    chunk_bytes: int,
+) -> pl.DataFrame:
+    """Pass 1 over a CSV file in blocks, the header put in front of each."""
+    wanted = _sources(path, "csv", mapping)
+    header: bytes | None = None
+    total: pl.DataFrame | None = None
+    for first, block in _blocks(path, chunk_bytes, quoted=True):
+        if header is None:
+            cut = _header_end(block)
+            header, block = block[:cut], block[cut:]
+            first += header.count(b"\n")
+            if not header.endswith(b"\n"):
+                header += b"\n"
+            if not block:
+                continue
+        try:
+            frame = pl.read_csv(header + block, infer_schema=False)
+        except pl.exceptions.PolarsError as exc:
+            raise _bad_csv_rows(path, first, header, block, exc) from exc
+        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
+        total = part if total is None else _sum_partials([total, part], keys)
+    if total is None:  # a header and no rows
+        empty = pl.DataFrame(schema={s: pl.Utf8() for s in set(wanted.values())})
+        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
+    return total
+
+
+def _reduce(
+    paths: Sequence[Path | str],
+    *,
+    mapping: Mapping[str, str] | None,
+    tasks: Sequence[str] | None,
+    keys: Sequence[str],
+    chunk_bytes: int,
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Pass 1 over every file; return the self-prediction counts and the summary."""
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    files = _files(paths)
+    partial = _sum_partials(
+        [_file_counts(f, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
+         for f in files],
+        keys,
+    )
+    bad = partial.filter(pl.col("_bad"))
+    cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
+    used = partial.filter(~pl.col("_bad") & pl.col("_self").fill_null(False)).drop("_bad", "_self")
+    summary = {
+        "rows_read": int(partial["count"].sum()),
+        "rows_excluded": int(bad["count"].sum()),
+        "rows_cross": int(cross["count"].sum()),
+        "files": [f.as_posix() for f in files],
+        "partial_groups": partial.height,
+    }
+    return used, summary
+
+
 def reduce_cells(
     paths: Sequence[Path | str],
     *,
     mapping: Mapping[str, str] | None = None,
     tasks: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
 ) -> ReduceResult:
-    r"""Reduce record files to model x task cell counts in one streaming pass.
+    r"""Reduce record files to model x task cell counts in one pass, in bounded memory.
 
     Parameters
     ----------
@@ -369,12 +642,20 @@ def reduce_cells(
         Canonical column -> source column (``{"item_id": "question_id"}``).
     tasks
         Allowed tasks (rows of other tasks are excluded, as ingest quarantines them).
+    chunk_bytes
+        Bytes of JSONL parsed at a time (peak memory is a small multiple of it).
 
     Returns
     -------
     ReduceResult
         ``cells`` equal to ``to_cells(ingest(paths).records)`` for files without
         duplicates, and a small ``summary``.
+
+    Raises
+    ------
+    InputError
+        A missing required column, or a JSONL line that is not a JSON object (with its
+        file and line).
 
     Examples
     --------
@@ -385,19 +666,44 @@ def reduce_cells(
     >>> reduce_cells([p]).cells.select("n_total", "n", "k", "hits", "n_unreadable").row(0)
     (3, 2, 1, 1, 1)
     """
-    files = _files(paths)
-    scans = [scan_records(f, mapping=mapping) for f in files]
-    lf = pl.concat(scans, how="vertical") if len(scans) > 1 else scans[0]
-    partial = _partial_counts(lf, tasks).collect(engine="streaming")
-    bad = partial.filter(pl.col("_bad"))
-    cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
-    used = partial.filter(~pl.col("_bad") & pl.col("_self").fill_null(False)).drop("_bad", "_self")
-    cells = _cells_from_partial(used)
-    summary = {
-        "rows_read": int(partial["count"].sum()),
-        "rows_excluded": int(bad["count"].sum()),
-        "rows_cross": int(cross["count"].sum()),
-        "files": [f.as_posix() for f in files],
-        "partial_groups": partial.height,
-    }
-    return ReduceResult(cells=cells, summary=summary)
+    used, summary = _reduce(paths, mapping=mapping, tasks=tasks, keys=CELL_KEYS,
+                            chunk_bytes=chunk_bytes)
+    return ReduceResult(cells=_cells_from_partial(used), summary=summary)
+
+
+def reduce_items(
+    paths: Sequence[Path | str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    tasks: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> ReduceResult:
+    r"""Reduce record files to model x task x item counts (for ``models/items.py``).
+
+    As :func:`reduce_cells`, but one row per ``(model, task, item_id)``; memory grows
+    with the number of such rows, not with the records (repeats are summed).
+
+    Parameters
+    ----------
+    paths, mapping, tasks, chunk_bytes
+        As in :func:`reduce_cells`.
+
+    Returns
+    -------
+    ReduceResult
+        ``cells`` with the columns of :data:`ITEM_COLUMNS`, equal to
+        ``to_item_cells(ingest(paths).records)`` for files without duplicates.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = p.write_text(
+    ...     '{"model":"a","task":"t","item_id":"i","prediction":"yes","outcome":"yes"}\n'
+    ...     '{"model":"b","task":"t","item_id":"i","prediction":"yes","outcome":"no"}\n')
+    >>> reduce_items([p]).cells.select("model", "n", "k", "n_models_item").rows()
+    [('a', 1, 1, 2), ('b', 1, 0, 2)]
+    """
+    used, summary = _reduce(paths, mapping=mapping, tasks=tasks, keys=ITEM_KEYS,
+                            chunk_bytes=chunk_bytes)
+    return ReduceResult(cells=_items_from_partial(used), summary=summary)

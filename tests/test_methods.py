@@ -24,7 +24,7 @@ def test_methods_text_states_what_was_fitted(results):
     assert f"{s['chains']} chains of {s['draws']} draws after {s['tune']} tuning steps" in text
     assert f"seed {fit['seed']}" in text
     assert f"{results['scale_effect']['mean']:.3f}" in text
-    for name, (dist, params) in fit["priors"].items():
+    for name, (_dist, params) in fit["priors"].items():
         if name == "sigma_family_slope":
             continue
         assert ", ".join(f"{k} = {v:g}" for k, v in params.items()) in text, name

@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from analysis.cells import to_cells
+from analysis.cells import to_cells, to_item_cells
 from analysis.contract import InputError
 from analysis.ingest import ingest
-from analysis.reduce import CELL_COLUMNS, reduce_cells
+from analysis.reduce import CELL_COLUMNS, ITEM_COLUMNS, reduce_cells, reduce_items
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "data_raw" / "records.csv"
@@ -49,6 +49,142 @@ def test_default_data_other_formats(tmp_path, fmt):
             pl.col("confidence").cast(pl.Float64), pl.col("sample").cast(pl.Int64)
         ).write_parquet(path)
     assert_frame_equal(reduce_cells([path]).cells, reference([DEFAULT]))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
+def test_blocks_of_any_size_give_the_same_cells(tmp_path, fmt):
+    """JSONL and CSV read in blocks of 4 KiB to a whole file: the partial sums add up exactly.
+
+    Reference: to_cells(ingest(data_raw/records.csv).records).
+    """
+    path = DEFAULT
+    if fmt == "jsonl":
+        path = tmp_path / "records.jsonl"
+        pl.read_csv(DEFAULT, infer_schema_length=0).write_ndjson(path)
+    ref = reference([DEFAULT])
+    for chunk in (4096, 100_000, 2**30):
+        got = reduce_cells([path], chunk_bytes=chunk)
+        assert_frame_equal(got.cells, ref)
+        assert got.summary["rows_read"] == 13600
+
+
+def test_csv_quoted_newlines_and_quotes_across_blocks(tmp_path):
+    """Quoted fields holding newlines, commas and "" are never cut between blocks.
+
+    Reference: to_cells / to_item_cells of ingest on the same file (BOM, CRLF line ends).
+    """
+    rows = [
+        {"model": "a", "task": "w", "item_id": str(i),
+         "prediction": p, "outcome": o}
+        for i, (p, o) in enumerate([
+            ("two\nlines", "two\nlines"), ('say "hi", then\r\nbye', 'say "hi", then\r\nbye'),
+            ("x", "y"), ('"', '"'), ("a,b", "a,b\n"), ("yes", "true"),
+        ] * 3)
+    ]
+    path = tmp_path / "quoted.csv"
+    body = pl.DataFrame(rows).write_csv(line_terminator="\r\n")
+    path.write_bytes(b"\xef\xbb\xbf" + body.encode())
+    res = ingest([path])
+    assert res.summary["records_used"] == len(rows)
+    for chunk in (1, 7, 50, 2**20):
+        got = reduce_cells([path], chunk_bytes=chunk)
+        assert_frame_equal(got.cells, to_cells(res.records))
+        assert got.summary["rows_read"] == len(rows)
+        assert_frame_equal(reduce_items([path], chunk_bytes=chunk).cells,
+                           to_item_cells(res.records))
+
+
+def test_jsonl_typed_values_bom_crlf_blank_lines(tmp_path):
+    """Typed JSON values (numbers, booleans, nested), a BOM, CRLF, blank lines, no final newline.
+
+    Reference: to_cells / to_item_cells of ingest on the same file; every line its own block.
+    """
+    rows = [
+        {"model": "a", "task": "t", "item_id": 1, "prediction": True, "outcome": True,
+         "confidence": 0.9, "sample": 0},
+        {"model": "a", "task": "t", "item_id": 2, "prediction": "no", "outcome": False,
+         "correct": True, "sample": 1.0},
+        {"model": "a", "task": "t", "item_id": 3, "prediction": None, "outcome": False},
+        {"model": "a", "task": "t", "item_id": 4, "prediction": True, "outcome": False,
+         "confidence": 2},
+        {"model": "b", "task": "t", "item_id": 1, "prediction": {"x": 1}, "outcome": {"x": 1}},
+        {"model": "b", "task": "t", "item_id": 2, "prediction": 1, "outcome": 0,
+         "status": "REFUSED"},
+    ]
+    lines = [json.dumps(r) for r in rows]
+    text = "\ufeff" + "\r\n".join(lines[:3]) + "\r\n\r\n   \n" + "\n".join(lines[3:])
+    path = tmp_path / "typed.jsonl"
+    path.write_bytes(text.encode())
+    res = ingest([path])
+    for chunk in (1, 64, 2**20):
+        got = reduce_cells([path], chunk_bytes=chunk)
+        assert_frame_equal(got.cells, to_cells(res.records))
+        assert got.summary["rows_read"] == res.summary["records_read"] == len(rows)
+        assert got.summary["rows_excluded"] == res.summary["records_quarantined"] == 1
+        assert_frame_equal(reduce_items([path], chunk_bytes=chunk).cells,
+                           to_item_cells(res.records))
+
+
+@pytest.mark.parametrize(
+    ("bad", "what"),
+    [
+        ('{"model": "a", "task": ', "invalid JSON"),
+        ("[1, 2]", "not a JSON object"),
+        ('{"model": NaN}', "invalid JSON"),
+        (b'{"model": "\xff"}', "invalid UTF-8"),
+    ],
+)
+def test_bad_jsonl_line_is_named_across_blocks(tmp_path, bad, what):
+    """A bad line far from the first block is reported with its line in the file.
+
+    Reference: the source_line that ingest gives the same line in its quarantine.
+    """
+    good = json.dumps({"model": "a", "task": "t", "item_id": "1", "prediction": "true",
+                       "outcome": "true"})
+    raw = bad if isinstance(bad, bytes) else bad.encode()
+    body = (good + "\n") * 30 + "\n" + (good + "\n") * 6
+    data = body.encode() + raw + b"\n" + (good + "\n").encode() * 3
+    path = tmp_path / "bad.jsonl"
+    path.write_bytes(data)
+    line = ingest([path]).quarantine["source_line"].to_list()
+    assert line == [38]
+    for chunk in (1, 500, 2**20):
+        with pytest.raises(InputError, match=rf"bad\.jsonl: line 38: {what}"):
+            reduce_cells([path], chunk_bytes=chunk)
+
+
+@pytest.mark.parametrize("chunk", [1, 100, 2**20])
+def test_ragged_csv_row_is_named_across_blocks(tmp_path, chunk):
+    """A CSV row with too many fields is reported with its line in the file.
+
+    Reference: the source_line ingest gives the row in its quarantine (header = line 1, a
+    quoted field spans lines 2-3, the bad row is line 24).
+    """
+    path = tmp_path / "ragged.csv"
+    path.write_text("model,task,item_id,prediction,outcome\n"
+                    'a,t,0,"two\nlines",x\n' + "a,t,1,true,true\n" * 20
+                    + "a,t,2,true,true,x\n" + "a,t,3,true,true\n")
+    assert ingest([path]).quarantine["source_line"].to_list() == [24]
+    with pytest.raises(InputError, match=r"ragged\.csv: line 24: 6 fields where the header has 5"):
+        reduce_cells([path], chunk_bytes=chunk)
+
+
+@pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
+def test_items_equal_to_item_cells(tmp_path, fmt):
+    """reduce_items equals to_item_cells(ingest(...).records) on the default data.
+
+    Reference: analysis.cells.to_item_cells(ingest(data_raw/records.csv).records).
+    """
+    path = DEFAULT
+    if fmt != "csv":
+        path = tmp_path / f"records.{fmt}"
+        frame = pl.read_csv(DEFAULT, infer_schema_length=0)
+        frame.write_ndjson(path) if fmt == "jsonl" else frame.write_parquet(path)
+    got = reduce_items([path], chunk_bytes=200_000)
+    ref = to_item_cells(ingest([DEFAULT]).records)
+    assert tuple(got.cells.columns) == ITEM_COLUMNS
+    assert_frame_equal(got.cells, ref)
+    assert got.summary["rows_read"] == 13600
 
 
 MESSY = [
@@ -95,10 +231,11 @@ def test_messy_rows_follow_ingest_rules(tmp_path, fmt):
     else:
         path.write_text("".join(json.dumps(r) + "\n" for r in MESSY))
     res = ingest([path])
-    got = reduce_cells([path])
+    got = reduce_cells([path], chunk_bytes=100)
     assert_frame_equal(got.cells, to_cells(res.records))
     assert got.summary["rows_excluded"] == res.summary["records_quarantined"] == 7
     assert got.summary["rows_cross"] == 1
+    assert_frame_equal(reduce_items([path], chunk_bytes=100).cells, to_item_cells(res.records))
 
 
 def test_mapping_and_tasks(tmp_path):
@@ -127,7 +264,7 @@ def test_missing_required_column_is_input_error(tmp_path):
 VALUES = st.sampled_from(["true", "false", "TRUE", " yes ", "no", "0", "1", "", "maybe", "cat"])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     rows=st.lists(
         st.fixed_dictionaries(
@@ -138,23 +275,30 @@ VALUES = st.sampled_from(["true", "false", "TRUE", " yes ", "no", "0", "1", "", 
              "predictor": st.sampled_from(["", "a", "b"])}
         ),
         min_size=1, max_size=30,
-    )
+    ),
+    fmt=st.sampled_from(["csv", "jsonl"]),
 )
-def test_property_equals_ingest(tmp_path, rows):
-    """For random messy CSV rows (unique item ids), reduce equals to_cells(ingest(...))."""
+def test_property_equals_ingest(tmp_path, rows, fmt):
+    """For random messy rows (unique ids; CSV, or JSONL in 256-byte blocks), reduce equals ingest.
+
+    Reference: to_cells and to_item_cells of ingest(...).records on the same file.
+    """
     frame = pl.DataFrame(
-        [{**r, "item_id": str(i)} for i, r in enumerate(rows)], infer_schema_length=None
+        [{**r, "item_id": str(i % 7), "sample": str(i // 7)} for i, r in enumerate(rows)],
+        infer_schema_length=None,
     )
-    path = tmp_path / "p.csv"
-    frame.write_csv(path)
-    got = reduce_cells([path])
+    path = tmp_path / f"p.{fmt}"
+    frame.write_csv(path) if fmt == "csv" else frame.write_ndjson(path)
+    got = reduce_cells([path], chunk_bytes=256)
+    items = reduce_items([path], chunk_bytes=256)
     try:
         ref = ingest([path])
     except InputError:  # ingest found no usable row: reduce must exclude every row
-        assert got.cells.height == 0
+        assert got.cells.height == items.cells.height == 0
         assert got.summary["rows_excluded"] == got.summary["rows_read"] == len(rows)
         return
     assert_frame_equal(got.cells, to_cells(ref.records))
+    assert_frame_equal(items.cells, to_item_cells(ref.records))
     assert got.summary["rows_excluded"] == ref.summary["records_quarantined"]
 
 
