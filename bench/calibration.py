@@ -81,8 +81,8 @@ DESIGN_SEED = 7
 RANK_DRAWS = 99
 RANK_BINS = 10
 LEVELS = (0.5, 0.9)
-DEFAULT_ARMS = ("scale_null", "scale_effect", "sdt_sbc", "scale_sbc")
-ALL_ARMS = (*DEFAULT_ARMS, "sdt_null")
+DEFAULT_ARMS = ("scale_null", "scale_effect", "sdt_sbc", "scale_sbc", "sdt_null")
+ALL_ARMS = DEFAULT_ARMS  # arm seeds follow this order: do not reorder
 EFFECT_SD = 0.3
 #: Sampler settings: the pipeline's, with 500 tuning + 500 draws per chain (2000 draws: enough
 #: for 50%/90% intervals and the 94% HDI; the pipeline's 2000 per chain would double the cost).

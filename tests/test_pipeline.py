@@ -284,8 +284,10 @@ def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_buil
     assert sorted(curves["tasks"]) == tasks
     cal = results["calibration_study"]
     assert cal["complete"] and {a["arm"] for a in cal["arms"]} >= {"scale_null", "sdt_sbc"}
-    null = next(a for a in cal["arms"] if a["arm"] == "scale_null")
-    assert null["improves_rate"]["rate"] <= 0.05 and null["null_check"]["passed"]
+    nulls = [a for a in cal["arms"] if a["null"]]
+    assert {a["arm"] for a in nulls} == {"scale_null", "sdt_null"}  # accuracy and d' slopes
+    for a in nulls:  # the issue's bar: a null slope is declared 'improves' in at most 5%
+        assert a["n_fits"] >= 100 and a["improves_rate"]["rate"] <= 0.05 and a["null_check"]["passed"]
 
 
 @pytest.mark.e2e
