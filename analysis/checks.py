@@ -33,6 +33,13 @@ compare
     ``az.compare``-style table (stacking weights, ELPD differences and their standard
     errors) of several ``loo`` results, refused unless they were computed on the same
     observations.
+
+Saved checks: given ``cache_dir`` (a run's fits folder), ``prior_predictive``,
+``posterior_predictive`` and ``loo`` save their result as JSON there and reuse it while
+everything it depends on is unchanged -- the fit (its provenance ``cache_key``), the data
+(SHA-256 of the table), the arguments, the code of this module and of ``models/``, and the
+package versions (:func:`analysis.fit.cached_json`). An unchanged second run thus
+recomputes no check; a damaged file is recomputed.
 """
 
 from __future__ import annotations
@@ -40,7 +47,8 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import arviz as az
@@ -57,6 +65,51 @@ PARETO_K_BAD = 0.7
 def _num(x: Any) -> float | None:
     f = float(x)
     return f if np.isfinite(f) else None
+
+
+def _check_sources() -> list[Path]:
+    """Code a saved check depends on: this module and every model module."""
+    import models
+
+    return [Path(__file__), *sorted(Path(models.__file__).parent.glob("*.py"))]
+
+
+def _cached(
+    check: str,
+    cache_dir: Path | str | None,
+    module: Any,
+    data: Any,
+    args: Mapping[str, Any],
+    compute: Callable[[], dict[str, Any]],
+    fit: Any = None,
+) -> dict[str, Any]:
+    """Run ``compute`` through :func:`analysis.fit.cached_json` (or directly).
+
+    Not saved without ``cache_dir``, for a table that is not a polars frame, or when a
+    ``fit`` is involved that has no provenance ``cache_key``.
+    """
+    import polars as pl
+
+    fit_key = None
+    if fit is not None:
+        fit_key = (getattr(fit, "provenance", None) or {}).get("cache_key")
+        if not fit_key:
+            cache_dir = None
+    if cache_dir is None or not isinstance(data, pl.DataFrame):
+        return compute()
+    from analysis.fit import cached_json, frame_sha256, package_versions, source_sha256
+
+    name = getattr(module, "NAME", module.__name__)
+    key = {
+        "check": check,
+        "model": name,
+        "fit": fit_key,
+        "data_sha256": frame_sha256(data),
+        "args": dict(args),
+        "sources": source_sha256(_check_sources()),
+        "versions": package_versions(("scipy", "xarray")),
+    }
+    return cached_json(cache_dir, f"{name}-{check}", key, compute)
 
 
 def _priors_options(fit: Any) -> tuple[dict[str, Any] | None, dict[str, Any]]:
@@ -121,6 +174,7 @@ def prior_predictive(
     draws: int = 500,
     priors: Mapping[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
+    cache_dir: Path | str | None = None,
 ) -> dict[str, Any]:
     """Summarise what the priors imply about cell accuracy before seeing the data.
 
@@ -136,6 +190,9 @@ def prior_predictive(
         Number of prior draws.
     priors, options
         Prior overrides and ``build`` options, as for ``analysis.fit.fit``.
+    cache_dir
+        Save the result here and reuse it while the inputs are unchanged (module
+        docstring); ``None`` computes it.
 
     Returns
     -------
@@ -146,6 +203,23 @@ def prior_predictive(
         probability of each observed variable, e.g. hit and false-alarm rates); ``effect``
         (quantiles of the prior on ``module.EFFECT``, or ``None``).
     """
+    args = {"seed": seed, "draws": draws, "priors": priors, "options": options}
+    return _cached(
+        "prior_predictive", cache_dir, module, data, args,
+        lambda: _prior_predictive(module, data, seed=seed, draws=draws, priors=priors,
+                                  options=options),
+    )
+
+
+def _prior_predictive(
+    module: Any,
+    data: Any,
+    *,
+    seed: int,
+    draws: int,
+    priors: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | None,
+) -> dict[str, Any]:
     pm_model = _rebuild(module, data, priors, options or {})
     bins = _binomials(pm_model)
     targets = [p_t for _, _, p_t, _ in bins]
@@ -205,6 +279,7 @@ def posterior_predictive(
     interval_prob: float = 0.94,
     max_draws: int | None = 1000,
     group_by: Sequence[str] | None = None,
+    cache_dir: Path | str | None = None,
 ) -> dict[str, Any]:
     """Posterior predictive check of the observed counts.
 
@@ -226,6 +301,9 @@ def posterior_predictive(
     group_by
         Columns of ``data`` to sum observed and replicated counts over before checking
         (e.g. ``("model", "task")`` for the per-item rows of ``models/items.py``).
+    cache_dir
+        Save the result here and reuse it while the fit and the inputs are unchanged
+        (module docstring); ``None`` computes it.
 
     Returns
     -------
@@ -235,6 +313,26 @@ def posterior_predictive(
         ``chi2_p_value``, ``by_variable`` ({name: {``coverage``, ``chi2_p_value``}}),
         ``interval_prob``, ``draws``.
     """
+    args = {"seed": seed, "interval_prob": interval_prob, "max_draws": max_draws,
+            "group_by": list(group_by) if group_by else None}
+    return _cached(
+        "posterior_predictive", cache_dir, module, data, args,
+        lambda: _posterior_predictive(fit, module, data, seed=seed, interval_prob=interval_prob,
+                                      max_draws=max_draws, group_by=group_by),
+        fit=fit,
+    )
+
+
+def _posterior_predictive(
+    fit: Any,
+    module: Any,
+    data: Any,
+    *,
+    seed: int,
+    interval_prob: float,
+    max_draws: int | None,
+    group_by: Sequence[str] | None,
+) -> dict[str, Any]:
     priors, options = _priors_options(fit)
     pm_model = _rebuild(module, data, priors, options)
     bins = _binomials(pm_model)
@@ -425,7 +523,13 @@ def _integrated_loglik(
 
 
 def loo(
-    fit: Any, module: Any, data: Any, *, max_draws: int | None = None, integrate: bool = True
+    fit: Any,
+    module: Any,
+    data: Any,
+    *,
+    max_draws: int | None = None,
+    integrate: bool = True,
+    cache_dir: Path | str | None = None,
 ) -> dict[str, Any]:
     """PSIS-LOO of a fitted model, pointwise over its observed dimension.
 
@@ -450,6 +554,9 @@ def loo(
         moves the posterior too far for importance sampling (most Pareto k > 0.7).
         Models with several observed variables (``sdt``) or no such effect use plain
         PSIS-LOO.
+    cache_dir
+        Save the result here and reuse it while the fit and the inputs are unchanged
+        (module docstring); ``None`` computes it.
 
     Returns
     -------
@@ -461,6 +568,16 @@ def loo(
         ``pareto_k`` and ``elpd_i`` (pointwise lists) and ``observed_sha256`` (used by
         :func:`compare` to refuse comparisons across different data).
     """
+    args = {"max_draws": max_draws, "integrate": integrate}
+    return _cached(
+        "loo", cache_dir, module, data, args,
+        lambda: _loo(fit, module, data, max_draws=max_draws, integrate=integrate),
+        fit=fit,
+    )
+
+
+def _loo(fit: Any, module: Any, data: Any, *, max_draws: int | None, integrate: bool
+         ) -> dict[str, Any]:
     priors, options = _priors_options(fit)
     pm_model = _rebuild(module, data, priors, options)
     bins = _binomials(pm_model)

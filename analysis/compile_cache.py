@@ -30,6 +30,14 @@ about 1e-12 (PyTensor folds constants in a different order), so draws are not bi
 those of an uncached compile, but they are the same for a given seed whether the compiled
 code came from a fresh compile, the disk cache or the memo (``tests/test_compile_cache.py``).
 
+The price: with its data as shared variables PyTensor can no longer fold the data into the
+graph (log binomial coefficients, index gathers), so a cold compile costs more and each
+gradient may too -- on the default data 28% more compile CPU and 48% more CPU per gradient
+for ``scale``, 27% more compile CPU and no gradient difference for ``sdt``
+(``bench/bench_compile.py --fit``, ``bench/results/compile_fit.json``). It pays off when
+one process fits the same structure several times; ``analysis.fit.fit`` uses it only with
+``reuse_compiled=True``.
+
 Pickling a compiled model is not possible (nutpie holds numba ``cfunc`` objects and
 pointers into process memory), and ``numba.cfunc(cache=True)`` does not help: nutpie's
 callbacks close over the generated PyTensor function, which numba refuses to cache

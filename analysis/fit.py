@@ -5,20 +5,37 @@ the choice), checked against named diagnostic thresholds, and saved as netCDF wi
 provenance in ``idata.attrs``. A saved fit is reused only when the data hash, model,
 options, priors, sampler settings, seed and package versions all match; anything else
 refits.
+
+A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache
+makes a later compile of the same model in a new process cheaper). ``fit(...,
+reuse_compiled=True)`` compiles through :func:`analysis.compile_cache.compiled_model`
+instead, for callers that fit one design many times in one process (calibration studies,
+simulation-based calibration, power by simulation): each later fit of the same structure
+skips compilation. It is not the default because on a single fit it costs more than it
+saves: with the data as shared variables PyTensor cannot fold the data into the graph; on
+the default data the scale model's cold compile took 28% more CPU and every gradient 48%
+more, the sdt model's compile 27% more (``bench/results/compile_fit.json``). Its draws
+differ from a plain compile's at Monte Carlo level (same seed, log density equal to
+~1e-12, but NUTS trajectories diverge), so it is part of the cache key.
+
+Results derived from a fit (its diagnostics here, the checks of ``analysis/checks.py``, the
+power simulation of ``analysis/power.py``) are saved beside it as JSON by
+:func:`cached_json`, keyed on everything they depend on.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import platform
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import arviz as az
 import numpy as np
@@ -65,16 +82,24 @@ class Fit:
     notes: list[str] = field(default_factory=list)
 
 
-def package_versions() -> dict[str, str]:
-    """Versions of the packages that determine a fit, plus Python and platform."""
+@functools.cache
+def _package_versions(extra: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
     out = {}
-    for name in _VERSIONED:
+    for name in (*_VERSIONED, *extra):
         try:
             out[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             out[name] = "absent"
     out["python"] = platform.python_version()
-    return out
+    return tuple(out.items())
+
+
+def package_versions(extra: Iterable[str] = ()) -> dict[str, str]:
+    """Versions of the packages that determine a fit, plus Python and platform.
+
+    ``extra`` names further packages (e.g. ``scipy`` for a result computed with it).
+    """
+    return dict(_package_versions(tuple(extra)))
 
 
 def frame_sha256(frame: pl.DataFrame) -> str:
@@ -152,14 +177,23 @@ def _cache_key(prov: Mapping[str, Any]) -> str:
         k: prov[k]
         for k in ("model", "options", "priors", "sampler", "seed", "data_sha256", "versions")
     }
+    if "compile" in prov:  # only when not the default, so that existing keys stay valid
+        stable["compile"] = prov["compile"]
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()
 
 
-def _sample(pm_model: Any, settings: SamplerSettings, seed: int) -> az.InferenceData:
+def _sample(
+    pm_model: Any, settings: SamplerSettings, seed: int, *, reuse_compiled: bool = False
+) -> az.InferenceData:
     if settings.sampler == "nutpie":
         import nutpie
 
-        compiled = nutpie.compile_pymc_model(pm_model)
+        if reuse_compiled:
+            from analysis.compile_cache import compiled_model
+
+            compiled = compiled_model(pm_model)
+        else:
+            compiled = nutpie.compile_pymc_model(pm_model)
         return nutpie.sample(
             compiled,
             draws=settings.draws,
@@ -196,6 +230,7 @@ def fit(
     priors: Mapping[str, Any] | None = None,
     options: Mapping[str, Any] | None = None,
     cache_dir: Path | str | None = None,
+    reuse_compiled: bool = False,
 ) -> Fit:
     """Fit ``model_name`` to ``data`` (cells), reusing a matching cached fit.
 
@@ -215,6 +250,11 @@ def fit(
         Keyword options of the model's ``build`` (e.g. ``family_slopes``).
     cache_dir
         Folder of saved fits; ``None`` disables the cache.
+    reuse_compiled
+        Compile through :func:`analysis.compile_cache.compiled_model` (nutpie only): a later
+        fit of the same structure in this process reuses the compiled code (module
+        docstring: worth it only when one process fits the same design repeatedly). Recorded
+        in the provenance (``compile: "shared_data"``) and the cache key.
     """
     settings = settings or SamplerSettings()
     module = model_registry.get(model_name)
@@ -230,6 +270,8 @@ def fit(
         "data_sha256": frame_sha256(used),
         "versions": package_versions(),
     }
+    if reuse_compiled and settings.sampler == "nutpie":
+        prov["compile"] = "shared_data"
     key = _cache_key(prov)
     prov["cache_key"] = key
     path = Path(cache_dir) / f"{model_name}-{key[:16]}.nc" if cache_dir is not None else None
@@ -240,17 +282,106 @@ def fit(
             return Fit(
                 model_name,
                 cached,
-                diagnose(cached),
+                _diagnostics(cached, model_name, key, cache_dir),
                 saved,
                 reused=True,
                 seconds=float(saved.get("sampling_seconds", 0.0)),
             )
     t0 = time.perf_counter()
     pm_model = module.build(used, priors=priors, **(options or {}))
-    idata = _sample(pm_model, settings, seed)
+    idata = _sample(pm_model, settings, seed, reuse_compiled="compile" in prov)
     seconds = time.perf_counter() - t0
     prov["sampling_seconds"] = round(seconds, 2)
     idata.attrs["selfmodel_provenance"] = json.dumps(prov, sort_keys=True)
     if path is not None:
         atomic.write_with(path, lambda p: idata.to_netcdf(str(p), engine="h5netcdf"))
-    return Fit(model_name, idata, diagnose(idata), prov, reused=False, seconds=seconds)
+    diagnostics = _diagnostics(idata, model_name, key, cache_dir)
+    return Fit(model_name, idata, diagnostics, prov, reused=False, seconds=seconds)
+
+
+def _diagnostics(
+    idata: az.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
+) -> dict[str, Any]:
+    """:func:`diagnose`, saved beside the fit (about a second of ArviZ per fit and run)."""
+    parts = {"fit": key, "sources": source_sha256([__file__]), "versions": package_versions()}
+    out: dict[str, Any] = cached_json(
+        cache_dir, f"{model_name}-diagnostics", parts, lambda: diagnose(idata)
+    )
+    return out
+
+
+# --------------------------------------------------------------------------- derived results
+
+#: Bump to invalidate every saved derived result (format or meaning changed).
+DERIVED_CACHE_VERSION: Final = 1
+
+
+@functools.cache
+def _file_sha256(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def source_sha256(paths: Iterable[Path | str]) -> str:
+    """SHA-256 of the named source files' bytes (in the order given).
+
+    Part of the key of a derived result, so that editing the code that computes it (or the
+    model it rebuilds) invalidates the saved result.
+    """
+    h = hashlib.sha256()
+    for path in paths:
+        h.update(str(Path(path).name).encode())
+        h.update(_file_sha256(str(Path(path).resolve())).encode())
+    return h.hexdigest()
+
+
+def cached_json(
+    cache_dir: Path | str | None,
+    stem: str,
+    key_parts: Mapping[str, Any],
+    compute: Callable[[], Any],
+) -> Any:
+    """Return ``compute()``, saved as JSON in ``cache_dir`` and reused while its key matches.
+
+    Parameters
+    ----------
+    cache_dir
+        Folder of saved fits; ``None`` computes every time and saves nothing.
+    stem
+        File name prefix, e.g. ``"scale-loo"``; the file is ``<stem>-<key[:16]>.json``.
+    key_parts
+        Everything the result depends on (JSON-serialisable: the fit's ``cache_key``, the
+        function's arguments, a hash of the data, :func:`source_sha256` of the code,
+        :func:`package_versions`). Their SHA-256 (with :data:`DERIVED_CACHE_VERSION`) is
+        the key; a saved file is used only if it records the same full key.
+    compute
+        Computes the result (JSON-serialisable: dicts, lists, str, float, int, bool, None).
+
+    Returns
+    -------
+    Any
+        The result as read back from its JSON text (also on the first call), so a reused
+        result and a computed one are identical. A missing, unreadable or corrupt file, or
+        one with another key, is recomputed and overwritten; a result JSON cannot hold is
+        returned unsaved.
+    """
+    if cache_dir is None:
+        return compute()
+    payload = {"version": DERIVED_CACHE_VERSION, **key_parts}
+    key = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+    path = Path(cache_dir) / f"{stem}-{key[:16]}.json"
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(saved, dict) and saved.get("key") == key and "value" in saved:
+            return saved["value"]
+    except (OSError, ValueError):
+        pass  # absent or corrupt: recompute
+    value = compute()
+    try:
+        text = json.dumps({"key": key, "value": value})
+    except (TypeError, ValueError):
+        return value
+    try:
+        atomic.write_text(path, text)
+    except OSError:
+        pass  # a read-only cache folder only costs the saving
+    return json.loads(text)["value"]

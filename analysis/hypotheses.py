@@ -920,8 +920,12 @@ def scale_term_loo(
 
     pooled = fit("pooled", cells, seed=seed, settings=settings, options={"random_effects": True},
                  cache_dir=cache_dir)
-    l_with = checks.loo(scale_fit, model_registry.get("scale"), cells, max_draws=max_draws)
-    l_without = checks.loo(pooled, model_registry.get("pooled"), cells, max_draws=max_draws)
+    l_with = checks.loo(
+        scale_fit, model_registry.get("scale"), cells, max_draws=max_draws, cache_dir=cache_dir
+    )
+    l_without = checks.loo(
+        pooled, model_registry.get("pooled"), cells, max_draws=max_draws, cache_dir=cache_dir
+    )
     table = checks.compare({"with_scale": l_with, "without_scale": l_without})
     by = {r["model"]: r for r in table}
     diff = l_with["elpd_loo"] - l_without["elpd_loo"]

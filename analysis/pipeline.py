@@ -377,7 +377,9 @@ def run(
         from analysis.power import mde_from_fit
 
         say("what this design could detect (power simulation from the fitted variance components)")
-        results["design_sensitivity"] = rounded(mde_from_fit(results))
+        results["design_sensitivity"] = rounded(
+            mde_from_fit(results, cache_dir=(cfg.out / "fits") if cfg.use_cache else None)
+        )
     atomic.write_json(cfg.out / "results.json", results)
     say(f"scale effect: {effect['decision']}  -> {cfg.out / 'results.json'}")
     run_info = {

@@ -1740,6 +1740,7 @@ def mde_from_fit(
     sims: int = 100,
     seed: int | None = None,
     progress: bool | Progress = False,
+    cache_dir: Path | str | None = None,
 ) -> dict[str, Any]:
     r"""What the fitted design could detect: the slope found with 80% power.
 
@@ -1761,6 +1762,11 @@ def mde_from_fit(
         Seed (default: the run's seed in ``results["settings"]``).
     progress
         As in :func:`run_power`.
+    cache_dir
+        Folder to save the result in (the run's fits folder) and reuse it from while the
+        design read from ``results`` (:func:`design_from_results`), ``sims``, ``seed``, the
+        code of this module and of ``analysis/hypotheses.py`` and the package versions are
+        unchanged (:func:`analysis.fit.cached_json`); ``None`` always simulates.
 
     Returns
     -------
@@ -1775,9 +1781,24 @@ def mde_from_fit(
         unlimited items per cell: how much more items could help), ``power_curve``, ``design``, ``rule``, ``units``,
         ``sims``, ``seed`` and ``method``.
     """
-    design = design_from_results(results)
-    rule = design.rule
     seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", 20261130))
+    design = design_from_results(results)
+    if cache_dir is not None:
+        from analysis import hypotheses
+        from analysis.fit import cached_json, package_versions, source_sha256
+
+        key = {
+            "design": repr(design),  # all that is read from results (plain values: exact)
+            "sims": sims,
+            "seed": seed,
+            "sources": source_sha256([__file__, hypotheses.__file__]),
+            "versions": package_versions(("scipy",)),
+        }
+        return cached_json(
+            cache_dir, "mde_from_fit", key,
+            lambda: mde_from_fit(results, sims=sims, seed=seed, progress=progress),
+        )
+    rule = design.rule
     pilot_sims = max(20, sims // 3)
     z_hdi = float(norm.ppf(0.5 + rule.hdi_prob / 2))
     ticker = _Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")

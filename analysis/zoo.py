@@ -48,6 +48,33 @@ def _fit_info(f: Fit, data: pl.DataFrame) -> dict[str, Any]:
     return info
 
 
+def run_checks(
+    name: str,
+    f: Fit,
+    data: pl.DataFrame,
+    *,
+    seed: int,
+    loo: bool,
+    cache_dir: Path | None,
+) -> dict[str, Any]:
+    """Prior and posterior predictive checks and (if ``loo``) PSIS-LOO of one fit.
+
+    With ``cache_dir`` (the fits folder) each result is saved as JSON beside the fit and
+    reused while it is unchanged (see ``analysis/checks.py``): an unchanged second run
+    recomputes no check.
+    """
+    module = model_registry.get(name)
+    out: dict[str, Any] = {
+        "prior_predictive": checks.prior_predictive(module, data, seed=seed, cache_dir=cache_dir),
+        "posterior_predictive": checks.posterior_predictive(
+            f, module, data, seed=seed, cache_dir=cache_dir
+        ),
+    }
+    if loo:
+        out["loo"] = checks.loo(f, module, data, cache_dir=cache_dir)
+    return out
+
+
 def fit_zoo(
     usable: pl.DataFrame,
     *,
@@ -127,10 +154,10 @@ def fit_zoo(
                     models_per_task=counts,
                 )
         progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
-        entry["prior_predictive"] = checks.prior_predictive(module, data, seed=seed)
-        entry["posterior_predictive"] = checks.posterior_predictive(f, module, data, seed=seed)
-        if name not in ("sdt", *other):  # other observations than the cells: not comparable
-            entry["loo"] = checks.loo(f, module, data)
+        # LOO only on the cells: sdt and the other tables observe other counts (not comparable)
+        with_loo = name not in ("sdt", *other)
+        entry.update(run_checks(name, f, data, seed=seed, loo=with_loo, cache_dir=cache_dir))
+        if with_loo:
             loos[name] = entry["loo"]
         out.summary[name] = entry
     if len(loos) >= 2:

@@ -14,6 +14,12 @@ set of the same shape: 16 models x 3 tasks). Configurations:
 A last child compiles twice in one process with ``compiled_model`` (second call with new
 data: the in-memory memo). Reported: compile wall and CPU seconds per child.
 Results: ``bench/results/compile.json`` and ``compile.md``.
+
+``--fit`` measures what matters for ``selfmodel run``: the pipeline's models (``scale``,
+``sdt``) on the default data (``data_raw/``), compiled plain or through ``compiled_model``
+with an empty cache, then sampled with the pipeline's ``SamplerSettings``: compile and
+sampling CPU seconds, leapfrog steps and CPU microseconds per step (a gradient), each in
+its own child process. Results: ``bench/results/compile_fit.json``.
 """
 
 from __future__ import annotations
@@ -66,13 +72,79 @@ def child(mode: str, seed: str, cache: str) -> None:
     child_report(out)
 
 
+def default_cells(model: str):
+    import polars as pl
+
+    from analysis.cells import build_cells
+    from analysis.ingest import ingest
+    from analysis.registry import load_registry
+    from analysis.zoo import sdt_cells
+    from bench._util import ROOT
+
+    res = ingest([ROOT / "data_raw" / "records.csv"])
+    cells = build_cells(res.records, load_registry(ROOT / "data_raw" / "registry.csv"))
+    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+    return sdt_cells(usable) if model == "sdt" else usable
+
+
+def fit_child(mode: str, model: str, cache: str) -> None:
+    quiet_warnings()
+    import nutpie
+
+    import models
+    from analysis import compile_cache
+    from analysis.fit import SamplerSettings
+
+    compile_cache.configure_cache(cache)
+    module = models.get(model)
+    data = default_cells(model)
+    pm_model = module.build(data.select([c for c in module.REQUIRED_COLUMNS if c in data.columns]))
+    with Timer() as tc:
+        if mode == "plain":
+            compiled = nutpie.compile_pymc_model(pm_model)
+        else:
+            compiled = compile_cache.compiled_model(pm_model, cache)
+    s = SamplerSettings()
+    with Timer() as ts:
+        idata = nutpie.sample(compiled, draws=s.draws, tune=s.tune, chains=s.chains,
+                              cores=s.cores, seed=20261130, target_accept=s.target_accept,
+                              progress_bar=False, save_warmup=True)
+    steps = int(idata.sample_stats["n_steps"].sum() + idata.warmup_sample_stats["n_steps"].sum())
+    child_report({"compile_wall_s": round(tc.wall, 2), "compile_cpu_s": round(tc.cpu, 2),
+                  "sample_wall_s": round(ts.wall, 2), "sample_cpu_s": round(ts.cpu, 2),
+                  "leapfrog_steps": steps, "us_cpu_per_step": round(1e6 * ts.cpu / steps, 2),
+                  "divergences": int(idata.sample_stats["diverging"].sum())})
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--child", nargs=3, metavar=("MODE", "SEED", "CACHE"))
+    ap.add_argument("--child", nargs="+", help="MODE SEED CACHE, or fit MODE MODEL CACHE")
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--fit", action="store_true", help="the pipeline's models, compile + sample")
     args = ap.parse_args()
+    if args.child and args.child[0] == "fit":
+        fit_child(*args.child[1:])
+        return
     if args.child:
         child(*args.child)
+        return
+    if args.fit:
+        info = {"machine": machine(), "command": " ".join(["bench/bench_compile.py", *sys.argv[1:]])}
+        rows = []
+        for model in ("scale", "sdt"):
+            for mode in ("plain", "shared"):
+                cache = SCRATCH / f"compile-fit-{mode}-{model}"
+                shutil.rmtree(cache, ignore_errors=True)
+                r = run_child("bench_compile.py", ["fit", mode, model, str(cache)],
+                              env={"PYTENSOR_FLAGS": f"base_compiledir={cache / 'pytensor'}"})
+                r.update(model=model, config=mode)
+                print(r, flush=True)
+                rows.append(r)
+        table = md_table(rows, ["model", "config", "compile_wall_s", "compile_cpu_s",
+                                "sample_wall_s", "sample_cpu_s", "leapfrog_steps",
+                                "us_cpu_per_step", "divergences"])
+        write_results("compile_fit", {**info, "rows": rows}, table)
+        print(table)
         return
     info = {"machine": machine(), "command": " ".join(["bench/bench_compile.py", *sys.argv[1:]])}
     rows = []

@@ -11,6 +11,11 @@ data from ``simulate_scale_cells`` with 5 models per family):
 * records per cell 30, 300, 3000 at 50 models x 10 tasks (same cells, 100x the records:
   compiled once, the in-process memo of ``analysis.compile_cache`` reuses it).
 
+``--cell-effect`` instead compares parameterisations of ``models/scale.py`` at 300 and 3000
+records per cell (50 x 10): ``cell_effect`` = non_centred, centred, auto, and
+``group_effects`` = non_centred, centred (family and model intercepts), with R-hat and the
+slowest bulk ESS over all non-``z_`` parameters: ``bench/results/growth_cell_effect.json``.
+
 Records: ingest and reduce times for 1k to 10M records from ``bench/results/ingest*.json``
 (run ``bench/bench_ingest.py --sizes 1000 10000 100000 --readers ingest reduce`` and the
 default ``bench/bench_ingest.py`` first).
@@ -31,7 +36,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench._util import RESULTS, Timer, machine, md_table, quiet_warnings, write_results  # noqa: E402
 
 
-def sample_case(models: int, tasks: int, per_cell: int, draws: int) -> dict[str, Any]:
+def sample_case(models: int, tasks: int, per_cell: int, draws: int,
+                cell_effect: str | None = None, group_effects: str | None = None
+                ) -> dict[str, Any]:
     import arviz as az
     import nutpie
 
@@ -41,8 +48,11 @@ def sample_case(models: int, tasks: int, per_cell: int, draws: int) -> dict[str,
 
     cells, _ = simulate_scale_cells(seed=11, n_families=models // 5, sizes_per_family=5,
                                     n_tasks=tasks, n_per_cell=per_cell)
+    options = {"cell_effect": cell_effect} if cell_effect else {}
+    if group_effects:
+        options["group_effects"] = group_effects
     with Timer() as tc:
-        compiled = compiled_model(scale.build(cells))
+        compiled = compiled_model(scale.build(cells, **options))
     with Timer() as ts:
         idata = nutpie.sample(compiled, draws=draws, tune=draws, chains=4, cores=2, seed=1,
                               target_accept=0.95, progress_bar=False)
@@ -52,6 +62,17 @@ def sample_case(models: int, tasks: int, per_cell: int, draws: int) -> dict[str,
            "sample_wall_s": round(ts.wall, 2), "sample_cpu_s": round(ts.cpu, 2),
            "divergences": int(idata.sample_stats["diverging"].sum()),
            "ess_bulk_beta": round(ess, 1), "ess_per_s": round(ess / ts.wall, 1)}
+    if cell_effect:
+        from analysis.fit import diagnose
+
+        d = diagnose(idata)
+        n_centred = int(scale.centred_cells(cells["n"].to_numpy(), cells["k"].to_numpy(),
+                                            cell_effect).sum())  # type: ignore[arg-type]
+        row.update(cell_effect=cell_effect, group_effects=group_effects or "non_centred",
+                   centred_cells=n_centred, max_rhat=d["max_rhat"],
+                   min_ess_bulk=d["min_ess_bulk"],
+                   beta_mean=round(float(idata.posterior["beta"].mean()), 4),
+                   beta_sd=round(float(idata.posterior["beta"].std()), 4))
     print(row, flush=True)
     return row
 
@@ -115,8 +136,26 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--plot", action="store_true", help="only redraw from bench/results")
+    ap.add_argument("--cell-effect", action="store_true",
+                    help="compare cell-effect parameterisations (see the module docstring)")
     args = ap.parse_args()
     quiet_warnings()
+    if args.cell_effect:
+        info = {"machine": machine(),
+                "command": " ".join(["bench/bench_growth.py", *sys.argv[1:]])}
+        plan = [("non_centred", "non_centred"), ("centred", "non_centred"),
+                ("auto", "non_centred"), ("centred", "centred"), ("non_centred", "centred")]
+        rows = [sample_case(50, 10, n, 500, ce, ge) for n in (3000, 300) for ce, ge in plan]
+        for r in rows:
+            r["ess_beta_per_cpu_s"] = round(r["ess_bulk_beta"] / r["sample_cpu_s"], 1)
+        table = md_table(rows, ["records_per_cell", "cell_effect", "group_effects",
+                                "centred_cells",
+                                "sample_wall_s", "sample_cpu_s", "divergences", "max_rhat",
+                                "ess_bulk_beta", "min_ess_bulk", "ess_beta_per_cpu_s",
+                                "beta_mean", "beta_sd"])
+        write_results("growth_cell_effect", {**info, "sampling": rows}, table)
+        print(table)
+        return
     if args.plot:
         saved = json.loads((RESULTS / "growth.json").read_text())
         print(plot(saved["sampling"], ingest_points()))

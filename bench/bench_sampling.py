@@ -20,6 +20,13 @@ Cases (data from ``analysis.simulate.simulate_scale_cells``; 4 chains x 1000 dra
 For every case: compile seconds, sampling wall and CPU seconds (after compilation),
 divergences, max R-hat, bulk ESS of the slope ``beta`` (``beta_dprime`` for sdt) and of
 the slowest parameter, ESS per wall second. Results: ``bench/results/sampling.json``/``.md``.
+
+``--gradient`` instead times one log density + gradient evaluation (PyTensor's numba
+backend, ``trust_input``; the cost of a trivial function of the same inputs is subtracted)
+of ``scale`` and ``sdt`` on the default data (``data_raw/``), with sdt's probit log-odds as
+written (a ``switch`` of two stable branches), as a branch-free
+``sign(z) (log erfc(-|z|/sqrt 2) - log erfcx(|z|/sqrt 2) + z^2/2)``, and replaced by a plain
+logit (a different model: only to price the link): ``bench/results/sampling_gradient.json``.
 """
 
 from __future__ import annotations
@@ -177,14 +184,86 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
     return row
 
 
+def gradient_costs(evals: int = 20000) -> list[dict[str, Any]]:
+    """CPU microseconds per log density + gradient (see the module docstring)."""
+    import numpy as np
+    import pytensor
+    import pytensor.tensor as pt
+
+    import models.scale as scale
+    import models.sdt as sdt
+    from bench.bench_compile import default_cells
+
+    def branch_free(z: Any) -> Any:
+        a = pt.abs(z) / sdt._SQRT2
+        return pt.sgn(z) * (pt.log(pt.erfc(-a)) - pt.log(pt.erfcx(a)) + pt.sqr(a))
+
+    def time_model(m: Any) -> tuple[float, float]:
+        inputs = m.value_vars
+        logp = m.logp()
+        f = pytensor.function(inputs, [logp, *pytensor.grad(logp, inputs)], mode="NUMBA",
+                              trust_input=True)
+        g = pytensor.function(inputs, inputs[0].sum(), mode="NUMBA", trust_input=True,
+                              on_unused_input="ignore")
+        ip = m.initial_point(random_seed=1)
+        rng = np.random.default_rng(0)
+        base = [np.asarray(ip[v.name], dtype="float64") for v in inputs]
+        pts = [[np.array(b + 0.3 * rng.normal(size=b.shape), dtype="float64") for b in base]
+               for _ in range(evals)]
+        f(*pts[0])
+        g(*pts[0])
+        t = time.process_time()
+        for pt_ in pts:
+            g(*pt_)
+        overhead = time.process_time() - t
+        t = time.process_time()
+        vals = [float(f(*pt_)[0]) for pt_ in pts]
+        total = time.process_time() - t
+        return 1e6 * (total - overhead) / evals, float(np.sum(vals))
+
+    rows = []
+    data = default_cells("scale").select(list(scale.REQUIRED_COLUMNS))
+    us, _ = time_model(scale.build(data))
+    rows.append({"model": "scale", "link": "logit", "us_cpu_per_logp_grad": round(us, 1)})
+    sdata = default_cells("sdt").select(list(sdt.REQUIRED_COLUMNS))
+    written = sdt._probit_logit
+    ref = None
+    try:
+        for link, fn in (("probit, as written (switch)", written),
+                         ("probit, branch-free", branch_free),
+                         ("logit (other model)", lambda z: 1.7 * z)):
+            sdt._probit_logit = fn
+            us, total = time_model(sdt.build(sdata))
+            row = {"model": "sdt", "link": link, "us_cpu_per_logp_grad": round(us, 1)}
+            if ref is None:
+                ref = total
+            elif link.startswith("probit"):
+                row["sum_logp_difference"] = abs(total - ref)
+            rows.append(row)
+            print(row, flush=True)
+    finally:
+        sdt._probit_logit = written
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--name", default="sampling", help="results file name")
     ap.add_argument("--cases", nargs="+",
                     default=["scale", "sdt", "centred", "pymc", "binomial", "bernoulli"])
+    ap.add_argument("--gradient", action="store_true",
+                    help="time log density + gradient of scale and sdt (module docstring)")
     args = ap.parse_args()
     quiet_warnings()
+    if args.gradient:
+        grows = gradient_costs()
+        write_results("sampling_gradient",
+                      {"machine": machine(), "rows": grows,
+                       "command": " ".join(["bench/bench_sampling.py", *sys.argv[1:]])},
+                      md_table(grows, ["model", "link", "us_cpu_per_logp_grad"]))
+        print(md_table(grows, ["model", "link", "us_cpu_per_logp_grad"]))
+        return
     import models.scale as scale
 
     info: dict[str, Any] = {"machine": machine(),

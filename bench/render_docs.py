@@ -152,10 +152,9 @@ def summary(ing, red, samp, comp, pipe, growth) -> str:
 def ingest_rows(ing, base) -> list[dict[str, Any]]:
     """ingest/polars/pandas rows; re-measured baseline rows replace the first run's."""
     rows = [r for r in (ing or {}).get("rows", []) if r.get("reader") != "reduce"]
-    if base:
-        redone = {(r["n"], r["format"], r["reader"]) for r in base["rows"]}
-        rows = [r for r in rows if (r["n"], r["format"], r["reader"]) not in redone]
-        rows += base["rows"]
+    if base:  # only rows the main run lacks: a ratio is fair within one run only
+        have = {(r["n"], r["format"], r["reader"]) for r in rows}
+        rows += [r for r in base["rows"] if (r["n"], r["format"], r["reader"]) not in have]
     # The first run's 10M children inherited the parent's peak as their baseline (ru_maxrss
     # before the VmHWM fix): use the smallest post-import baseline of a fresh process.
     fresh = min((r["base_rss_mib"] for r in rows if "base_rss_mib" in r), default=0.0)
@@ -171,11 +170,46 @@ def section_ingest(ing, base) -> str:
         return missing("bench/bench_ingest.py --profile")
     cols = ["n", "format", "reader", "wall_s", "cpu_s", "records_per_s", "records_per_cpu_s",
             "peak_rss_mib", "rss_bytes_per_record"]
-    note = load_note(ing) + (("Baseline reads at 10M re-measured: " + load_note(base))
-                             if base else "")
-    return note + "\n" + md_table(ingest_rows(ing, base), cols, {
+    rows = ingest_rows(ing, base)
+    have = {(r["n"], r["format"], r["reader"]) for r in (ing or {}).get("rows", [])}
+    borrowed = [r for r in (base or {}).get("rows", [])
+                if (r["n"], r["format"], r["reader"]) not in have]
+    note = load_note(ing) + (("Rows not in that run (pandas at 10M) are from an earlier run: "
+                              + load_note(base)) if borrowed else "")
+    table = md_table(rows, cols, {
         "n": fmt_int, "records_per_s": fmt_int, "records_per_cpu_s": fmt_int,
         "peak_rss_mib": fmt_int, "rss_bytes_per_record": fmt_int})
+    return note + "\n" + table + "\n" + ingest_ratios(ing)
+
+
+def ingest_ratios(ing) -> str:
+    """Ingest against a plain polars read of the same file (same run), and against before."""
+    before = load("ingest_before")
+    lines = []
+    for n in sorted({r["n"] for r in (ing or {}).get("rows", [])}):
+        parts = []
+        for fmt in ("parquet", "csv", "jsonl"):
+            a = one(ing, n=n, format=fmt, reader="ingest")
+            b = one(ing, n=n, format=fmt, reader="polars")
+            if a and b and "cpu_s" in a and "cpu_s" in b:
+                parts.append(f"{fmt} {a['cpu_s'] / b['cpu_s']:.1f}x CPU, "
+                             f"{a['wall_s'] / b['wall_s']:.1f}x wall")
+        if parts:
+            lines.append(f"- ingest / plain polars read at {n:,} records: " + "; ".join(parts))
+    if before:
+        parts = []
+        for fmt in ("parquet", "csv", "jsonl"):
+            old = one(before, n=1_000_000, format=fmt, reader="ingest")
+            new = one(ing, n=1_000_000, format=fmt, reader="ingest")
+            if old and new and "cpu_s" in old and "cpu_s" in new:
+                parts.append(f"{fmt} {old['cpu_s']} -> {new['cpu_s']} CPU-s "
+                             f"({old['cpu_s'] / new['cpu_s']:.1f}x less), peak "
+                             f"{old['peak_rss_mib']:.0f} -> {new['peak_rss_mib']:.0f} MiB")
+        if parts:
+            lines.append("- before the rewrite of `analysis/ingest.py` (same 1M files, "
+                         "`bench/results/ingest_before.json`, load average "
+                         f"{before['machine']['load_avg_1_5_15']}): " + "; ".join(parts))
+    return "\n".join(lines) + ("\n" if lines else "")
 
 
 def section_profile() -> str:

@@ -114,3 +114,25 @@ def test_memo_swaps_data_without_recompiling(tmp_path):
     b = nutpie.sample(again, **kw).posterior
     for var in ("beta", "alpha", "sigma_cell"):
         np.testing.assert_array_equal(a[var].values, b[var].values)
+
+
+@pytest.mark.slow
+def test_fit_reuse_compiled_is_opt_in_keyed_and_deterministic():
+    """``fit(reuse_compiled=True)``: memo hit on the second fit, its own cache key, same draws."""
+    from analysis.fit import SamplerSettings, fit
+
+    tiny = SamplerSettings(draws=30, tune=30, chains=1, cores=1)
+    cc.memo_info(clear=True)
+    a = fit("scale", cells(1), seed=4, settings=tiny, reuse_compiled=True)
+    b = fit("scale", cells(2), seed=4, settings=tiny, reuse_compiled=True)
+    again = fit("scale", cells(1), seed=4, settings=tiny, reuse_compiled=True)
+    assert cc.memo_info() == {"hits": 2, "misses": 1, "size": 1}
+    np.testing.assert_array_equal(a.idata.posterior["beta"].values,
+                                  again.idata.posterior["beta"].values)
+    assert a.provenance["compile"] == "shared_data"
+    assert a.provenance["cache_key"] == again.provenance["cache_key"]
+    assert b.provenance["cache_key"] != a.provenance["cache_key"]
+    plain = fit("scale", cells(1), seed=4, settings=tiny)
+    assert "compile" not in plain.provenance
+    assert plain.provenance["cache_key"] != a.provenance["cache_key"]
+    assert cc.memo_info()["hits"] == 2  # the default path does not touch the memo

@@ -516,6 +516,32 @@ def test_mde_from_fit(data_raw_cells: pl.DataFrame) -> None:
         pw.mde_from_fit({**res, "variance_components": None})
 
 
+def test_mde_from_fit_is_saved_and_reused(
+    data_raw_cells: pl.DataFrame, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``cache_dir`` the simulation runs once per distinct input; a damaged file reruns."""
+    res = _fake_results(data_raw_cells)
+    sweeps = []
+    real = pw._sweep
+    monkeypatch.setattr(pw, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
+    first = pw.mde_from_fit(res, sims=3, cache_dir=tmp_path)
+    n = len(sweeps)
+    assert n > 0
+    assert pw.mde_from_fit(res, sims=3, cache_dir=tmp_path) == first
+    assert len(sweeps) == n
+    assert json.dumps(pw.mde_from_fit(res, sims=3)) == json.dumps(first)  # same as uncached
+    pw.mde_from_fit(res, sims=3, seed=8, cache_dir=tmp_path)
+    assert len(sweeps) == 3 * n
+    changed = {**res, "variance_components": {**res["variance_components"],
+                                              "sigma_cell": {"mean": 0.3}}}
+    pw.mde_from_fit(changed, sims=3, cache_dir=tmp_path)
+    assert len(sweeps) == 4 * n
+    for f in tmp_path.glob("mde_from_fit-*.json"):
+        f.write_text("{")
+    assert pw.mde_from_fit(res, sims=3, cache_dir=tmp_path) == first
+    assert len(sweeps) == 5 * n
+
+
 def test_write_power(tmp_path: Path) -> None:
     d = pw.default_design()
     p = pw.run_power(d, slopes=[0.0, 0.3], sims=6, seed=1)
