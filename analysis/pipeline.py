@@ -387,6 +387,14 @@ def run(
         "seconds_total": None,
         "sampling_seconds": round(fitted.seconds, 2) if fitted else None,
         "fit_reused": bool(fitted and fitted.reused),
+        # per model: sampling (and compile) seconds of the fit as first sampled (timings are
+        # kept out of results.json, which must not depend on the machine's speed)
+        "model_seconds": {
+            name: f.provenance.get("sampling_seconds")
+            for name, f in sorted(
+                ((zoo.fits if zoo else {}) | ({"scale": fitted} if fitted else {})).items()
+            )
+        },
         "command": " ".join(argv) if argv is not None else " ".join(sys.argv),
         "platform": platform.platform(),
         "python": sys.version.split()[0],

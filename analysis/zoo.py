@@ -105,7 +105,20 @@ def fit_zoo(
         if name in out.fits:
             continue
         if data.height == 0 or data["model"].n_unique() < rule.min_models:
-            out.summary[name] = {"fitted": False, "reason": "fewer than 3 models with usable data"}
+            out.summary[name] = {
+                "fitted": False,
+                "reason": f"fewer than {rule.min_models} models with usable data",
+            }
+            continue
+        if name == "self_vs_other" and data["is_self"].n_unique() < 2:
+            out.summary[name] = {
+                "fitted": False,
+                "reason": "the records have no cross-predictions (every predictor is the model "
+                "itself)"
+                if data["is_self"].all()
+                else "the records have no self-predictions",
+            }
+            progress(f"'{name}' not fitted: {out.summary[name]['reason']}")
             continue
         progress(f"sampling '{name}' model ({module.SUMMARY})")
         f = fit(name, data, seed=seed, settings=settings, cache_dir=cache_dir)
@@ -153,6 +166,20 @@ def fit_zoo(
                     tasks=tasks if key == "within" else [],
                     models_per_task=counts,
                 )
+        elif name in ("items", "self_vs_other"):
+            # items: the scale slope with item effects (does it change the verdict?);
+            # self_vs_other: the self-knowledge advantage (positive: a model predicts itself
+            # better than other models predict it)
+            entry["effect"] = slope_decisions(
+                f,
+                effect_var=module.EFFECT,
+                per_task_var=module.PER_TASK_EFFECT,
+                rule=rule,
+                n_models=n_models,
+                tasks=tasks,
+                models_per_task=counts,
+            )
+            entry["effect"]["parameter"] = module.EFFECT
         progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
         # LOO only on the cells: sdt and the other tables observe other counts (not comparable)
         with_loo = name not in ("sdt", *other)

@@ -292,6 +292,9 @@ def main() -> None:
                                 build_variant(big, orthogonal=True), "beta"))
         elif case == "centred":
             rows.append(measure("scale 50x10 centred", build_variant(big, centred=True), "beta"))
+        elif case == "group_centred":
+            rows.append(measure("scale 50x10 group effects centred",
+                                scale.build(big, group_effects="centred"), "beta"))
         elif case == "pymc":
             rows.append(measure("scale 50x10", scale.build(big), "beta", sampler="pymc"))
         elif case == "binomial":

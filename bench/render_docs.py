@@ -103,7 +103,7 @@ def summary(ing, red, samp, comp, pipe, growth) -> str:
     if s:
         est = s["sample_cpu_s"] / 2
         add("scale 50x10, 4 x 1000 draws in <= 10 s after compile",
-            f"{s['sample_wall_s']} s wall (shared), {s['sample_cpu_s']} CPU-s -> "
+            f"{s['sample_wall_s']} s wall, {s['sample_cpu_s']} CPU-s -> "
             f"~{est:.0f} s on 2 idle cores", est <= 10)
         add("zero divergences", f"{s['divergences']}", s["divergences"] == 0)
         rate = s["ess_bulk_effect"] / est
@@ -328,15 +328,25 @@ def section_growth(growth) -> str:
 
 
 def merged_sampling() -> dict[str, Any] | None:
-    """sampling.json with rows of sampling_extra.json (re-runs and extra cases) merged in."""
-    samp, extra = load("sampling"), load("sampling_extra")
-    if not samp or not extra:
-        return samp or extra
-    redone = {(r["case"], r.get("sampler")) for r in extra["rows"]}
-    rows = [r for r in samp["rows"] if (r["case"], r.get("sampler")) not in redone]
-    return {**samp, "rows": rows + extra["rows"],
-            "command": f"{samp['command']}` and `{extra['command']}",
-            "extra_machine": extra.get("machine")}
+    """sampling.json with rows of sampling_extra.json and sampling_quiet.json merged in.
+
+    Later files are re-runs or extra cases and replace rows of the same case and sampler
+    (``sampling_quiet``: the target cases re-measured on an otherwise idle machine).
+    """
+    merged = load("sampling")
+    for name in ("sampling_extra", "sampling_quiet"):
+        extra = load(name)
+        if not extra:
+            continue
+        if not merged:
+            merged = extra
+            continue
+        redone = {(r["case"], r.get("sampler")) for r in extra["rows"]}
+        rows = [r for r in merged["rows"] if (r["case"], r.get("sampler")) not in redone]
+        merged = {**merged, "rows": rows + extra["rows"],
+                  "command": f"{merged['command']}` and `{extra['command']}",
+                  "extra_machine": extra.get("machine")}
+    return merged
 
 
 def merged_pipeline() -> dict[str, Any] | None:
@@ -352,6 +362,10 @@ def merged_pipeline() -> dict[str, Any] | None:
         part = json.loads(path.read_text())
         rows += part["rows"]
         commands.append(part.get("command", "?"))
+    # a later part re-measures a step (e.g. pipeline_robust: first/second with the robustness
+    # stage): keep only the latest row of each step
+    latest = {r["step"]: i for i, r in enumerate(rows)}
+    rows = [r for i, r in enumerate(rows) if latest[r["step"]] == i]
     by = {r["step"]: r for r in rows if "wall_s" in r}
     ratios: dict[str, float] = {}
     if "first" in by and "second" in by:

@@ -303,3 +303,18 @@ def test_no_robustness_skips_the_refits(tmp_path, capsys):
     assert rows["dprime_overall"]["decision"] == "not_estimable"
     assert "was not fitted" in rows["dprime_overall"]["reason"]
     assert rows["accuracy_overall"]["decision"] == results["scale_effect"]["decision"]
+
+
+@pytest.mark.e2e
+def test_self_vs_other_without_cross_predictions_is_skipped_with_reason(tmp_path, capsys):
+    """Asking for a model the data cannot support: the run completes and says why."""
+    rec, reg = _small_data(tmp_path)
+    out = tmp_path / "out"
+    argv = [str(rec), "--registry", str(reg), "--out", str(out), *QUICK]
+    argv[argv.index("scale")] = "scale,self_vs_other"
+    assert main(["run", *argv]) == 0
+    results = json.loads((out / "results.json").read_text())
+    svo = results["model_zoo"]["self_vs_other"]
+    assert svo["fitted"] is False and "no cross-predictions" in svo["reason"]
+    html = (out / "report.html").read_text()
+    assert "was requested but not fitted" in html and "no cross-predictions" in html
