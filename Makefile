@@ -44,19 +44,24 @@ data: $(STAMP)  ## regenerate the embedded default data set in data_raw/ (seeded
 lock: $(STAMP)  ## rewrite requirements.lock from the current .venv
 	$(BIN)/python -m pip freeze --exclude-editable | grep -v '^-e' > requirements.lock
 
-bench: $(STAMP)  ## run every benchmark (about 2 h on 2 shared cores) and regenerate docs/performance.md
-	$(BIN)/python bench/bench_ingest.py --profile
+bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/performance.md
+	$(BIN)/python bench/bench_ingest.py --sizes 1000000 10000000 --readers ingest polars --profile
 	$(BIN)/python bench/bench_ingest.py --readers reduce --name ingest_reduce
 	$(BIN)/python bench/bench_ingest.py --sizes 10000000 --readers polars pandas --name ingest_baselines
 	$(BIN)/python bench/bench_ingest.py --sizes 1000 10000 100000 --readers ingest reduce --name ingest_sizes
 	$(BIN)/python bench/bench_compile.py
+	$(BIN)/python bench/bench_compile.py --fit
 	$(BIN)/python bench/bench_sampling.py
 	$(BIN)/python bench/bench_sampling.py --cases orthogonal pymc --name sampling_extra
-	$(BIN)/python bench/bench_pipeline.py --steps first second report imports
-	$(BIN)/python bench/bench_pipeline.py --steps second_profile --name pipeline_profile
+	$(BIN)/python bench/bench_sampling.py --cases scale group_centred sdt --name sampling_quiet
+	$(BIN)/python bench/bench_sampling.py --gradient
+	$(BIN)/python bench/bench_pipeline.py --steps report imports
+	$(BIN)/python bench/bench_pipeline.py --steps first second second_profile --name pipeline_final
+	$(BIN)/python bench/bench_pipeline.py --steps first second --name pipeline_robust
 	$(BIN)/python bench/bench_pipeline.py --steps records_1x --name pipeline_r1
 	$(BIN)/python bench/bench_pipeline.py --steps records_10x --name pipeline_r10
 	$(BIN)/python bench/bench_growth.py
+	$(BIN)/python bench/bench_growth.py --cell-effect
 	$(BIN)/python bench/render_docs.py
 
 bench-quick: $(STAMP)  ## smoke-test the benchmark scripts (a few minutes)
