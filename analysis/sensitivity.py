@@ -83,7 +83,6 @@ def summarise_fit(
     out["diagnostics_passed"] = bool(fitted.diagnostics.get("passed"))
     out["max_rhat"] = fitted.diagnostics.get("max_rhat")
     out["divergences"] = fitted.diagnostics.get("divergences")
-    out["reused"] = bool(fitted.reused)
     out["cache_key"] = fitted.provenance.get("cache_key")
     return out
 

@@ -318,3 +318,15 @@ def test_self_vs_other_without_cross_predictions_is_skipped_with_reason(tmp_path
     assert svo["fitted"] is False and "no cross-predictions" in svo["reason"]
     html = (out / "report.html").read_text()
     assert "was requested but not fitted" in html and "no cross-predictions" in html
+
+
+@pytest.mark.e2e
+def test_unchanged_rerun_with_robustness_is_byte_identical(build_copy, monkeypatch, capsys):
+    """The default run (hypotheses, LOO, sensitivity refits) reuses everything on a rerun and
+    writes the same bytes."""
+    session_quick = ["--draws", "300", "--tune", "300", "--chains", "2"]  # as conftest.quick_build
+    first = (build_copy / "results.json").read_bytes()
+    monkeypatch.chdir(ROOT)
+    assert main(["run", "--out", str(build_copy), *session_quick, "--no-report"]) == 0
+    assert json.loads((build_copy / "run.json").read_text())["fit_reused"] is True
+    assert (build_copy / "results.json").read_bytes() == first
