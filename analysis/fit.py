@@ -182,6 +182,27 @@ def _cache_key(prov: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()
 
 
+def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> az.InferenceData:
+    """Sample a compiled nutpie model with ``settings`` (the one place the call is spelled out).
+
+    Used by :func:`fit` and by the benchmark scripts that swap data into one compiled model
+    (``compiled.with_data(...)``) for many simulated data sets.
+    """
+    import nutpie
+
+    return nutpie.sample(
+        compiled,
+        draws=settings.draws,
+        tune=settings.tune,
+        chains=settings.chains,
+        cores=settings.cores,
+        seed=seed,
+        target_accept=settings.target_accept,
+        progress_bar=False,
+        save_warmup=False,
+    )
+
+
 def _sample(
     pm_model: Any, settings: SamplerSettings, seed: int, *, reuse_compiled: bool = False
 ) -> az.InferenceData:
@@ -194,17 +215,7 @@ def _sample(
             compiled = compiled_model(pm_model)
         else:
             compiled = nutpie.compile_pymc_model(pm_model)
-        return nutpie.sample(
-            compiled,
-            draws=settings.draws,
-            tune=settings.tune,
-            chains=settings.chains,
-            cores=settings.cores,
-            seed=seed,
-            target_accept=settings.target_accept,
-            progress_bar=False,
-            save_warmup=False,
-        )
+        return sample_nutpie(compiled, settings, seed)
     if settings.sampler == "pymc":
         import pymc as pm
 

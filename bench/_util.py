@@ -160,3 +160,15 @@ def quiet_warnings() -> None:
     import warnings
 
     warnings.filterwarnings("ignore")
+
+
+def pipeline_ratios(by_step: dict[str, dict[str, Any]]) -> dict[str, float]:
+    """Ratios of the pipeline steps: unchanged second over first run, 10x over 1x records."""
+    ratios: dict[str, float] = {}
+    for key, (num, den) in {"second_over_first": ("second", "first"),
+                            "records_10x_over_1x": ("records_10x", "records_1x")}.items():
+        if num in by_step and den in by_step:
+            for unit in ("wall", "cpu"):
+                ratios[f"{key}_{unit}"] = round(
+                    by_step[num][f"{unit}_s"] / by_step[den][f"{unit}_s"], 3)
+    return ratios

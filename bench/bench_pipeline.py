@@ -37,6 +37,7 @@ from bench._util import (  # noqa: E402
     SCRATCH,
     machine,
     md_table,
+    pipeline_ratios,
     run_command,
     write_results,
 )
@@ -142,16 +143,8 @@ def main() -> None:
         (ROOT / "bench" / "results" / "second_run_profile.txt").write_text(text)
     if "imports" in args.steps:
         step("imports", [PYTHON, "-c", "import analysis.pipeline, analysis.report, pymc, nutpie"])
-    by = {r["step"]: r for r in rows}
-    ratios = {}
-    if "first" in by and "second" in by:
-        ratios["second_over_first_wall"] = round(by["second"]["wall_s"] / by["first"]["wall_s"], 3)
-        ratios["second_over_first_cpu"] = round(by["second"]["cpu_s"] / by["first"]["cpu_s"], 3)
-    if "records_1x" in by and "records_10x" in by:
-        ratios["records_10x_over_1x_wall"] = round(
-            by["records_10x"]["wall_s"] / by["records_1x"]["wall_s"], 3)
-        ratios["records_10x_over_1x_cpu"] = round(
-            by["records_10x"]["cpu_s"] / by["records_1x"]["cpu_s"], 3)
+    by = {r["step"]: r for r in rows if "wall_s" in r}
+    ratios = pipeline_ratios(by)
     table = md_table(rows, ["step", "wall_s", "cpu_s", "peak_rss_mib", "seconds_to_results",
                             "seconds_total", "sampling_seconds", "fit_reused"])
     table += "\n" + "\n".join(f"- {k}: {v}" for k, v in ratios.items()) + "\n"

@@ -224,19 +224,9 @@ def sdt_design() -> Any:
 
 
 def sample(compiled: Any, data: dict[str, np.ndarray], settings: SamplerSettings, seed: int) -> Any:
-    import nutpie
+    from analysis.fit import sample_nutpie
 
-    return nutpie.sample(
-        compiled.with_data(**data),
-        draws=settings.draws,
-        tune=settings.tune,
-        chains=settings.chains,
-        cores=settings.cores,
-        seed=seed,
-        target_accept=settings.target_accept,
-        progress_bar=False,
-        save_warmup=False,
-    )
+    return sample_nutpie(compiled.with_data(**data), settings, seed)
 
 
 # --------------------------------------------------------------------------- arms

@@ -95,19 +95,9 @@ def compile_point(cells0):
 
 
 def nuts(compiled, k, settings: SamplerSettings, seed: int):
-    import nutpie
+    from analysis.fit import sample_nutpie
 
-    return nutpie.sample(
-        compiled.with_data(k_observed=np.asarray(k, dtype="int64")),
-        draws=settings.draws,
-        tune=settings.tune,
-        chains=settings.chains,
-        cores=settings.cores,
-        seed=seed,
-        target_accept=settings.target_accept,
-        progress_bar=False,
-        save_warmup=False,
-    )
+    return sample_nutpie(compiled.with_data(k_observed=np.asarray(k, dtype="int64")), settings, seed)
 
 
 def swap_check(settings: SamplerSettings, seeds=(SEED, SEED + 1, SEED + 2)) -> dict:

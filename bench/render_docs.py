@@ -16,7 +16,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench._util import RESULTS, ROOT, md_table  # noqa: E402
+from bench._util import RESULTS, ROOT, md_table, pipeline_ratios  # noqa: E402
 
 GIB = 2**30
 
@@ -367,15 +367,7 @@ def merged_pipeline() -> dict[str, Any] | None:
     latest = {r["step"]: i for i, r in enumerate(rows)}
     rows = [r for i, r in enumerate(rows) if latest[r["step"]] == i]
     by = {r["step"]: r for r in rows if "wall_s" in r}
-    ratios: dict[str, float] = {}
-    if "first" in by and "second" in by:
-        ratios["second_over_first_wall"] = round(by["second"]["wall_s"] / by["first"]["wall_s"], 3)
-        ratios["second_over_first_cpu"] = round(by["second"]["cpu_s"] / by["first"]["cpu_s"], 3)
-    if "records_1x" in by and "records_10x" in by:
-        ratios["records_10x_over_1x_wall"] = round(
-            by["records_10x"]["wall_s"] / by["records_1x"]["wall_s"], 3)
-        ratios["records_10x_over_1x_cpu"] = round(
-            by["records_10x"]["cpu_s"] / by["records_1x"]["cpu_s"], 3)
+    ratios = pipeline_ratios(by)
     return {**main_res, "rows": rows, "ratios": ratios,
             "command": "` and `".join(commands)}
 
