@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from analysis.contract import SCALE_COLUMNS, InputError
+from analysis.paths import DEFAULT_SEED
 
 
 class _Parser(argparse.ArgumentParser):
@@ -56,7 +57,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         default="params",
         help="scale variable: total parameters, active parameters or capability",
     )
-    p.add_argument("--seed", type=int, default=20261130, help="sampler seed")
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="sampler seed")
     p.add_argument("--rope", type=float, default=0.1, help="region of practical equivalence (+/-)")
     p.add_argument("--draws", type=int, default=2000)
     p.add_argument("--tune", type=int, default=1000)
@@ -81,8 +82,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--models",
-        default="scale,sdt,pooled,within_between",
-        help="comma-separated models to fit (scale always; items, self_vs_other on request)",
+        default=None,
+        help="comma-separated models to fit (default: scale,sdt,pooled,within_between, "
+        "models.DEFAULT_MODELS; scale always; items, self_vs_other on request)",
     )
 
 
@@ -124,7 +126,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", type=Path)
     _common_inputs(p)
     p.add_argument("--out", type=Path, default=Path("build"))
-    p.add_argument("--model", default="scale", help="model from models/ (default: scale)")
+    p.add_argument("--model", default=None, help="model from models/ (default: scale)")
     _run_options(p)
 
     p = sub.add_parser("report", help="render the report from OUT/results.json (never refits)")
@@ -135,7 +137,7 @@ def build_parser() -> argparse.ArgumentParser:
         "simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)"
     )
     p.add_argument("--out", type=Path, required=True)
-    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
     p = sub.add_parser(
         "power",
@@ -182,15 +184,17 @@ def build_parser() -> argparse.ArgumentParser:
         default=150,
         help="data sets per design of the models-vs-items sweep; 0 skips the sweep (default 150)",
     )
-    p.add_argument("--seed", type=int, default=20261130)
+    p.add_argument("--seed", type=int, default=DEFAULT_SEED)
     p.add_argument("--out", type=Path, required=True)
     return parser
 
 
-def _model_list(spec: str, extra: str) -> tuple[str, ...]:
-    from models import REGISTRY, get
+def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
+    from models import DEFAULT_MODELS, REGISTRY, get, verdict
 
-    names = [n.strip() for n in spec.split(",") if n.strip()]
+    main = verdict().NAME
+    extra = extra or main
+    names = [n.strip() for n in (spec or ",".join(DEFAULT_MODELS)).split(",") if n.strip()]
     if extra not in names:
         names.append(extra)
     for n in names:
@@ -198,18 +202,19 @@ def _model_list(spec: str, extra: str) -> tuple[str, ...]:
             get(n)
         except KeyError as e:
             raise InputError(str(e.args[0])) from None
-    names = ["scale", *[n for n in names if n != "scale"]]
+    names = [main, *[n for n in names if n != main]]
     assert set(names) <= set(REGISTRY)
     return tuple(dict.fromkeys(names))
 
 
 def _run_config(args: argparse.Namespace, *, report: bool):
     from analysis.fit import SamplerSettings
-    from analysis.hypotheses import DEFAULT_HYPOTHESES_FILE, DecisionRule
+    from analysis.hypotheses import DecisionRule
     from analysis.ingest import parse_map_options
-    from analysis.pipeline import DEFAULT_DATA, RunConfig
+    from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE
+    from analysis.pipeline import RunConfig
 
-    if getattr(args, "model", "scale") != "scale":
+    if getattr(args, "model", None) is not None:
         from models import get
 
         try:
@@ -228,7 +233,7 @@ def _run_config(args: argparse.Namespace, *, report: bool):
         sampler=SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains),
         report=report,
         use_cache=not args.no_cache,
-        models=_model_list(args.models, getattr(args, "model", "scale")),
+        models=_model_list(args.models, getattr(args, "model", None)),
         power=not args.no_power,
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,

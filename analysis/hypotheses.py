@@ -88,10 +88,10 @@ from typing import Any, Literal
 import arviz as az
 import numpy as np
 
+import models as model_registry
 from analysis.contract import Decision, InputError
+from analysis.paths import DEFAULT_HYPOTHESES_FILE
 
-#: The default hypotheses file (repository root).
-DEFAULT_HYPOTHESES_FILE = Path(__file__).resolve().parents[1] / "hypotheses.toml"
 #: Bayes factors beyond ``BF_CAP`` (or below ``1 / BF_CAP``) are reported as bounds.
 BF_CAP = 1000.0
 #: Fewer posterior draws than this within one KDE bandwidth of the null point: tail. The
@@ -101,23 +101,14 @@ MIN_DRAWS_NEAR_ZERO = 50
 Direction = Literal["increase", "decrease"]
 DIRECTIONS: tuple[str, ...] = ("increase", "decrease")
 
-#: Slope parameters whose prior is known in closed form, per model:
-#: parameter -> (prior key of the mean slope, prior key of the task-deviation sd or None).
-SLOPE_PRIORS: dict[str, dict[str, tuple[str, str | None]]] = {
-    "scale": {"beta": ("beta", None), "slope_task": ("beta", "sigma_delta")},
-    "items": {"beta": ("beta", None), "slope_task": ("beta", "sigma_delta")},
-    "within_between": {
-        "beta_within": ("beta_within", None),
-        "within_slope_task": ("beta_within", "sigma_delta"),
-    },
-    "sdt": {
-        "beta_dprime": ("beta_dprime", None),
-        "dprime_slope_task": ("beta_dprime", "sigma_dprime_slope"),
-        "beta_criterion": ("beta_criterion", None),
-        "criterion_slope_task": ("beta_criterion", "sigma_criterion_slope"),
-    },
-    "self_vs_other": {"gamma": ("gamma", None), "gamma_task": ("gamma", "sigma_gamma_task")},
-}
+def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:
+    """Slope parameters of ``model`` whose prior is known in closed form.
+
+    Parameter -> (prior key of the mean slope, prior key of the task-deviation sd or
+    ``None``), as the model declares in ``SPEC.slope_priors`` (empty for an unknown model).
+    """
+    module = model_registry.REGISTRY.get(model)
+    return module.SPEC.slope_priors if module is not None else {}
 
 
 @dataclass(frozen=True)
@@ -499,7 +490,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
 
 
 def _known_parameters(model: str, module: Any) -> list[str]:
-    known = set(module.DEFAULT_PRIORS) | set(SLOPE_PRIORS.get(model, {}))
+    known = set(module.DEFAULT_PRIORS) | set(slope_priors(model))
     known |= {v for v in (module.EFFECT, module.PER_TASK_EFFECT) if v}
     return sorted(known)
 
@@ -636,7 +627,7 @@ def slope_prior_density(
     Parameters
     ----------
     model, base
-        Model name and variable (a key of :data:`SLOPE_PRIORS`).
+        Model name and variable (a key of :func:`slope_priors`).
     priors
         The fit's priors (``{name: (dist, params)}``).
     n_tasks
@@ -656,7 +647,7 @@ def slope_prior_density(
     """
     from scipy import integrate, stats
 
-    spec = SLOPE_PRIORS.get(model, {}).get(base)
+    spec = slope_priors(model).get(base)
     if spec is None:
         if base in priors:
             return float(_prior_pdf(priors[base])(point)), f"prior {priors[base][0]} of '{base}'"
@@ -881,28 +872,32 @@ def evaluate_all(
 
 def scale_term_loo(
     scale_fit: Any,
+    without_fit: Any,
     cells: Any,
     *,
-    seed: int,
-    settings: Any = None,
+    without_label: str,
     cache_dir: Path | str | None = None,
     max_draws: int | None = 2000,
 ) -> dict[str, Any]:
-    r"""LOO comparison of the scale model with and without the scale term.
+    r"""LOO comparison of the verdict model with and without the scale term (no fitting).
 
-    The model without the scale term is ``pooled(random_effects=True)``: the same task
-    intercepts and family, model and cell effects, no :math:`(\beta + \delta_t) x_m`
-    (``models/pooled.py``), fitted to the same cells with the same sampler settings and seed.
-    PSIS-LOO integrates each cell's own effect out (``analysis.checks.loo``).
+    The model without the scale term is the verdict model's declared
+    ``SPEC.without_effect`` (for ``scale``: ``pooled(random_effects=True)``, the same task
+    intercepts and family, model and cell effects, no :math:`(\beta + \delta_t) x_m`),
+    fitted by :func:`analysis.robustness.robustness_refits` to the same cells with the same
+    sampler settings and seed. PSIS-LOO integrates each cell's own effect out
+    (``analysis.checks.loo``).
 
     Parameters
     ----------
-    scale_fit
-        The ``analysis.fit.Fit`` of ``scale``.
+    scale_fit, without_fit
+        The ``analysis.fit.Fit`` of the verdict model and of the model without its effect.
     cells
-        The cells it was fitted to.
-    seed, settings, cache_dir
-        As for ``analysis.fit.fit`` (the pooled fit gets its own cache entry).
+        The cells both were fitted to.
+    without_label
+        How ``results.json`` names the model without the effect.
+    cache_dir
+        The fits folder the LOO results are saved in (``analysis.checks.loo``).
     max_draws
         Posterior draws used for the pointwise log likelihood.
 
@@ -914,17 +909,15 @@ def scale_term_loo(
         ``dse``, ``weights`` (stacking), ``table`` (``analysis.checks.compare`` rows) and
         ``without_scale_diagnostics_passed``.
     """
-    import models as model_registry
     from analysis import checks
-    from analysis.fit import fit
 
-    pooled = fit("pooled", cells, seed=seed, settings=settings, options={"random_effects": True},
-                 cache_dir=cache_dir)
     l_with = checks.loo(
-        scale_fit, model_registry.get("scale"), cells, max_draws=max_draws, cache_dir=cache_dir
+        scale_fit, model_registry.get(scale_fit.model), cells, max_draws=max_draws,
+        cache_dir=cache_dir,
     )
     l_without = checks.loo(
-        pooled, model_registry.get("pooled"), cells, max_draws=max_draws, cache_dir=cache_dir
+        without_fit, model_registry.get(without_fit.model), cells, max_draws=max_draws,
+        cache_dir=cache_dir,
     )
     table = checks.compare({"with_scale": l_with, "without_scale": l_without})
     by = {r["model"]: r for r in table}
@@ -933,11 +926,11 @@ def scale_term_loo(
     return {
         "with_scale": {k: l_with[k] for k in keep},
         "without_scale": {k: l_without[k] for k in keep},
-        "without_scale_model": "pooled(random_effects=True)",
+        "without_scale_model": without_label,
         "elpd_diff": diff,
         "dse": max(r["dse"] or 0.0 for r in table),
         "weights": {m: by[m]["weight"] for m in by},
         "table": table,
-        "without_scale_diagnostics_passed": bool(pooled.diagnostics["passed"]),
-        "without_scale_cache_key": pooled.provenance.get("cache_key"),
+        "without_scale_diagnostics_passed": bool(without_fit.diagnostics["passed"]),
+        "without_scale_cache_key": without_fit.provenance.get("cache_key"),
     }

@@ -1,7 +1,10 @@
-"""The stages tied together: ingest -> cells -> describe -> fit -> decide -> results -> report.
+"""The stages tied together; :func:`run` is what ``selfmodel run`` calls.
 
-Each stage writes its output into ``out`` (atomically) and the next reads it; the report
-reads only saved results. ``run`` is what ``selfmodel run`` calls.
+``run`` reads top to bottom as the list of stages. Each stage takes the typed
+:class:`~analysis.state.RunState`, fills its own fields and writes its files into ``out``
+(atomically); ``results.json`` is written once, by :func:`analysis.results.write_results`,
+from the state, and the report reads only saved results. ``docs/stages.md`` maps every
+stage to the module that owns it and the ``results.json`` keys it computes.
 """
 
 from __future__ import annotations
@@ -11,70 +14,43 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
+import models as model_registry
 from analysis import atomic, describe
-from analysis.cells import build_cells, join_registry, scale_values, to_item_cells, to_pair_cells
-from analysis.contract import SCALE_COLUMNS, InputError
-from analysis.fit import Fit, SamplerSettings, fit
+from analysis.cells import build_cells
+from analysis.contract import InputError
+from analysis.decisions import scale_effect
 from analysis.frequentist import crosscheck_table, run_frequentist
-from analysis.hypotheses import DEFAULT_HYPOTHESES_FILE, DecisionRule, load_hypotheses
+from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
+from analysis.model_stage import fit_info, fit_models, fit_verdict
+from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
-from analysis.results import (
+from analysis.results import build_results, data_section, rounded, write_results
+from analysis.skill import calibration, skill_table
+from analysis.state import Inputs, RunConfig, RunState
+from analysis.summaries import (
     accuracy_points,
-    assemble,
     diagnostics_section,
     population_curves,
-    rounded,
-    scale_effect,
     truth_comparison,
     variance_components,
 )
-from analysis.skill import calibration, skill_table
+from analysis.tables import Tables, models_per_task
+
+__all__ = ["DEFAULT_DATA", "REPORT_QMD", "Inputs", "RunConfig", "RunState", "load_results",
+           "resolve_inputs", "run"]
 
 RECORD_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
 REGISTRY_NAMES = ("registry.csv", "registry.toml")
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEFAULT_DATA = REPO_ROOT / "data_raw"
-REPORT_QMD = REPO_ROOT / "reports" / "self_modeling.qmd"
 
 Progress = Callable[[str], None]
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Resolved inputs: record files, registry and (for simulated data) the truth."""
-
-    record_paths: list[Path]
-    registry: Path | None
-    truth: Path | None
-
-
-@dataclass
-class RunConfig:
-    """Everything that determines a run's results."""
-
-    paths: list[Path] = field(default_factory=lambda: [DEFAULT_DATA])
-    registry: Path | None = None
-    out: Path = Path("build")
-    scale: str = "params"
-    seed: int = 20261130
-    mapping: dict[str, str] = field(default_factory=dict)
-    config: Path | None = None
-    rule: DecisionRule = field(default_factory=DecisionRule)
-    sampler: SamplerSettings = field(default_factory=SamplerSettings)
-    report: bool = True
-    use_cache: bool = True
-    models: tuple[str, ...] = ("scale", "sdt", "pooled", "within_between")
-    power: bool = True
-    hypotheses: Path = DEFAULT_HYPOTHESES_FILE
-    robustness: bool = True
 
 
 def display_path(p: Path) -> Path:
@@ -158,7 +134,7 @@ def _models_table(
 
 
 def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
-    """Stage 1: read, validate and account for every record; write OUT/records.parquet etc."""
+    """Read, validate and account for every record; write OUT/records.parquet etc."""
     result = ingest(
         inputs.record_paths,
         mapping=cfg.mapping or None,
@@ -169,95 +145,261 @@ def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
     return result
 
 
-def run_fit(
-    cells: pl.DataFrame, cfg: RunConfig, progress: Progress
-) -> tuple[Fit | None, pl.DataFrame, str | None]:
-    """Stage 3: fit the scale model to the cells whose model has the scale variable."""
-    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
-    n_models = usable["model"].n_unique()
-    if n_models < cfg.rule.min_models:
-        return (
-            None,
-            usable,
-            (
-                f"only {n_models} model(s) have '{SCALE_COLUMNS[cfg.scale]}' in the registry; "
-                f"at least {cfg.rule.min_models} are needed to estimate a slope"
-            ),
+def stage_ingest(state: RunState, say: Progress) -> None:
+    """Stage 1 (``data``): ingest the records, load the registry."""
+    say(f"ingesting {len(state.inputs.record_paths)} file(s)")
+    state.ingest = run_ingest(state.config, state.inputs)
+    s = state.ingest.summary
+    say(
+        f"records read {s['records_read']}, used {s['records_used']}, "
+        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}"
+    )
+    state.data_section = data_section(s)
+    state.registry = load_registry(state.inputs.registry) if state.inputs.registry else None
+
+
+def stage_cells(state: RunState, say: Progress) -> None:
+    """Stage 2 (``models``, ``tasks``, ``by_model_task``): model x task cells, descriptives."""
+    assert state.ingest is not None
+    cfg = state.config
+    cells = build_cells(state.ingest.records, state.registry, scale=cfg.scale)
+    atomic.write_parquet(cfg.out / "cells.parquet", cells)
+    state.cells = cells
+    state.tasks = sorted(cells["task"].unique().to_list())
+    state.models_section = _models_table(cells, state.registry, cfg.scale)
+    state.tasks_section = describe.by_task(cells)
+    state.by_model_task_section = describe.by_model_task(cells)
+
+
+def stage_verdict(state: RunState, say: Progress) -> None:
+    """Stage 3: fit the verdict model and decide its declared effect.
+
+    Computes ``scale_effect``, ``diagnostics``, ``fit``, ``curves``, ``accuracy_points``
+    and ``variance_components``.
+    """
+    assert state.cells is not None and state.ingest is not None
+    cfg = state.config
+    v = fit_verdict(
+        state.cells, scale=cfg.scale, rule=cfg.rule, seed=cfg.seed, settings=cfg.sampler,
+        cache_dir=cfg.cache_dir, progress=say,
+    )
+    state.verdict = v
+    state.tables = Tables(v.usable, state.ingest.records, state.registry, cfg.scale)
+    module = model_registry.verdict()
+    (effect,) = module.SPEC.decides
+    excluded = sorted(set(state.cells["model"].to_list()) - set(v.usable["model"].to_list()))
+    state.effect_section = scale_effect(
+        v.fit,
+        scale=cfg.scale,
+        rule=cfg.rule,
+        n_models=v.usable["model"].n_unique(),
+        tasks=state.tasks,
+        excluded_models=excluded,
+        reason=v.reason,
+        models_per_task=models_per_task(v.usable, state.tasks),
+        verdict_name=module.NAME,
+        effect_var=effect.variable,
+        per_task_var=effect.per_task,
+    )
+    state.diagnostics_section = diagnostics_section(v.fit)
+    if v.fit is not None:
+        state.fit_section = fit_info(v.fit, v.usable)
+        state.curves_section = population_curves(v.fit, v.usable, hdi_prob=cfg.rule.hdi_prob)
+        state.points_section = accuracy_points(v.fit, v.usable)
+        state.variance_section = variance_components(v.fit)
+
+
+def stage_models(state: RunState, say: Progress) -> None:
+    """Stage 4 (``model_zoo`` and each model's headline section, e.g. ``sdt_effect``)."""
+    cfg = state.config
+    verdict = model_registry.verdict().NAME
+    companions = [m for m in cfg.models if m != verdict]
+    v = state.verdict
+    if v is not None and v.fit is not None and companions and state.tables is not None:
+        state.model_fits = fit_models(
+            state.tables,
+            names=[verdict, *companions],
+            seed=cfg.seed,
+            settings=cfg.sampler,
+            rule=cfg.rule,
+            tasks=state.tasks,
+            cache_dir=cfg.cache_dir,
+            progress=say,
+            verdict=v.fit,
         )
-    if usable["x"].n_unique() < 2:
-        return None, usable, "every model has the same value of the scale variable"
-    progress(
-        f"sampling 'scale' model: {usable.height} cells, {n_models} models, "
-        f"{cfg.sampler.chains} chains x {cfg.sampler.draws} draws ({cfg.sampler.sampler})"
-    )
-    f = fit(
-        "scale",
-        usable,
-        seed=cfg.seed,
-        settings=cfg.sampler,
-        cache_dir=(cfg.out / "fits") if cfg.use_cache else None,
-    )
-    progress("reused saved fit (inputs unchanged)" if f.reused else f"sampled in {f.seconds:.1f} s")
-    return f, usable, None
+        state.zoo_section = state.model_fits.summary
+    state.headline_sections = _headlines(state)
 
 
-def _robustness(
-    cfg: RunConfig,
-    hypotheses: list[Any],
-    fitted: Fit | None,
-    usable: pl.DataFrame,
-    zoo: Any,
-    other: Mapping[str, pl.DataFrame],
-    records: pl.DataFrame,
-    registry: pl.DataFrame | None,
-    reason: str | None,
-    say: Progress,
-) -> dict[str, Any]:
-    """Stage 4b: hypotheses, LOO without the scale term, sensitivity, calibration study."""
+def _headlines(state: RunState) -> dict[str, Any]:
+    """Each registered model's declared headline section (``None`` when not fitted)."""
+    out: dict[str, Any] = {}
+    zoo = state.zoo_section or {}
+    fits = state.model_fits.fits if state.model_fits else {}
+    for name, module in model_registry.REGISTRY.items():
+        h = module.SPEC.headline
+        if h is None:
+            continue
+        entry = zoo.get(name)
+        if not entry or not entry.get("fitted"):
+            out[h.key] = None
+            continue
+        section: dict[str, Any] = {"fit_model": name, "units": h.units}
+        section.update({e.key: entry[e.key] for e in module.SPEC.decides})
+        section["finding"] = bool(entry["diagnostics"]["passed"])
+        if h.curves is not None and name in fits and state.model_fits is not None:
+            section["curves"] = population_curves(
+                fits[name],
+                state.model_fits.data_for[name],
+                hdi_prob=state.config.rule.hdi_prob,
+                intercept=h.curves.intercept,
+                slope=h.curves.slope,
+                link=h.curves.link,
+            )
+        out[h.key] = section
+    return out
+
+
+def stage_frequentist(state: RunState, say: Progress) -> None:
+    """Stage 5 (``frequentist``, ``crosscheck``): the frequentist cross-checks."""
+    assert state.cells is not None and state.effect_section is not None
+    say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
+    state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
+    state.crosscheck_section = crosscheck_table(state.frequentist_section, state.effect_section)
+
+
+def stage_skill(state: RunState, say: Progress) -> None:
+    """Stage 6 (``skill``, ``calibration``): skill beyond base rates, stated confidence."""
+    assert state.ingest is not None
+    state.skill_section = skill_table(state.ingest.records)
+    state.calibration_section = calibration(state.ingest.records)
+
+
+def stage_truth(state: RunState, say: Progress) -> None:
+    """Stage 7 (``truth_comparison``): estimates against a simulation's ``truth.json``."""
+    if state.inputs.truth is None or state.effect_section is None:
+        return
+    truth = json.loads(state.inputs.truth.read_text())
+    zoo = state.zoo_section or {}
+    extra = [
+        (e.truth[0], e.truth[1], (zoo.get(name) or {}).get(e.key))
+        for name, module in model_registry.REGISTRY.items()
+        for e in module.SPEC.decides
+        if e.truth is not None and name in zoo
+    ]
+    state.truth_section = truth_comparison(truth, state.effect_section, extra)
+
+
+def stage_robustness(state: RunState, say: Progress) -> None:
+    """Stage 8 (``hypotheses``, ``sensitivity``, ``calibration_study``)."""
     from analysis.robustness import (
         calibration_study,
         evidence_from,
         hypotheses_section,
         robustness_refits,
     )
-    from analysis.zoo import sdt_cells
 
-    fits: dict[str, Fit] = dict(zoo.fits) if zoo is not None else {}
-    if fitted is not None:
-        fits["scale"] = fitted
-    data_for = {
-        name: other.get(name, sdt_cells(usable) if name == "sdt" else usable) for name in fits
-    }
-    why = reason or "the scale model was not fitted"
+    cfg = state.config
+    v = state.verdict
+    assert v is not None and state.ingest is not None
+    fits = dict(state.model_fits.fits) if state.model_fits is not None else {}
+    if v.fit is not None:
+        fits[v.fit.model] = v.fit
+    known = state.model_fits.data_for if state.model_fits is not None else {}
+    data_for = {name: known[name] if name in known else _table_of(state, name) for name in fits}
+    why = v.reason or f"the {model_registry.verdict().NAME} model was not fitted"
     not_fitted = {name: f"model '{name}' was not fitted ({why})" for name in cfg.models}
-    if zoo is not None:
-        for name, entry in zoo.summary.items():
-            if isinstance(entry, dict) and entry.get("fitted") is False:
-                not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
+    for name, entry in (state.zoo_section or {}).items():
+        if isinstance(entry, dict) and entry.get("fitted") is False:
+            not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
     say(f"declared hypotheses ({display_path(cfg.hypotheses)})")
     section = hypotheses_section(
-        hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
+        state.hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
     )
-    sensitivity = None
-    if fitted is not None and cfg.robustness:
+    if v.fit is not None and cfg.robustness:
         loo, sensitivity = robustness_refits(
-            main=fitted,
-            usable=usable,
-            records=records,
-            registry=registry,
+            main=v.fit,
+            usable=v.usable,
+            records=state.ingest.records,
+            registry=state.registry,
             scale=cfg.scale,
             seed=cfg.seed,
             settings=cfg.sampler,
             rule=cfg.rule,
-            cache_dir=(cfg.out / "fits") if cfg.use_cache else None,
+            cache_dir=cfg.cache_dir,
             progress=say,
         )
         section["scale_term_loo"] = loo
+        state.sensitivity_section = sensitivity
+    state.hypotheses_section = section
+    state.calibration_study_section = calibration_study()
+
+
+def _table_of(state: RunState, name: str) -> pl.DataFrame:
+    assert state.tables is not None
+    return state.tables.get(model_registry.get(name).SPEC.table)
+
+
+def stage_power(state: RunState, say: Progress) -> None:
+    """Stage 9 (``design_sensitivity``): what this design could detect, from the fit."""
+    v = state.verdict
+    if v is None or v.fit is None or not state.config.power:
+        return
+    from analysis.power import mde_from_fit
+
+    say("what this design could detect (power simulation from the fitted variance components)")
+    # the design is read from the results built so far (models, cells, variance components)
+    state.design_sensitivity_section = rounded(
+        mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
+    )
+
+
+def _settings(cfg: RunConfig, inputs: Inputs) -> dict[str, Any]:
     return {
-        "hypotheses": rounded(section),
-        "sensitivity": rounded(sensitivity) if sensitivity else None,
-        "calibration_study": rounded(calibration_study()),
+        "scale": cfg.scale,
+        "seed": cfg.seed,
+        "rule": cfg.rule.as_dict(),
+        "sampler": asdict(cfg.sampler),
+        "inputs": [str(p) for p in inputs.record_paths],
+        "registry": str(inputs.registry) if inputs.registry else None,
+        "mapping": cfg.mapping,
     }
+
+
+def _run_info(state: RunState, started: str, argv: Sequence[str] | None) -> dict[str, Any]:
+    v = state.verdict
+    fitted = v.fit if v is not None else None
+    fits = dict(state.model_fits.fits) if state.model_fits else {}
+    if fitted is not None:
+        fits[fitted.model] = fitted
+    return {
+        "started_utc": started,
+        "seconds_total": None,
+        "sampling_seconds": round(fitted.seconds, 2) if fitted else None,
+        "fit_reused": bool(fitted and fitted.reused),
+        # per model: sampling (and compile) seconds of the fit as first sampled (timings are
+        # kept out of results.json, which must not depend on the machine's speed)
+        "model_seconds": {
+            name: f.provenance.get("sampling_seconds") for name, f in sorted(fits.items())
+        },
+        "command": " ".join(argv) if argv is not None else " ".join(sys.argv),
+        "platform": platform.platform(),
+        "python": sys.version.split()[0],
+    }
+
+
+#: The stages of :func:`run`, in order (each ``stage(state, progress)``).
+STAGES: tuple[Callable[[RunState, Progress], None], ...] = (
+    stage_ingest,
+    stage_cells,
+    stage_verdict,
+    stage_models,
+    stage_frequentist,
+    stage_skill,
+    stage_truth,
+    stage_robustness,
+    stage_power,
+)
 
 
 def run(
@@ -270,135 +412,14 @@ def run(
     hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
-    say(f"ingesting {len(inputs.record_paths)} file(s)")
-    ing = run_ingest(cfg, inputs)
-    s = ing.summary
-    say(
-        f"records read {s['records_read']}, used {s['records_used']}, "
-        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}"
-    )
-    registry = load_registry(inputs.registry) if inputs.registry else None
-    cells = build_cells(ing.records, registry, scale=cfg.scale)
-    atomic.write_parquet(cfg.out / "cells.parquet", cells)
-    tasks = sorted(cells["task"].unique().to_list())
-    fitted, usable, reason = run_fit(cells, cfg, say)
-    excluded = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()))
-    models_per_task = {t: usable.filter(pl.col("task") == t)["model"].n_unique() for t in tasks}
-    effect = scale_effect(
-        fitted,
-        scale=cfg.scale,
-        rule=cfg.rule,
-        n_models=usable["model"].n_unique(),
-        tasks=tasks,
-        excluded_models=excluded,
-        reason=reason,
-        models_per_task=models_per_task,
-    )
-    zoo = None
-    companions = [m for m in cfg.models if m != "scale"]
-    other: dict[str, pl.DataFrame] = {}
-    if fitted is not None and companions:
-        from analysis.zoo import fit_zoo
-
-        if "items" in companions:
-            items = scale_values(join_registry(to_item_cells(ing.records), registry), cfg.scale)
-            other["items"] = items.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
-        if "self_vs_other" in companions:
-            other["self_vs_other"] = to_pair_cells(ing.records).filter(pl.col("n") > 0)
-        zoo = fit_zoo(
-            usable,
-            names=["scale", *companions],
-            seed=cfg.seed,
-            settings=cfg.sampler,
-            rule=cfg.rule,
-            tasks=tasks,
-            cache_dir=(cfg.out / "fits") if cfg.use_cache else None,
-            progress=say,
-            main_fit=fitted,
-            other_data=other,
-        )
-    say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
-    freq = run_frequentist(cells, seed=cfg.seed)
-    truth = json.loads(inputs.truth.read_text()) if inputs.truth else None
-    fit_info = None
-    if fitted is not None:
-        fit_info = {k: v for k, v in fitted.provenance.items() if k != "sampling_seconds"}
-        fit_info["file"] = f"fits/{fitted.model}-{fitted.provenance['cache_key'][:16]}.nc"
-        fit_info["cells"] = usable.height
-    results = assemble(
-        ingest_summary=s,
-        models=_models_table(cells, registry, cfg.scale),
-        tasks=describe.by_task(cells),
-        by_model_task=describe.by_model_task(cells),
-        effect=effect,
-        diagnostics=diagnostics_section(fitted),
-        fit_info=fit_info,
-        curves=population_curves(fitted, usable, hdi_prob=cfg.rule.hdi_prob) if fitted else None,
-        points=accuracy_points(fitted, usable) if fitted else None,
-        truth=truth_comparison(
-            truth, effect, ((zoo.summary.get("sdt") or {}).get("sensitivity") if zoo else None)
-        )
-        if truth
-        else None,
-        skill=skill_table(ing.records),
-        calibration=calibration(ing.records),
-        frequentist=freq,
-        crosscheck=crosscheck_table(freq, effect),
-        zoo=zoo.summary if zoo else None,
-        settings={
-            "scale": cfg.scale,
-            "seed": cfg.seed,
-            "rule": cfg.rule.as_dict(),
-            "sampler": asdict(cfg.sampler),
-            "inputs": [str(p) for p in inputs.record_paths],
-            "registry": str(inputs.registry) if inputs.registry else None,
-            "mapping": cfg.mapping,
-        },
-    )
-    results["variance_components"] = rounded(variance_components(fitted)) if fitted else None
-    if results.get("sdt_effect") and zoo is not None and "sdt" in zoo.fits:
-        from analysis.zoo import sdt_cells
-
-        results["sdt_effect"]["curves"] = rounded(
-            population_curves(
-                zoo.fits["sdt"],
-                sdt_cells(usable),
-                hdi_prob=cfg.rule.hdi_prob,
-                intercept="alpha_dprime",
-                slope="dprime_slope_task",
-                link="identity",
-            )
-        )
-    results.update(
-        _robustness(cfg, hypotheses, fitted, usable, zoo, other, ing.records, registry, reason, say)
-    )
-    results["design_sensitivity"] = None
-    if fitted is not None and cfg.power:
-        from analysis.power import mde_from_fit
-
-        say("what this design could detect (power simulation from the fitted variance components)")
-        results["design_sensitivity"] = rounded(
-            mde_from_fit(results, cache_dir=(cfg.out / "fits") if cfg.use_cache else None)
-        )
-    atomic.write_json(cfg.out / "results.json", results)
-    say(f"scale effect: {effect['decision']}  -> {cfg.out / 'results.json'}")
-    run_info = {
-        "started_utc": started,
-        "seconds_total": None,
-        "sampling_seconds": round(fitted.seconds, 2) if fitted else None,
-        "fit_reused": bool(fitted and fitted.reused),
-        # per model: sampling (and compile) seconds of the fit as first sampled (timings are
-        # kept out of results.json, which must not depend on the machine's speed)
-        "model_seconds": {
-            name: f.provenance.get("sampling_seconds")
-            for name, f in sorted(
-                ((zoo.fits if zoo else {}) | ({"scale": fitted} if fitted else {})).items()
-            )
-        },
-        "command": " ".join(argv) if argv is not None else " ".join(sys.argv),
-        "platform": platform.platform(),
-        "python": sys.version.split()[0],
-    }
+    state = RunState(config=cfg, inputs=inputs, hypotheses=hypotheses)
+    state.settings_section = _settings(cfg, inputs)
+    for stage in STAGES:
+        stage(state, say)
+    results = write_results(state)
+    effect = state.effect_section or {}
+    say(f"scale effect: {effect.get('decision')}  -> {cfg.out / 'results.json'}")
+    run_info = _run_info(state, started, argv)
     run_info["seconds_to_results"] = round(time.perf_counter() - t0, 2)
     atomic.write_json(cfg.out / "run.json", run_info)
     if cfg.report:

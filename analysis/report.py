@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Literal
 
 from analysis.contract import InputError
+from analysis.paths import REPORT_QMD
 from analysis.render import RenderError, render
-
-REPORT_QMD = Path(__file__).resolve().parents[1] / "reports" / "self_modeling.qmd"
 
 
 def render_report(

@@ -26,7 +26,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.fit import Fit, SamplerSettings
+import models as model_registry
+from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import (
     DecisionRule,
     Evidence,
@@ -35,19 +36,14 @@ from analysis.hypotheses import (
     file_sha256,
     scale_term_loo,
 )
+from analysis.paths import REPO_ROOT
+from analysis.sensitivity import prior_sensitivity, scale_variable_sensitivity
+from analysis.tables import models_per_task
 
 Progress = Callable[[str], None]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 #: The committed calibration study (``bench/calibration.py`` writes it).
 CALIBRATION_JSON = REPO_ROOT / "bench" / "results" / "calibration.json"
-
-
-def _models_per_task(data: pl.DataFrame) -> dict[str, int]:
-    return {
-        str(t): data.filter(pl.col("task") == t)["model"].n_unique()
-        for t in sorted(data["task"].unique().to_list())
-    }
 
 
 def evidence_from(
@@ -71,7 +67,7 @@ def evidence_from(
         out[name] = Evidence(
             idata=f.idata,
             n_models=data["model"].n_unique(),
-            models_per_label=_models_per_task(data),
+            models_per_label=models_per_task(data),
             diagnostics_passed=bool(f.diagnostics.get("passed")),
         )
     return out
@@ -89,6 +85,27 @@ def hypotheses_section(
         "rows": rows,
         "scale_term_loo": None,
     }
+
+
+def fit_without_effect(
+    main: Fit,
+    cells: pl.DataFrame,
+    *,
+    seed: int,
+    settings: SamplerSettings,
+    cache_dir: Path | None,
+) -> tuple[Fit, str]:
+    """Fit the verdict model's declared ``SPEC.without_effect`` to its cells.
+
+    Returns the fit and the label ``results.json`` gives it (same sampler settings and seed
+    as the main fit; its own cache entry).
+    """
+    comparison = model_registry.get(main.model).SPEC.without_effect
+    if comparison is None:
+        raise ValueError(f"model '{main.model}' declares no model without its effect")
+    f = fit(comparison.model, cells, seed=seed, settings=settings,
+            options=dict(comparison.options), cache_dir=cache_dir)
+    return f, comparison.label or comparison.model
 
 
 def robustness_refits(
@@ -112,15 +129,17 @@ def robustness_refits(
         As :func:`~analysis.hypotheses.scale_term_loo` returns, and
         ``{"priors": ..., "scale_variable": ...}``.
     """
-    from analysis.sensitivity import prior_sensitivity, scale_variable_sensitivity
-
-    per_task = _models_per_task(usable)
+    per_task = models_per_task(usable)
     progress("LOO with and without the scale term (fitting pooled with random effects)")
-    loo = scale_term_loo(main, usable, seed=seed, settings=settings, cache_dir=cache_dir)
+    without, label = fit_without_effect(
+        main, usable, seed=seed, settings=settings, cache_dir=cache_dir
+    )
+    loo = scale_term_loo(main, without, usable, without_label=label, cache_dir=cache_dir)
     priors = prior_sensitivity(
         usable,
         seed=seed,
         settings=settings,
+        model=main.model,
         rule=rule,
         main=main,
         models_per_task=per_task,

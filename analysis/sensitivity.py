@@ -35,6 +35,7 @@ import polars as pl
 import models as model_registry
 from analysis.cells import build_cells
 from analysis.contract import SCALE_COLUMNS
+from analysis.decisions import SCALE_UNITS
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
 from models._common import scale_priors
@@ -223,8 +224,6 @@ def scale_variable_sensitivity(
         ``matches_main``; the main variable's entry has ``matches_main = True``),
         ``verdict_holds``, ``per_task_verdicts_hold`` and ``changed``.
     """
-    from analysis.results import SCALE_UNITS
-
     rule = rule or DecisionRule()
     say = progress or (lambda _m: None)
     order = [main_scale, *[v for v in variables if v != main_scale]]
@@ -244,7 +243,7 @@ def scale_variable_sensitivity(
             reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
         if reason is not None:
             ne = not_estimable(reason, rule)
-            entries[var] = {**head, "parameter": "beta", **{k: ne[k] for k in _KEEP}, "per_task": {},
+            entries[var] = {**head, "parameter": model_registry.verdict().EFFECT, **{k: ne[k] for k in _KEEP}, "per_task": {},
                             "diagnostics_passed": False}
             continue
         per_task = {t: usable.filter(pl.col("task") == t)["model"].n_unique()
@@ -252,8 +251,9 @@ def scale_variable_sensitivity(
         if var == main_scale and main is not None:
             fitted = main
         else:
-            say(f"scale-variable sensitivity: fitting 'scale' on {var} ({n_models} models)")
-            fitted = fit("scale", usable, seed=seed, settings=settings, cache_dir=cache_dir)
+            name = model_registry.verdict().NAME
+            say(f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
+            fitted = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
         entries[var] = {**head, **summarise_fit(fitted, rule=rule, n_models=n_models,
                                                 models_per_task=per_task)}
     ref = entries[main_scale]

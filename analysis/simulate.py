@@ -54,6 +54,7 @@ from scipy.special import expit, logit
 from scipy.stats import norm
 
 from analysis import atomic
+from analysis.paths import DEFAULT_SEED
 
 #: Families: name -> list of (model suffix, total params B, active params B or None).
 DEFAULT_FAMILIES: dict[str, list[tuple[str, float, float | None]]] = {
@@ -158,7 +159,7 @@ def _projection_slope(
 
 
 def simulate(
-    *, seed: int = 20261130, config: SimulationConfig | None = None
+    *, seed: int = DEFAULT_SEED, config: SimulationConfig | None = None
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any]]:
     """Draw a self-prediction log with known truth.
 
@@ -286,7 +287,7 @@ def simulate(
 
 
 def write_dataset(
-    out: Path | str, *, seed: int = 20261130, config: SimulationConfig | None = None
+    out: Path | str, *, seed: int = DEFAULT_SEED, config: SimulationConfig | None = None
 ) -> dict[str, Path]:
     """Simulate and write ``records.csv``, ``registry.csv`` and ``truth.json`` into ``out``."""
     out = Path(out)

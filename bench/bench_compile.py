@@ -78,7 +78,7 @@ def default_cells(model: str):
     from analysis.cells import build_cells
     from analysis.ingest import ingest
     from analysis.registry import load_registry
-    from analysis.zoo import sdt_cells
+    from analysis.tables import sdt_cells
     from bench._util import ROOT
 
     res = ingest([ROOT / "data_raw" / "records.csv"])

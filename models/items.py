@@ -81,7 +81,15 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from models._common import (
+    Effect,
+    ModelSpec,
+    Prior,
+    factorize,
+    merge_priors,
+    prior_rv,
+    zero_sum_effect,
+)
 
 NAME = "items"
 SUMMARY = "hierarchical logistic on per-item counts: scale slopes plus crossed model x item effects"
@@ -100,6 +108,16 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "item_id", "x", "n", "k")
+
+#: What the pipeline does with this model (see ``models/_common.py``): the scale slope with
+#: item effects (does it change the verdict?); its rows are model x item, so no cell LOO.
+SPEC = ModelSpec(
+    table="item_cells",
+    decides=(Effect("effect", EFFECT, PER_TASK_EFFECT, name_parameter=True),),
+    slope_priors={"beta": ("beta", None), "slope_task": ("beta", "sigma_delta")},
+    loo=None,
+    sections=("sec-richer", "sec-checks"),
+)
 
 
 def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:

@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from models._common import ModelSpec, Prior, factorize, merge_priors, prior_rv, zero_sum_effect
 
 NAME = "pooled"
 SUMMARY = "baseline: task intercepts only (every model equally good at a task)"
@@ -83,6 +83,9 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "n", "k")
+
+#: What the pipeline does with this model (see ``models/_common.py``): the LOO baseline.
+SPEC = ModelSpec(table="cells", role="baseline", loo="cell", sections=("sec-checks",))
 
 
 def build(

@@ -83,7 +83,16 @@ from typing import Any, Literal
 import numpy as np
 import pymc as pm
 
-from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from models._common import (
+    Comparison,
+    Effect,
+    ModelSpec,
+    Prior,
+    factorize,
+    merge_priors,
+    prior_rv,
+    zero_sum_effect,
+)
 
 NAME = "scale"
 SUMMARY = "hierarchical logistic: task intercepts, global + task slopes on scale, family/model/cell effects"
@@ -102,6 +111,17 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
+
+#: What the pipeline does with this model (see ``models/_common.py``): the verdict.
+SPEC = ModelSpec(
+    table="cells",
+    role="verdict",
+    decides=(Effect("scale_effect", EFFECT, PER_TASK_EFFECT),),
+    slope_priors={"beta": ("beta", None), "slope_task": ("beta", "sigma_delta")},
+    loo="cell",
+    sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-robustness", "sec-checks"),
+    without_effect=Comparison("pooled", {"random_effects": True}, "pooled(random_effects=True)"),
+)
 
 #: ``cell_effect="auto"`` centres a cell's effect when :math:`n \hat p (1 - \hat p)` reaches this.
 AUTO_CENTRED_INFORMATION = 100.0

@@ -120,7 +120,17 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from models._common import (
+    Curves,
+    Effect,
+    Headline,
+    ModelSpec,
+    Prior,
+    factorize,
+    merge_priors,
+    prior_rv,
+    zero_sum_effect,
+)
 
 NAME = "sdt"
 SUMMARY = "hierarchical equal-variance signal detection: d' and criterion on scale, by task"
@@ -144,6 +154,30 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n_signal", "n_noise", "hits", "false_alarms")
+
+#: What the pipeline does with this model (see ``models/_common.py``). It observes hits and
+#: false alarms, not the cells' correct counts, so its LOO is not comparable (no ``loo``).
+SPEC = ModelSpec(
+    table="binary_cells",
+    decides=(
+        Effect("sensitivity", "beta_dprime", "dprime_slope_task",
+               truth=("d' overall", "beta_dprime_per_10x")),
+        Effect("bias", "beta_criterion", "criterion_slope_task"),
+    ),
+    slope_priors={
+        "beta_dprime": ("beta_dprime", None),
+        "dprime_slope_task": ("beta_dprime", "sigma_dprime_slope"),
+        "beta_criterion": ("beta_criterion", None),
+        "criterion_slope_task": ("beta_criterion", "sigma_criterion_slope"),
+    },
+    loo=None,
+    sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-checks"),
+    headline=Headline(
+        "sdt_effect",
+        "d' (criterion) units per unit of the scale variable",
+        Curves("alpha_dprime", "dprime_slope_task", "identity"),
+    ),
+)
 
 
 _SQRT2 = pt.constant(np.sqrt(2.0), dtype="float64")

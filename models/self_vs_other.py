@@ -67,7 +67,15 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from models._common import (
+    Effect,
+    ModelSpec,
+    Prior,
+    factorize,
+    merge_priors,
+    prior_rv,
+    zero_sum_effect,
+)
 
 NAME = "self_vs_other"
 SUMMARY = "cross-prediction: target, predictor and pair effects plus the self (p == m) effect"
@@ -85,6 +93,27 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 REQUIRED_COLUMNS = ("predictor", "model", "task", "n", "k")
+
+
+def unfit_reason(data: Any) -> str | None:
+    """Why ``data`` (pair cells) cannot identify the self effect, or ``None``."""
+    if data["is_self"].n_unique() >= 2:
+        return None
+    if data["is_self"].all():
+        return "the records have no cross-predictions (every predictor is the model itself)"
+    return "the records have no self-predictions"
+
+
+#: What the pipeline does with this model (see ``models/_common.py``): the self-knowledge
+#: advantage (positive: a model predicts itself better than other models predict it).
+SPEC = ModelSpec(
+    table="pair_cells",
+    decides=(Effect("effect", EFFECT, PER_TASK_EFFECT, name_parameter=True),),
+    slope_priors={"gamma": ("gamma", None), "gamma_task": ("gamma", "sigma_gamma_task")},
+    loo=None,
+    sections=("sec-richer", "sec-checks"),
+    unfit_reason=unfit_reason,
+)
 
 
 def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:

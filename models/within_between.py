@@ -108,7 +108,15 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from models._common import Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from models._common import (
+    Effect,
+    ModelSpec,
+    Prior,
+    factorize,
+    merge_priors,
+    prior_rv,
+    zero_sum_effect,
+)
 
 NAME = "within_between"
 SUMMARY = "hierarchical logistic with the scale effect split within / between families (Mundlak)"
@@ -127,6 +135,21 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
+
+#: What the pipeline does with this model (see ``models/_common.py``).
+SPEC = ModelSpec(
+    table="cells",
+    decides=(
+        Effect("within", "beta_within", "within_slope_task"),
+        Effect("between", "beta_between", None),
+    ),
+    slope_priors={
+        "beta_within": ("beta_within", None),
+        "within_slope_task": ("beta_within", "sigma_delta"),
+    },
+    loo="cell",
+    sections=("sec-within", "sec-checks", "sec-richer"),
+)
 
 
 def split_scale(models: Any, families: Any, x: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -1,4 +1,4 @@
-"""Saved derived results: ``analysis.fit.cached_json`` and the checks of ``analysis.zoo``.
+"""Saved derived results: ``analysis.fit.cached_json`` and the checks of ``analysis.model_stage``.
 
 An unchanged second run must reuse the prior/posterior predictive checks and LOO of a
 reused fit (they cost more than loading the fit), recompute them when anything they depend
@@ -14,7 +14,8 @@ import arviz as az
 import polars as pl
 import pytest
 
-from analysis import checks, zoo
+from analysis import checks
+from analysis import model_stage as zoo
 from analysis.fit import Fit, cached_json
 
 

@@ -1,0 +1,219 @@
+"""Stage 4: fit, check and decide every requested model, reading only its declaration.
+
+Each model file in ``models/`` declares in ``SPEC`` (``models/_common.py``) the data table it
+is fitted to, the effects it decides, whether PSIS-LOO applies and which report sections it
+feeds. This stage never branches on a model's name: for each requested model it builds the
+declared table (``analysis/tables.py``), fits it (``analysis.fit.fit``, cached), decides each
+declared effect with the declared rule (``analysis.decisions.slope_decisions``), runs the
+prior and posterior predictive checks and, where declared, LOO; then it compares the LOO
+models. The verdict model (``SPEC.role == "verdict"``) is fitted first by
+:func:`fit_verdict` and passed in, so every companion is fitted to the same cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+import models as model_registry
+from analysis import checks
+from analysis.contract import SCALE_COLUMNS
+from analysis.decisions import slope_decisions
+from analysis.fit import Fit, SamplerSettings, fit
+from analysis.hypotheses import DecisionRule
+from analysis.tables import Tables, models_per_task
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class VerdictFit:
+    """The verdict model's fit (``None`` with ``reason`` when it could not be fitted)."""
+
+    fit: Fit | None
+    usable: pl.DataFrame
+    reason: str | None
+
+
+@dataclass
+class ModelFits:
+    """Fits of the requested models, the tables they were fitted to, and their summaries.
+
+    ``summary`` is the ``model_zoo`` section of ``results.json`` (model name -> entry, plus
+    ``loo_comparison``).
+    """
+
+    fits: dict[str, Fit] = field(default_factory=dict)
+    summary: dict[str, Any] = field(default_factory=dict)
+    data_for: dict[str, pl.DataFrame] = field(default_factory=dict)
+
+
+def fit_info(f: Fit, data: pl.DataFrame) -> dict[str, Any]:
+    """The ``fit`` entry of a fitted model: provenance without timings, file, cells."""
+    info = {k: v for k, v in f.provenance.items() if k != "sampling_seconds"}
+    info["file"] = f"fits/{f.model}-{f.provenance['cache_key'][:16]}.nc"
+    info["cells"] = data.height
+    return info
+
+
+def fit_verdict(
+    cells: pl.DataFrame,
+    *,
+    scale: str,
+    rule: DecisionRule,
+    seed: int,
+    settings: SamplerSettings,
+    cache_dir: Path | None,
+    progress: Progress,
+) -> VerdictFit:
+    """Fit the verdict model to the cells whose model has the scale variable."""
+    name = model_registry.verdict().NAME
+    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+    n_models = usable["model"].n_unique()
+    if n_models < rule.min_models:
+        return VerdictFit(
+            None,
+            usable,
+            (
+                f"only {n_models} model(s) have '{SCALE_COLUMNS[scale]}' in the registry; "
+                f"at least {rule.min_models} are needed to estimate a slope"
+            ),
+        )
+    if usable["x"].n_unique() < 2:
+        return VerdictFit(None, usable, "every model has the same value of the scale variable")
+    progress(
+        f"sampling '{name}' model: {usable.height} cells, {n_models} models, "
+        f"{settings.chains} chains x {settings.draws} draws ({settings.sampler})"
+    )
+    f = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
+    progress("reused saved fit (inputs unchanged)" if f.reused else f"sampled in {f.seconds:.1f} s")
+    return VerdictFit(f, usable, None)
+
+
+def run_checks(
+    name: str,
+    f: Fit,
+    data: pl.DataFrame,
+    *,
+    seed: int,
+    loo: bool,
+    cache_dir: Path | None,
+) -> dict[str, Any]:
+    """Prior and posterior predictive checks and (if ``loo``) PSIS-LOO of one fit.
+
+    With ``cache_dir`` (the fits folder) each result is saved as JSON beside the fit and
+    reused while it is unchanged (see ``analysis/checks.py``): an unchanged second run
+    recomputes no check.
+    """
+    module = model_registry.get(name)
+    out: dict[str, Any] = {
+        "prior_predictive": checks.prior_predictive(module, data, seed=seed, cache_dir=cache_dir),
+        "posterior_predictive": checks.posterior_predictive(
+            f, module, data, seed=seed, cache_dir=cache_dir
+        ),
+    }
+    if loo:
+        out["loo"] = checks.loo(f, module, data, cache_dir=cache_dir)
+    return out
+
+
+def declared_decisions(
+    module: Any, f: Fit, data: pl.DataFrame, *, rule: DecisionRule, tasks: Sequence[str]
+) -> dict[str, Any]:
+    """Each effect in ``module.SPEC.decides`` decided on ``f`` (key -> decision)."""
+    n_models = data["model"].n_unique()
+    counts = models_per_task(data, list(tasks))
+    out: dict[str, Any] = {}
+    for effect in module.SPEC.decides:
+        out[effect.key] = slope_decisions(
+            f,
+            effect_var=effect.variable,
+            per_task_var=effect.per_task,
+            rule=rule,
+            n_models=n_models,
+            tasks=tasks if effect.per_task else [],
+            models_per_task=counts,
+        )
+        if effect.name_parameter:
+            out[effect.key]["parameter"] = effect.variable
+    return out
+
+
+def _sample_requested(
+    names: Sequence[str],
+    tables: Tables,
+    out: ModelFits,
+    *,
+    seed: int,
+    settings: SamplerSettings,
+    rule: DecisionRule,
+    cache_dir: Path | None,
+    progress: Progress,
+) -> None:
+    for name in names:
+        module = model_registry.get(name)
+        data = tables.get(module.SPEC.table)
+        out.data_for[name] = data
+        if name in out.fits:
+            continue
+        if data.height == 0 or data["model"].n_unique() < rule.min_models:
+            out.summary[name] = {
+                "fitted": False,
+                "reason": f"fewer than {rule.min_models} models with usable data",
+            }
+            continue
+        reason = module.SPEC.unfit_reason(data) if module.SPEC.unfit_reason else None
+        if reason:
+            out.summary[name] = {"fitted": False, "reason": reason}
+            progress(f"'{name}' not fitted: {reason}")
+            continue
+        progress(f"sampling '{name}' model ({module.SUMMARY})")
+        f = fit(name, data, seed=seed, settings=settings, cache_dir=cache_dir)
+        progress(f"'{name}': {'reused saved fit' if f.reused else f'sampled in {f.seconds:.1f} s'}")
+        out.fits[name] = f
+
+
+def fit_models(
+    tables: Tables,
+    *,
+    names: Sequence[str],
+    seed: int,
+    settings: SamplerSettings,
+    rule: DecisionRule,
+    tasks: Sequence[str],
+    cache_dir: Path | None,
+    progress: Progress,
+    verdict: Fit,
+) -> ModelFits:
+    """Fit, decide and check the models in ``names`` (the verdict model is passed in)."""
+    out = ModelFits()
+    out.fits[verdict.model] = verdict
+    _sample_requested(
+        names, tables, out, seed=seed, settings=settings, rule=rule, cache_dir=cache_dir,
+        progress=progress,
+    )
+    loos: dict[str, Any] = {}
+    for name, f in out.fits.items():
+        module = model_registry.get(name)
+        data = out.data_for.get(name, tables.usable)
+        entry: dict[str, Any] = {
+            "fitted": True,
+            "summary": module.SUMMARY,
+            "fit": fit_info(f, data),
+            "diagnostics": f.diagnostics,
+        }
+        if module.SPEC.role != "verdict":  # the verdict is decided into scale_effect
+            entry.update(declared_decisions(module, f, data, rule=rule, tasks=tasks))
+        progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
+        with_loo = module.SPEC.loo is not None
+        entry.update(run_checks(name, f, data, seed=seed, loo=with_loo, cache_dir=cache_dir))
+        if with_loo:
+            loos[name] = entry["loo"]
+        out.summary[name] = entry
+    if len(loos) >= 2:
+        out.summary["loo_comparison"] = checks.compare(loos)
+    return out
