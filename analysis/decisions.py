@@ -21,8 +21,9 @@ SCALE_UNITS = {
 }
 
 
-def _draws(fit: Fit, var: str) -> Any:
-    return fit.idata.posterior[var].stack(sample=("chain", "draw"))
+def posterior_draws(fit: Fit, var: str) -> Any:
+    """Draws of ``var`` with chains and draws stacked into one ``sample`` dimension."""
+    return fit.idata["posterior"][var].stack(sample=("chain", "draw"))
 
 
 def scale_effect(
@@ -81,13 +82,13 @@ def slope_decisions(
     """
     if fit is None:
         why = reason or "no fit"
-        per_task = {t: not_estimable(why, rule) for t in tasks}
-        return {**not_estimable(why, rule), "per_task": per_task, "finding": False}
-    overall = decide(_draws(fit, effect_var).values, rule, n_models=n_models)
+        absent = {t: not_estimable(why, rule) for t in tasks}
+        return {**not_estimable(why, rule), "per_task": absent, "finding": False}
+    overall = decide(posterior_draws(fit, effect_var).values, rule, n_models=n_models)
     per_task: dict[str, Any] = {}
     counts = dict(models_per_task or {})
     if per_task_var is not None:
-        st = _draws(fit, per_task_var)
+        st = posterior_draws(fit, per_task_var)
         for t in st["task"].values:
             n_t = counts.get(str(t), n_models)
             per_task[str(t)] = {

@@ -119,8 +119,8 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
         ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``min_bfmi``,
         ``checks`` (list of {name, value, threshold, passed}) and ``passed``.
     """
-    post = idata.posterior
-    names = var_names or [v for v in post.data_vars if not v.startswith("z_")]
+    post = idata["posterior"]
+    names = var_names or [str(v) for v in post.data_vars if not str(v).startswith("z_")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant deterministics give NaN
         rhat = az.rhat(post[names])
@@ -135,7 +135,8 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
     max_rhat = _extreme(rhat, np.max)
     min_bulk = _extreme(ess_b, np.min)
     min_tail = _extreme(ess_t, np.min)
-    div = int(idata.sample_stats["diverging"].sum()) if "diverging" in idata.sample_stats else 0
+    stats = idata["sample_stats"]
+    div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     try:
         bfmi = float(np.min(az.bfmi(idata)))
     except (KeyError, ValueError):
@@ -305,7 +306,11 @@ def fit(
     prov["sampling_seconds"] = round(seconds, 2)
     idata.attrs["selfmodel_provenance"] = json.dumps(prov, sort_keys=True)
     if path is not None:
-        atomic.write_with(path, lambda p: idata.to_netcdf(str(p), engine="h5netcdf"))
+
+        def _save(p: Path) -> None:
+            idata.to_netcdf(str(p), engine="h5netcdf")
+
+        atomic.write_with(path, _save)
     diagnostics = _diagnostics(idata, model_name, key, cache_dir)
     return Fit(model_name, idata, diagnostics, prov, reused=False, seconds=seconds)
 

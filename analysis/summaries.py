@@ -13,7 +13,7 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from analysis.decisions import _draws
+from analysis.decisions import posterior_draws
 from analysis.fit import THRESHOLDS, Fit
 
 
@@ -34,11 +34,11 @@ def population_curves(
     ``intercept="alpha_dprime", slope="dprime_slope_task"``). Also the prediction for an
     unseen size one decade beyond the largest model (flagged as extrapolation).
     """
-    x_min, x_max = float(cells["x"].min()), float(cells["x"].max())
+    x_min, x_max = float(cells["x"].min()), float(cells["x"].max())  # type: ignore[arg-type]
     center = float(cells["x_center"][0])
     grid = np.linspace(x_min, x_max + 1.0, points)
-    alpha = _draws(fit, intercept)
-    beta = _draws(fit, slope)
+    alpha = posterior_draws(fit, intercept)
+    beta = posterior_draws(fit, slope)
     lo_q, hi_q = (1 - hdi_prob) / 2, 1 - (1 - hdi_prob) / 2
     inverse = {"logit": expit, "identity": lambda v: v}[link]
     out: dict[str, Any] = {}
@@ -72,9 +72,9 @@ def accuracy_points(fit: Fit, cells: pl.DataFrame) -> dict[str, Any]:
     """
     x_med = float(np.median(cells.select("model", "x").unique()["x"].to_numpy()))
     center = float(cells["x_center"][0]) if "x_center" in cells.columns else None
-    alpha = _draws(fit, "alpha")
-    slope = _draws(fit, "slope_task")
-    out = {}
+    alpha = posterior_draws(fit, "alpha")
+    slope = posterior_draws(fit, "slope_task")
+    out: dict[str, dict[str, Any]] = {}
     gains, levels = [], []
     for t in alpha["task"].values:
         a = alpha.sel(task=t).values
@@ -145,7 +145,7 @@ def truth_comparison(
 
 def variance_components(fit: Fit) -> dict[str, Any]:
     """Posterior mean/sd/median of the scale model's standard deviations (read by analysis.power)."""
-    post = fit.idata.posterior
+    post = fit.idata["posterior"]
     out: dict[str, Any] = {}
     for name in ("sigma_family", "sigma_model", "sigma_cell", "sigma_delta", "sigma_family_slope"):
         if name in post:

@@ -65,6 +65,7 @@ from typing import Any, Final, Literal
 import polars as pl
 
 from analysis.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, STATUSES, InputError, parse_bool
+from analysis.importers.result import ImportResult
 
 __all__ = [
     "FieldSpec",
@@ -212,27 +213,8 @@ class LogSample:
     status: str = "ok"
 
 
-@dataclass
-class MappedImport:
-    """Result of a mapped import.
-
-    Attributes
-    ----------
-    records
-        Canonical records (:data:`analysis.contract.RECORD_SCHEMA` columns in order).
-    notes
-        What was skipped or chosen and why, counted.
-    counts
-        Machine-readable counts.
-    registry
-        One row per model or predictor with the registry columns, covariates null (foreign
-        logs carry none); :func:`analysis.importers.seb.write_import` writes any import.
-    """
-
-    records: pl.DataFrame
-    notes: list[str] = field(default_factory=list)
-    counts: dict[str, Any] = field(default_factory=dict)
-    registry: pl.DataFrame = field(default_factory=lambda: pl.DataFrame(schema=REGISTRY_SCHEMA))
+#: What a mapped import returns (the one import result type of every importer).
+MappedImport = ImportResult
 
 
 # ----------------------------------------------------------------------------------------------

@@ -57,12 +57,13 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 import polars as pl
 
 from analysis import atomic
 from analysis.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, InputError, parse_bool
+from analysis.importers.result import ImportResult
 
 __all__ = ["ImportResult", "SebImport", "import_seb", "write_import"]
 
@@ -88,27 +89,8 @@ _LETTERS: Final = {"A": "true", "B": "false"}
 _REGISTRY_EXTRA: Final = ("developer", "aliases")
 
 
-@dataclass
-class SebImport:
-    """What :func:`import_seb` returns.
-
-    Attributes
-    ----------
-    records
-        Canonical records, columns and dtypes of :data:`analysis.contract.RECORD_SCHEMA` in order.
-    registry
-        One row per imported model: :data:`analysis.contract.REGISTRY_SCHEMA` columns, then
-        ``developer`` and ``aliases``.
-    notes
-        Human-readable account of what was skipped or chosen and why, with counts.
-    counts
-        Machine-readable counts (records per task, unparsed, missing, skipped files ...).
-    """
-
-    records: pl.DataFrame
-    registry: pl.DataFrame
-    notes: list[str] = field(default_factory=list)
-    counts: dict[str, Any] = field(default_factory=dict)
+#: What :func:`import_seb` returns (the one import result type of every importer).
+SebImport = ImportResult
 
 
 # --------------------------------------------------------------------------------------------
@@ -821,15 +803,6 @@ def _registry(
         counts["capability_models"] = 0
         notes.append(f"registry: capability left null ({RASCH_FILE} absent or no models.csv).")
     return known
-
-
-class ImportResult(Protocol):
-    """What :func:`write_import` needs: any importer's result (SEB or mapped)."""
-
-    records: pl.DataFrame
-    registry: pl.DataFrame
-    notes: list[str]
-    counts: dict[str, Any]
 
 
 def write_import(result: ImportResult, out: Path | str) -> None:
