@@ -29,6 +29,7 @@ from scipy.stats import multivariate_normal
 from analysis import power as pw
 from analysis.contract import InputError
 from analysis.hypotheses import DecisionRule
+from analysis.power import after_fit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_RAW = ROOT / "data_raw"
@@ -523,7 +524,7 @@ def test_mde_from_fit_is_saved_and_reused(
     res = _fake_results(data_raw_cells)
     sweeps = []
     real = pw._sweep
-    monkeypatch.setattr(pw, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
+    monkeypatch.setattr(after_fit, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
     first = pw.mde_from_fit(res, sims=3, cache_dir=tmp_path)
     n = len(sweeps)
     assert n > 0
