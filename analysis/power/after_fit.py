@@ -75,7 +75,10 @@ def mde_from_fit(
             "design": repr(design),  # all that is read from results (plain values: exact)
             "sims": sims,
             "seed": seed,
-            "sources": source_sha256([*sorted(Path(__file__).parent.glob("*.py")), hypotheses.__file__]),
+            "sources": source_sha256(
+                [*sorted(Path(__file__).parent.glob("*.py")),
+                 *sorted(Path(hypotheses.__file__).parent.glob("*.py"))]
+            ),
             "versions": package_versions(("scipy",)),
         }
         return cached_json(
