@@ -88,9 +88,9 @@ deterministic approximation of the same Bayesian model:
 The differences from the NUTS fit are the normal approximation of each cell's binomial
 likelihood (good when every cell has a few dozen correct and incorrect answers), the grid
 quadrature, and independent rather than zero-sum family/model intercepts (their sum is
-absorbed by the task intercepts). ``bench/power_validation.py`` compares the two fits on the
+absorbed by the task intercepts). ``validation/power_validation.py`` compares the two fits on the
 same simulated data sets at several design points; its numbers are in
-``bench/results/power_validation.json``.
+``validation/results/power_validation.json``.
 
 Random numbers
 --------------

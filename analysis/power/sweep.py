@@ -171,7 +171,7 @@ def _method(grid: Mapping[str, int] | None) -> dict[str, Any]:
         "posterior_draws": N_DRAWS,
         "priors": "models.scale.DEFAULT_PRIORS",
         "decision": "analysis.hypotheses.decide",
-        "validation": "bench/power_validation.py -> bench/results/power_validation.json",
+        "validation": "validation/power_validation.py -> validation/results/power_validation.json",
     }
 
 
