@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -13,7 +12,8 @@ from analysis.contract import (
     RECORD_SCHEMA,
     InputError,
 )
-from analysis.registry import did_you_mean, format_input_error
+from analysis.registry import format_input_error
+from analysis.toml_errors import did_you_mean, key_line
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
@@ -109,20 +109,6 @@ def parse_map_options(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _key_line(lines: list[str], key: str, *, section: str | None = None) -> int | None:
-    """Best-effort line of ``key = ...`` (inside ``[section]`` when given) or ``[key]``."""
-    in_section = section is None
-    pat = re.compile(rf"\s*(\[\s*)?[\"']?{re.escape(key)}[\"']?\s*(=|\])")
-    for number, text in enumerate(lines, start=1):
-        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", text)
-        if section is not None and header:
-            in_section = header.group(1).strip("\"' ") == section
-            continue
-        if in_section and pat.match(text):
-            return number
-    return None
-
-
 def load_config(path: Path | str) -> IngestConfig:
     r"""Read ingestion options from a TOML file.
 
@@ -171,12 +157,11 @@ def load_config(path: Path | str) -> IngestConfig:
         raise InputError(
             format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
         ) from exc
-    lines = text.splitlines()
 
     def fail(what: str, todo: str, key: str, section: str | None = None) -> InputError:
         return InputError(
             format_input_error(
-                path, what, todo, line=_key_line(lines, key, section=section), column=key
+                path, what, todo, line=key_line(text, key, table=section), column=key
             )
         )
 
