@@ -6,7 +6,7 @@ import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from analysis.contract import (
     RECORD_SCHEMA,
@@ -109,6 +109,27 @@ def parse_map_options(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text and parsed document of a config file (one-line errors when unusable)."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise InputError(
+            format_input_error(path, f"cannot read the config ({exc.strerror})", "Check the path")
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
+        ) from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(
+            format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
+        ) from exc
+    return text, doc
+
+
 def load_config(path: Path | str) -> IngestConfig:
     r"""Read ingestion options from a TOML file.
 
@@ -141,22 +162,7 @@ def load_config(path: Path | str) -> IngestConfig:
     ({'item_id': 'qid'}, ('refusal',))
     """
     path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InputError(
-            format_input_error(path, f"cannot read the config ({exc.strerror})", "Check the path")
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
-        ) from exc
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(
-            format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
-        ) from exc
+    text, doc = _read_toml(path)
 
     def fail(what: str, todo: str, key: str, section: str | None = None) -> InputError:
         return InputError(
