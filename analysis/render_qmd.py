@@ -71,6 +71,10 @@ class QmdDoc:
                         f"{path.name}: the YAML front matter does not parse: {exc}", qmd=path
                     ) from exc
                 continue
+            raw_format = str(c.metadata.get("language", "")) if c.cell_type == "code" else ""
+            if raw_format.startswith("="):  # ```{=typst} raw block: Markdown, passed to pandoc
+                cells.append(Cell("markdown", f"```{{{raw_format}}}\n{c.source}\n```\n"))
+                continue
             if c.cell_type == "code":
                 n_code += 1
                 line, lang = fence_lines[n_code - 1] if n_code <= len(fence_lines) else (None, "")

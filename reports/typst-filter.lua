@@ -8,6 +8,9 @@
 -- * A `.table-caption` div becomes a block that stays on the page of the table below it.
 -- * `::: {.running-header}` and `::: {.running-footer}` divs become metadata the page header
 --   and footer show on every page (their text, without markup).
+-- * A paragraph or table cell that starts with `=` (or with `-`, `+`, `/` and a space) starts
+--   with that character escaped: Typst markup would read it as a heading or a list item
+--   (`[== 0]` in a cell is a level-2 heading "0").
 
 local unit = 0
 
@@ -58,6 +61,22 @@ wrap = function(blocks, top, in_unit)
   end
   return out
 end
+
+local function escape_start(el)
+  local first = el.content[1]
+  if first and first.t == "Str" then
+    local c = first.text:sub(1, 1)
+    local rest = first.text:sub(2)
+    if c == "=" or ((c == "-" or c == "+" or c == "/") and rest == "") then
+      el.content[1] = pandoc.RawInline("typst", "\\" .. c)
+      if rest ~= "" then el.content:insert(2, pandoc.Str(rest)) end
+    end
+  end
+  return el
+end
+
+Para = escape_start
+Plain = escape_start
 
 function Pandoc(doc)
   doc.blocks = wrap(doc.blocks, true, false)
