@@ -105,7 +105,7 @@ def write_html(doc: QmdDoc, markdown: str, tmpdir: Path, out_file: Path) -> None
     ]
     for css in css_files(doc):
         args.append(f"--css={css}")
-    html = run_pandoc(source, "html5", args, doc, tmpdir)
+    html = soft_breaks(run_pandoc(source, "html5", args, doc, tmpdir))
     for pattern in (RESOURCE_TAG, REMOTE_CSS):
         if (m := pattern.search(html)) is not None:
             raise RenderError(
@@ -115,6 +115,36 @@ def write_html(doc: QmdDoc, markdown: str, tmpdir: Path, out_file: Path) -> None
             )
     with atomic_path(out_file) as target:
         target.write_text(html, encoding="utf-8")
+
+
+_CELL = re.compile(r"(<t[dh]\b[^>]*>)(.*?)(</t[dh]>)", re.S)
+_TAG = re.compile(r"(<[^>]*>)")
+_IDENT = re.compile(r"[^\s<>]{15,}")
+
+
+def soft_breaks(html: str) -> str:
+    """Let long identifiers in table cells wrap after ``_`` and before ``[``.
+
+    A table of names like ``dprime_slope_task[word_association]`` is otherwise as wide as its
+    longest names and scrolls sideways in a narrow column. ``<wbr>`` marks a place where a line
+    may break; the text (what a reader copies) is unchanged. Words shorter than 15 characters
+    and everything outside table cells are left alone.
+
+    Examples
+    --------
+    >>> soft_breaks("<td>accuracy_by_task[refusal]</td><p>a_very_long_identifier_here</p>")
+    '<td>accuracy_<wbr>by_<wbr>task<wbr>[refusal]</td><p>a_very_long_identifier_here</p>'
+    """
+
+    def word(m: re.Match[str]) -> str:
+        return m.group(0).replace("_", "_<wbr>").replace("[", "<wbr>[")
+
+    def cell(m: re.Match[str]) -> str:
+        parts = _TAG.split(m.group(2))
+        body = "".join(p if p.startswith("<") else _IDENT.sub(word, p) for p in parts)
+        return m.group(1) + body + m.group(3)
+
+    return _CELL.sub(cell, html)
 
 
 def typst_source(doc: QmdDoc, markdown: str, tmpdir: Path) -> Path:
