@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -381,7 +382,7 @@ def test_stream_pieces_are_joined_before_they_are_read(tmp_path: Path, cuts: lis
     qmd.write_text(PIECES)
     doc = QmdDoc.read(qmd, "html")
     bounds = [0, *cuts, len(TABLE)]
-    pieces = [TABLE[a:b] for a, b in zip(bounds, bounds[1:])]
+    pieces = [TABLE[a:b] for a, b in itertools.pairwise(bounds)]
     plain = ["first line\n", "second", " line\n"]
     markdown, _ = assemble(doc, _fake_executed(doc, pieces, plain), "html", tmp_path)
     assert TABLE in markdown  # contiguous: no blank line inside the pipe table
