@@ -27,6 +27,7 @@ a count on logs written by a program, are listed in ``docs/engines.md``.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -49,6 +50,7 @@ from analysis.ingest import (
     INPUT_COLUMNS,
     IngestConfig,
     _closest,
+    _csv_header,
     _discover,
     _Input,
     _merge_options,
@@ -161,6 +163,21 @@ def json_keys(path: Path) -> list[str]:
     return list(keys)
 
 
+def csv_header(inp: _Input) -> list[str]:
+    """The header of a CSV file as ingest reads it (names stripped; duplicates an error)."""
+    with inp.path.open("rb") as raw:
+        if raw.read(3) != b"\xef\xbb\xbf":
+            raw.seek(0)
+        text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+        return _csv_header(inp, text)
+
+
+def csv_blank(inp: _Input) -> bool:
+    """Whether a CSV file holds nothing but white space (ingest reads no header from it)."""
+    with inp.path.open("rb") as raw:
+        return not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
+
+
 _NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
 
 
@@ -219,7 +236,7 @@ def _resolve(
             inp.name, f"required column '{c}' is missing (present: {shown or 'none'})",
             f"Map it with --map {c}={guess}" if guess else f"Add a '{c}' column",
             line=line, column=c))
-    for c, s in sources.items():
+    for s in sources.values():
         if s is not None and s in types and any(n in types[s].upper() for n in _NESTED):
             raise InputError(format_input_error(
                 inp.name, f"column '{s}' holds {types[s]} values, not scalars",

@@ -18,15 +18,14 @@ How files are read (the rest is the shared SQL of :mod:`analysis.engines.sql`):
 from __future__ import annotations
 
 import csv
-import io
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import polars as pl
 
-from analysis.engines import EngineUnavailable, json_keys
+from analysis.engines import EngineUnavailable, csv_blank, csv_header, json_keys
 from analysis.engines.sql import DUCKDB
-from analysis.ingest import INPUT_COLUMNS, _csv_header, _Input
+from analysis.ingest import INPUT_COLUMNS, _Input
 
 #: Field separator for reading JSONL as lines: a raw U+001F cannot occur in valid JSON.
 _LINE_SEP: Final = "\x1f"
@@ -91,21 +90,12 @@ class DuckDBEngine:
         return (f"(SELECT {line} AS line FROM read_csv({DUCKDB.literal(inp.path.as_posix())}, "
                 f"{opts}) WHERE {DUCKDB.strip('line')} IS NOT NULL) AS lines")
 
-    def _header(self, inp: _Input) -> list[str]:
-        with inp.path.open("rb") as raw:
-            if raw.read(3) != b"\xef\xbb\xbf":
-                raw.seek(0)
-            text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-            return _csv_header(inp, text)
-
     def columns(self, inp: _Input) -> list[tuple[str, str]]:
         """The file's columns and their DuckDB types (CSV: text; JSONL: ``json``)."""
         if inp.format == "jsonl":
             return [(k, "json") for k in json_keys(inp.path)]
         if inp.format == "csv":
-            if not inp.path.read_bytes()[:65536].strip(b"\xef\xbb\xbf \t\r\n"):
-                return []
-            return [(h, "VARCHAR") for h in self._header(inp)]
+            return [] if csv_blank(inp) else [(h, "VARCHAR") for h in csv_header(inp)]
         rows = self.con.sql(
             f"DESCRIBE SELECT * FROM read_parquet({DUCKDB.literal(inp.path.as_posix())})"
         ).fetchall()

@@ -158,9 +158,9 @@ def checked_sql(raw: str, d: Dialect, *, tasks: tuple[str, ...] | None = None) -
     smp_f = f"CASE WHEN {d.matches(smp, FLOAT_PATTERN)} THEN {d.cast(smp, 'DOUBLE')} END"
     smp_num = (
         f"COALESCE(CASE WHEN {d.matches(smp, INT_PATTERN)} THEN {d.cast(smp, 'BIGINT')} END, "
-        f"CASE WHEN {d.finite('_sf')} AND abs(_sf) < 9007199254740992.0 AND _sf = floor(_sf) "
-        f"THEN CAST(_sf AS BIGINT) END)"
-    )
+        f"CASE WHEN {d.finite('_sf')} THEN CASE WHEN abs(_sf) < 9007199254740992.0 THEN "
+        f"CASE WHEN _sf = floor(_sf) THEN {d.cast('_sf', 'BIGINT')} END END END)"
+    )  # nested CASEs: no floor or cast of a value too large for BIGINT (ANSI mode errors)
     rules: list[tuple[str, str]] = [("missing value", f"{i(c)} IS NULL") for c in REQUIRED]
     rules += [
         ("invalid status", f"NOT {_in('_status', STATUSES, d)}"),
@@ -279,7 +279,8 @@ modes AS (
 )
 SELECT cells.model, cells.task, n_total, n, k, n_unreadable, is_binary, n_signal, n_noise,
        hits, false_alarms, n_pred_yes, k AS k_strict,
-       COALESCE(mode_n, 0) * 1.0 / NULLIF(n, 0) AS mode_outcome_share
+       CAST(COALESCE(mode_n, 0) AS DOUBLE) / CAST(NULLIF(n, 0) AS DOUBLE)
+         AS mode_outcome_share
 FROM cells LEFT JOIN modes ON cells.model = modes.model AND cells.task = modes.task
 ORDER BY model, task
 """
