@@ -40,8 +40,10 @@ __all__ = [
     "Dialect",
     "accounting_sql",
     "cells_sql",
+    "canonical_raw_sql",
     "checked_sql",
     "grouped_sql",
+    "reduction_sql",
     "variants_sql",
 ]
 
@@ -311,3 +313,41 @@ SELECT 'model', model, COUNT(*) FROM {used} GROUP BY model
 UNION ALL
 SELECT 'task', task, COUNT(*) FROM {used} GROUP BY task
 """
+
+
+def canonical_raw_sql(
+    table: str, d: Dialect, *, columns: tuple[str, ...] | list[str],
+    source_file: str | None = None,
+) -> str:
+    """Raw rows of a table that already has canonical column names (any types).
+
+    ``columns`` are the canonical columns the table has (the others read as NULL);
+    ``source_file`` is an SQL expression naming the file of a row (Spark:
+    ``input_file_name()``; BigQuery: ``_FILE_NAME`` of an external table), default the
+    table name.
+    """
+    text = "STRING" if d.name == "spark" else "VARCHAR"
+    cols = ", ".join(
+        f"CAST({d.ident(c)} AS {text}) AS {c}" if c in columns else f"CAST(NULL AS {text}) AS {c}"
+        for c in INPUT_COLUMNS
+    )
+    src = source_file or d.literal(table)
+    return f"SELECT {src} AS source_file, CAST(NULL AS {text}) AS _err, {cols} FROM {table}"
+
+
+def reduction_sql(
+    raw: str, d: Dialect, *, tasks: tuple[str, ...] | None = None
+) -> dict[str, str]:
+    """The whole reduction as named statements over the relation ``raw``.
+
+    Create ``grouped`` and then ``variants`` as tables (or cached views), then run
+    ``cells`` and ``accounting``: the order :func:`analysis.engines.reduce_records` runs
+    them in. ``raw`` is a table name or a parenthesised query with an alias.
+    """
+    return {
+        "grouped": grouped_sql(f"({checked_sql(raw, d, tasks=tasks)}) AS checked"),
+        "variants": variants_sql("grouped"),
+        "cells": cells_sql("variants"),
+        "accounting": accounting_sql("grouped", "variants"),
+    }
+
