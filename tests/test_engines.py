@@ -16,6 +16,7 @@ import json
 import math
 import os
 import shutil
+import sys
 import tomllib
 from pathlib import Path
 
@@ -346,3 +347,14 @@ def test_spark_local_mode_few_million_rows(tmp_path, spark):
     assert s["quarantine_reasons"] == {"conflicting duplicate": 2000, "invalid JSON": 1,
                                        "invalid confidence": 1, "missing value": 1}
     assert got.cells.height == 500
+
+
+def test_missing_engine_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    """Without the package, `reduce` says how to install it (exit 2), never a traceback."""
+    from analysis.cli import main
+
+    monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb -> ImportError
+    code = main(["reduce", str(CORPUS / "valid.csv"), "--out", str(tmp_path / "o")])
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert code == 2 and len(errors) == 1
+    assert "pip install 'selfmodel[engines]'" in errors[0]
