@@ -358,3 +358,17 @@ def test_missing_engine_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert code == 2 and len(errors) == 1
     assert "pip install 'selfmodel[engines]'" in errors[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["reduce", "x.jsonl", "--engine", "sqlite", "--out", "o"],
+    ["reduce", "x.jsonl"],
+    ["reduce", "--out", "o"],
+])
+def test_reduce_bad_arguments_are_one_line_exit_2(argv, capsys):
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.count("\n") == 0 and "selfmodel reduce --help" in err

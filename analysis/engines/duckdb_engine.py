@@ -55,6 +55,7 @@ class DuckDBEngine:
                 "`pip install 'selfmodel[engines]'` (or `pip install duckdb`)."
             ) from exc
         self.con = connection if connection is not None else duckdb.connect(":memory:")
+        self.con.execute("SET preserve_insertion_order = false")  # no row order is needed
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         if memory_limit:

@@ -12,12 +12,12 @@ no such column). The queries below then do what :func:`analysis.ingest.ingest` a
    prediction; ``correct`` derived from ``prediction = outcome`` when absent and NULL when
    unreadable; ``predictor`` defaults to ``model``; ``sample`` defaults to 0) and name the
    first failing validation rule in ``_cat`` (the numbering of :mod:`analysis.ingest`).
-2. :func:`grouped_sql` -- one GROUP BY over the checked rows: valid rows per
-   (file, key, compared values) with their number of copies, failing rows per
-   (file, category). Everything after this reads that (much smaller) table.
-3. :func:`variants_sql` -- copies summed over files; a key with more than one variant of
-   the compared values is a conflicting duplicate (all its copies are quarantined), a key
-   with one variant is used once and its other copies are exact duplicates.
+2. :func:`grouped_sql` -- one GROUP BY over the checked rows: valid rows per (file, key)
+   with their copies and the count, smallest and largest value of each compared column;
+   failing rows per (file, category). Everything after this reads that table.
+3. :func:`variants_sql` -- copies summed over files; a key whose copies differ in a
+   compared value is a conflicting duplicate (all its copies are quarantined), a key whose
+   copies agree is used once and its other copies are exact duplicates.
 4. :func:`cells_sql` -- the GROUP BY to model x task cells of :func:`analysis.cells.to_cells`
    (self-predictions only), and :func:`accounting_sql` -- the row accounting.
 
@@ -216,28 +216,51 @@ FROM (
 """
 
 
-def grouped_sql(checked: str) -> str:
-    """Valid rows per (file, record) with their copies; failing rows per (file, category).
+def _as_number(c: str) -> str:
+    """A compared column in a form MIN/MAX accept on every engine (booleans as 0/1)."""
+    return f"CASE WHEN {c} THEN 1 WHEN NOT {c} THEN 0 END" if c == "correct" else c
 
-    For a failing row the record columns are NULL, so that all failing rows of a file and
-    category collapse into one group.
+
+def grouped_sql(checked: str) -> str:
+    """Valid rows per (file, key), failing rows per (file, category).
+
+    Per group: the rows (``copies``) and, for each compared column ``c``, the number of
+    non-null values ``c_n`` and their ``c_min`` and ``c_max``. For a failing row the key is
+    NULL, so that all failing rows of a file and category collapse into one group.
     """
-    cols = ", ".join(RECORD_COLUMNS)
+    key = ", ".join(KEY)
     picked = ", ".join(f"CASE WHEN _cat IS NULL THEN {c} END AS {c}" for c in RECORD_COLUMNS)
+    aggs = ", ".join(
+        f"COUNT({c}) AS {c}_n, MIN({_as_number(c)}) AS {c}_min, MAX({_as_number(c)}) AS {c}_max"
+        for c in COMPARED
+    )
     return f"""
-SELECT source_file, _cat, {cols}, COUNT(*) AS copies
+SELECT source_file, _cat, {key}, COUNT(*) AS copies, {aggs}
 FROM (SELECT source_file, _cat, {picked} FROM {checked}) AS picked
-GROUP BY source_file, _cat, {cols}
+GROUP BY source_file, _cat, {key}
 """
 
 
 def variants_sql(grouped: str) -> str:
-    """Each distinct valid record (copies summed over files) and its key's number of variants."""
-    cols = ", ".join(RECORD_COLUMNS)
+    """One row per key of a valid record: its copies, and whether the copies conflict.
+
+    The copies of a key agree on a compared column when the column is NULL in all of them
+    or in none and its smallest and largest values are equal (NULLs compare equal, as in
+    ingest). A key whose copies agree is used once, with those values.
+    """
+    key = ", ".join(KEY)
+    agree = " AND ".join(
+        f"(SUM({c}_n) = 0 OR (SUM({c}_n) = SUM(copies) AND MIN({c}_min) = MAX({c}_max)))"
+        for c in COMPARED
+    )
+    values = ", ".join(
+        f"MIN({c}_min) = 1 AS {c}" if c == "correct" else f"MIN({c}_min) AS {c}"
+        for c in COMPARED
+    )
     return f"""
-SELECT {cols}, copies, COUNT(*) OVER (PARTITION BY {', '.join(KEY)}) AS n_variants
-FROM (SELECT {cols}, SUM(copies) AS copies FROM {grouped} WHERE _cat IS NULL
-      GROUP BY {cols}) AS summed
+SELECT {key}, SUM(copies) AS copies, NOT ({agree}) AS conflicting, {values}
+FROM {grouped} WHERE _cat IS NULL
+GROUP BY {key}
 """
 
 
@@ -253,7 +276,7 @@ WITH r AS (
   SELECT model, task, prediction, outcome, correct,
          (status = 'ok' AND correct IS NOT NULL) AS readable
   FROM {variants}
-  WHERE n_variants = 1 AND predictor = model
+  WHERE NOT conflicting AND predictor = model
 ),
 cells AS (
   SELECT model, task,
@@ -295,13 +318,13 @@ def accounting_sql(grouped: str, variants: str) -> str:
     conflicting duplicates included), ``used``, ``duplicate``, ``status`` (used records per
     status), ``model`` and ``task`` (used records per model and task).
     """
-    used = f"(SELECT * FROM {variants} WHERE n_variants = 1) AS u"
+    used = f"(SELECT * FROM {variants} WHERE NOT conflicting) AS u"
     return f"""
 SELECT 'file' AS what, source_file AS label, SUM(copies) AS n FROM {grouped} GROUP BY source_file
 UNION ALL
 SELECT 'reason', _cat, SUM(copies) FROM {grouped} WHERE _cat IS NOT NULL GROUP BY _cat
 UNION ALL
-SELECT 'reason', 'conflicting duplicate', SUM(copies) FROM {variants} WHERE n_variants > 1
+SELECT 'reason', 'conflicting duplicate', SUM(copies) FROM {variants} WHERE conflicting
 UNION ALL
 SELECT 'used', '', COUNT(*) FROM {used}
 UNION ALL
