@@ -38,6 +38,8 @@ _CSV_REJECTS: Final = {
     "INVALID UNICODE": "invalid UTF-8",
 }
 _JSON_REJECTS: Final = {"INVALID ENCODING": "invalid UTF-8", "INVALID UNICODE": "invalid UTF-8"}
+#: Rejects of either format that are the engine's limit, not the row's fault.
+_LIMITS: Final = {"LINE SIZE OVER MAXIMUM": f"line longer than {MAX_LINE} bytes (engine limit)"}
 
 
 class DuckDBEngine:
@@ -174,9 +176,9 @@ class DuckDBEngine:
                     fields = next(csv.reader([line or ""]), [])
                     short.append(fields + [""] * (len(header) - len(fields)))
                     continue
-                cat = table.get(str(error_type),
-                                "invalid JSON" if inp.format == "jsonl"
-                                else f"unreadable CSV row ({str(error_type).lower()})")
+                cat = table.get(str(error_type)) or _LIMITS.get(str(error_type)) or (
+                    "invalid JSON" if inp.format == "jsonl"
+                    else f"unreadable CSV row ({str(error_type).lower()})")
                 counts[cat] = counts.get(cat, 0) + 1
             name = DUCKDB.literal(inp.name)
             nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {c}" for c in INPUT_COLUMNS)

@@ -87,6 +87,8 @@ class SparkEngine:
                  conf: Mapping[str, str] | None = None) -> None:
         self._own = session is None
         self.spark = session if session is not None else spark_session(master, conf)
+        # a JSON object with a key twice: keep one value instead of failing the job
+        self.spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
         self._views: list[str] = []
         self._cached: list[Any] = []
 
