@@ -228,6 +228,14 @@ def test_messy_logs_with_config(tmp_path, engine):
     assert got.summary["quarantine_reasons"]["unknown task"] > 0
 
 
+def test_file_of_broken_lines_beside_good_files(tmp_path, engine):
+    """A JSONL file with no JSON object has no columns to check: its lines are quarantined."""
+    (tmp_path / "broken.jsonl").write_text("{oops\n[1]\n")
+    shutil.copy(CORPUS / "valid.jsonl", tmp_path / "valid.jsonl")
+    got = _assert_same([tmp_path / "broken.jsonl", tmp_path / "valid.jsonl"], engine)
+    assert got.summary["quarantine_reasons"] == {"invalid JSON": 1, "not a JSON object": 1}
+
+
 def test_cell_without_readable_record_has_nan_mode_share(tmp_path, engine):
     p = tmp_path / "r.csv"
     p.write_text("model,task,item_id,prediction,outcome,status\n"

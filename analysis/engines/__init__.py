@@ -186,10 +186,13 @@ def _resolve(
 ) -> tuple[dict[str, str | None], list[str], set[str]]:
     """Source column of each canonical column in one file, as ``analysis.ingest`` resolves it.
 
-    Returns the sources, the file's columns (CSV: its header) and the unused columns. A
-    missing required or mapped column is an error only when the file has rows (as ingest).
+    Returns the sources (empty for a blank CSV file: nothing to read), the file's columns
+    (CSV: its header) and the unused columns. A missing required or mapped column is an
+    error only when the file has rows (as ingest); otherwise it reads as NULL.
     """
     cols = eng.columns(inp)
+    if inp.format == "csv" and not cols:  # blank: no header, no rows
+        return {}, [], set()
     present = [c for c, _ in cols]
     types = dict(cols)
     mapping, defaults = options.mapping, options.defaults
@@ -218,8 +221,8 @@ def _resolve(
             continue
         if mapped is None and c not in REQUIRED:
             continue
-        if eng.count(inp) == 0:  # an empty file: nothing to resolve
-            return {}, present, set()
+        if eng.count(inp) == 0:  # no rows (JSONL: no object): nothing to check
+            break
         if mapped is not None:
             if c in unused:
                 todo = f"Drop --map {c}={mapped} to use the file's own '{c}' column"

@@ -105,7 +105,7 @@ class DuckDBEngine:
         return [(str(r[0]), str(r[1])) for r in rows]
 
     def count(self, inp: _Input, key: str | None = None) -> int:
-        """Rows of a file, or (JSONL, ``key``) lines where that key has a value."""
+        """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
         path = DUCKDB.literal(inp.path.as_posix())
         if inp.format == "parquet":
             return int(self.con.sql(f"SELECT count(*) FROM read_parquet({path})").fetchall()[0][0])
@@ -118,8 +118,11 @@ class DuckDBEngine:
             sql = f"SELECT count(*) FROM {self._csv(inp, header, None)} WHERE NOT ({blank})"
             return int(self.con.sql(sql).fetchall()[0][0])
         lines = self._lines(inp, None)
-        if key is None:
-            return int(self.con.sql(f"SELECT count(*) FROM {lines}").fetchall()[0][0])
+        if key is None:  # JSON objects: a file of broken lines only has no columns to check
+            return int(self.con.sql(
+                f"SELECT count(*) FROM {lines} WHERE "
+                "CASE WHEN json_valid(line) THEN json_type(line) END = 'OBJECT'"
+            ).fetchall()[0][0])
         sql = (f"SELECT count(*) FROM {lines} WHERE json_valid(line) AND "
                f"json_extract_string(line, {DUCKDB.literal(_json_path(key))}) IS NOT NULL")
         return int(self.con.sql(sql).fetchall()[0][0])

@@ -134,7 +134,7 @@ class SparkEngine:
         return [(f.name, f.dataType.simpleString()) for f in schema.fields]
 
     def count(self, inp: _Input, key: str | None = None) -> int:
-        """Rows of a file, or (JSONL, ``key``) lines where that key has a value."""
+        """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
         if inp.format == "parquet":
             return int(self.spark.read.parquet(inp.path.as_posix()).count())
         if inp.format == "csv":
@@ -144,8 +144,8 @@ class SparkEngine:
             sql = self._csv_rows(inp, [c for c, _ in cols], "sm_count_csv")
             return int(self.spark.sql(sql).count())
         lines = self._text(inp)
-        if key is None:
-            return int(lines.count())
+        if key is None:  # JSON objects: a file of broken lines only has no columns to check
+            return int(lines.where("from_json(line, 'map<string,string>') IS NOT NULL").count())
         lines.createOrReplaceTempView("sm_count_lines")
         path = SPARK.literal("$['" + key.replace("'", "\\'") + "']")
         return int(self.spark.sql(
