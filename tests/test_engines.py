@@ -380,3 +380,17 @@ def test_reduce_bad_arguments_are_one_line_exit_2(argv, capsys):
         main(argv)
     err = capsys.readouterr().err.strip()
     assert exc.value.code == 2 and err.count("\n") == 0 and "selfmodel reduce --help" in err
+
+
+def test_reduce_memory_limit_option(tmp_path, capsys):
+    _need("duckdb", "duckdb")
+    from analysis.cli import main
+
+    out = tmp_path / "o"
+    assert main(["reduce", str(CORPUS / "valid.csv"), "--memory-limit", "200MB",
+                 "--out", str(out)]) == 0
+    assert json.loads((out / "reduce.json").read_text())["records_used"] == 1
+    code = main(["reduce", str(CORPUS / "valid.csv"), "--memory-limit", "lots",
+                 "--out", str(tmp_path / "p")])
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert code == 2 and len(errors) == 1 and "memory limit 'lots'" in errors[0]

@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from analysis.contract import SCALE_COLUMNS
+from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.engines import ENGINES
 
 
@@ -38,6 +38,8 @@ def add_reduce_parser(sub: Any) -> None:
                    help="duckdb (embedded, default) or spark (pyspark)")
     p.add_argument("--spark-master", default=None, metavar="URL",
                    help="Spark master (default local[*], or $SPARK_MASTER): spark://host:7077, yarn, ...")
+    p.add_argument("--memory-limit", default=None, metavar="SIZE",
+                   help="DuckDB: memory to use before spilling to a temporary folder, e.g. 2GB")
     p.add_argument("--out", type=Path, required=True)
     p.set_defaults(handler=run_reduce)
 
@@ -55,6 +57,11 @@ def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     options: dict[str, Any] = {}
     if args.engine == "spark" and args.spark_master:
         options["master"] = args.spark_master
+    if args.memory_limit:
+        if args.engine != "duckdb":
+            raise InputError("reduce: --memory-limit is for --engine duckdb; give Spark its "
+                             "memory with spark-submit or the cluster's settings.")
+        options["memory_limit"] = args.memory_limit
     say(f"reducing {len(inputs.record_paths)} file(s) with {args.engine}")
     res = reduce_records(
         inputs.record_paths, engine=args.engine, mapping=parse_map_options(args.map),

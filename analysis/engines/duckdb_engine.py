@@ -23,6 +23,7 @@ from typing import Any, Final
 
 import polars as pl
 
+from analysis.contract import InputError
 from analysis.engines import EngineUnavailable, csv_blank, csv_header, json_keys
 from analysis.engines.sql import DUCKDB
 from analysis.ingest import INPUT_COLUMNS, _Input
@@ -61,7 +62,13 @@ class DuckDBEngine:
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         if memory_limit:
-            self.con.execute(f"SET memory_limit = {DUCKDB.literal(memory_limit)}")
+            try:
+                self.con.execute(f"SET memory_limit = {DUCKDB.literal(memory_limit)}")
+            except duckdb.Error as exc:
+                raise InputError(
+                    f"reduce: memory limit '{memory_limit}' is not a size DuckDB reads "
+                    "(write it like 2GB or 500MB)."
+                ) from exc
         self._plans: dict[int, tuple[_Input, Mapping[str, str | None], Mapping[str, str],
                                      Sequence[str]]] = {}
 
