@@ -316,6 +316,8 @@ def test_reduce_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
 
 def _large_log(tmp: Path, n: int) -> list[Path]:
     """``n`` generated records (bench/gen_records.py) plus a file of bad and duplicate rows."""
+    if str(ROOT) not in sys.path:  # `pytest` run as a script does not put the root there
+        sys.path.insert(0, str(ROOT))
     from bench.gen_records import records
 
     big = records(n)
