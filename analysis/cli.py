@@ -115,6 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mapping", type=Path, help="TOML mapping (lmeval, inspect)")
     p.add_argument("--out", type=Path, required=True)
 
+    from analysis.engines.command import add_reduce_parser  # selfmodel reduce (DuckDB/Spark)
+
+    add_reduce_parser(sub)
+
     p = sub.add_parser(
         "describe", help="per model x task accuracy, baselines and rates (no fitting)"
     )
@@ -247,6 +251,8 @@ def _run_config(args: argparse.Namespace, *, report: bool):
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
     say = _progress()
+    if getattr(args, "handler", None) is not None:  # subcommands defined in their own module
+        return args.handler(args, say)
     if args.command in ("run", "fit"):
         from analysis.pipeline import run
 

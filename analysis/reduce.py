@@ -48,7 +48,7 @@ confidence, invalid sample, invalid correct, no outcome (status ``ok`` only: a r
 declared unparsed/refused/error is kept without one), correct disagrees; ``tasks``
 restricts to allowed tasks as ingest's config does.
 
-The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is in ``docs/performance.md``.
+The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is :mod:`analysis.engines` (``selfmodel reduce``, ``docs/engines.md``).
 """
 
 from __future__ import annotations

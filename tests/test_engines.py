@@ -1,0 +1,398 @@
+"""The SQL engines (DuckDB, Spark) reduce logs to the same cells and accounting as ingest.
+
+Every comparison is against the polars path run on the same files:
+``analysis.cells.to_cells(analysis.ingest.ingest(files).records)`` and ingest's summary,
+compared exactly (``assert_frame_equal``: values, dtypes, column order, row order).
+
+The engines are optional packages (``pip install 'selfmodel[engines]'``). A test skips,
+naming the missing package, only when it is not installed; with
+``SELFMODEL_REQUIRE_ENGINES=1`` (set by CI) a missing engine is a failure instead.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import os
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from analysis.cells import build_cells, to_cells
+from analysis.contract import InputError
+from analysis.engines import reduce_records
+from analysis.ingest import ingest, parse_map_options
+
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "bad_inputs"
+CASES = tomllib.loads((CORPUS / "cases.toml").read_text())["case"]
+SUMMARY_KEYS = (
+    "records_read", "records_used", "records_quarantined", "records_duplicate",
+    "quarantine_reasons", "statuses", "unreadable_predictions", "models", "tasks",
+    "ignored_columns", "mapping", "defaults", "allowed_tasks",
+)
+
+
+def _need(module: str, what: str) -> None:
+    if importlib.util.find_spec(module) is not None:
+        return
+    msg = f"{what} is not installed (pip install 'selfmodel[engines]')"
+    if os.environ.get("SELFMODEL_REQUIRE_ENGINES"):
+        pytest.fail(msg + "; SELFMODEL_REQUIRE_ENGINES is set, so this is a failure")
+    pytest.skip(msg)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    _need("pyspark", "pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        msg = "Java (17+) is not on PATH and JAVA_HOME is unset: Spark cannot start"
+        if os.environ.get("SELFMODEL_REQUIRE_ENGINES"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    from analysis.engines.spark_engine import spark_session
+
+    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+    yield session
+    session.stop()
+
+
+@pytest.fixture(params=["duckdb", "spark"])
+def engine(request):
+    """``(name, engine_options)`` for each engine, sharing one Spark session per module."""
+    if request.param == "duckdb":
+        _need("duckdb", "duckdb")
+        return "duckdb", {}
+    return "spark", {"session": request.getfixturevalue("spark")}
+
+
+def _reference(files, **kw):
+    res = ingest(files, **kw)
+    return to_cells(res.records), res.summary
+
+
+def _assert_same(files, engine, **kw):
+    name, options = engine
+    cells, summary = _reference(files, **kw)
+    got = reduce_records(files, engine=name, engine_options=options, **kw)
+    assert_frame_equal(got.cells, cells)
+    for key in SUMMARY_KEYS:
+        assert got.summary[key] == summary[key], key
+    assert [(f["path"], f["format"], f["rows"]) for f in got.summary["files"]] == [
+        (f["path"], f["format"], f["rows"]) for f in summary["files"]
+    ]
+    s = got.summary
+    assert s["records_read"] == s["records_used"] + s["records_quarantined"] + s["records_duplicate"]
+    return got
+
+
+def _case_kwargs(case):
+    kw = {}
+    if case.get("map"):
+        kw["mapping"] = parse_map_options(case["map"])
+    if case.get("config"):
+        kw["config"] = CORPUS / case["config"]
+    return kw
+
+
+OK_CASES = [c for c in CASES if c["expect"] == "quarantine" or "registry" in c]
+ERROR_CASES = [c for c in CASES if c["expect"] == "exit2" and "registry" not in c]
+
+
+@pytest.mark.parametrize("case", OK_CASES, ids=[c["name"] for c in OK_CASES])
+def test_bad_input_corpus_same_accounting(case, engine):
+    files = [CORPUS / f for f in case["files"]]
+    got = _assert_same(files, engine, **_case_kwargs(case))
+    if case["expect"] == "quarantine":  # the corpus's own expected counts, as a cross-check
+        for key, field in (("read", "records_read"), ("used", "records_used"),
+                           ("quarantined", "records_quarantined"),
+                           ("duplicate", "records_duplicate")):
+            assert got.summary[field] == case[key]
+
+
+@pytest.mark.parametrize("case", ERROR_CASES, ids=[c["name"] for c in ERROR_CASES])
+def test_bad_input_corpus_same_error(case, engine):
+    files = [CORPUS / f for f in case["files"]]
+    kw = _case_kwargs(case)
+    with pytest.raises(InputError) as ref:
+        ingest(files, **kw)
+    name, options = engine
+    with pytest.raises(InputError) as got:
+        reduce_records(files, engine=name, engine_options=options, **kw)
+    assert case["message"] in str(got.value)
+    assert str(got.value) == str(ref.value)
+
+
+# ----------------------------------------------------------------------------- messy logs
+
+_WS = ["", " ", "\t", "\u00a0", " \u3000"]
+_BOOLS = ["true", "false", "TRUE", "False", "yes", "No", "Y", "n", "1", "0", "t", "F"]
+_TEXT = ["lion", "Lion", "mane", "<b>x</b>", "=1+1", "a,b", 'say "hi"', "中文", "x\ny"]
+
+
+def _messy(rng: np.random.Generator, n: int, *, models: int = 4) -> list[dict]:
+    """Rows mixing every rule ingest applies, valid and not, duplicates and conflicts."""
+
+    def pad(v: str) -> str:
+        return str(rng.choice(_WS)) + v + str(rng.choice(_WS))
+
+    def pick(values):
+        return values[int(rng.integers(len(values)))]
+
+    rows: list[dict] = []
+    for _ in range(n):
+        task = pick(["refusal", "difficulty", "words"])
+        binary = task != "words" or rng.random() < 0.5
+        pred = pick(_BOOLS) if binary else pick(_TEXT)
+        out = pick(_BOOLS) if binary else pick(_TEXT)
+        row = {
+            "model": pad(f"m{int(rng.integers(models))}"),
+            "task": pad(task),
+            "item_id": pad(f"i{int(rng.integers(n // 3 + 1))}"),
+            "prediction": pad(pred) if rng.random() > 0.08 else pick([None, "", "  "]),
+            "outcome": pad(out) if rng.random() > 0.03 else None,
+            "confidence": pick([None, "0.5", "0.25", ".75", "1", "0", "1e-1", "1.7", "-0.2",
+                                "nan", "inf", "high", " 0.9 "]),
+            "sample": pick([None, "0", "1", "2", "1.0", "+1", "1.5", "-1", "x", "1e0"]),
+            "status": pick([None, "ok", "OK", " Refused ", "unparsed", "error", "bogus", ""]),
+            "predictor": pick([None, None, None, "m0", "other"]),
+            "cluster": pick([None, "c1", "c2"]),
+        }
+        if rng.random() < 0.15:
+            row["correct"] = pick(_BOOLS + ["maybe", ""])
+        if rng.random() < 0.02:
+            row["model"] = pick([None, "", " "])
+        rows.append(row)
+    # exact copies and conflicting copies of earlier rows
+    for _ in range(n // 10):
+        src = dict(rows[int(rng.integers(len(rows)))])
+        if rng.random() < 0.4:
+            src["confidence"] = "0.123"
+        src["cluster"] = "copy"  # not a compared column: still an exact duplicate
+        rows.append(src)
+    return rows
+
+
+def _write_messy(tmp: Path, seed: int) -> list[Path]:
+    rng = np.random.default_rng(seed)
+    rows = _messy(rng, 1500)
+    cols = ["model", "task", "item_id", "prediction", "outcome", "correct", "confidence",
+            "sample", "status", "predictor", "cluster"]
+    frame = pl.DataFrame([{c: r.get(c) for c in cols} for r in rows],
+                         schema={c: pl.Utf8 for c in cols}, orient="row")
+    third = frame.height // 3
+    a, b, c = frame[:third], frame[third:2 * third], frame[2 * third:]
+    (tmp / "a.jsonl").write_text(
+        "".join(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n"
+                for r in a.iter_rows(named=True))
+        + "\n   \n{broken\n[1, 2]\n"
+    )
+    b.write_csv(tmp / "b.csv")
+    with (tmp / "b.csv").open("a") as fh:
+        fh.write("m1,refusal,i1,true,true,,,,,,,extra\n,,,,,,,,,,\n")
+    # Parquet with typed columns: booleans, doubles and integers as stored
+    typed = c.with_columns(
+        pl.col("confidence").cast(pl.Float64, strict=False),
+        pl.col("sample").cast(pl.Int64, strict=False),
+        pl.col("correct").str.strip_chars().str.to_lowercase()
+        .replace_strict({"true": True, "false": False}, default=None, return_dtype=pl.Boolean),
+    )
+    typed.write_parquet(tmp / "c.parquet")
+    return [tmp / "a.jsonl", tmp / "b.csv", tmp / "c.parquet"]
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_messy_logs_same_cells_and_accounting(tmp_path, engine, seed):
+    files = _write_messy(tmp_path, seed)
+    got = _assert_same(files, engine)
+    s = got.summary
+    # the data really exercise the rules: several reasons, duplicates, unreadable rows
+    assert len(s["quarantine_reasons"]) >= 6, s["quarantine_reasons"]
+    assert s["quarantine_reasons"].get("conflicting duplicate", 0) > 0
+    assert s["records_duplicate"] > 0 and s["unreadable_predictions"] > 0
+    assert got.cells["binary"].n_unique() == 2
+
+
+def test_messy_logs_with_config(tmp_path, engine):
+    files = _write_messy(tmp_path, 3)
+    cfg = tmp_path / "ingest.toml"
+    cfg.write_text('tasks = ["refusal", "words"]\n[defaults]\nrun_id = "r1"\n')
+    got = _assert_same(files, engine, config=cfg)
+    assert got.summary["quarantine_reasons"]["unknown task"] > 0
+
+
+def test_file_of_broken_lines_beside_good_files(tmp_path, engine):
+    """A JSONL file with no JSON object has no columns to check: its lines are quarantined."""
+    (tmp_path / "broken.jsonl").write_text("{oops\n[1]\n")
+    shutil.copy(CORPUS / "valid.jsonl", tmp_path / "valid.jsonl")
+    got = _assert_same([tmp_path / "broken.jsonl", tmp_path / "valid.jsonl"], engine)
+    assert got.summary["quarantine_reasons"] == {"invalid JSON": 1, "not a JSON object": 1}
+
+
+def test_cell_without_readable_record_has_nan_mode_share(tmp_path, engine):
+    p = tmp_path / "r.csv"
+    p.write_text("model,task,item_id,prediction,outcome,status\n"
+                 "m,t,1,,true,refused\nm,t,2,,false,error\nm,u,1,yes,true,\n")
+    got = _assert_same([p], engine)
+    row = got.cells.filter(pl.col("task") == "t").row(0, named=True)
+    assert row["n"] == 0 and row["n_unreadable"] == 2 and math.isnan(row["mode_outcome_share"])
+
+
+def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
+    """The cluster recipe of docs/engines.md: the queries over a table of canonical records."""
+    from analysis.engines import _as_cells
+    from analysis.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
+    from analysis.ingest import write_ingest
+
+    res = ingest(_write_messy(tmp_path, 4))
+    write_ingest(res, tmp_path / "out")
+    path = (tmp_path / "out" / "records.parquet").as_posix()
+    name, options = engine
+    d = DUCKDB if name == "duckdb" else SPARK
+    if name == "duckdb":
+        import duckdb
+
+        con = duckdb.connect()
+        con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet('{path}')")
+        run, fetch = con.execute, (lambda sql: con.sql(sql).pl())
+    else:
+        spark = options["session"]
+        spark.read.parquet(path).createOrReplaceTempView("records")
+
+        def run(sql):
+            spark.sql(sql.replace("CREATE TEMP TABLE", "CACHE TABLE")).collect()
+
+        def fetch(sql):
+            df = spark.sql(sql)
+            return pl.DataFrame([tuple(r) for r in df.collect()], schema=df.columns, orient="row")
+
+    raw = canonical_raw_sql("records", d, columns=res.records.columns)
+    stmts = reduction_sql(f"({raw}) AS raw", d)
+    run(f"CREATE TEMP TABLE grouped AS {stmts['grouped']}")
+    run(f"CREATE TEMP TABLE variants AS {stmts['variants']}")
+    assert_frame_equal(_as_cells(fetch(stmts["cells"])), to_cells(res.records))
+    acct = fetch(stmts["accounting"])
+    used = acct.filter(pl.col("what") == "used")["n"].sum()
+    assert used == res.records.height
+
+
+# ----------------------------------------------------------------------------- CLI and data
+
+
+def test_reduce_command_writes_the_pipelines_cells(tmp_path):
+    _need("duckdb", "duckdb")
+    from analysis.cli import main
+    from analysis.pipeline import resolve_inputs
+    from analysis.registry import load_registry
+
+    out = tmp_path / "out"
+    assert main(["reduce", str(ROOT / "data_raw"), "--out", str(out)]) == 0
+    inputs = resolve_inputs([ROOT / "data_raw"], None)
+    expected = build_cells(ingest(inputs.record_paths).records, load_registry(inputs.registry))
+    assert_frame_equal(pl.read_parquet(out / "cells.parquet"), expected)
+    summary = json.loads((out / "reduce.json").read_text())
+    assert summary["engine"] == "duckdb" and summary["records_used"] == summary["records_read"]
+
+
+def test_reduce_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
+    _need("duckdb", "duckdb")
+    from analysis.cli import main
+
+    code = main(["reduce", str(CORPUS / "no_item_id.csv"), "--out", str(tmp_path / "o")])
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert code == 2 and len(errors) == 1 and "--map item_id=question_id" in errors[0]
+    assert not (tmp_path / "o").exists()
+
+
+# ----------------------------------------------------------------------------- a large log
+
+
+def _large_log(tmp: Path, n: int) -> list[Path]:
+    """``n`` generated records (bench/gen_records.py) plus a file of bad and duplicate rows."""
+    if str(ROOT) not in sys.path:  # `pytest` run as a script does not put the root there
+        sys.path.insert(0, str(ROOT))
+    from bench.gen_records import records
+
+    big = records(n)
+    big.write_parquet(tmp / "big.parquet")
+    rng = np.random.default_rng(7)
+    take = rng.choice(big.height, 3000, replace=False)
+    copies = big[take[:2000]]  # exact duplicates across files
+    conflicts = big[take[2000:]].with_columns(  # conflicting duplicates
+        pl.when(pl.col("outcome") == "true").then(pl.lit("false")).otherwise(pl.lit("true"))
+        .alias("outcome"))
+    extra = pl.concat([copies, conflicts])
+    lines = [json.dumps({k: v for k, v in r.items() if v is not None})
+             for r in extra.iter_rows(named=True)]
+    lines += ['{"model": "model-1", "task": "task-1"}', "{not json", '{"model": "model-1", '
+              '"task": "task-1", "item_id": "item-0", "outcome": "true", "confidence": 7}']
+    (tmp / "extra.jsonl").write_text("\n".join(lines) + "\n")
+    return [tmp / "big.parquet", tmp / "extra.jsonl"]
+
+
+def test_duckdb_large_log(tmp_path):
+    _need("duckdb", "duckdb")
+    files = _large_log(tmp_path, 300_000)
+    got = _assert_same(files, ("duckdb", {}))
+    assert got.summary["records_duplicate"] == 2000
+    assert got.summary["quarantine_reasons"]["conflicting duplicate"] == 2000
+
+
+@pytest.mark.slow
+@pytest.mark.ci
+def test_spark_local_mode_few_million_rows(tmp_path, spark):
+    """Spark in local mode on 2 million generated records plus bad and duplicate rows."""
+    files = _large_log(tmp_path, 2_000_000)
+    got = _assert_same(files, ("spark", {"session": spark}))
+    s = got.summary
+    assert s["records_read"] == 2_000_000 + 3003
+    assert s["records_duplicate"] == 2000
+    assert s["quarantine_reasons"] == {"conflicting duplicate": 2000, "invalid JSON": 1,
+                                       "invalid confidence": 1, "missing value": 1}
+    assert got.cells.height == 500
+
+
+def test_missing_engine_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
+    """Without the package, `reduce` says how to install it (exit 2), never a traceback."""
+    from analysis.cli import main
+
+    monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb -> ImportError
+    code = main(["reduce", str(CORPUS / "valid.csv"), "--out", str(tmp_path / "o")])
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert code == 2 and len(errors) == 1
+    assert "pip install 'selfmodel[engines]'" in errors[0]
+
+
+@pytest.mark.parametrize("argv", [
+    ["reduce", "x.jsonl", "--engine", "sqlite", "--out", "o"],
+    ["reduce", "x.jsonl"],
+    ["reduce", "--out", "o"],
+])
+def test_reduce_bad_arguments_are_one_line_exit_2(argv, capsys):
+    from analysis.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and err.count("\n") == 0 and "selfmodel reduce --help" in err
+
+
+def test_reduce_memory_limit_option(tmp_path, capsys):
+    _need("duckdb", "duckdb")
+    from analysis.cli import main
+
+    out = tmp_path / "o"
+    assert main(["reduce", str(CORPUS / "valid.csv"), "--memory-limit", "200MB",
+                 "--out", str(out)]) == 0
+    assert json.loads((out / "reduce.json").read_text())["records_used"] == 1
+    code = main(["reduce", str(CORPUS / "valid.csv"), "--memory-limit", "lots",
+                 "--out", str(tmp_path / "p")])
+    errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
+    assert code == 2 and len(errors) == 1 and "memory limit 'lots'" in errors[0]
