@@ -74,6 +74,20 @@ Holm (:func:`holm`)
     Step-down family-wise correction across the per-task tests (Holm 1979,
     *Scand. J. Statist.* 6:65).
 
+Smallest designs
+----------------
+Every method needs at least ``MIN_MODELS`` (3) models with the scale variable and two
+distinct values of it (the Bayesian rule's minimum); a task's own slope needs as many on
+that task. The wild cluster bootstrap needs ``MIN_CLUSTERS_WILD`` (6) models: with
+:math:`G` clusters the :math:`2^G` Rademacher sign vectors give a smallest two-sided
+p-value of :math:`2/2^G`, and 6 is the first :math:`G` for which that is below 0.05 (with
+fewer, no interval can exclude anything and the test cannot reject). The two-stage WLS
+needs 3 models (:math:`t_{G-2}` with at least one degree of freedom); the permutation
+test with 3 models has :math:`3! = 6` permutations (p >= 1/3) and is reported as such.
+Below these sizes, or when a fit fails numerically (a singular information matrix from
+fitted probabilities of 0 or 1, a GLM that does not converge), the method is
+``{"estimable": False, "reason": ...}`` and the other methods still run.
+
 What none of these model
 ------------------------
 Family effects (siblings share training data), partial pooling of task slopes, and
@@ -94,11 +108,19 @@ import polars as pl
 import statsmodels.api as sm
 from scipy import stats
 from scipy.special import expit
+from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
 #: Default confidence level of intervals.
 DEFAULT_LEVEL: Final = 0.95
 #: Fewest models with the scale variable for any slope estimate (as the Bayesian rule).
 MIN_MODELS: Final = 3
+#: Fewest clusters (models) for the wild cluster bootstrap (see "Smallest designs" above).
+MIN_CLUSTERS_WILD: Final = 6
+#: Numerical failures of one method that make it not estimable instead of stopping the run.
+NUMERICAL_ERRORS: Final = (
+    np.linalg.LinAlgError, PerfectSeparationError, FloatingPointError, ZeroDivisionError,
+    ValueError, OverflowError,
+)
 #: Webb's six-point weights (MacKinnon & Webb 2017; Webb 2014, Queen's Econ. WP 1315).
 WEBB_POINTS: Final = np.array(
     [-math.sqrt(1.5), -1.0, -math.sqrt(0.5), math.sqrt(0.5), 1.0, math.sqrt(1.5)]
@@ -111,6 +133,21 @@ Weights = Literal["auto", "rademacher", "webb"]
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _failure(what: str, exc: BaseException) -> dict[str, Any]:
+    """``{"estimable": False, "reason": ...}`` for a method that failed numerically."""
+    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return {"estimable": False,
+            "reason": f"{what} failed numerically on this design ({type(exc).__name__}: {detail})"}
+
+
+def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``fn(*args, **kwargs)``, or :func:`_failure` when it fails numerically."""
+    try:
+        return fn(*args, **kwargs)
+    except NUMERICAL_ERRORS as exc:
+        return _failure(what, exc)
 
 
 def _f(v: Any) -> float | None:
@@ -351,7 +388,13 @@ def _invert(
     """Confidence interval {beta0 : p(beta0) > alpha} by bracketing and bisection."""
 
     def pval(b0: float) -> float:
-        return _wild_p(_cluster_contrib(d, b0), v, enumerated)[1]
+        try:
+            return _wild_p(_cluster_contrib(d, b0), v, enumerated)[1]
+        except NUMERICAL_ERRORS:
+            # The restricted fit is degenerate at b0 (fitted probabilities of 0 or 1 make
+            # the information matrix singular): b0 is not rejected, so the interval stays
+            # open on that side rather than claiming a bound the data cannot give.
+            return 1.0
 
     if not (math.isfinite(se) and se > 0) or pval(est) <= alpha:
         return None, None
@@ -387,6 +430,25 @@ def _wild_one(
     lo, hi = _invert(d, v, enumerated, est=est, se=se, alpha=1 - level) if ci else (None, None)
     return {"estimate": _f(est), "score_t": _f(t), "p_value": _f(p), "ci_low": _f(lo),
             "ci_high": _f(hi), "null": beta0}
+
+
+def _too_few_clusters(g: int) -> str:
+    return (f"only {g} model(s): the wild cluster bootstrap needs at least {MIN_CLUSTERS_WILD} "
+            f"(with {g} clusters its smallest two-sided p-value is {2 / 2**g:.3g})")
+
+
+def _wild_task(
+    *, use: pl.DataFrame, d: Mapping[str, Any], v: np.ndarray, enumerated: bool, level: float,
+    beta0: float, ci: bool,
+) -> dict[str, Any]:
+    dt = _design(use, task_slopes=False)
+    # same clusters in the same order: reuse the weight rows of these models
+    vt = v[:, [d["models"].index(m) for m in dt["models"]]]
+    ft = _glm(dt).fit(cov_type="cluster", cov_kwds={"groups": dt["groups"]})
+    # a column subset of a full enumeration repeats every sign vector equally often,
+    # so the per-task p-value stays exact
+    return _wild_one(dt, vt, enumerated, est=float(ft.params[dt["j"]]),
+                     se=float(ft.bse[dt["j"]]), level=level, beta0=beta0, ci=ci)
 
 
 def wild_bootstrap(
@@ -439,6 +501,8 @@ def wild_bootstrap(
     reason = _not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
+    if use["model"].n_unique() < MIN_CLUSTERS_WILD:
+        return {"estimable": False, "reason": _too_few_clusters(use["model"].n_unique())}
     rng = np.random.default_rng(seed)
     d = _design(use, task_slopes=task_slopes)
     g = len(d["models"])
@@ -466,15 +530,12 @@ def wild_bootstrap(
             if sub["model"].n_unique() < MIN_MODELS or sub["x"].n_unique() < 2:
                 res[t] = {"estimable": False, "reason": "too few models on this task"}
                 continue
-            dt = _design(sub, task_slopes=False)
-            # same clusters in the same order: reuse the weight rows of these models
-            vt = v[:, [d["models"].index(m) for m in dt["models"]]]
-            ft = _glm(dt).fit(cov_type="cluster", cov_kwds={"groups": dt["groups"]})
-            # a column subset of a full enumeration repeats every sign vector equally often,
-            # so the per-task p-value stays exact
-            res[t] = _wild_one(dt, vt, enumerated,
-                               est=float(ft.params[dt["j"]]), se=float(ft.bse[dt["j"]]),
-                               level=level, beta0=beta0, ci=ci)
+            if sub["model"].n_unique() < MIN_CLUSTERS_WILD:
+                res[t] = {"estimable": False,
+                          "reason": _too_few_clusters(sub["model"].n_unique()) + " on this task"}
+                continue
+            res[t] = _guarded(f"the wild bootstrap of task '{t}'", _wild_task, use=sub, d=d, v=v,
+                              enumerated=enumerated, level=level, beta0=beta0, ci=ci)
         out["per_task"] = res
     return out
 
@@ -558,8 +619,8 @@ def two_stage(
             .sort("model")
         )
         out["pooled"] = {
-            **meta_regression(pooled["y"].to_numpy(), pooled["v"].to_numpy(),
-                              pooled["x"].to_numpy(), level=level, tau2=tau2),
+            **_guarded("the two-stage WLS", meta_regression, pooled["y"].to_numpy(),
+                       pooled["v"].to_numpy(), pooled["x"].to_numpy(), level=level, tau2=tau2),
             "tasks_used": common,
             "models_dropped": dropped,
         }
@@ -570,8 +631,10 @@ def two_stage(
         if sub.height < MIN_MODELS or sub["x"].n_unique() < 2:
             out["per_task"][t] = {"estimable": False, "reason": "too few models on this task"}
             continue
-        out["per_task"][t] = meta_regression(sub["y"].to_numpy(), sub["v"].to_numpy(),
-                                             sub["x"].to_numpy(), level=level, tau2=tau2)
+        out["per_task"][t] = _guarded(
+            f"the two-stage WLS of task '{t}'", meta_regression, sub["y"].to_numpy(),
+            sub["v"].to_numpy(), sub["x"].to_numpy(), level=level, tau2=tau2,
+        )
     return out
 
 
@@ -774,28 +837,31 @@ def run_frequentist(
     reason = _not_estimable(use)
     if reason:
         return {**base, "estimable": False, "reason": reason}
-    glm_t = glm_slope(use, task_slopes=True, level=level)
-    wild = wild_bootstrap(use, seed=seed, task_slopes=True, weights=weights, reps=reps, level=level)
-    perm = permutation_test(use, seed=seed, permutations=permutations,
-                            exact_max_models=exact_max_models)
+    glm_t = _guarded("the GLM with task slopes", glm_slope, use, task_slopes=True, level=level)
+    wild = _guarded("the wild cluster bootstrap", wild_bootstrap, use, seed=seed,
+                    task_slopes=True, weights=weights, reps=reps, level=level)
+    perm = _guarded("the permutation test", permutation_test, use, seed=seed,
+                    permutations=permutations, exact_max_models=exact_max_models)
 
     def task_p(section: Mapping[str, Any], key: str | None = None) -> dict[str, float | None]:
-        return {t: (r.get(key, {}) if key else r).get("p_value") for t, r in section.items()}
+        per_task = section.get("per_task") or {}
+        return {t: (r.get(key, {}) if key else r).get("p_value") for t, r in per_task.items()}
 
     return {
         **base,
         "estimable": True,
-        "glm_common": glm_slope(use, task_slopes=False, level=level),
+        "glm_common": _guarded("the GLM with a common slope", glm_slope, use, task_slopes=False,
+                               level=level),
         "glm_task_slopes": glm_t,
         "wild_bootstrap": wild,
-        "two_stage": two_stage(use, level=level),
-        "correlations": correlations(use),
+        "two_stage": _guarded("the two-stage WLS", two_stage, use, level=level),
+        "correlations": _guarded("the correlations", correlations, use),
         "permutation": perm,
         "holm": {
             "family": "per-task slope tests (H0: slope_t = 0), one family per method",
-            "glm_cluster": holm(task_p(glm_t["per_task"])),
-            "wild_bootstrap": holm(task_p(wild["per_task"])),
-            "permutation": holm(task_p(perm["per_task"])),
+            "glm_cluster": holm(task_p(glm_t)),
+            "wild_bootstrap": holm(task_p(wild)),
+            "permutation": holm(task_p(perm)),
         },
     }
 
@@ -952,43 +1018,59 @@ def crosscheck_table(
     wild, two = freq["wild_bootstrap"], freq["two_stage"]
     perm, corr = freq["permutation"], freq["correlations"]
     kw: dict[str, Any] = {"level": level, "g": g}
+
+    def part(section: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+        """``section[key]``, or the section's reason when it (or the part) is not estimable."""
+        value = section.get(key)
+        if isinstance(value, Mapping):
+            return value
+        return {"reason": section.get("reason") or "frequentist estimate not available"}
+
+    two_pooled, perm_pooled = part(two, "pooled"), part(perm, "pooled")
+    corr_pooled = part(corr, "pooled")
+    wild_name = wild.get("weights") or "not run"
     rows = [
         _row("overall", "GLM task slopes (mean), cluster-robust SE" + _subset(glm_t, freq),
-             "glm_cluster", glm_t["slope"], b_all, on_scale=True, **kw),
+             "glm_cluster", part(glm_t, "slope"), b_all, on_scale=True, **kw),
         _row("overall", "GLM task slopes (mean), model-based SE (records independent)"
-             + _subset(glm_t, freq), "glm_naive", glm_t["slope_naive"], b_all, on_scale=True,
-             **kw),
-        _row("overall", f"wild cluster score bootstrap ({wild['weights']})" + _subset(wild, freq),
-             "wild", wild["slope"], b_all, on_scale=True, **kw),
+             + _subset(glm_t, freq), "glm_naive", part(glm_t, "slope_naive"), b_all,
+             on_scale=True, **kw),
+        _row("overall", f"wild cluster score bootstrap ({wild_name})" + _subset(wild, freq),
+             "wild", part(wild, "slope"), b_all, on_scale=True, **kw),
         _row("overall", "GLM common slope, cluster-robust SE", "glm_common",
-             glm_c["slope"], b_all, on_scale=True, **kw),
-        _row("overall", "two-stage WLS (model mean logit on x)" + _subset(two["pooled"], freq),
-             "two_stage", two["pooled"].get("slope"), b_all, on_scale=True, **kw),
+             part(glm_c, "slope"), b_all, on_scale=True, **kw),
+        _row("overall", "two-stage WLS (model mean logit on x)" + _subset(two_pooled, freq),
+             "two_stage", part(two_pooled, "slope"), b_all, on_scale=True, **kw),
         _row("overall", "permutation test of OLS slope (sizes permuted)"
-             + _subset(perm["pooled"], freq), "permutation",
-             {"estimate": perm["pooled"].get("statistic"),
-              "p_value": perm["pooled"].get("p_value")},
+             + _subset(perm_pooled, freq), "permutation",
+             {"estimate": perm_pooled.get("statistic"),
+              "p_value": perm_pooled.get("p_value"), "reason": perm_pooled.get("reason")},
              b_all, on_scale=True, **kw),
         _row("overall", "Pearson r (accuracy vs log size)", "correlation",
-             {"estimate": corr["pooled"]["pearson_r"], "p_value": corr["pooled"]["pearson_p"]},
+             {"estimate": corr_pooled.get("pearson_r"), "p_value": corr_pooled.get("pearson_p"),
+              "reason": corr_pooled.get("reason")},
              b_all, on_scale=False, **kw),
         _row("overall", "Spearman rho (accuracy vs log size)", "correlation",
-             {"estimate": corr["pooled"]["spearman_rho"], "p_value": corr["pooled"]["spearman_p"]},
+             {"estimate": corr_pooled.get("spearman_rho"),
+              "p_value": corr_pooled.get("spearman_p"), "reason": corr_pooled.get("reason")},
              b_all, on_scale=False, **kw),
     ]
     holm_adj = freq["holm"]
-    for t in sorted(glm_t.get("per_task", {})):
+    tasks = sorted(glm_t.get("per_task") or {}) or list(freq.get("tasks") or [])
+    for t in tasks:
         bt = dict(b_tasks.get(t, {}))
         rows.append(_row(t, "GLM task slope, cluster-robust SE", "per_task",
-                         glm_t["per_task"][t], bt, on_scale=True,
+                         part(part(glm_t, "per_task"), t), bt, on_scale=True,
                          p_holm=holm_adj["glm_cluster"].get(t), **kw))
-        rows.append(_row(t, f"wild cluster score bootstrap ({wild['weights']})", "per_task",
-                         wild["per_task"].get(t), bt, on_scale=True,
+        rows.append(_row(t, f"wild cluster score bootstrap ({wild_name})", "per_task",
+                         part(part(wild, "per_task"), t), bt, on_scale=True,
                          p_holm=holm_adj["wild_bootstrap"].get(t), **kw))
+        two_t = part(part(two, "per_task"), t)
         rows.append(_row(t, "two-stage WLS (cell logit on x)", "per_task",
-                         (two["per_task"].get(t) or {}).get("slope"), bt, on_scale=True, **kw))
-        pt = perm["per_task"].get(t) or {}
+                         part(two_t, "slope"), bt, on_scale=True, **kw))
+        pt = part(part(perm, "per_task"), t)
         rows.append(_row(t, "permutation test of OLS slope (sizes permuted)", "per_task",
-                         {"estimate": pt.get("statistic"), "p_value": pt.get("p_value")}, bt,
+                         {"estimate": pt.get("statistic"), "p_value": pt.get("p_value"),
+                          "reason": pt.get("reason")}, bt,
                          on_scale=True, p_holm=holm_adj["permutation"].get(t), **kw))
     return rows

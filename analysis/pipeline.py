@@ -26,7 +26,7 @@ from analysis import atomic, describe
 from analysis.cells import build_cells
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
-from analysis.frequentist import crosscheck_table, run_frequentist
+from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.model_stage import fit_info, fit_models, fit_verdict
@@ -260,11 +260,22 @@ def _headlines(state: RunState) -> dict[str, Any]:
     return out
 
 
+def not_estimable(what: str, exc: BaseException) -> dict[str, Any]:
+    """The section of an analysis that failed numerically: the reason, and the run goes on."""
+    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return {"estimable": False,
+            "reason": f"{what} failed numerically on this design ({type(exc).__name__}: {detail})"}
+
+
 def stage_frequentist(state: RunState, say: Progress) -> None:
     """Stage 5 (``frequentist``, ``crosscheck``): the frequentist cross-checks."""
     assert state.cells is not None and state.effect_section is not None
     say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
-    state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
+    try:
+        state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
+    except NUMERICAL_ERRORS as exc:  # each method is guarded; this catches the rest
+        state.frequentist_section = not_estimable("the frequentist cross-checks", exc)
+        say(f"not estimable: {state.frequentist_section['reason']}")
     state.crosscheck_section = crosscheck_table(state.frequentist_section, state.effect_section)
 
 
@@ -317,18 +328,22 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         state.hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
     )
     if v.fit is not None and cfg.robustness:
-        loo, sensitivity = robustness_refits(
-            main=v.fit,
-            usable=v.usable,
-            records=state.ingest.records,
-            registry=state.registry,
-            scale=cfg.scale,
-            seed=cfg.seed,
-            settings=cfg.sampler,
-            rule=cfg.rule,
-            cache_dir=cfg.cache_dir,
-            progress=say,
-        )
+        try:
+            loo, sensitivity = robustness_refits(
+                main=v.fit,
+                usable=v.usable,
+                records=state.ingest.records,
+                registry=state.registry,
+                scale=cfg.scale,
+                seed=cfg.seed,
+                settings=cfg.sampler,
+                rule=cfg.rule,
+                cache_dir=cfg.cache_dir,
+                progress=say,
+            )
+        except NUMERICAL_ERRORS as exc:
+            loo = sensitivity = not_estimable("the robustness refits", exc)
+            say(f"not estimable: {sensitivity['reason']}")
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
     state.hypotheses_section = section
@@ -349,9 +364,13 @@ def stage_power(state: RunState, say: Progress) -> None:
 
     say("what this design could detect (power simulation from the fitted variance components)")
     # the design is read from the results built so far (models, cells, variance components)
-    state.design_sensitivity_section = rounded(
-        mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
-    )
+    try:
+        state.design_sensitivity_section = rounded(
+            mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
+        )
+    except NUMERICAL_ERRORS as exc:
+        state.design_sensitivity_section = not_estimable("the power simulation", exc)
+        say(f"not estimable: {state.design_sensitivity_section['reason']}")
 
 
 def _settings(cfg: RunConfig, inputs: Inputs) -> dict[str, Any]:
