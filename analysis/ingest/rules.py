@@ -10,6 +10,7 @@ import polars as pl
 
 from analysis.contract import (
     FALSE_STRINGS,
+    MISSING_STRINGS,
     RECORD_SCHEMA,
     REQUIRED,
     STATUSES,
@@ -22,12 +23,12 @@ from analysis.ingest.readers import _FORM_PROBE, _LINE
 
 
 def _text(name: str, dtype: pl.DataType) -> pl.Expr:
-    """Stripped text of a column of any scalar dtype; empty becomes null."""
+    """Stripped text of a column of any scalar dtype; empty, null, NaN, None become null."""
     expr = pl.col(name)
     if dtype != pl.Utf8:
         expr = expr.cast(pl.Utf8)
     expr = expr.str.strip_chars()
-    return pl.when(expr == "").then(None).otherwise(expr)
+    return pl.when((expr == "") | expr.is_in(_MISSING_SPELLINGS)).then(None).otherwise(expr)
 
 
 def _case_variants(words: Iterable[str]) -> list[str]:
@@ -42,6 +43,7 @@ def _case_variants(words: Iterable[str]) -> list[str]:
 #: of the cost.
 _TRUE_SPELLINGS: Final = _case_variants(TRUE_STRINGS)
 _FALSE_SPELLINGS: Final = _case_variants(FALSE_STRINGS)
+_MISSING_SPELLINGS: Final = _case_variants(MISSING_STRINGS)
 
 
 def _bool_of(text: pl.Expr) -> pl.Expr:
@@ -73,7 +75,11 @@ def _forms(frame: pl.DataFrame, absent: frozenset[str]) -> dict[str, str]:
         values = column.unique().drop_nulls()
         if values.len() * 4 > column.len():
             continue
-        if (values == "").any() or not (values.str.strip_chars() == values).all():
+        if (
+            (values == "").any()
+            or values.is_in(_MISSING_SPELLINGS).any()
+            or not (values.str.strip_chars() == values).all()
+        ):
             continue
         forms[c] = "clean"
         if c == "status" and values.is_in(list(STATUSES)).all():
@@ -169,7 +175,11 @@ def _rules(
         """Whether the row has a (non-empty) value in ``c``."""
         if c in absent:
             return pl.lit(False)
-        return tc(c).is_not_null() if schema[c] == pl.Utf8 else pl.col(c).is_not_null()
+        if schema[c] == pl.Utf8:
+            return tc(c).is_not_null()
+        if schema[c].is_float():  # NaN is missing (contract.MISSING_STRINGS)
+            return pl.col(c).is_not_null() & ~pl.col(c).is_nan()
+        return pl.col(c).is_not_null()
 
     def typed(c: str) -> bool:
         return c not in absent and schema[c] != pl.Utf8
@@ -216,7 +226,8 @@ def _rules(
     if "confidence" in absent:
         confidence = pl.lit(None, dtype=pl.Float64)
     elif cdt.is_numeric():
-        confidence = pl.col("confidence").cast(pl.Float64)
+        # NaN is a missing value in every column and format (contract.MISSING_STRINGS)
+        confidence = pl.col("confidence").cast(pl.Float64).fill_nan(None)
     elif cdt == pl.Boolean:
         confidence = pl.lit(None, dtype=pl.Float64)
     else:
@@ -259,8 +270,12 @@ def _rules(
     ]
     pred, out, corr = pl.col("__pred"), pl.col("__out"), pl.col("__corr")
     conf, smp, status = pl.col("__conf"), pl.col("__sample"), pl.col("__status")
+    # A row without a prediction is unreadable unless it gives `correct` (README: prediction
+    # + outcome, or correct): then `correct` is the answer's score and the row is readable.
     eff_status = (
-        pl.when((status == "ok") & pred.is_null()).then(pl.lit("unparsed")).otherwise(status)
+        pl.when((status == "ok") & pred.is_null() & corr.is_null())
+        .then(pl.lit("unparsed"))
+        .otherwise(status)
     )
     equal = pred == out
 
