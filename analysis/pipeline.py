@@ -423,8 +423,10 @@ def run(
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
+    _usable_out(cfg.out)
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
+    _remove_stale_outputs(cfg.out)
     state = RunState(config=cfg, inputs=inputs, hypotheses=hypotheses)
     state.settings_section = _settings(cfg, inputs)
     for stage in STAGES:
@@ -443,6 +445,30 @@ def run(
         run_info["seconds_total"] = round(time.perf_counter() - t0, 2)
         atomic.write_json(cfg.out / "run.json", run_info)
     return results
+
+
+#: Files that describe a finished run: removed when a run starts, written last.
+FINAL_OUTPUTS: tuple[str, ...] = ("results.json", "report.html", "report.pdf")
+
+
+def _usable_out(out: Path) -> None:
+    """Stop with one line when ``--out`` is a file or lies under one."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == out else f"lies under the file {p}"
+                raise InputError(f"--out {out}: {what}. Choose a folder for --out.")
+            return
+
+
+def _remove_stale_outputs(out: Path) -> None:
+    """Remove the previous run's results and report before any new output is written.
+
+    After an interruption the folder then never holds a report of other results than the
+    files beside it; the run's outputs are complete again once it finishes.
+    """
+    for name in FINAL_OUTPUTS:
+        (out / name).unlink(missing_ok=True)
 
 
 def load_results(out: Path | str) -> Mapping[str, Any]:

@@ -194,6 +194,7 @@ def ingest(
         )
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
+    summary["predictions_not_boolean"] = not_boolean
     if registry_frame is not None:
         summary["registry_report"] = registry_report(records, registry_frame)
     return IngestResult(records=records, quarantine=quarantine, summary=summary)
@@ -323,7 +324,6 @@ def _summary(
         "tasks": sorted(records.get_column("task").unique().to_list()),
         "quarantine_reasons": dict(sorted(reasons.items())),
         "unreadable_predictions": int(records.filter(pl.col("status") != "ok").height),
-        "predictions_not_boolean": not_boolean,
         "statuses": {str(s): int(n) for s, n in statuses},
         "mapping": dict(options.mapping),
         "defaults": dict(sorted(options.defaults.items())),
