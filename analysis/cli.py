@@ -273,6 +273,7 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
             config=args.config,
             registry=inputs.registry,
         )
+        res.summary["files_not_read"] = inputs.not_read
         write_ingest(res, args.out)
         s = res.summary
         print(

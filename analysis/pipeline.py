@@ -29,7 +29,7 @@ from analysis.decisions import scale_effect
 from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
-from analysis.ingest.discover import FORMATS, data_files
+from analysis.ingest.discover import FORMATS, walk_folder
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
@@ -69,6 +69,7 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
     comparison. Registry files are never read as records.
     """
     record_paths: list[Path] = []
+    not_read: list[dict[str, str]] = []
     found_registry: Path | None = Path(registry) if registry else None
     truth: Path | None = None
     for raw in paths:
@@ -81,7 +82,11 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
                     found_registry = p / name
             if (p / "truth.json").is_file():
                 truth = p / "truth.json"
-            files = data_files(p, exclude=REGISTRY_NAMES)
+            files, skipped = walk_folder(p, exclude=(*REGISTRY_NAMES, "truth.json"))
+            not_read += [
+                {"path": (display_path(p) / s["path"]).as_posix(), "reason": s["reason"]}
+                for s in skipped
+            ]
             if not files:
                 raise InputError(
                     f"{p}: folder has no record files ({', '.join(RECORD_SUFFIXES)}). Point to your logs."
@@ -93,6 +98,7 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
         [display_path(p) for p in record_paths],
         display_path(found_registry) if found_registry else None,
         display_path(truth) if truth else None,
+        not_read,
     )
 
 
@@ -135,6 +141,7 @@ def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
         config=cfg.config,
         registry=inputs.registry,
     )
+    result.summary["files_not_read"] = inputs.not_read
     write_ingest(result, cfg.out)
     return result
 

@@ -332,12 +332,16 @@ def test_unchanged_rerun_with_robustness_is_byte_identical(build_copy, monkeypat
     assert (build_copy / "results.json").read_bytes() == first
 
 
+#: A model name that is invalid mathtext: it must reach the figures as plain text.
+MATH_NAME = "$\\oops{$-30b"
+
+
 def _real_shaped(tmp_path: Path) -> tuple[Path, Path]:
     """Four models in two families (one family of one), one task of 10 items, 3 sizes."""
     import random
 
     rng = random.Random(1)
-    skill = {"alpha-1b": 0.5, "alpha-8b": 0.7, "alpha-70b": 1.0, "beta-30b": 0.8}
+    skill = {"alpha-1b": 0.5, "alpha-8b": 0.7, "alpha-70b": 1.0, MATH_NAME: 0.8}
     lines = ["model,task,item_id,prediction,outcome"]
     for model, p in skill.items():
         for i in range(10):
@@ -348,7 +352,7 @@ def _real_shaped(tmp_path: Path) -> tuple[Path, Path]:
     rec.write_text("\n".join(lines) + "\n")
     reg.write_text(
         "model,family,params_b\nalpha-1b,alpha,1\nalpha-8b,alpha,8\nalpha-70b,alpha,\n"
-        "beta-30b,beta,30\n"
+        f"{MATH_NAME},beta,30\n"
     )
     return rec, reg
 
@@ -379,3 +383,4 @@ def test_small_real_shaped_design_runs_whole_pipeline_and_names_skipped(tmp_path
     html = (out / "report.html").read_text()
     assert "Not estimable on this design" in html
     assert "the wild cluster bootstrap needs at least" in html
+    assert MATH_NAME in results["data"]["models"]  # and the figures drew it (no mathtext)

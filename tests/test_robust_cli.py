@@ -119,3 +119,72 @@ def test_model_missing_from_registry_is_its_own_family(tmp_path: Path) -> None:
     fam = dict(cells.select("model", "family").unique().iter_rows())
     assert fam == {m: OWN_FAMILY.format(m) for m in fam}
     assert json.dumps(sorted(fam.values()))  # plain strings
+
+
+def test_import_neutralises_formula_names_in_registry_csv(tmp_path: Path) -> None:
+    """A model named like a spreadsheet formula: inert in registry.csv, intact when read."""
+    import shutil
+
+    fix = Path(__file__).parent / "fixtures" / "importers"
+    src = tmp_path / "logs"
+    shutil.copytree(fix / "single", src)
+    (results,) = src.rglob("results_*.json")
+    data = json.loads(results.read_text())
+    name = '=HYPERLINK("http://x","y")'
+    data["model_name"] = name
+    results.write_text(json.dumps(data))
+    out = tmp_path / "imp"
+    assert main(["import", "lmeval", str(src), "--mapping", str(fix / "single.toml"),
+                 "--out", str(out)]) == 0
+    raw = (out / "registry.csv").read_text()
+    assert "'=HYPERLINK" in raw
+    assert not any(line.startswith("=") for line in raw.splitlines())
+    models = pl.read_parquet(out / "records.parquet").get_column("model").unique().to_list()
+    assert models == [name]
+    assert load_registry(out / "registry.csv").get_column("model").to_list() == [name]
+
+
+def test_every_file_in_a_folder_is_read_or_listed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """gzip logs are read; everything else is named in ingest.json with why it is not."""
+    import gzip
+
+    logs = tmp_path / "logs"
+    (logs / "real").mkdir(parents=True)
+    row = '{{"model": "m{0}", "task": "t", "item_id": "q", "prediction": true, "outcome": true}}\n'
+    (logs / "a.jsonl").write_text(row.format(1))
+    with gzip.open(logs / "b.jsonl.gz", "wt") as fh:
+        fh.write(row.format(2) + row.format(3))
+    with gzip.open(logs / "c.csv.gz", "wt") as fh:
+        fh.write("model,task,item_id,prediction,outcome\nm4,t,q,yes,no\n")
+    (logs / "notes.tsv").write_text("x\ty\n")
+    (logs / "meta.json").write_text("{}")
+    (logs / ".hidden.jsonl").write_text(row.format(9))
+    (logs / "real" / "d.jsonl").write_text(row.format(5))
+    (logs / "linked").symlink_to(logs / "real", target_is_directory=True)
+    (logs / "real" / "loop").symlink_to(logs, target_is_directory=True)
+    (logs / "dangling.jsonl").symlink_to(logs / "nowhere.jsonl")
+    out = tmp_path / "out"
+    assert main(["ingest", str(logs), "--out", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    s = json.loads((out / "ingest.json").read_text())
+    assert s["records_read"] == s["records_used"] + s["records_quarantined"] + s["records_duplicate"]
+    assert s["models"] == ["m1", "m2", "m3", "m4", "m5"]
+    rows = {Path(f["path"]).name: f["rows"] for f in s["files"]}
+    assert rows == {"a.jsonl": 1, "b.jsonl.gz": 2, "c.csv.gz": 1, "d.jsonl": 1}
+    reasons = {Path(e["path"]).name: e["reason"] for e in s["files_not_read"]}
+    assert reasons[".hidden.jsonl"] == "hidden"
+    assert reasons["notes.tsv"] == "unsupported type '.tsv'"
+    assert reasons["meta.json"] == "unsupported type '.json'"
+    assert reasons["dangling.jsonl"] == "dangling link"
+    # real/ and linked/ are one folder: read once, the other way in is listed
+    assert any(r.startswith("link loop") for r in reasons.values())
+    assert len(s["files_not_read"]) == 6
+
+
+def test_a_corrupt_gzip_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "x.jsonl.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
+    assert main(["ingest", str(bad), "--out", str(tmp_path / "o")]) == 2
+    _one_line_error(capsys, "x.jsonl.gz", "gzip")
