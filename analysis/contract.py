@@ -56,7 +56,11 @@ RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
 }
 
 #: Columns that identify one self-prediction; two records with equal keys are duplicates.
-KEY: Final = ("model", "predictor", "task", "item_id", "sample")
+#: Runs are data: records of different runs (``run_id``; an importer sets it to the log
+#: file when the log names no run) are separate samples of the item, never resolved by
+#: file order, whether their answers agree or not. Within one run, equal keys with
+#: different answers are conflicts (quarantined).
+KEY: Final = ("model", "predictor", "task", "item_id", "run_id", "sample")
 
 #: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
 STATUSES: Final = ("ok", "unparsed", "refused", "error")
