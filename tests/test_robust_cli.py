@@ -188,3 +188,23 @@ def test_a_corrupt_gzip_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     bad.write_bytes(b"\x1f\x8b\x08\x00garbage")
     assert main(["ingest", str(bad), "--out", str(tmp_path / "o")]) == 2
     _one_line_error(capsys, "x.jsonl.gz", "gzip")
+
+
+def test_parquet_uint64_sample_beyond_int64_is_quarantined(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "r.parquet"
+    pl.DataFrame({
+        "model": ["m", "m"], "task": ["t", "t"], "item_id": ["a", "b"],
+        "prediction": ["yes", "no"], "outcome": ["yes", "yes"],
+        "sample": pl.Series([1, 2**64 - 1], dtype=pl.UInt64),
+    }).write_parquet(path)
+    out = tmp_path / "out"
+    assert main(["ingest", str(path), "--out", str(out)]) == 0
+    assert "Traceback" not in capsys.readouterr().err
+    s = json.loads((out / "ingest.json").read_text())
+    assert (s["records_read"], s["records_used"], s["records_quarantined"]) == (2, 1, 1)
+    assert s["records_read"] == s["records_used"] + s["records_quarantined"] + s["records_duplicate"]
+    q = pl.read_parquet(out / "quarantine.parquet")
+    assert q.get_column("reason").to_list() == [
+        "invalid sample '18446744073709551615' (must be a non-negative integer)"]

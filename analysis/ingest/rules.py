@@ -237,7 +237,8 @@ def _rules(
     if "sample" in absent:
         sample = pl.lit(None, dtype=pl.Int64)
     elif sdt.is_integer():
-        sample = pl.col("sample").cast(pl.Int64)
+        # strict=False: a UInt64 beyond Int64 is an invalid sample (quarantined), not an error
+        sample = pl.col("sample").cast(pl.Int64, strict=False)
     elif sdt == pl.Boolean:
         sample = pl.lit(None, dtype=pl.Int64)
     else:
