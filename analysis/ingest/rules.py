@@ -151,6 +151,15 @@ _GOOD_SCHEMA: Final = {**{c: t for c, t in RECORD_SCHEMA.items() if c != "source
 _BAD_SCHEMA: Final = {_LINE: pl.Int64(), "__cat": pl.Utf8(), "__reason": pl.Utf8()}
 
 
+def _native(c: str, dtype: pl.DataType) -> bool:
+    """Whether a typed optional column is used as it is (not through its text)."""
+    return (
+        dtype == pl.Boolean
+        or (c == "confidence" and dtype.is_numeric())
+        or (c == "sample" and (dtype.is_integer() or dtype.is_float()))
+    )
+
+
 def _rules(
     schema: Mapping[str, pl.DataType],
     absent: frozenset[str],
@@ -177,25 +186,15 @@ def _rules(
             return pl.lit(False)
         if schema[c] == pl.Utf8:
             return tc(c).is_not_null()
-        if schema[c].is_float():  # NaN is missing (contract.MISSING_STRINGS)
-            return pl.col(c).is_not_null() & ~pl.col(c).is_nan()
-        return pl.col(c).is_not_null()
+        nan = pl.col(c).is_nan() if schema[c].is_float() else pl.lit(False)  # NaN: missing
+        return pl.col(c).is_not_null() & ~nan
 
     def typed(c: str) -> bool:
         return c not in absent and schema[c] != pl.Utf8
 
     # Text of every column that needs it; a typed column's text only for reason messages,
     # which are built on the failing rows alone (cheap there).
-    native = {
-        c
-        for c in ("confidence", "sample", "correct")
-        if typed(c)
-        and (
-            schema[c] == pl.Boolean
-            or (c == "confidence" and schema[c].is_numeric())
-            or (c == "sample" and (schema[c].is_integer() or schema[c].is_float()))
-        )
-    }
+    native = {c for c in ("confidence", "sample", "correct") if typed(c) and _native(c, schema[c])}
     texts = [
         _text(c, schema[c]).alias(f"__t_{c}")
         for c in INPUT_COLUMNS
@@ -226,8 +225,7 @@ def _rules(
     if "confidence" in absent:
         confidence = pl.lit(None, dtype=pl.Float64)
     elif cdt.is_numeric():
-        # NaN is a missing value in every column and format (contract.MISSING_STRINGS)
-        confidence = pl.col("confidence").cast(pl.Float64).fill_nan(None)
+        confidence = pl.col("confidence").cast(pl.Float64).fill_nan(None)  # NaN: missing
     elif cdt == pl.Boolean:
         confidence = pl.lit(None, dtype=pl.Float64)
     else:
@@ -237,8 +235,7 @@ def _rules(
     if "sample" in absent:
         sample = pl.lit(None, dtype=pl.Int64)
     elif sdt.is_integer():
-        # strict=False: a UInt64 beyond Int64 is an invalid sample (quarantined), not an error
-        sample = pl.col("sample").cast(pl.Int64, strict=False)
+        sample = pl.col("sample").cast(pl.Int64, strict=False)  # UInt64 > 2**63: invalid
     elif sdt == pl.Boolean:
         sample = pl.lit(None, dtype=pl.Int64)
     else:
@@ -271,13 +268,9 @@ def _rules(
     ]
     pred, out, corr = pl.col("__pred"), pl.col("__out"), pl.col("__corr")
     conf, smp, status = pl.col("__conf"), pl.col("__sample"), pl.col("__status")
-    # A row without a prediction is unreadable unless it gives `correct` (README: prediction
-    # + outcome, or correct): then `correct` is the answer's score and the row is readable.
-    eff_status = (
-        pl.when((status == "ok") & pred.is_null() & corr.is_null())
-        .then(pl.lit("unparsed"))
-        .otherwise(status)
-    )
+    # no prediction: unreadable, unless `correct` scores the row (README: "or correct")
+    eff_status = pl.when((status == "ok") & pred.is_null() & corr.is_null()).then(
+        pl.lit("unparsed")).otherwise(status)
     equal = pred == out
 
     def shown(c: str) -> pl.Expr:
