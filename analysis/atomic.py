@@ -72,3 +72,33 @@ def write_with(target: Path | str, writer: Callable[[Path], None]) -> None:
     """Call ``writer(tmp_path)`` and move the result onto ``target`` atomically."""
     with atomic_path(target) as tmp:
         writer(tmp)
+
+
+#: A CSV cell starting with one of these is a formula to a spreadsheet (CSV injection).
+FORMULA_STARTS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
+
+
+def neutralise_cell(value: str) -> str:
+    """``value`` made inert for spreadsheets: a leading ``'`` before a formula start.
+
+    ``analysis.registry`` reads such a cell back without the quote, so a name round-trips.
+
+    Examples
+    --------
+    >>> neutralise_cell("=HYPERLINK(1)"), neutralise_cell("gpt-4o"), neutralise_cell("-1")
+    ("'=HYPERLINK(1)", 'gpt-4o', "'-1")
+    """
+    return "'" + value if value.startswith(FORMULA_STARTS) else value
+
+
+def write_csv(target: Path | str, frame: Any) -> None:
+    """Write a polars frame as CSV atomically, text cells neutralised (:func:`neutralise_cell`).
+
+    Numeric columns are written as numbers (a negative number is not text).
+    """
+    text = [c for c, t in frame.schema.items() if t == pl.Utf8]
+    safe = frame.with_columns(
+        [pl.col(c).map_elements(neutralise_cell, return_dtype=pl.Utf8) for c in text]
+    )
+    with atomic_path(target) as tmp:
+        safe.write_csv(tmp)

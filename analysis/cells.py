@@ -119,16 +119,22 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
     return cells.with_columns([pl.col(c).cast(pl.Int64) for c in int_cols])
 
 
+#: Family label of a model without one (see :func:`join_registry`).
+OWN_FAMILY: Final = "{} (own family)"
+
+
 def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.DataFrame:
     """Add the registry's columns (family, sizes, capability) to the cells.
 
-    Models absent from the registry keep null covariates and family ``"(unknown)"``: they
-    still count where no covariate is needed.
+    Models absent from the registry keep null covariates: they still count where no
+    covariate is needed. A model without a family (absent from the registry, or its
+    ``family`` left empty) is never pooled with others: it is its own family, labelled
+    ``"<model> (own family)"`` (:data:`OWN_FAMILY`) so that tables and the report say so.
     """
     cols = ["family", "params_b", "active_params_b", "open_weights", "reasoning", "capability"]
     if registry is None or registry.height == 0:
         joined = cells.with_columns(
-            pl.lit("(unknown)").alias("family"),
+            pl.lit(None, dtype=pl.Utf8).alias("family"),
             *[
                 pl.lit(None, dtype=pl.Float64).alias(c)
                 for c in ("params_b", "active_params_b", "capability")
@@ -137,7 +143,9 @@ def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.Data
         )
     else:
         joined = cells.join(registry.select(["model", *cols]), on="model", how="left")
-    return joined.with_columns(pl.col("family").fill_null("(unknown)"))
+    return joined.with_columns(
+        pl.col("family").fill_null(pl.format(OWN_FAMILY, pl.col("model"))).alias("family")
+    )
 
 
 def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:

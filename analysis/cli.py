@@ -279,6 +279,7 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
             config=args.config,
             registry=inputs.registry,
         )
+        res.summary["files_not_read"] = inputs.not_read
         write_ingest(res, args.out)
         s = res.summary
         print(
@@ -435,6 +436,33 @@ def _quiet_library_warnings() -> None:
     logging.getLogger("pymc").setLevel(logging.WARNING)  # "Sampling: [k]" from predictive draws
 
 
+def os_error_message(exc: OSError, args: argparse.Namespace) -> str:
+    """One line for an operating-system error: the file, what happened, what to do."""
+    import errno
+
+    where = exc.filename or getattr(args, "out", None) or "?"
+    what = exc.strerror or type(exc).__name__
+    todo = {
+        errno.ENOSPC: "free disk space or choose another --out",
+        errno.EDQUOT: "free disk space or choose another --out",
+        errno.EACCES: "check the permissions or choose another --out",
+        errno.EPERM: "check the permissions or choose another --out",
+        errno.EROFS: "choose an --out on a writable file system",
+        errno.EEXIST: "--out must be a folder (or not exist yet); choose another --out",
+        errno.ENOTDIR: "--out and its parents must be folders; choose another --out",
+    }.get(exc.errno or 0, "check the file and rerun")
+    return " ".join(f"{where}: {what}. {todo[0].upper()}{todo[1:]}.".split())
+
+
+def interrupted_message(args: argparse.Namespace) -> str:
+    """What an interruption left behind (one line)."""
+    if getattr(args, "command", None) in ("run", "fit"):
+        return (f"interrupted; {args.out} holds the files finished before the interruption "
+                "and no results.json or report (both are removed when a run starts and "
+                "written last, so no stale report sits beside new results). Rerun to finish.")
+    return "interrupted; each file is written atomically, so none is half-written."
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``selfmodel`` console script."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -445,10 +473,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except InputError as e:
         sys.stderr.write(f"selfmodel: error: {' '.join(str(e).split())}\n")
         return 2
+    except OSError as e:  # an unusable --out, a full disk, an unreadable or truncated file
+        sys.stderr.write(f"selfmodel: error: {os_error_message(e, args)}\n")
+        return 2
     except KeyboardInterrupt:
-        sys.stderr.write(
-            "selfmodel: interrupted; no partial results were written (writes are atomic).\n"
-        )
+        sys.stderr.write(f"selfmodel: {interrupted_message(args)}\n")
         return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

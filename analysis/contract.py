@@ -56,7 +56,11 @@ RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
 }
 
 #: Columns that identify one self-prediction; two records with equal keys are duplicates.
-KEY: Final = ("model", "predictor", "task", "item_id", "sample")
+#: Runs are data: records of different runs (``run_id``; an importer sets it to the log
+#: file when the log names no run) are separate samples of the item, never resolved by
+#: file order, whether their answers agree or not. Within one run, equal keys with
+#: different answers are conflicts (quarantined).
+KEY: Final = ("model", "predictor", "task", "item_id", "run_id", "sample")
 
 #: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
 STATUSES: Final = ("ok", "unparsed", "refused", "error")
@@ -80,9 +84,13 @@ REGISTRY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "capability": pl.Float64(),
 }
 
-#: Strings accepted as booleans (compared case-insensitively, whitespace stripped).
-TRUE_STRINGS: Final = frozenset({"true", "1", "yes", "y", "t"})
-FALSE_STRINGS: Final = frozenset({"false", "0", "no", "n", "f"})
+#: Strings accepted as booleans (compared case-insensitively, whitespace stripped); the
+#: numbers 1/0 as written by any tool (``1.0``/``0.0`` from a pandas CSV) are booleans too.
+TRUE_STRINGS: Final = frozenset({"true", "1", "1.0", "yes", "y", "t"})
+FALSE_STRINGS: Final = frozenset({"false", "0", "0.0", "no", "n", "f"})
+#: Spellings of a missing value (case-insensitive, whitespace stripped; empty is missing too):
+#: read as missing in every column and every format, never as a readable answer.
+MISSING_STRINGS: Final = frozenset({"null", "nan", "none"})
 
 Decision = Literal["improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"]
 #: The decision vocabulary of ``results.json`` (DESIGN.md).

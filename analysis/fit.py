@@ -29,6 +29,7 @@ import functools
 import hashlib
 import json
 import platform
+import sys
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -288,9 +289,8 @@ def fit(
     prov["cache_key"] = key
     path = Path(cache_dir) / f"{model_name}-{key[:16]}.nc" if cache_dir is not None else None
     if path is not None and path.exists():
-        cached = az.from_netcdf(path)
-        saved = json.loads(cached.attrs.get("selfmodel_provenance", "{}"))
-        if saved.get("cache_key") == key and _cache_key(saved) == key:
+        cached, saved = _read_saved_fit(path, key)
+        if cached is not None:
             return Fit(
                 model_name,
                 cached,
@@ -305,6 +305,7 @@ def fit(
     seconds = time.perf_counter() - t0
     prov["sampling_seconds"] = round(seconds, 2)
     idata.attrs["selfmodel_provenance"] = json.dumps(prov, sort_keys=True)
+    idata.attrs[CONTENT_ATTR] = content_sha256(idata)
     if path is not None:
 
         def _save(p: Path) -> None:
@@ -318,12 +319,57 @@ def fit(
 def _diagnostics(
     idata: az.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
 ) -> dict[str, Any]:
-    """:func:`diagnose`, saved beside the fit (about a second of ArviZ per fit and run)."""
-    parts = {"fit": key, "sources": source_sha256([__file__]), "versions": package_versions()}
-    out: dict[str, Any] = cached_json(
-        cache_dir, f"{model_name}-diagnostics", parts, lambda: diagnose(idata)
-    )
-    return out
+    """:func:`diagnose`, computed from the posterior itself on every run (about a second).
+
+    Never read from a saved file: a diagnostics file can be edited without touching the
+    draws, and a verdict's "finding" flag must come from the draws.
+    """
+    return diagnose(idata)
+
+
+#: Attribute of a saved fit holding :func:`content_sha256` of its draws.
+CONTENT_ATTR: Final = "selfmodel_content_sha256"
+
+
+def content_sha256(idata: az.InferenceData) -> str:
+    """SHA-256 of the draws (posterior and sampler statistics: names, dtypes, shapes, bytes)."""
+    h = hashlib.sha256()
+    for group in ("posterior", "sample_stats"):
+        if group not in idata.groups():
+            continue
+        ds = idata[group]
+        for name in sorted(str(v) for v in ds.data_vars):
+            values = np.ascontiguousarray(ds[name].values)
+            h.update(f"{group}/{name}/{values.dtype.str}/{values.shape}".encode())
+            h.update(values.tobytes())
+    return h.hexdigest()
+
+
+def note(message: str) -> None:
+    """A one-line note on stderr (a cache that could not be used, and what was done)."""
+    sys.stderr.write(f"selfmodel: note: {' '.join(message.split())}\n")
+
+
+def _read_saved_fit(path: Path, key: str) -> tuple[az.InferenceData | None, dict[str, Any]]:
+    """The saved fit at ``path`` if it is readable, has this key and its draws are intact.
+
+    A truncated or corrupt file, or one whose draws do not match the hash saved with them
+    (edited after sampling), is not used: the fit is sampled again (and the file replaced),
+    with a note saying why.
+    """
+    try:
+        cached = az.from_netcdf(path)
+        saved = json.loads(cached.attrs.get("selfmodel_provenance", "{}"))
+    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        note(f"{path}: saved fit unreadable ({type(exc).__name__}); sampling it again")
+        return None, {}
+    if saved.get("cache_key") != key or _cache_key(saved) != key:
+        return None, {}
+    if cached.attrs.get(CONTENT_ATTR) != content_sha256(cached):
+        note(f"{path}: saved draws do not match their content hash (edited, or saved by an "
+             "older version); sampling the fit again")
+        return None, {}
+    return cached, saved
 
 
 # --------------------------------------------------------------------------- derived results
@@ -348,6 +394,11 @@ def source_sha256(paths: Iterable[Path | str]) -> str:
         h.update(str(Path(path).name).encode())
         h.update(_file_sha256(str(Path(path).resolve())).encode())
     return h.hexdigest()
+
+
+def _value_sha256(value: Any) -> str:
+    """SHA-256 of a saved result's canonical JSON (checked when it is read back)."""
+    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
 
 
 def cached_json(
@@ -385,15 +436,22 @@ def cached_json(
     payload = {"version": DERIVED_CACHE_VERSION, **key_parts}
     key = hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
     path = Path(cache_dir) / f"{stem}-{key[:16]}.json"
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(saved, dict) and saved.get("key") == key and "value" in saved:
-            return saved["value"]
-    except (OSError, ValueError):
-        pass  # absent or corrupt: recompute
+    if path.exists():
+        try:
+            saved = json.loads(path.read_text(encoding="utf-8"))
+            if (
+                isinstance(saved, dict)
+                and saved.get("key") == key
+                and "value" in saved
+                and saved.get("sha256") == _value_sha256(saved["value"])
+            ):
+                return saved["value"]
+            note(f"{path}: saved result fails its content check; computing it again")
+        except (OSError, ValueError) as exc:
+            note(f"{path}: saved result unreadable ({type(exc).__name__}); computing it again")
     value = compute()
     try:
-        text = json.dumps({"key": key, "value": value})
+        text = json.dumps({"key": key, "value": value, "sha256": _value_sha256(value)})
     except (TypeError, ValueError):
         return value
     try:

@@ -130,7 +130,7 @@ def _robustness_text(results: Mapping[str, Any]) -> str:
             "Bayes factors"
         )
         loo = hyp.get("scale_term_loo")
-        if loo:
+        if loo and loo.get("elpd_diff") is not None:
             out += (
                 "; PSIS-LOO (cell effects integrated out) compared the model with one without the "
                 f"scale term: ELPD difference {loo['elpd_diff']:.1f} (SE {loo['dse']:.1f})"

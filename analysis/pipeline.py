@@ -26,10 +26,10 @@ from analysis import atomic, describe
 from analysis.cells import build_cells
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
-from analysis.frequentist import crosscheck_table, run_frequentist
+from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
-from analysis.ingest.discover import FORMATS, data_files
+from analysis.ingest.discover import FORMATS, walk_folder
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
@@ -69,6 +69,7 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
     comparison. Registry files are never read as records.
     """
     record_paths: list[Path] = []
+    not_read: list[dict[str, str]] = []
     found_registry: Path | None = Path(registry) if registry else None
     truth: Path | None = None
     for raw in paths:
@@ -81,7 +82,11 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
                     found_registry = p / name
             if (p / "truth.json").is_file():
                 truth = p / "truth.json"
-            files = data_files(p, exclude=REGISTRY_NAMES)
+            files, skipped = walk_folder(p, exclude=(*REGISTRY_NAMES, "truth.json"))
+            not_read += [
+                {"path": (display_path(p) / s["path"]).as_posix(), "reason": s["reason"]}
+                for s in skipped
+            ]
             if not files:
                 raise InputError(
                     f"{p}: folder has no record files ({', '.join(RECORD_SUFFIXES)}). Point to your logs."
@@ -93,6 +98,7 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
         [display_path(p) for p in record_paths],
         display_path(found_registry) if found_registry else None,
         display_path(truth) if truth else None,
+        not_read,
     )
 
 
@@ -135,6 +141,7 @@ def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
         config=cfg.config,
         registry=inputs.registry,
     )
+    result.summary["files_not_read"] = inputs.not_read
     write_ingest(result, cfg.out)
     return result
 
@@ -254,11 +261,22 @@ def _headlines(state: RunState) -> dict[str, Any]:
     return out
 
 
+def not_estimable(what: str, exc: BaseException) -> dict[str, Any]:
+    """The section of an analysis that failed numerically: the reason, and the run goes on."""
+    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return {"estimable": False,
+            "reason": f"{what} failed numerically on this design ({type(exc).__name__}: {detail})"}
+
+
 def stage_frequentist(state: RunState, say: Progress) -> None:
     """Stage 5 (``frequentist``, ``crosscheck``): the frequentist cross-checks."""
     assert state.cells is not None and state.effect_section is not None
     say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
-    state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
+    try:
+        state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
+    except NUMERICAL_ERRORS as exc:  # each method is guarded; this catches the rest
+        state.frequentist_section = not_estimable("the frequentist cross-checks", exc)
+        say(f"not estimable: {state.frequentist_section['reason']}")
     state.crosscheck_section = crosscheck_table(state.frequentist_section, state.effect_section)
 
 
@@ -311,18 +329,22 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         state.hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
     )
     if v.fit is not None and cfg.robustness:
-        loo, sensitivity = robustness_refits(
-            main=v.fit,
-            usable=v.usable,
-            records=state.ingest.records,
-            registry=state.registry,
-            scale=cfg.scale,
-            seed=cfg.seed,
-            settings=cfg.sampler,
-            rule=cfg.rule,
-            cache_dir=cfg.cache_dir,
-            progress=say,
-        )
+        try:
+            loo, sensitivity = robustness_refits(
+                main=v.fit,
+                usable=v.usable,
+                records=state.ingest.records,
+                registry=state.registry,
+                scale=cfg.scale,
+                seed=cfg.seed,
+                settings=cfg.sampler,
+                rule=cfg.rule,
+                cache_dir=cfg.cache_dir,
+                progress=say,
+            )
+        except NUMERICAL_ERRORS as exc:
+            loo = sensitivity = not_estimable("the robustness refits", exc)
+            say(f"not estimable: {sensitivity['reason']}")
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
     state.hypotheses_section = section
@@ -343,9 +365,13 @@ def stage_power(state: RunState, say: Progress) -> None:
 
     say("what this design could detect (power simulation from the fitted variance components)")
     # the design is read from the results built so far (models, cells, variance components)
-    state.design_sensitivity_section = rounded(
-        mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
-    )
+    try:
+        state.design_sensitivity_section = rounded(
+            mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
+        )
+    except NUMERICAL_ERRORS as exc:
+        state.design_sensitivity_section = not_estimable("the power simulation", exc)
+        say(f"not estimable: {state.design_sensitivity_section['reason']}")
 
 
 def _settings(cfg: RunConfig, inputs: Inputs) -> dict[str, Any]:
@@ -404,8 +430,10 @@ def run(
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
+    _usable_out(cfg.out)
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
+    _remove_stale_outputs(cfg.out)
     state = RunState(config=cfg, inputs=inputs, hypotheses=hypotheses)
     state.settings_section = _settings(cfg, inputs)
     for stage in STAGES:
@@ -424,6 +452,30 @@ def run(
         run_info["seconds_total"] = round(time.perf_counter() - t0, 2)
         atomic.write_json(cfg.out / "run.json", run_info)
     return results
+
+
+#: Files that describe a finished run: removed when a run starts, written last.
+FINAL_OUTPUTS: tuple[str, ...] = ("results.json", "report.html", "report.pdf")
+
+
+def _usable_out(out: Path) -> None:
+    """Stop with one line when ``--out`` is a file or lies under one."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == out else f"lies under the file {p}"
+                raise InputError(f"--out {out}: {what}. Choose a folder for --out.")
+            return
+
+
+def _remove_stale_outputs(out: Path) -> None:
+    """Remove the previous run's results and report before any new output is written.
+
+    After an interruption the folder then never holds a report of other results than the
+    files beside it; the run's outputs are complete again once it finishes.
+    """
+    for name in FINAL_OUTPUTS:
+        (out / name).unlink(missing_ok=True)
 
 
 def load_results(out: Path | str) -> Mapping[str, Any]:

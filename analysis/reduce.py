@@ -63,7 +63,14 @@ from typing import Any, Final
 
 import polars as pl
 
-from analysis.contract import FALSE_STRINGS, REQUIRED, STATUSES, TRUE_STRINGS, InputError
+from analysis.contract import (
+    FALSE_STRINGS,
+    MISSING_STRINGS,
+    REQUIRED,
+    STATUSES,
+    TRUE_STRINGS,
+    InputError,
+)
 from analysis.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
@@ -87,7 +94,7 @@ CHUNK_BYTES: Final = 8 * 2**20
 
 #: Keys of the pass-1 counts: per cell, and per item (:func:`reduce_items`).
 CELL_KEYS: Final = ("model", "task", "readable", "outcome", "pred_class")
-ITEM_KEYS: Final = ("model", "task", "item_id", "readable")
+ITEM_KEYS: Final = ("model", "task", "item_id", "readable", "outcome", "pred_class")
 
 #: Item columns in the order of :func:`analysis.cells.to_item_cells`.
 ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_models_item")
@@ -364,7 +371,8 @@ def _bad_json_line(path: Path, first: int, block: bytes, exc: Exception) -> Inpu
 
 def _text(c: str) -> pl.Expr:
     expr = pl.col(c).str.strip_chars()
-    return pl.when(expr == "").then(None).otherwise(expr)
+    missing = (expr == "") | expr.str.to_lowercase().is_in(sorted(MISSING_STRINGS))
+    return pl.when(missing).then(None).otherwise(expr)
 
 
 def _bool_of(text: pl.Expr) -> pl.Expr:
@@ -414,8 +422,8 @@ def _partial_counts(
     )
     # stage 3: effective status and equality
     lf = lf.with_columns(
-        pl.when((status == "ok") & pred.is_null()).then(pl.lit("unparsed")).otherwise(status)
-        .alias("_eff"),
+        pl.when((status == "ok") & pred.is_null() & corr.is_null()).then(pl.lit("unparsed"))
+        .otherwise(status).alias("_eff"),
         (pred == out).alias("_eq"),
     )
     eff, equal = t("_eff"), t("_eq")
@@ -447,6 +455,22 @@ def _partial_counts(
     return staged.group_by("_bad", "_self", *keys).agg(
         pl.len().cast(pl.Int64).alias("count"),
         pl.col("_correct").sum().cast(pl.Int64).alias("correct"),
+    )
+
+
+def _non_boolean_unreadable(partial: pl.DataFrame) -> pl.DataFrame:
+    """In a task whose outcomes are all booleans, a non-boolean prediction is unreadable.
+
+    The rule of ``analysis.ingest.run.binary_task_rule``.
+    """
+    good = partial.filter(~pl.col("_bad"))
+    outcomes = good.filter(pl.col("outcome").is_not_null()).group_by("task").agg(
+        pl.col("outcome").is_in(["true", "false"]).all().alias("_binary")
+    )
+    binary = outcomes.filter(pl.col("_binary"))["task"].to_list()
+    other = (~pl.col("_bad") & pl.col("task").is_in(binary) & (pl.col("pred_class") == "other"))
+    return partial.with_columns(
+        pl.when(other).then(False).otherwise(pl.col("readable")).alias("readable")
     )
 
 
@@ -611,6 +635,7 @@ def _reduce(
          for f in files],
         keys,
     )
+    partial = _non_boolean_unreadable(partial)
     bad = partial.filter(pl.col("_bad"))
     cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
     used = partial.filter(~pl.col("_bad") & pl.col("_self").fill_null(False)).drop("_bad", "_self")

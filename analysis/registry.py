@@ -42,6 +42,7 @@ from typing import Any
 
 import polars as pl
 
+from analysis.atomic import FORMULA_STARTS
 from analysis.contract import REGISTRY_SCHEMA, InputError, parse_bool
 from analysis.toml_errors import did_you_mean
 
@@ -115,6 +116,8 @@ def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
     if column in _TEXT_COLUMNS:
         if not isinstance(value, str):
             return None, f"'{value}' is not text"
+        if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
+            value = value[1:]  # neutralised by analysis.atomic.write_csv
         return value, None
     if column in _BOOL_COLUMNS:
         parsed = parse_bool(value)

@@ -33,6 +33,8 @@ class Inputs:
     record_paths: list[Path]
     registry: Path | None
     truth: Path | None
+    #: every other entry under an input folder, with why it is not read (``ingest.json``)
+    not_read: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

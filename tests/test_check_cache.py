@@ -190,3 +190,78 @@ def test_checks_outside_the_zoo_take_a_cache_dir(tmp_path: Path, counted: dict[s
     checks.loo(_fit("k1"), scale, CELLS, max_draws=400, cache_dir=tmp_path)
     checks.loo(_fit("k1"), scale, CELLS.to_pandas(), cache_dir=tmp_path)  # not a polars frame
     assert counted["loo"] == 3
+
+
+# ------------------------------------------------ content hashes (issue 14)
+
+
+def test_an_edited_value_with_its_key_intact_is_recomputed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A saved check whose value was edited (key left as it was) fails its content hash."""
+    c = Counter()
+    cached_json(tmp_path, "a", {"k": 1}, c)
+    (path,) = tmp_path.glob("a-*.json")
+    saved = json.loads(path.read_text())
+    saved["value"]["x"] = 0.99  # e.g. a p-value or a diagnostic made to look better
+    path.write_text(json.dumps(saved))
+    assert cached_json(tmp_path, "a", {"k": 1}, c) == {"x": 0.2, "n": [1, 2]}
+    assert c.calls == 2
+    assert "fails its content check" in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def small_fit_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pl.DataFrame, Fit]:
+    from analysis.fit import SamplerSettings, fit
+    from analysis.simulate import simulate_scale_cells
+
+    data, _ = simulate_scale_cells(seed=2, n_families=2, sizes_per_family=2, n_tasks=1,
+                                   n_per_cell=50)
+    folder = tmp_path_factory.mktemp("fits")
+    settings = SamplerSettings(draws=100, tune=100, chains=2, cores=2)
+    first = fit("pooled", data, seed=1, settings=settings, cache_dir=folder)
+    return folder, data, first
+
+
+def _refit(folder: Path, data: pl.DataFrame) -> Fit:
+    from analysis.fit import SamplerSettings, fit
+
+    settings = SamplerSettings(draws=100, tune=100, chains=2, cores=2)
+    return fit("pooled", data, seed=1, settings=settings, cache_dir=folder)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_saved_fits_are_verified_on_read(
+    small_fit_dir: tuple[Path, pl.DataFrame, Fit], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, data, first = small_fit_dir
+    (nc,) = folder.glob("pooled-*.nc")
+    assert _refit(folder, data).reused is True  # intact: reused
+
+    # edited draws, provenance intact: not reused, sampled again with a note
+    idata = az.from_netcdf(nc)
+    var = sorted(str(v) for v in idata.posterior.data_vars)[0]
+    idata.posterior[var] = idata.posterior[var] + 1.0  # e.g. a slope's sign flipped
+    edited = folder / "edited.nc"
+    idata.to_netcdf(str(edited), engine="h5netcdf")
+    edited.replace(nc)
+    again = _refit(folder, data)
+    assert again.reused is False
+    assert "do not match their content hash" in capsys.readouterr().err
+    np_equal = (again.idata.posterior[var].values == first.idata.posterior[var].values).all()
+    assert bool(np_equal)  # the same seed gives the original draws back
+
+    # truncated file: no OSError, sampled again with a note
+    nc.write_bytes(nc.read_bytes()[:200])
+    third = _refit(folder, data)
+    assert third.reused is False
+    assert "saved fit unreadable" in capsys.readouterr().err
+    assert _refit(folder, data).reused is True  # repaired
+
+
+def test_diagnostics_come_from_the_draws(small_fit_dir: tuple[Path, pl.DataFrame, Fit]) -> None:
+    """No diagnostics file is read: an edited one cannot make a fit pass."""
+    folder, data, first = small_fit_dir
+    assert not list(folder.glob("*diagnostics*"))
+    reused = _refit(folder, data)
+    assert reused.diagnostics == first.diagnostics

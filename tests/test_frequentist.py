@@ -351,3 +351,68 @@ def test_crosscheck_against_bayesian_effect(default_freq: dict) -> None:
     assert glm_row["agrees"] is False and "sign verdict differs" in glm_row["note"]
     missing = crosscheck_table(default_freq, {"mean": None, "hdi_low": None, "hdi_high": None})
     assert all(r["agrees"] is None for r in missing)
+
+
+# --------------------------------------------------------------------------- small designs
+
+
+def _cells(rows: list[tuple[str, str, float, int, int]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        rows, schema=["model", "task", "x", "n", "k"], orient="row"
+    ).with_columns(pl.col("x").cast(pl.Float64), pl.col("n").cast(pl.Int64),
+                   pl.col("k").cast(pl.Int64), family=pl.col("model"))
+
+
+def test_wild_bootstrap_needs_six_clusters_and_the_rest_still_runs() -> None:
+    """Three sized models, one task of 10 items: the bootstrap is skipped with its reason."""
+    from analysis.frequentist import MIN_CLUSTERS_WILD
+
+    cells = _cells([("a", "t", -1.0, 10, 5), ("b", "t", 0.0, 10, 7), ("c", "t", 1.0, 10, 10)])
+    out = run_frequentist(cells, seed=1)
+    assert out["estimable"] is True
+    wild = out["wild_bootstrap"]
+    assert wild["estimable"] is False
+    assert f"at least {MIN_CLUSTERS_WILD}" in wild["reason"] and "0.25" in wild["reason"]
+    assert out["glm_task_slopes"]["estimable"] is True
+    assert out["two_stage"]["estimable"] is True
+    effect = {"mean": 0.5, "hdi_low": -1.0, "hdi_high": 2.0, "hdi_prob": 0.94, "per_task": {}}
+    rows = crosscheck_table(out, effect)
+    wild_rows = [r for r in rows if "wild" in r["method"]]
+    assert wild_rows and all(r["note"] == wild["reason"] for r in wild_rows)
+    assert any(r["estimate"] is not None for r in rows)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.PerfectSeparationWarning")
+@pytest.mark.filterwarnings("ignore::statsmodels.tools.sm_exceptions.ConvergenceWarning")
+def test_separated_design_does_not_crash_the_bootstrap() -> None:
+    """Six models, the three largest always right: the CI inversion meets singular fits."""
+    cells = _cells([(f"m{i}", "t", float(i), 10, k) for i, k in enumerate([1, 5, 9, 10, 10, 10])])
+    out = run_frequentist(cells, seed=1)
+    wild = out["wild_bootstrap"]
+    assert wild["estimable"] is True
+    assert wild["slope"]["p_value"] is not None
+
+
+def test_a_numerical_failure_makes_one_method_not_estimable(
+    small: pl.DataFrame, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib
+
+    freq = importlib.import_module("analysis.frequentist.wild_bootstrap")
+
+    def singular(*_a, **_k):
+        raise np.linalg.LinAlgError("Singular matrix")
+
+    monkeypatch.setattr(freq, "_cluster_contrib", singular)
+    out = run_frequentist(small, seed=1)
+    assert out["wild_bootstrap"] == {
+        "estimable": False,
+        "reason": "the wild cluster bootstrap failed numerically on this design "
+        "(LinAlgError: Singular matrix)",
+    }
+    assert out["glm_task_slopes"]["estimable"] is True
+    assert out["holm"]["wild_bootstrap"] == {}
+    rows = crosscheck_table(out, {"mean": 0.1, "hdi_low": -0.1, "hdi_high": 0.3,
+                                  "hdi_prob": 0.94, "per_task": {}})
+    assert any("Singular matrix" in (r["note"] or "") for r in rows if "wild" in r["method"])

@@ -117,12 +117,12 @@ def test_parquet_typed_columns_and_bad_values(tmp_path: Path) -> None:
     frame.write_parquet(tmp_path / "p.parquet")
     result = ingest([tmp_path / "p.parquet"])
     _balanced(result)
+    # a NaN confidence is a missing confidence (as "NaN" in a CSV), not an invalid one
     assert result.records.select(
-        "item_id", "prediction", "outcome", "correct", "sample"
-    ).rows() == [("1", "true", "true", True, 0)]
+        "item_id", "prediction", "outcome", "correct", "sample", "confidence"
+    ).rows() == [("1", "true", "true", True, 0, 0.5), ("3", "true", "true", True, 2, None)]
     assert result.quarantine.select("source_line", "reason").rows() == [
         (2, "invalid confidence '1.7' (must be a finite number in [0, 1])"),
-        (3, "invalid confidence 'NaN' (must be a finite number in [0, 1])"),
         (4, "missing value in required column 'model'"),
     ]
     raw = json.loads(result.quarantine.get_column("raw")[0])
@@ -351,7 +351,6 @@ def test_ingest_config_object_is_accepted(tmp_path: Path) -> None:
         ({"item_id": "x", "status": "crashed"}, "invalid status 'crashed'"),
         ({"item_id": "x", "confidence": 1.7}, "invalid confidence '1.7'"),
         ({"item_id": "x", "confidence": -0.01}, "invalid confidence '-0.01'"),
-        ({"item_id": "x", "confidence": "NaN"}, "invalid confidence 'NaN'"),
         ({"item_id": "x", "confidence": "-inf"}, "invalid confidence '-inf'"),
         ({"item_id": "x", "confidence": "sure"}, "invalid confidence 'sure'"),
         ({"item_id": "x", "confidence": True}, "invalid confidence 'true'"),
@@ -415,11 +414,57 @@ def test_correct_is_derived_or_kept(tmp_path: Path) -> None:
 
 
 def test_missing_prediction_becomes_unparsed(tmp_path: Path) -> None:
-    result = _one(tmp_path, {**BASE, "item_id": "x", "prediction": None, "correct": True})
+    result = _one(tmp_path, {**BASE, "item_id": "x", "prediction": None})
     rec = result.records.filter(pl.col("item_id") == "x").row(0, named=True)
     assert rec["status"] == "unparsed" and rec["correct"] is None
     assert result.summary["unreadable_predictions"] == 1
     assert result.summary["statuses"] == {"ok": 1, "unparsed": 1}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_a_row_with_only_correct_keeps_it(tmp_path: Path, fmt: str) -> None:
+    """README: prediction + outcome, or correct. A row giving only correct is readable."""
+    rows = [{"model": "m1", "task": "t", "item_id": f"i{i}", "correct": c}
+            for i, c in enumerate([True, False, True])]
+    path = tmp_path / f"r.{fmt}"
+    if fmt == "jsonl":
+        _jsonl(path, rows)
+    else:
+        pl.DataFrame(rows).write_csv(path)
+    result = ingest([path])
+    assert result.records.get_column("correct").to_list() == [True, False, True]
+    assert result.records.get_column("status").to_list() == ["ok"] * 3
+    assert result.summary["unreadable_predictions"] == 0
+
+
+@pytest.mark.parametrize("missing", ["NaN", "nan", " None ", "null", "NULL", ""])
+def test_missing_spellings_are_missing_predictions(tmp_path: Path, missing: str) -> None:
+    rec = _record(tmp_path, {**BASE, "prediction": missing})
+    assert rec["prediction"] is None and rec["status"] == "unparsed" and rec["correct"] is None
+
+
+@pytest.mark.parametrize(("pred", "out"), [("1.0", "True"), (" 0.0 ", "FALSE"), (1.0, True),
+                                           ("0.0", False), (" yes", "true"), ("1", "TRUE")])
+def test_numbers_and_spellings_are_booleans(tmp_path: Path, pred: Any, out: Any) -> None:
+    rec = _record(tmp_path, {**BASE, "prediction": pred, "outcome": out})
+    assert rec["prediction"] in ("true", "false") and rec["outcome"] in ("true", "false")
+    truth = str(pred).strip().lower() in ("1.0", "1", "yes")
+    assert rec["correct"] is (truth == (str(out).strip().lower() == "true"))
+
+
+def test_non_boolean_prediction_in_binary_task_is_unreadable(tmp_path: Path) -> None:
+    path = _jsonl(tmp_path / "r.jsonl", [
+        {**BASE, "item_id": "a", "prediction": "yes", "outcome": "true"},
+        {**BASE, "item_id": "b", "prediction": "maybe", "outcome": "true"},
+        {**BASE, "task": "words", "item_id": "c", "prediction": "cat", "outcome": "dog"},
+    ])
+    result = ingest([path])
+    rows = {r["item_id"]: r for r in result.records.iter_rows(named=True)}
+    assert rows["b"]["status"] == "unparsed" and rows["b"]["correct"] is None
+    assert rows["b"]["prediction"] == "maybe"  # the text is kept for the audit
+    assert rows["c"]["status"] == "ok" and rows["c"]["correct"] is False  # not a binary task
+    assert result.summary["predictions_not_boolean"] == {BASE["task"]: 1}
+    assert result.summary["unreadable_predictions"] == 1
 
 
 def test_status_is_case_insensitive_and_not_ok_has_no_correct(tmp_path: Path) -> None:

@@ -330,3 +330,57 @@ def test_unchanged_rerun_with_robustness_is_byte_identical(build_copy, monkeypat
     assert main(["run", "--out", str(build_copy), *session_quick, "--no-report"]) == 0
     assert json.loads((build_copy / "run.json").read_text())["fit_reused"] is True
     assert (build_copy / "results.json").read_bytes() == first
+
+
+#: A model name that is invalid mathtext: it must reach the figures as plain text.
+MATH_NAME = "$\\oops{$-30b"
+
+
+def _real_shaped(tmp_path: Path) -> tuple[Path, Path]:
+    """Four models in two families (one family of one), one task of 10 items, 3 sizes."""
+    import random
+
+    rng = random.Random(1)
+    skill = {"alpha-1b": 0.5, "alpha-8b": 0.7, "alpha-70b": 1.0, MATH_NAME: 0.8}
+    lines = ["model,task,item_id,prediction,outcome"]
+    for model, p in skill.items():
+        for i in range(10):
+            outcome = rng.random() < 0.5
+            pred = outcome if rng.random() < p else not outcome
+            lines.append(f"{model},arith,q{i},{str(pred).lower()},{str(outcome).lower()}")
+    rec, reg = tmp_path / "logs.csv", tmp_path / "models.csv"
+    rec.write_text("\n".join(lines) + "\n")
+    reg.write_text(
+        "model,family,params_b\nalpha-1b,alpha,1\nalpha-8b,alpha,8\nalpha-70b,alpha,\n"
+        f"{MATH_NAME},beta,30\n"
+    )
+    return rec, reg
+
+
+@pytest.mark.e2e
+def test_small_real_shaped_design_runs_whole_pipeline_and_names_skipped(tmp_path, capsys):
+    """A design many users have: every stage runs; what it cannot support is named, not a crash."""
+    from analysis.frequentist import MIN_CLUSTERS_WILD
+
+    rec, reg = _real_shaped(tmp_path)
+    out = tmp_path / "out"
+    code = main(["run", str(rec), "--registry", str(reg), "--out", str(out),
+                 "--draws", "300", "--tune", "300", "--chains", "2"])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    assert "Traceback" not in captured.err
+    results = json.loads((out / "results.json").read_text())
+    _check_contract(results)
+    d = results["data"]
+    assert (d["records_read"], d["records_used"]) == (40, 40)
+    freq = results["frequentist"]
+    assert freq["estimable"] is True and freq["n_models"] == 3
+    wild = freq["wild_bootstrap"]
+    assert wild["estimable"] is False and f"at least {MIN_CLUSTERS_WILD}" in wild["reason"]
+    assert freq["glm_task_slopes"]["estimable"] is True
+    assert results["scale_effect"]["models_without_scale_variable"] == ["alpha-70b"]
+    assert results["sensitivity"] is not None and results["design_sensitivity"] is not None
+    html = (out / "report.html").read_text()
+    assert "Not estimable on this design" in html
+    assert "the wild cluster bootstrap needs at least" in html
+    assert MATH_NAME in results["data"]["models"]  # and the figures drew it (no mathtext)

@@ -325,3 +325,33 @@ def test_documented_sql_equals_to_cells():
     assert_frame_equal(got.select(ref.columns), ref, check_dtypes=False)
     doc = (ROOT / "docs" / "performance.md").read_text()
     assert CELLS_SQL.strip() in doc
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "csv"])
+def test_one_reading_of_values_as_ingest(tmp_path, fmt):
+    """Numbers as booleans, missing spellings, only `correct`, non-boolean in a binary task."""
+    rows = [
+        ("m", "t", "1", "1.0", "True", None),
+        ("m", "t", "2", " 0.0 ", "true", None),
+        ("m", "t", "3", "NaN", "false", None),
+        ("m", "t", "4", "None", "false", None),
+        ("m", "t", "5", "maybe", "true", None),
+        ("m", "t", "6", None, None, "true"),
+        ("m", "w", "7", "cat", "dog", None),
+        ("m", "w", "8", "nan", "dog", None),
+    ]
+    frame = pl.DataFrame(rows, schema=["model", "task", "item_id", "prediction", "outcome",
+                                       "correct"], orient="row")
+    path = tmp_path / f"r.{fmt}"
+    if fmt == "csv":
+        frame.write_csv(path)
+    else:
+        path.write_text("".join(json.dumps({k: v for k, v in r.items() if v is not None}) + "\n"
+                                for r in frame.iter_rows(named=True)))
+    cells = reduce_cells([path]).cells
+    assert_frame_equal(cells, reference([path]))
+    t = cells.filter(pl.col("task") == "t").row(0, named=True)
+    # readable: 1 (right), 2 (wrong), 6 (correct only); unreadable: 3, 4 (missing), 5 (maybe)
+    assert (t["n_total"], t["n"], t["k"], t["n_unreadable"]) == (6, 3, 2, 3)
+    w = cells.filter(pl.col("task") == "w").row(0, named=True)
+    assert (w["n_total"], w["n"], w["k"], w["n_unreadable"]) == (2, 1, 0, 1)

@@ -74,6 +74,20 @@ Holm (:func:`holm`)
     Step-down family-wise correction across the per-task tests (Holm 1979,
     *Scand. J. Statist.* 6:65).
 
+Smallest designs
+----------------
+Every method needs at least ``MIN_MODELS`` (3) models with the scale variable and two
+distinct values of it (the Bayesian rule's minimum); a task's own slope needs as many on
+that task. The wild cluster bootstrap needs ``MIN_CLUSTERS_WILD`` (6) models: with
+:math:`G` clusters the :math:`2^G` Rademacher sign vectors give a smallest two-sided
+p-value of :math:`2/2^G`, and 6 is the first :math:`G` for which that is below 0.05 (with
+fewer, no interval can exclude anything and the test cannot reject). The two-stage WLS
+needs 3 models (:math:`t_{G-2}` with at least one degree of freedom); the permutation
+test with 3 models has :math:`3! = 6` permutations (p >= 1/3) and is reported as such.
+Below these sizes, or when a fit fails numerically (a singular information matrix from
+fitted probabilities of 0 or 1, a GLM that does not converge), the method is
+``{"estimable": False, "reason": ...}`` and the other methods still run.
+
 What none of these model
 ------------------------
 Family effects (siblings share training data), partial pooling of task slopes, and
@@ -106,6 +120,7 @@ from analysis.frequentist.crosscheck import (
 from analysis.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
+    NUMERICAL_ERRORS,
     glm_slope,
     usable_cells,
 )
@@ -124,6 +139,7 @@ from analysis.frequentist.two_stage import (
 )
 from analysis.frequentist.wild_bootstrap import (
     ENUMERATE_MAX,
+    MIN_CLUSTERS_WILD,
     WEBB_POINTS,
     Weights,
     wild_bootstrap,
@@ -132,6 +148,8 @@ from analysis.frequentist.wild_bootstrap import (
 __all__ = [
     "DEFAULT_LEVEL",
     "MIN_MODELS",
+    "MIN_CLUSTERS_WILD",
+    "NUMERICAL_ERRORS",
     "WEBB_POINTS",
     "ENUMERATE_MAX",
     "Weights",

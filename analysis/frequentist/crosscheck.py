@@ -117,6 +117,14 @@ def _subset(section: Mapping[str, Any], freq: Mapping[str, Any]) -> str:
     return f" [{'; '.join(parts)}]" if parts else ""
 
 
+def part(section: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """``section[key]``, or the section's reason when it (or the part) is not estimable."""
+    value = section.get(key)
+    if isinstance(value, Mapping):
+        return value
+    return {"reason": section.get("reason") or "frequentist estimate not available"}
+
+
 def crosscheck_table(
     freq: Mapping[str, Any], bayes_effect: Mapping[str, Any]
 ) -> list[dict[str, Any]]:
@@ -157,43 +165,52 @@ def crosscheck_table(
     wild, two = freq["wild_bootstrap"], freq["two_stage"]
     perm, corr = freq["permutation"], freq["correlations"]
     kw: dict[str, Any] = {"level": level, "g": g}
+
+    two_pooled, perm_pooled = part(two, "pooled"), part(perm, "pooled")
+    corr_pooled = part(corr, "pooled")
+    wild_name = wild.get("weights") or "not run"
     rows = [
         _row("overall", "GLM task slopes (mean), cluster-robust SE" + _subset(glm_t, freq),
-             "glm_cluster", glm_t["slope"], b_all, on_scale=True, **kw),
+             "glm_cluster", part(glm_t, "slope"), b_all, on_scale=True, **kw),
         _row("overall", "GLM task slopes (mean), model-based SE (records independent)"
-             + _subset(glm_t, freq), "glm_naive", glm_t["slope_naive"], b_all, on_scale=True,
-             **kw),
-        _row("overall", f"wild cluster score bootstrap ({wild['weights']})" + _subset(wild, freq),
-             "wild", wild["slope"], b_all, on_scale=True, **kw),
+             + _subset(glm_t, freq), "glm_naive", part(glm_t, "slope_naive"), b_all,
+             on_scale=True, **kw),
+        _row("overall", f"wild cluster score bootstrap ({wild_name})" + _subset(wild, freq),
+             "wild", part(wild, "slope"), b_all, on_scale=True, **kw),
         _row("overall", "GLM common slope, cluster-robust SE", "glm_common",
-             glm_c["slope"], b_all, on_scale=True, **kw),
-        _row("overall", "two-stage WLS (model mean logit on x)" + _subset(two["pooled"], freq),
-             "two_stage", two["pooled"].get("slope"), b_all, on_scale=True, **kw),
+             part(glm_c, "slope"), b_all, on_scale=True, **kw),
+        _row("overall", "two-stage WLS (model mean logit on x)" + _subset(two_pooled, freq),
+             "two_stage", part(two_pooled, "slope"), b_all, on_scale=True, **kw),
         _row("overall", "permutation test of OLS slope (sizes permuted)"
-             + _subset(perm["pooled"], freq), "permutation",
-             {"estimate": perm["pooled"].get("statistic"),
-              "p_value": perm["pooled"].get("p_value")},
+             + _subset(perm_pooled, freq), "permutation",
+             {"estimate": perm_pooled.get("statistic"),
+              "p_value": perm_pooled.get("p_value"), "reason": perm_pooled.get("reason")},
              b_all, on_scale=True, **kw),
         _row("overall", "Pearson r (accuracy vs log size)", "correlation",
-             {"estimate": corr["pooled"]["pearson_r"], "p_value": corr["pooled"]["pearson_p"]},
+             {"estimate": corr_pooled.get("pearson_r"), "p_value": corr_pooled.get("pearson_p"),
+              "reason": corr_pooled.get("reason")},
              b_all, on_scale=False, **kw),
         _row("overall", "Spearman rho (accuracy vs log size)", "correlation",
-             {"estimate": corr["pooled"]["spearman_rho"], "p_value": corr["pooled"]["spearman_p"]},
+             {"estimate": corr_pooled.get("spearman_rho"),
+              "p_value": corr_pooled.get("spearman_p"), "reason": corr_pooled.get("reason")},
              b_all, on_scale=False, **kw),
     ]
     holm_adj = freq["holm"]
-    for t in sorted(glm_t.get("per_task", {})):
+    tasks = sorted(glm_t.get("per_task") or {}) or list(freq.get("tasks") or [])
+    for t in tasks:
         bt = dict(b_tasks.get(t, {}))
         rows.append(_row(t, "GLM task slope, cluster-robust SE", "per_task",
-                         glm_t["per_task"][t], bt, on_scale=True,
+                         part(part(glm_t, "per_task"), t), bt, on_scale=True,
                          p_holm=holm_adj["glm_cluster"].get(t), **kw))
-        rows.append(_row(t, f"wild cluster score bootstrap ({wild['weights']})", "per_task",
-                         wild["per_task"].get(t), bt, on_scale=True,
+        rows.append(_row(t, f"wild cluster score bootstrap ({wild_name})", "per_task",
+                         part(part(wild, "per_task"), t), bt, on_scale=True,
                          p_holm=holm_adj["wild_bootstrap"].get(t), **kw))
+        two_t = part(part(two, "per_task"), t)
         rows.append(_row(t, "two-stage WLS (cell logit on x)", "per_task",
-                         (two["per_task"].get(t) or {}).get("slope"), bt, on_scale=True, **kw))
-        pt = perm["per_task"].get(t) or {}
+                         part(two_t, "slope"), bt, on_scale=True, **kw))
+        pt = part(part(perm, "per_task"), t)
         rows.append(_row(t, "permutation test of OLS slope (sizes permuted)", "per_task",
-                         {"estimate": pt.get("statistic"), "p_value": pt.get("p_value")}, bt,
+                         {"estimate": pt.get("statistic"), "p_value": pt.get("p_value"),
+                          "reason": pt.get("reason")}, bt,
                          on_scale=True, p_holm=holm_adj["permutation"].get(t), **kw))
     return rows

@@ -10,14 +10,35 @@ import numpy as np
 import polars as pl
 import statsmodels.api as sm
 from scipy import stats
+from statsmodels.tools.sm_exceptions import PerfectSeparationError
 
 #: Default confidence level of intervals.
 DEFAULT_LEVEL: Final = 0.95
 #: Fewest models with the scale variable for any slope estimate (as the Bayesian rule).
 MIN_MODELS: Final = 3
+#: Numerical failures of one method that make it not estimable instead of stopping the run.
+NUMERICAL_ERRORS: Final = (
+    np.linalg.LinAlgError, PerfectSeparationError, FloatingPointError, ZeroDivisionError,
+    ValueError, OverflowError,
+)
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+def _failure(what: str, exc: BaseException) -> dict[str, Any]:
+    """``{"estimable": False, "reason": ...}`` for a method that failed numerically."""
+    detail = " ".join(str(exc).split())[:200] or type(exc).__name__
+    return {"estimable": False,
+            "reason": f"{what} failed numerically on this design ({type(exc).__name__}: {detail})"}
+
+
+def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+    """``fn(*args, **kwargs)``, or :func:`_failure` when it fails numerically."""
+    try:
+        return fn(*args, **kwargs)
+    except NUMERICAL_ERRORS as exc:
+        return _failure(what, exc)
 
 
 def _f(v: Any) -> float | None:

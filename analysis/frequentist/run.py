@@ -7,7 +7,14 @@ from typing import Any
 
 import polars as pl
 
-from analysis.frequentist.glm import DEFAULT_LEVEL, _f, _not_estimable, glm_slope, usable_cells
+from analysis.frequentist.glm import (
+    DEFAULT_LEVEL,
+    _f,
+    _guarded,
+    _not_estimable,
+    glm_slope,
+    usable_cells,
+)
 from analysis.frequentist.permutation import correlations, permutation_test
 from analysis.frequentist.two_stage import two_stage
 from analysis.frequentist.wild_bootstrap import Weights, wild_bootstrap
@@ -82,27 +89,30 @@ def run_frequentist(
     reason = _not_estimable(use)
     if reason:
         return {**base, "estimable": False, "reason": reason}
-    glm_t = glm_slope(use, task_slopes=True, level=level)
-    wild = wild_bootstrap(use, seed=seed, task_slopes=True, weights=weights, reps=reps, level=level)
-    perm = permutation_test(use, seed=seed, permutations=permutations,
-                            exact_max_models=exact_max_models)
+    glm_t = _guarded("the GLM with task slopes", glm_slope, use, task_slopes=True, level=level)
+    wild = _guarded("the wild cluster bootstrap", wild_bootstrap, use, seed=seed,
+                    task_slopes=True, weights=weights, reps=reps, level=level)
+    perm = _guarded("the permutation test", permutation_test, use, seed=seed,
+                    permutations=permutations, exact_max_models=exact_max_models)
 
     def task_p(section: Mapping[str, Any], key: str | None = None) -> dict[str, float | None]:
-        return {t: (r.get(key, {}) if key else r).get("p_value") for t, r in section.items()}
+        per_task = section.get("per_task") or {}
+        return {t: (r.get(key, {}) if key else r).get("p_value") for t, r in per_task.items()}
 
     return {
         **base,
         "estimable": True,
-        "glm_common": glm_slope(use, task_slopes=False, level=level),
+        "glm_common": _guarded("the GLM with a common slope", glm_slope, use, task_slopes=False,
+                               level=level),
         "glm_task_slopes": glm_t,
         "wild_bootstrap": wild,
-        "two_stage": two_stage(use, level=level),
-        "correlations": correlations(use),
+        "two_stage": _guarded("the two-stage WLS", two_stage, use, level=level),
+        "correlations": _guarded("the correlations", correlations, use),
         "permutation": perm,
         "holm": {
             "family": "per-task slope tests (H0: slope_t = 0), one family per method",
-            "glm_cluster": holm(task_p(glm_t["per_task"])),
-            "wild_bootstrap": holm(task_p(wild["per_task"])),
-            "permutation": holm(task_p(perm["per_task"])),
+            "glm_cluster": holm(task_p(glm_t)),
+            "wild_bootstrap": holm(task_p(wild)),
+            "permutation": holm(task_p(perm)),
         },
     }

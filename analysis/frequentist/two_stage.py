@@ -14,6 +14,7 @@ from analysis.frequentist.glm import (
     _balanced,
     _estimate,
     _f,
+    _guarded,
     _not_estimable,
     usable_cells,
 )
@@ -97,8 +98,8 @@ def two_stage(
             .sort("model")
         )
         out["pooled"] = {
-            **meta_regression(pooled["y"].to_numpy(), pooled["v"].to_numpy(),
-                              pooled["x"].to_numpy(), level=level, tau2=tau2),
+            **_guarded("the two-stage WLS", meta_regression, pooled["y"].to_numpy(),
+                       pooled["v"].to_numpy(), pooled["x"].to_numpy(), level=level, tau2=tau2),
             "tasks_used": common,
             "models_dropped": dropped,
         }
@@ -109,6 +110,8 @@ def two_stage(
         if sub.height < MIN_MODELS or sub["x"].n_unique() < 2:
             out["per_task"][t] = {"estimable": False, "reason": "too few models on this task"}
             continue
-        out["per_task"][t] = meta_regression(sub["y"].to_numpy(), sub["v"].to_numpy(),
-                                             sub["x"].to_numpy(), level=level, tau2=tau2)
+        out["per_task"][t] = _guarded(
+            f"the two-stage WLS of task '{t}'", meta_regression, sub["y"].to_numpy(),
+            sub["v"].to_numpy(), sub["x"].to_numpy(), level=level, tau2=tau2,
+        )
     return out

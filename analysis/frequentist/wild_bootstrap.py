@@ -14,15 +14,20 @@ from scipy.special import expit
 from analysis.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
+    NUMERICAL_ERRORS,
     _design,
     _f,
     _glm,
+    _guarded,
     _not_estimable,
     _slope_tasks,
     usable_cells,
 )
 
 #: Webb's six-point weights (MacKinnon & Webb 2017; Webb 2014, Queen's Econ. WP 1315).
+#: Fewest clusters (models) for the wild cluster bootstrap ("Smallest designs" in the package
+#: docstring): 2 / 2**G, the smallest two-sided p-value with G clusters, is below 0.05 from 6.
+MIN_CLUSTERS_WILD: Final = 6
 WEBB_POINTS: Final = np.array(
     [-math.sqrt(1.5), -1.0, -math.sqrt(0.5), math.sqrt(0.5), 1.0, math.sqrt(1.5)]
 )
@@ -87,7 +92,13 @@ def _invert(
     """Confidence interval {beta0 : p(beta0) > alpha} by bracketing and bisection."""
 
     def pval(b0: float) -> float:
-        return _wild_p(_cluster_contrib(d, b0), v, enumerated)[1]
+        try:
+            return _wild_p(_cluster_contrib(d, b0), v, enumerated)[1]
+        except NUMERICAL_ERRORS:
+            # The restricted fit is degenerate at b0 (fitted probabilities of 0 or 1 make
+            # the information matrix singular): b0 is not rejected, so the interval stays
+            # open on that side rather than claiming a bound the data cannot give.
+            return 1.0
 
     if not (math.isfinite(se) and se > 0) or pval(est) <= alpha:
         return None, None
@@ -123,6 +134,25 @@ def _wild_one(
     lo, hi = _invert(d, v, enumerated, est=est, se=se, alpha=1 - level) if ci else (None, None)
     return {"estimate": _f(est), "score_t": _f(t), "p_value": _f(p), "ci_low": _f(lo),
             "ci_high": _f(hi), "null": beta0}
+
+
+def _too_few_clusters(g: int) -> str:
+    return (f"only {g} model(s): the wild cluster bootstrap needs at least {MIN_CLUSTERS_WILD} "
+            f"(with {g} clusters its smallest two-sided p-value is {2 / 2**g:.3g})")
+
+
+def _wild_task(
+    *, use: pl.DataFrame, d: Mapping[str, Any], v: np.ndarray, enumerated: bool, level: float,
+    beta0: float, ci: bool,
+) -> dict[str, Any]:
+    dt = _design(use, task_slopes=False)
+    # same clusters in the same order: reuse the weight rows of these models
+    vt = v[:, [d["models"].index(m) for m in dt["models"]]]
+    ft = _glm(dt).fit(cov_type="cluster", cov_kwds={"groups": dt["groups"]})
+    # a column subset of a full enumeration repeats every sign vector equally often,
+    # so the per-task p-value stays exact
+    return _wild_one(dt, vt, enumerated, est=float(ft.params[dt["j"]]),
+                     se=float(ft.bse[dt["j"]]), level=level, beta0=beta0, ci=ci)
 
 
 def wild_bootstrap(
@@ -175,6 +205,8 @@ def wild_bootstrap(
     reason = _not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
+    if use["model"].n_unique() < MIN_CLUSTERS_WILD:
+        return {"estimable": False, "reason": _too_few_clusters(use["model"].n_unique())}
     rng = np.random.default_rng(seed)
     d = _design(use, task_slopes=task_slopes)
     g = len(d["models"])
@@ -202,14 +234,11 @@ def wild_bootstrap(
             if sub["model"].n_unique() < MIN_MODELS or sub["x"].n_unique() < 2:
                 res[t] = {"estimable": False, "reason": "too few models on this task"}
                 continue
-            dt = _design(sub, task_slopes=False)
-            # same clusters in the same order: reuse the weight rows of these models
-            vt = v[:, [d["models"].index(m) for m in dt["models"]]]
-            ft = _glm(dt).fit(cov_type="cluster", cov_kwds={"groups": dt["groups"]})
-            # a column subset of a full enumeration repeats every sign vector equally often,
-            # so the per-task p-value stays exact
-            res[t] = _wild_one(dt, vt, enumerated,
-                               est=float(ft.params[dt["j"]]), se=float(ft.bse[dt["j"]]),
-                               level=level, beta0=beta0, ci=ci)
+            if sub["model"].n_unique() < MIN_CLUSTERS_WILD:
+                res[t] = {"estimable": False,
+                          "reason": _too_few_clusters(sub["model"].n_unique()) + " on this task"}
+                continue
+            res[t] = _guarded(f"the wild bootstrap of task '{t}'", _wild_task, use=sub, d=d, v=v,
+                              enumerated=enumerated, level=level, beta0=beta0, ci=ci)
         out["per_task"] = res
     return out

@@ -27,12 +27,15 @@ def _key_codes(records: pl.DataFrame) -> pl.Expr | list[str]:
     for c in KEY:
         column = records.get_column(c)
         if column.dtype == pl.Utf8:
+            # run_id may be missing: "" sorts first, as null does in a multi-column sort
+            column = column.fill_null("")
             levels = column.unique().sort()
             n_levels = levels.len()
             if n_levels * 4 <= column.len():
-                code = pl.col(c).cast(pl.Enum(levels)).to_physical().cast(pl.UInt64)
+                code = pl.col(c).fill_null("").cast(pl.Enum(levels)).to_physical()
+                code = code.cast(pl.UInt64)
             else:  # many distinct values: ranking sorts the column anyway
-                code = pl.col(c).rank("dense").cast(pl.UInt64) - 1
+                code = pl.col(c).fill_null("").rank("dense").cast(pl.UInt64) - 1
         else:  # sample: a non-negative Int64
             low, high = column.min(), column.max()
             if not isinstance(low, int) or not isinstance(high, int) or low < 0 or high >= 2**32:
@@ -72,7 +75,9 @@ def _order_and_deduplicate(
         return records, empty_conflicts, 0
     key = _key_codes(records)
     if isinstance(key, list):
-        same = pl.all_horizontal([pl.col(c) == pl.col(c).shift(1) for c in key]).fill_null(False)
+        same = pl.all_horizontal(
+            [pl.col(c).eq_missing(pl.col(c).shift(1)) for c in key]
+        ).fill_null(False)
         ordered = records.sort(key, maintain_order=True).with_columns(
             (~same).cum_sum().alias("__key")
         )

@@ -10,6 +10,7 @@ import polars as pl
 
 from analysis.contract import (
     FALSE_STRINGS,
+    MISSING_STRINGS,
     RECORD_SCHEMA,
     REQUIRED,
     STATUSES,
@@ -22,12 +23,12 @@ from analysis.ingest.readers import _FORM_PROBE, _LINE
 
 
 def _text(name: str, dtype: pl.DataType) -> pl.Expr:
-    """Stripped text of a column of any scalar dtype; empty becomes null."""
+    """Stripped text of a column of any scalar dtype; empty, null, NaN, None become null."""
     expr = pl.col(name)
     if dtype != pl.Utf8:
         expr = expr.cast(pl.Utf8)
     expr = expr.str.strip_chars()
-    return pl.when(expr == "").then(None).otherwise(expr)
+    return pl.when((expr == "") | expr.is_in(_MISSING_SPELLINGS)).then(None).otherwise(expr)
 
 
 def _case_variants(words: Iterable[str]) -> list[str]:
@@ -42,6 +43,7 @@ def _case_variants(words: Iterable[str]) -> list[str]:
 #: of the cost.
 _TRUE_SPELLINGS: Final = _case_variants(TRUE_STRINGS)
 _FALSE_SPELLINGS: Final = _case_variants(FALSE_STRINGS)
+_MISSING_SPELLINGS: Final = _case_variants(MISSING_STRINGS)
 
 
 def _bool_of(text: pl.Expr) -> pl.Expr:
@@ -73,7 +75,11 @@ def _forms(frame: pl.DataFrame, absent: frozenset[str]) -> dict[str, str]:
         values = column.unique().drop_nulls()
         if values.len() * 4 > column.len():
             continue
-        if (values == "").any() or not (values.str.strip_chars() == values).all():
+        if (
+            (values == "").any()
+            or values.is_in(_MISSING_SPELLINGS).any()
+            or not (values.str.strip_chars() == values).all()
+        ):
             continue
         forms[c] = "clean"
         if c == "status" and values.is_in(list(STATUSES)).all():
@@ -145,6 +151,15 @@ _GOOD_SCHEMA: Final = {**{c: t for c, t in RECORD_SCHEMA.items() if c != "source
 _BAD_SCHEMA: Final = {_LINE: pl.Int64(), "__cat": pl.Utf8(), "__reason": pl.Utf8()}
 
 
+def _native(c: str, dtype: pl.DataType) -> bool:
+    """Whether a typed optional column is used as it is (not through its text)."""
+    return (
+        dtype == pl.Boolean
+        or (c == "confidence" and dtype.is_numeric())
+        or (c == "sample" and (dtype.is_integer() or dtype.is_float()))
+    )
+
+
 def _rules(
     schema: Mapping[str, pl.DataType],
     absent: frozenset[str],
@@ -169,23 +184,17 @@ def _rules(
         """Whether the row has a (non-empty) value in ``c``."""
         if c in absent:
             return pl.lit(False)
-        return tc(c).is_not_null() if schema[c] == pl.Utf8 else pl.col(c).is_not_null()
+        if schema[c] == pl.Utf8:
+            return tc(c).is_not_null()
+        nan = pl.col(c).is_nan() if schema[c].is_float() else pl.lit(False)  # NaN: missing
+        return pl.col(c).is_not_null() & ~nan
 
     def typed(c: str) -> bool:
         return c not in absent and schema[c] != pl.Utf8
 
     # Text of every column that needs it; a typed column's text only for reason messages,
     # which are built on the failing rows alone (cheap there).
-    native = {
-        c
-        for c in ("confidence", "sample", "correct")
-        if typed(c)
-        and (
-            schema[c] == pl.Boolean
-            or (c == "confidence" and schema[c].is_numeric())
-            or (c == "sample" and (schema[c].is_integer() or schema[c].is_float()))
-        )
-    }
+    native = {c for c in ("confidence", "sample", "correct") if typed(c) and _native(c, schema[c])}
     texts = [
         _text(c, schema[c]).alias(f"__t_{c}")
         for c in INPUT_COLUMNS
@@ -216,7 +225,7 @@ def _rules(
     if "confidence" in absent:
         confidence = pl.lit(None, dtype=pl.Float64)
     elif cdt.is_numeric():
-        confidence = pl.col("confidence").cast(pl.Float64)
+        confidence = pl.col("confidence").cast(pl.Float64).fill_nan(None)  # NaN: missing
     elif cdt == pl.Boolean:
         confidence = pl.lit(None, dtype=pl.Float64)
     else:
@@ -226,7 +235,7 @@ def _rules(
     if "sample" in absent:
         sample = pl.lit(None, dtype=pl.Int64)
     elif sdt.is_integer():
-        sample = pl.col("sample").cast(pl.Int64)
+        sample = pl.col("sample").cast(pl.Int64, strict=False)  # UInt64 > 2**63: invalid
     elif sdt == pl.Boolean:
         sample = pl.lit(None, dtype=pl.Int64)
     else:
@@ -259,9 +268,9 @@ def _rules(
     ]
     pred, out, corr = pl.col("__pred"), pl.col("__out"), pl.col("__corr")
     conf, smp, status = pl.col("__conf"), pl.col("__sample"), pl.col("__status")
-    eff_status = (
-        pl.when((status == "ok") & pred.is_null()).then(pl.lit("unparsed")).otherwise(status)
-    )
+    # no prediction: unreadable, unless `correct` scores the row (README: "or correct")
+    eff_status = pl.when((status == "ok") & pred.is_null() & corr.is_null()).then(
+        pl.lit("unparsed")).otherwise(status)
     equal = pred == out
 
     def shown(c: str) -> pl.Expr:

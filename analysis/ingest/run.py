@@ -163,6 +163,7 @@ def ingest(
         names.gather(kept.get_column("__file_idx")).alias("source_file")
     ).select(list(RECORD_SCHEMA))
     del kept
+    records, not_boolean = binary_task_rule(records)
     quarantine = quarantine_full.select(
         pl.col("__file_idx")
         .replace_strict(list(range(len(inputs))), [i.name for i in inputs], return_dtype=pl.Utf8)
@@ -193,6 +194,7 @@ def ingest(
         )
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
+    summary["predictions_not_boolean"] = not_boolean
     if registry_frame is not None:
         summary["registry_report"] = registry_report(records, registry_frame)
     return IngestResult(records=records, quarantine=quarantine, summary=summary)
@@ -328,6 +330,39 @@ def _summary(
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,
         "ignored_columns": sorted(ignored),
     }
+
+
+def binary_task_rule(records: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
+    """In a task whose outcomes are all booleans, a prediction that is not one is unreadable.
+
+    Such a row (``"maybe"`` where the outcomes are true/false) keeps its text but gets status
+    ``unparsed`` and no ``correct``: it counts as wrong in ``accuracy_strict`` and is left out
+    of ``accuracy``, like any unreadable prediction, instead of being scored as an ordinary
+    wrong answer. Returns the records and ``{task: rows made unreadable}``.
+    """
+    outcomes = records.filter(pl.col("outcome").is_not_null())
+    binary = (
+        outcomes.group_by("task")
+        .agg(pl.col("outcome").is_in(["true", "false"]).all().alias("b"))
+        .filter(pl.col("b"))
+        .get_column("task")
+        .to_list()
+    )
+    hit = (
+        pl.col("task").is_in(binary)
+        & (pl.col("status") == "ok")
+        & pl.col("prediction").is_not_null()
+        & ~pl.col("prediction").is_in(["true", "false"])
+    )
+    flagged = records.filter(hit)
+    if flagged.height == 0:
+        return records, {}
+    counts = dict(sorted(flagged.group_by("task").len().rows()))
+    records = records.with_columns(
+        pl.when(hit).then(pl.lit("unparsed")).otherwise(pl.col("status")).alias("status"),
+        pl.when(hit).then(None).otherwise(pl.col("correct")).alias("correct"),
+    )
+    return records, {str(k): int(v) for k, v in counts.items()}
 
 
 def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:

@@ -10,7 +10,14 @@ from typing import Any
 
 import polars as pl
 
-from analysis.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, STATUSES, InputError, parse_bool
+from analysis.contract import (
+    KEY,
+    RECORD_SCHEMA,
+    REGISTRY_SCHEMA,
+    STATUSES,
+    InputError,
+    parse_bool,
+)
 from analysis.importers.mapping.paths import _convert, _describe, _PathError, _resolve, _text
 from analysis.importers.mapping.spec import (
     HYPOTHETICAL_FIELDS,
@@ -108,6 +115,8 @@ def _record(
             rec[key] = _text(rec[key])
     if rec["predictor"] is None:
         rec["predictor"] = rec["model"]
+    if rec["run_id"] is None:  # distinct log files are distinct runs (contract.KEY)
+        rec["run_id"] = sample.source_file
     cast: type[int] | type[float]
     for key, cast in (("sample", int), ("confidence", float)):
         value = rec[key]
@@ -286,11 +295,10 @@ def apply_mapping(
             "recode them with fields.status.map."
         )
     before = frame.height
-    frame = frame.unique(
-        subset=["model", "predictor", "task", "item_id", "sample"],
-        keep="first",
-        maintain_order=True,
-    )
+    # exact repeats only: records that differ in their answer are left to ingest, which
+    # quarantines them as conflicts (never resolved by file order)
+    answer = ["prediction", "outcome", "correct", "confidence", "status"]
+    frame = frame.unique(subset=[*KEY, *answer], keep="first", maintain_order=True)
     duplicates = before - frame.height
 
     counts.update(
@@ -319,8 +327,8 @@ def apply_mapping(
         notes.append(f"{skipped_where} sample(s) skipped by [where] {mapping.where}.")
     if duplicates:
         notes.append(
-            f"{duplicates} duplicate record(s) (same model, predictor, task, item_id, "
-            "sample) dropped; the first was kept."
+            f"{duplicates} exact duplicate record(s) (same model, predictor, task, item_id, "
+            "run_id, sample and answer) counted once."
         )
     for fname, n in sorted(reader.absent.items()):
         notes.append(f"{n} sample(s) lack the path of {fname}; the value is null (or default).")

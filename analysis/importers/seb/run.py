@@ -374,5 +374,5 @@ def write_import(result: ImportResult, out: Path | str) -> None:
         raise InputError(f"{folder}: exists and is not a folder; choose another --out.")
     folder.mkdir(parents=True, exist_ok=True)
     atomic.write_parquet(folder / "records.parquet", result.records)
-    atomic.write_with(folder / "registry.csv", lambda p: result.registry.write_csv(p))
+    atomic.write_csv(folder / "registry.csv", result.registry)  # formula cells neutralised
     atomic.write_json(folder / "import.json", {"notes": result.notes, "counts": result.counts})
