@@ -85,9 +85,9 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-import arviz as az
 import numpy as np
 
+from analysis import _arviz
 from analysis.contract import Decision, InputError
 
 #: The default hypotheses file (repository root).
@@ -179,7 +179,7 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
             f"only {n_models} model(s) carry the scale variable; at least {rule.min_models} are needed",
             rule,
         )
-    lo, hi = (float(v) for v in az.hdi(flat, hdi_prob=rule.hdi_prob))
+    lo, hi = _arviz.hdi(flat, rule.hdi_prob)
     p_pos = float(np.mean(flat > 0))
     decision: Decision
     if p_pos > rule.prob_threshold and lo > rule.rope:
@@ -720,7 +720,7 @@ def evaluate(
     hypothesis
         The declared hypothesis.
     idata
-        The fit's ``InferenceData`` (``analysis.fit.Fit.idata``), of ``hypothesis.model``.
+        The fit's draws (an :class:`xarray.DataTree`, ``analysis.fit.Fit.idata``), of ``hypothesis.model``.
         Its priors are read from the provenance in ``idata.attrs`` (the model's
         ``DEFAULT_PRIORS`` when absent).
     n_models
@@ -745,7 +745,7 @@ def evaluate(
     >>> import xarray as xr
     >>> rng = np.random.default_rng(0)
     >>> post = xr.Dataset({"beta": (("chain", "draw"), rng.normal(0.6, 0.1, (2, 2000)))})
-    >>> res = evaluate(Hypothesis("h", parameter="beta"), az.InferenceData(posterior=post), n_models=10)
+    >>> res = evaluate(Hypothesis("h", parameter="beta"), _arviz.from_datasets(posterior=post), n_models=10)
     >>> res["decision"], res["supported"], res["bf_display"]
     ('improves', True, '>1000')
     """
