@@ -123,7 +123,7 @@ def diagnose(idata: _arviz.InferenceData, var_names: list[str] | None = None) ->
         ``checks`` (list of {name, value, threshold, passed}) and ``passed``.
     """
     post = _arviz.posterior(idata)
-    names = var_names or [v for v in post.data_vars if not v.startswith("z_")]
+    names = var_names or [str(v) for v in post.data_vars if not str(v).startswith("z_")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant deterministics give NaN
         rhat = az.rhat(post[names])
