@@ -203,9 +203,10 @@ def compile_table(old_json: Path, new_json: Path) -> str:
     """
     def rows(f: Path) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
         d = json.loads(f.read_text())
-        return {r["model"]: r for r in d["rows"] if r.get("config") == "plain"}, d["machine"]
+        return {r["model"]: r for r in d["rows"] if r.get("config") == "plain"}, d
 
-    (r0, m0), (r1, m1) = rows(old_json), rows(new_json)
+    (r0, d0), (r1, d1) = rows(old_json), rows(new_json)
+    m0, m1 = d0["machine"], d1["machine"]
     lines = [f"Cold compile (empty cache) and sampling of the pipeline's settings, CPU seconds "
              f"(`{old_json.as_posix()}`, Python {m0['python']}, load {m0['load_avg_1_5_15'][0]}; "
              f"`{new_json.as_posix()}`, Python {m1['python']}, load "
@@ -213,6 +214,8 @@ def compile_table(old_json: Path, new_json: Path) -> str:
              "| model | compile old | compile new | sampling old | sampling new "
              "| us per leapfrog step old | new | new / old |",
              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    lines[1:1] = ["", *[f"* `{f.as_posix()}`: {d.get('command', '?')}" for f, d in
+                        ((old_json, d0), (new_json, d1))]]
     for m in sorted(set(r0) & set(r1)):
         a, b = r0[m], r1[m]
         lines.append(f"| {m} | {a['compile_cpu_s']} | {b['compile_cpu_s']} | {a['sample_cpu_s']} | "
