@@ -42,14 +42,17 @@ import numpy as np
 import polars as pl
 
 import models as model_registry
-from analysis import atomic
+from analysis import _arviz, atomic
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,
 #: "Diagnosing suboptimal cotangent disintegrations in HMC", for E-BFMI).
 THRESHOLDS: dict[str, float] = {"r_hat": 1.01, "ess_bulk": 400.0, "divergences": 0.0, "bfmi": 0.3}
 
-_VERSIONED = ("selfmodel", "pymc", "pytensor", "arviz", "nutpie", "numpy", "polars", "numba")
+_VERSIONED = (
+    "selfmodel", "pymc", "pytensor", "arviz", "arviz-base", "arviz-stats", "nutpie", "numpy",
+    "polars", "numba",
+)
 
 
 @dataclass(frozen=True)
@@ -74,7 +77,7 @@ class Fit:
     """A fitted model: posterior, diagnostics, provenance, and whether it came from cache."""
 
     model: str
-    idata: az.InferenceData
+    idata: _arviz.InferenceData
     diagnostics: dict[str, Any]
     provenance: dict[str, Any]
     reused: bool = False
@@ -110,7 +113,7 @@ def frame_sha256(frame: pl.DataFrame) -> str:
     return h.hexdigest()
 
 
-def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dict[str, Any]:
+def diagnose(idata: _arviz.InferenceData, var_names: list[str] | None = None) -> dict[str, Any]:
     """Named diagnostic checks with their thresholds, each pass/fail.
 
     Returns
@@ -119,7 +122,7 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
         ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``min_bfmi``,
         ``checks`` (list of {name, value, threshold, passed}) and ``passed``.
     """
-    post = idata["posterior"]
+    post = _arviz.posterior(idata)
     names = var_names or [str(v) for v in post.data_vars if not str(v).startswith("z_")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant deterministics give NaN
@@ -138,7 +141,7 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
     stats = idata["sample_stats"]
     div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     try:
-        bfmi = float(np.min(az.bfmi(idata)))
+        bfmi = _arviz.min_bfmi(idata)
     except (KeyError, ValueError):
         bfmi = float("nan")
     checks = [
@@ -183,7 +186,7 @@ def _cache_key(prov: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()
 
 
-def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> az.InferenceData:
+def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> _arviz.InferenceData:
     """Sample a compiled nutpie model with ``settings`` (the one place the call is spelled out).
 
     Used by :func:`fit` and by the benchmark scripts that swap data into one compiled model
@@ -206,7 +209,7 @@ def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> az.Inf
 
 def _sample(
     pm_model: Any, settings: SamplerSettings, seed: int, *, reuse_compiled: bool = False
-) -> az.InferenceData:
+) -> _arviz.InferenceData:
     if settings.sampler == "nutpie":
         import nutpie
 
@@ -229,6 +232,7 @@ def _sample(
                 random_seed=seed,
                 target_accept=settings.target_accept,
                 progressbar=False,
+                nuts_sampler="pymc",  # PyMC 6 would otherwise pick nutpie when installed
             )
     raise ValueError(f"unknown sampler '{settings.sampler}' (use nutpie or pymc)")
 
@@ -288,7 +292,7 @@ def fit(
     prov["cache_key"] = key
     path = Path(cache_dir) / f"{model_name}-{key[:16]}.nc" if cache_dir is not None else None
     if path is not None and path.exists():
-        cached = az.from_netcdf(path)
+        cached = _arviz.load(path)
         saved = json.loads(cached.attrs.get("selfmodel_provenance", "{}"))
         if saved.get("cache_key") == key and _cache_key(saved) == key:
             return Fit(
@@ -308,7 +312,7 @@ def fit(
     if path is not None:
 
         def _save(p: Path) -> None:
-            idata.to_netcdf(str(p), engine="h5netcdf")
+            _arviz.save(idata, p)
 
         atomic.write_with(path, _save)
     diagnostics = _diagnostics(idata, model_name, key, cache_dir)
@@ -316,7 +320,7 @@ def fit(
 
 
 def _diagnostics(
-    idata: az.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
+    idata: _arviz.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
 ) -> dict[str, Any]:
     """:func:`diagnose`, saved beside the fit (about a second of ArviZ per fit and run)."""
     parts = {"fit": key, "sources": source_sha256([__file__]), "versions": package_versions()}
