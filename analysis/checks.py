@@ -54,6 +54,7 @@ from typing import Any
 import numpy as np
 import pymc as pm
 import xarray as xr
+from numpy.typing import NDArray
 
 from analysis import _arviz
 
@@ -355,7 +356,9 @@ def _posterior_predictive(
     lo_q, hi_q = (1 - interval_prob) / 2, 1 - (1 - interval_prob) / 2
     cells: list[dict[str, Any]] = []
     by_var: dict[str, Any] = {}
-    t_rep_total = t_obs_total = 0.0
+    # chi-square discrepancy per posterior draw, summed over the observed variables
+    t_rep_total: NDArray[np.float64] | float = 0.0
+    t_obs_total: NDArray[np.float64] | float = 0.0
     for name, n_t, _, obs in bins:
         n = np.broadcast_to(np.asarray(n_t.eval(), dtype=float), obs.shape)
         y_rep = np.asarray(pp[name], dtype=float).reshape(-1, obs.size)
