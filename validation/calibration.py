@@ -524,8 +524,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 SIMUK_NOTE = (
     "simuk refits with pm.sample on a new pm.observe model per simulation (with nutpie: a numba "
-    "compile of ~35-50 s per data set), builds on the ArviZ 1.0 packages while this project pins "
-    "ArviZ 0.23, and has no fixed-truth (null) arms; ranks here follow its definition (draws below "
+    "compile of ~35-50 s per data set) and has no fixed-truth (null) arms; ranks here follow its "
+    "definition (draws below "
     "the truth, Talts et al. 2018) on 99 thinned draws."
 )
 
