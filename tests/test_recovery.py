@@ -217,10 +217,12 @@ def test_scale_recovers_beta_on_simulate_scale_cells():
 
     The estimand is the mean of the drawn task slopes, ``mean(truth["task_slopes"])``.
     16 models in 4 families, 3 tasks, 300 trials per cell. Posterior sd of beta: 0.092
-    (measured: mean 0.337 vs 0.358); bound 0.28 (3 sd).
+    (measured: mean 0.337 vs 0.358); bound 0.28 (3 sd). 4 x 1000 draws: with 4 x 500 the
+    R-hat of beta was 1.013 on the PyMC 6 / nutpie 0.16.11 stack (ESS 418, recovery fine), a
+    Monte Carlo fluctuation of the statistic at that length, not a convergence failure.
     """
     cells, truth = simulate_scale_cells(seed=2026)
-    f = fit("scale", cells, seed=1, settings=SETTINGS)
+    f = fit("scale", cells, seed=1, settings=replace(SETTINGS, draws=1000))
     _check(f, "beta", float(np.mean(truth["task_slopes"])), 0.28)
 
 
