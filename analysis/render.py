@@ -658,6 +658,23 @@ def _as_text(value: Any) -> str:
     return "".join(value) if isinstance(value, list) else str(value)
 
 
+def coalesce_streams(outputs: list[Any]) -> list[Any]:
+    """Join consecutive stream outputs of the same stream (stdout or stderr) into one.
+
+    The kernel may flush one cell's prints as several stream messages (it does under load);
+    an ``asis`` cell's Markdown must not be cut where a flush happened to fall (a table split
+    in two is two tables, or one without rows).
+    """
+    out: list[Any] = []
+    for o in outputs:
+        if (o.get("output_type") == "stream" and out and out[-1].get("output_type") == "stream"
+                and out[-1].get("name") == o.get("name")):
+            out[-1] = {**out[-1], "text": _as_text(out[-1].get("text", "")) + _as_text(o.get("text", ""))}
+        else:
+            out.append(o)
+    return out
+
+
 def _html_to_markdown(html: str) -> str:
     import pypandoc
 
@@ -680,7 +697,7 @@ def _assemble(doc: _QmdDoc, nb: Any, fmt: str, figdir: Path) -> tuple[str, int]:
     for nb_cell in nb.cells:
         info = nb_cell.metadata.get("selfmodel", {})
         if info.get("role") == "cell":
-            outputs[info["cell"]] = nb_cell.get("outputs", [])
+            outputs[info["cell"]] = coalesce_streams(list(nb_cell.get("outputs", [])))
         elif info.get("role") == "inline":
             for out in nb_cell.get("outputs", []):
                 text = _as_text(out.get("text", ""))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.render import RenderError, RenderResult, escape_md, render
+from analysis.render import RenderError, RenderResult, coalesce_streams, escape_md, render
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render"
 SCRIPT = "<script>alert(1)</script>"
@@ -331,3 +331,20 @@ def test_dataframe_table_and_output_options(tmp_path: Path, fmt: str) -> None:
     assert "NOT-SHOWN" not in text
     plain = re.sub(r"<[^>]+>", "", text).replace("&quot;", '"')
     assert 'SystemExit("never run")' in plain  # eval: false, echo: true shows the code
+
+
+def test_split_stream_outputs_are_joined_before_assembly() -> None:
+    """A cell's prints flushed as several stream messages become one text (a Markdown table
+    split at a flush would lose its rows); other outputs and other streams stay apart."""
+    outs = [
+        {"output_type": "stream", "name": "stdout", "text": "| a |\n|---|\n"},
+        {"output_type": "stream", "name": "stdout", "text": ["| 1 |\n", "| 2 |\n"]},
+        {"output_type": "stream", "name": "stderr", "text": "warn\n"},
+        {"output_type": "display_data", "data": {}},
+        {"output_type": "stream", "name": "stdout", "text": "after\n"},
+    ]
+    got = coalesce_streams(outs)
+    assert [o["output_type"] for o in got] == ["stream", "stream", "display_data", "stream"]
+    assert got[0]["text"] == "| a |\n|---|\n| 1 |\n| 2 |\n"
+    assert got[1]["text"] == "warn\n" and got[3]["text"] == "after\n"
+    assert outs[0]["text"] == "| a |\n|---|\n"  # the notebook's outputs are not changed
