@@ -1,5 +1,13 @@
 # selfmodel: `make report` sets everything up and writes build/report.html; `make test` runs the tests.
-PYTHON ?= python3
+# The interpreter the venv is made from: Python >= 3.12 (PyMC 6 needs it; the lock is made on
+# 3.12). `make PYTHON=/path/to/python install` chooses one; otherwise the first of python3.12,
+# pyenv's newest 3.12.x, python3.13, pyenv's newest 3.13.x, python3 that is >= 3.12.
+PYENV_ROOT ?= $(HOME)/.pyenv
+PY_CANDIDATES = python3.12 $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.12.*/bin/python))) \
+                python3.13 $(lastword $(sort $(wildcard $(PYENV_ROOT)/versions/3.13.*/bin/python))) python3
+PYTHON ?= $(shell for p in $(PY_CANDIDATES); do \
+            "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1 \
+            && { command -v "$$p"; break; }; done)
 VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= build
@@ -13,7 +21,11 @@ help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml requirements.lock
-	$(PYTHON) -m venv $(VENV)
+	@test -n "$(PYTHON)" || { echo "make: no Python >= 3.12 found (tried: $(PY_CANDIDATES));" \
+	  "install one (e.g. pyenv install 3.12) or pass PYTHON=/path/to/python3.12" >&2; exit 2; }
+	@"$(PYTHON)" -c 'import sys; sys.exit(sys.version_info < (3, 12))' 2>/dev/null || { echo \
+	  "make: PYTHON=$(PYTHON) is not a Python >= 3.12 (PyMC 6 needs it); pass another PYTHON=" >&2; exit 2; }
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -r requirements.lock
 	$(BIN)/python -m pip install --quiet --no-deps -e .

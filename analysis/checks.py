@@ -51,10 +51,12 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import arviz as az
 import numpy as np
 import pymc as pm
 import xarray as xr
+from numpy.typing import NDArray
+
+from analysis import _arviz
 
 #: Quantiles reported for implied prior distributions.
 QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
@@ -245,13 +247,13 @@ def _prior_predictive(
     return out
 
 
-def _thin(idata: az.InferenceData, max_draws: int | None) -> az.InferenceData:
-    post = idata["posterior"]
+def _thin(idata: _arviz.InferenceData, max_draws: int | None) -> _arviz.InferenceData:
+    post = _arviz.posterior(idata)
     total = post.sizes["chain"] * post.sizes["draw"]
     if max_draws is None or total <= max_draws:
-        return az.InferenceData(posterior=post)
+        return _arviz.from_datasets(posterior=post)
     step = int(np.ceil(total / max_draws))
-    return az.InferenceData(posterior=post.isel(draw=slice(None, None, step)))
+    return _arviz.from_datasets(posterior=post.isel(draw=slice(None, None, step)))
 
 
 def _group_codes(data: Any, group_by: Sequence[str] | None, size: int) -> tuple[np.ndarray, list[str]]:
@@ -354,7 +356,9 @@ def _posterior_predictive(
     lo_q, hi_q = (1 - interval_prob) / 2, 1 - (1 - interval_prob) / 2
     cells: list[dict[str, Any]] = []
     by_var: dict[str, Any] = {}
-    t_rep_total = t_obs_total = 0.0
+    # chi-square discrepancy per posterior draw, summed over the observed variables
+    t_rep_total: NDArray[np.float64] | float = 0.0
+    t_obs_total: NDArray[np.float64] | float = 0.0
     for name, n_t, _, obs in bins:
         n = np.broadcast_to(np.asarray(n_t.eval(), dtype=float), obs.shape)
         y_rep = np.asarray(pp[name], dtype=float).reshape(-1, obs.size)
@@ -590,51 +594,37 @@ def _loo(fit: Any, module: Any, data: Any, *, max_draws: int | None, integrate: 
     if len(dims) != 1:
         raise ValueError(f"observed variables {names} are on different dimensions {sorted(dims)}")
     total = sum(ll[n] for n in names)
-    integrated = _integrated_loglik(pm_model, idata["posterior"], bins) if integrate else None
+    integrated = _integrated_loglik(pm_model, _arviz.posterior(idata), bins) if integrate else None
     if integrated is not None:
         total = total.copy(data=integrated[0])
     ll_ds = xr.Dataset({"ll": total})
-    ld = az.InferenceData(posterior=idata["posterior"], log_likelihood=ll_ds)
     with warnings.catch_warnings():
         # high Pareto k is reported in the result (n_high_k, warning), not as a warning
         warnings.filterwarnings("ignore", message=".*Pareto.*", category=UserWarning)
-        res = az.loo(ld, pointwise=True, var_name="ll")
-    k = np.asarray(res.pareto_k).ravel()
+        res = _arviz.loo(_arviz.posterior(idata), ll_ds, "ll")
+    k = res["pareto_k"]
     size = int(k.size)
     dim = next(iter(dims))
     labels = (
         [str(c) for c in total.coords[dim[0]].values] if len(dim) == 1 else [str(i) for i in range(size)]
     )
     return {
-        "elpd_loo": _num(res.elpd_loo),
-        "se": _num(res.se),
-        "p_loo": _num(res.p_loo),
-        "n_data_points": int(res.n_data_points),
-        "n_samples": int(res.n_samples),
-        "good_k": _num(res.good_k),
+        "elpd_loo": _num(res["elpd_loo"]),
+        "se": _num(res["se"]),
+        "p_loo": _num(res["p_loo"]),
+        "n_data_points": res["n_data_points"],
+        "n_samples": res["n_samples"],
+        "good_k": _num(res["good_k"]),
         "n_high_k": int(np.sum(k > PARETO_K_BAD)),
         "max_k": _num(np.max(k)),
-        "warning": bool(res.warning),
+        "warning": res["warning"],
         "observed": names,
         "integrated": integrated[1] if integrated is not None else None,
         "labels": labels,
         "pareto_k": [_num(v) for v in k],
-        "elpd_i": [_num(v) for v in np.asarray(res.loo_i).ravel()],
+        "elpd_i": [_num(v) for v in res["loo_i"]],
         "observed_sha256": _observed_digest(bins),
     }
-
-
-def _to_elpd(d: Mapping[str, Any]) -> Any:
-    from arviz.stats.stats_utils import ELPDData
-
-    loo_i = xr.DataArray(np.asarray(d["elpd_i"], dtype=float), dims=["obs"], name="loo_i")
-    k = xr.DataArray(np.asarray([np.nan if v is None else v for v in d["pareto_k"]]), dims=["obs"])
-    return ELPDData(
-        data=[d["elpd_loo"], d["se"], d["p_loo"], d["n_samples"], d["n_data_points"], d["warning"],
-              loo_i, k, "log", d["good_k"]],
-        index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i",
-               "pareto_k", "scale", "good_k"],
-    )
 
 
 def compare(loos: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -672,7 +662,7 @@ def compare(loos: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
             + "; ".join(", ".join(sorted(g)) for g in groups.values())
             + ". Fit the models to the same cells (same observed counts)."
         )
-    table = az.compare({name: _to_elpd(d) for name, d in loos.items()}, ic="loo", method="stacking")
+    table = _arviz.compare({name: _arviz.elpd_data(d) for name, d in loos.items()})
     rows = []
     for name, r in table.iterrows():
         rows.append({
@@ -684,7 +674,7 @@ def compare(loos: Mapping[str, Mapping[str, Any]]) -> list[dict[str, Any]]:
             "dse": _num(r["dse"]),
             "se": _num(r["se"]),
             "weight": _num(r["weight"]),
-            "warning": bool(r["warning"]),
+            "warning": bool(loos[str(name)]["warning"]),
             "n_high_k": int(loos[str(name)]["n_high_k"]),
         })
     return rows

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from analysis import _arviz
 from analysis.contract import SCALE_COLUMNS
 from analysis.fit import Fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
@@ -23,7 +24,7 @@ SCALE_UNITS = {
 
 def posterior_draws(fit: Fit, var: str) -> Any:
     """Draws of ``var`` with chains and draws stacked into one ``sample`` dimension."""
-    return fit.idata["posterior"][var].stack(sample=("chain", "draw"))
+    return _arviz.posterior(fit.idata)[var].stack(sample=("chain", "draw"))
 
 
 def scale_effect(

@@ -43,14 +43,17 @@ import numpy as np
 import polars as pl
 
 import models as model_registry
-from analysis import atomic
+from analysis import _arviz, atomic
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,
 #: "Diagnosing suboptimal cotangent disintegrations in HMC", for E-BFMI).
 THRESHOLDS: dict[str, float] = {"r_hat": 1.01, "ess_bulk": 400.0, "divergences": 0.0, "bfmi": 0.3}
 
-_VERSIONED = ("selfmodel", "pymc", "pytensor", "arviz", "nutpie", "numpy", "polars", "numba")
+_VERSIONED = (
+    "selfmodel", "pymc", "pytensor", "arviz", "arviz-base", "arviz-stats", "nutpie", "numpy",
+    "polars", "numba",
+)
 
 
 @dataclass(frozen=True)
@@ -75,7 +78,7 @@ class Fit:
     """A fitted model: posterior, diagnostics, provenance, and whether it came from cache."""
 
     model: str
-    idata: az.InferenceData
+    idata: _arviz.InferenceData
     diagnostics: dict[str, Any]
     provenance: dict[str, Any]
     reused: bool = False
@@ -111,7 +114,7 @@ def frame_sha256(frame: pl.DataFrame) -> str:
     return h.hexdigest()
 
 
-def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dict[str, Any]:
+def diagnose(idata: _arviz.InferenceData, var_names: list[str] | None = None) -> dict[str, Any]:
     """Named diagnostic checks with their thresholds, each pass/fail.
 
     Returns
@@ -120,7 +123,7 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
         ``max_rhat``, ``min_ess_bulk``, ``min_ess_tail``, ``divergences``, ``min_bfmi``,
         ``checks`` (list of {name, value, threshold, passed}) and ``passed``.
     """
-    post = idata["posterior"]
+    post = _arviz.posterior(idata)
     names = var_names or [str(v) for v in post.data_vars if not str(v).startswith("z_")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # constant deterministics give NaN
@@ -139,7 +142,7 @@ def diagnose(idata: az.InferenceData, var_names: list[str] | None = None) -> dic
     stats = idata["sample_stats"]
     div = int(stats["diverging"].sum()) if "diverging" in stats else 0
     try:
-        bfmi = float(np.min(az.bfmi(idata)))
+        bfmi = _arviz.min_bfmi(idata)
     except (KeyError, ValueError):
         bfmi = float("nan")
     checks = [
@@ -184,7 +187,7 @@ def _cache_key(prov: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()
 
 
-def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> az.InferenceData:
+def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> _arviz.InferenceData:
     """Sample a compiled nutpie model with ``settings`` (the one place the call is spelled out).
 
     Used by :func:`fit` and by the benchmark scripts that swap data into one compiled model
@@ -207,7 +210,7 @@ def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> az.Inf
 
 def _sample(
     pm_model: Any, settings: SamplerSettings, seed: int, *, reuse_compiled: bool = False
-) -> az.InferenceData:
+) -> _arviz.InferenceData:
     if settings.sampler == "nutpie":
         import nutpie
 
@@ -230,6 +233,7 @@ def _sample(
                 random_seed=seed,
                 target_accept=settings.target_accept,
                 progressbar=False,
+                nuts_sampler="pymc",  # PyMC 6 would otherwise pick nutpie when installed
             )
     raise ValueError(f"unknown sampler '{settings.sampler}' (use nutpie or pymc)")
 
@@ -309,7 +313,7 @@ def fit(
     if path is not None:
 
         def _save(p: Path) -> None:
-            idata.to_netcdf(str(p), engine="h5netcdf")
+            _arviz.save(idata, p)
 
         atomic.write_with(path, _save)
     diagnostics = _diagnostics(idata, model_name, key, cache_dir)
@@ -317,7 +321,7 @@ def fit(
 
 
 def _diagnostics(
-    idata: az.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
+    idata: _arviz.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
 ) -> dict[str, Any]:
     """:func:`diagnose`, computed from the posterior itself on every run (about a second).
 
@@ -331,11 +335,11 @@ def _diagnostics(
 CONTENT_ATTR: Final = "selfmodel_content_sha256"
 
 
-def content_sha256(idata: az.InferenceData) -> str:
+def content_sha256(idata: _arviz.InferenceData) -> str:
     """SHA-256 of the draws (posterior and sampler statistics: names, dtypes, shapes, bytes)."""
     h = hashlib.sha256()
     for group in ("posterior", "sample_stats"):
-        if group not in idata.groups():
+        if group not in idata.children:
             continue
         ds = idata[group]
         for name in sorted(str(v) for v in ds.data_vars):
@@ -350,7 +354,9 @@ def note(message: str) -> None:
     sys.stderr.write(f"selfmodel: note: {' '.join(message.split())}\n")
 
 
-def _read_saved_fit(path: Path, key: str) -> tuple[az.InferenceData | None, dict[str, Any]]:
+def _read_saved_fit(
+    path: Path, key: str
+) -> tuple[_arviz.InferenceData | None, dict[str, Any]]:
     """The saved fit at ``path`` if it is readable, has this key and its draws are intact.
 
     A truncated or corrupt file, or one whose draws do not match the hash saved with them
@@ -358,7 +364,7 @@ def _read_saved_fit(path: Path, key: str) -> tuple[az.InferenceData | None, dict
     with a note saying why.
     """
     try:
-        cached = az.from_netcdf(path)
+        cached = _arviz.load(path)
         saved = json.loads(cached.attrs.get("selfmodel_provenance", "{}"))
     except (OSError, ValueError, KeyError, RuntimeError) as exc:
         note(f"{path}: saved fit unreadable ({type(exc).__name__}); sampling it again")

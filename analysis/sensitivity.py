@@ -33,6 +33,7 @@ from typing import Any
 import polars as pl
 
 import models as model_registry
+from analysis import _arviz
 from analysis.cells import build_cells
 from analysis.contract import SCALE_COLUMNS
 from analysis.decisions import SCALE_UNITS
@@ -71,7 +72,7 @@ def summarise_fit(
         (task -> the same fields) and ``diagnostics_passed``.
     """
     module = model_registry.get(fitted.model)
-    post = fitted.idata["posterior"]
+    post = _arviz.posterior(fitted.idata)
     res = decide(post[module.EFFECT].values, rule, n_models=n_models)
     out: dict[str, Any] = {"parameter": module.EFFECT, **{k: res[k] for k in _KEEP}}
     per_task: dict[str, Any] = {}

@@ -13,6 +13,7 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
+from analysis import _arviz
 from analysis.decisions import posterior_draws
 from analysis.fit import THRESHOLDS, Fit
 
@@ -145,7 +146,7 @@ def truth_comparison(
 
 def variance_components(fit: Fit) -> dict[str, Any]:
     """Posterior mean/sd/median of the scale model's standard deviations (read by analysis.power)."""
-    post = fit.idata["posterior"]
+    post = _arviz.posterior(fit.idata)
     out: dict[str, Any] = {}
     for name in ("sigma_family", "sigma_model", "sigma_cell", "sigma_delta", "sigma_family_slope"):
         if name in post:

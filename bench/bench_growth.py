@@ -56,7 +56,7 @@ def sample_case(models: int, tasks: int, per_cell: int, draws: int,
     with Timer() as ts:
         idata = nutpie.sample(compiled, draws=draws, tune=draws, chains=4, cores=2, seed=1,
                               target_accept=0.95, progress_bar=False)
-    ess = float(az.ess(idata.posterior["beta"], method="bulk")["beta"])
+    ess = float(az.ess(idata.posterior["beta"], method="bulk"))
     row = {"models": models, "tasks": tasks, "cells": cells.height, "records_per_cell": per_cell,
            "records": int(cells["n"].sum()), "compile_s": round(tc.wall, 2),
            "sample_wall_s": round(ts.wall, 2), "sample_cpu_s": round(ts.cpu, 2),

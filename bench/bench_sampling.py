@@ -164,7 +164,7 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
         with Timer() as ts, pm_model:
             idata = pm.sample(draws=draws, tune=tune, chains=CHAINS, cores=CORES,
                               random_seed=seed, target_accept=TARGET, progressbar=False,
-                              compute_convergence_checks=False)
+                              compute_convergence_checks=False, nuts_sampler="pymc")
     if c0 is not None:
         ts.cpu = cpu_all() - c0
     diag = diagnose(idata)

@@ -16,13 +16,12 @@ import json
 import time
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import nutpie
 import polars as pl
 
 import models
-from analysis import checks
+from analysis import _arviz, checks
 from analysis.cells import build_cells, join_registry, scale_values, to_item_cells
 from analysis.fit import Fit, SamplerSettings, diagnose
 from analysis.ingest import ingest
@@ -74,7 +73,7 @@ def main() -> None:
     }
     if mod.EFFECT:
         d = idata.posterior[mod.EFFECT].values.ravel()
-        lo, hi = az.hdi(d, hdi_prob=0.94)
+        lo, hi = _arviz.hdi(d, 0.94)
         out["effect"] = {"name": mod.EFFECT, "mean": round(float(d.mean()), 4),
                          "sd": round(float(d.std()), 4), "hdi": [round(float(lo), 4), round(float(hi), 4)]}
     print(json.dumps(out), flush=True)

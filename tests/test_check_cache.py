@@ -10,11 +10,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import arviz as az
 import polars as pl
 import pytest
 
-from analysis import checks
+from analysis import _arviz, checks
 from analysis import model_stage as zoo
 from analysis.fit import Fit, cached_json
 
@@ -118,7 +117,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 def _fit(key: str | None) -> Fit:
     prov = {"cache_key": key} if key else {}
-    return Fit("scale", az.InferenceData(), {}, prov)
+    return Fit("scale", _arviz.from_datasets(), {}, prov)
 
 
 CELLS = pl.DataFrame({"model": ["a", "b"], "task": ["t", "t"], "n": [10, 12], "k": [5, 9]})

@@ -18,7 +18,7 @@ import pytest
 from scipy.special import expit, gammaln
 
 import models
-from analysis import checks
+from analysis import _arviz, checks
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.simulate import simulate_scale_cells
 
@@ -221,7 +221,7 @@ def test_checks_work_for_two_observed_variables():
     mod = models.get("sdt")
     with mod.build(data):
         prior = pm.sample_prior_predictive(draws=100, random_seed=1)
-    fake = Fit("sdt", type(prior)(posterior=prior.prior), {}, {})
+    fake = Fit("sdt", _arviz.from_datasets(posterior=prior.prior), {}, {})
     pp = checks.posterior_predictive(fake, mod, data, seed=1)
     assert {c["variable"] for c in pp["cells"]} == {"hits", "false_alarms"}
     assert set(pp["by_variable"]) == {"hits", "false_alarms"}

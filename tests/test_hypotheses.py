@@ -20,12 +20,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import arviz as az
 import numpy as np
 import pytest
 import xarray as xr
 from scipy.stats import gaussian_kde, norm
 
+from analysis import _arviz
 from analysis.contract import InputError
 from analysis.hypotheses import (
     BF_CAP,
@@ -215,7 +215,7 @@ def _idata(beta: np.ndarray, slopes: dict[str, np.ndarray] | None = None, priors
         arr = np.stack([slopes[t].reshape(2, -1) for t in tasks], axis=-1)
         data["slope_task"] = (("chain", "draw", "task"), arr)
         coords["task"] = tasks
-    idata = az.InferenceData(posterior=xr.Dataset(data, coords=coords))
+    idata = _arviz.from_datasets(posterior=xr.Dataset(data, coords=coords))
     if priors is not None:
         idata.attrs["selfmodel_provenance"] = json.dumps({"priors": priors})
     return idata

@@ -22,6 +22,7 @@ import pytest
 from scipy.special import expit
 from scipy.stats import norm
 
+from analysis import _arviz
 from analysis.cells import build_cells
 from analysis.fit import SamplerSettings, fit
 from analysis.ingest import ingest
@@ -37,7 +38,7 @@ SETTINGS = SamplerSettings(draws=500, tune=1000, chains=4, cores=2, target_accep
 
 def _summary(f, var: str) -> tuple[float, float, float, float]:
     d = f.idata.posterior[var].values.ravel()
-    lo, hi = az.hdi(d, hdi_prob=0.94)
+    lo, hi = _arviz.hdi(d, 0.94)
     return float(d.mean()), float(d.std()), float(lo), float(hi)
 
 
@@ -50,7 +51,7 @@ def _check(f, var: str, truth: float, bound: float, *, max_rhat: float = 1.01,
     # convergence of the effect itself (group scales of 4-6 groups mix slowly with 2000
     # draws; the pipeline's 8000 draws are what its diagnostics gate). Bulk ESS > 200
     # keeps the Monte Carlo error of the mean below 0.07 posterior sd.
-    post = f.idata.posterior[[var]]
+    post = _arviz.posterior(f.idata)[[var]]
     rhat, ess = float(az.rhat(post)[var]), float(az.ess(post)[var])
     print(f"{msg}, R-hat {rhat:.4f}, ESS {ess:.0f}, divergences {f.diagnostics['divergences']}")
     assert rhat < max_rhat, msg
@@ -216,10 +217,12 @@ def test_scale_recovers_beta_on_simulate_scale_cells():
 
     The estimand is the mean of the drawn task slopes, ``mean(truth["task_slopes"])``.
     16 models in 4 families, 3 tasks, 300 trials per cell. Posterior sd of beta: 0.092
-    (measured: mean 0.337 vs 0.358); bound 0.28 (3 sd).
+    (measured: mean 0.337 vs 0.358); bound 0.28 (3 sd). 4 x 1000 draws: with 4 x 500 the
+    R-hat of beta was 1.013 on the PyMC 6 / nutpie 0.16.11 stack (ESS 418, recovery fine), a
+    Monte Carlo fluctuation of the statistic at that length, not a convergence failure.
     """
     cells, truth = simulate_scale_cells(seed=2026)
-    f = fit("scale", cells, seed=1, settings=SETTINGS)
+    f = fit("scale", cells, seed=1, settings=replace(SETTINGS, draws=1000))
     _check(f, "beta", float(np.mean(truth["task_slopes"])), 0.28)
 
 
@@ -262,7 +265,7 @@ def test_pooled_recovers_task_accuracy():
     post = f.idata.posterior["alpha"]
     for t in range(3):
         d = post.sel(task=f"t{t}").values.ravel()
-        lo, hi = az.hdi(d, hdi_prob=0.94)
+        lo, hi = _arviz.hdi(d, 0.94)
         msg = (f"alpha[t{t}]: truth {alpha[t]:.3f}, mean {d.mean():.3f} (sd {d.std():.3f}), "
                f"HDI [{lo:.3f}, {hi:.3f}]")
         print(msg)
@@ -283,7 +286,7 @@ def test_items_recovers_beta_and_item_spread():
     _check(f, "beta", truth["beta"], 0.78)
     s = f.idata.posterior["sigma_item"].values.reshape(-1, 2)
     for t in range(2):
-        lo, hi = az.hdi(s[:, t], hdi_prob=0.94)
+        lo, hi = _arviz.hdi(s[:, t], 0.94)
         print(f"sigma_item[t{t}]: mean {s[:, t].mean():.3f}, HDI [{lo:.3f}, {hi:.3f}]")
         assert lo <= truth["sigma_item"] <= hi, (t, lo, hi)
         assert abs(s[:, t].mean() - truth["sigma_item"]) < 0.45

@@ -16,13 +16,12 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import arviz as az
 import numpy as np
 import polars as pl
 import pytest
 import xarray as xr
 
-from analysis import sensitivity
+from analysis import _arviz, sensitivity
 from analysis.fit import Fit, SamplerSettings
 from analysis.ingest import ingest
 from analysis.registry import load_registry
@@ -49,8 +48,8 @@ class StubFit:
         post = xr.Dataset({"beta": (("chain", "draw"), beta),
                            "slope_task": (("chain", "draw", "task"), slopes)}, coords={"task": tasks})
         key = hashlib.sha256(json.dumps([model_name, priors], sort_keys=True, default=str).encode()).hexdigest()
-        return Fit(model_name, az.InferenceData(posterior=post), {"passed": True, "max_rhat": 1.0,
-                                                                  "divergences": 0},
+        return Fit(model_name, _arviz.from_datasets(posterior=post), {"passed": True, "max_rhat": 1.0,
+                                                                       "divergences": 0},
                    {"cache_key": key})
 
 

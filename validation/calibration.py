@@ -41,8 +41,7 @@ copy; ``tests/test_calibration_study.py`` checks the rewritten model's log densi
 
 Why not ``simuk``: it refits through ``pm.sample`` on a fresh ``pm.observe`` model per
 simulation, which with nutpie means a ~35-50 s numba compile per data set (hours here),
-its current release builds on the ArviZ 1.0 packages (``arviz_base``) while this project
-pins ArviZ 0.23, and it has no arms with fixed (non-prior) truths such as the null arm.
+and it has no arms with fixed (non-prior) truths such as the null arm.
 The ranks here follow the same definition (number of posterior draws below the truth,
 Talts et al. 2018, Algorithm 1) on 99 equally spaced draws, so ranks take 100 values.
 
@@ -525,8 +524,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 SIMUK_NOTE = (
     "simuk refits with pm.sample on a new pm.observe model per simulation (with nutpie: a numba "
-    "compile of ~35-50 s per data set), builds on the ArviZ 1.0 packages while this project pins "
-    "ArviZ 0.23, and has no fixed-truth (null) arms; ranks here follow its definition (draws below "
+    "compile of ~35-50 s per data set) and has no fixed-truth (null) arms; ranks here follow its "
+    "definition (draws below "
     "the truth, Talts et al. 2018) on 99 thinned draws."
 )
 

@@ -51,7 +51,7 @@ def evaluate(
     hypothesis
         The declared hypothesis.
     idata
-        The fit's ``InferenceData`` (``analysis.fit.Fit.idata``), of ``hypothesis.model``.
+        The fit's draws (an :class:`xarray.DataTree`, ``analysis.fit.Fit.idata``), of ``hypothesis.model``.
         Its priors are read from the provenance in ``idata.attrs`` (the model's
         ``DEFAULT_PRIORS`` when absent).
     n_models
@@ -74,9 +74,10 @@ def evaluate(
     Examples
     --------
     >>> import xarray as xr
+    >>> from analysis import _arviz
     >>> rng = np.random.default_rng(0)
     >>> post = xr.Dataset({"beta": (("chain", "draw"), rng.normal(0.6, 0.1, (2, 2000)))})
-    >>> res = evaluate(Hypothesis("h", parameter="beta"), az.InferenceData(posterior=post), n_models=10)
+    >>> res = evaluate(Hypothesis("h", parameter="beta"), _arviz.from_datasets(posterior=post), n_models=10)
     >>> res["decision"], res["supported"], res["bf_display"]
     ('improves', True, '>1000')
     """
@@ -153,7 +154,7 @@ class Evidence:
     Parameters
     ----------
     idata
-        The fit's ``InferenceData``.
+        The fit's draws (an :class:`xarray.DataTree`).
     n_models
         Models in the fit (carrying the scale variable).
     models_per_label

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
-import arviz as az
 import numpy as np
 
+from analysis import _arviz
 from analysis.contract import Decision
 
 Direction = Literal["increase", "decrease"]
@@ -73,7 +73,7 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
             f"only {n_models} model(s) carry the scale variable; at least {rule.min_models} are needed",
             rule,
         )
-    lo, hi = (float(v) for v in az.hdi(flat, hdi_prob=rule.hdi_prob))
+    lo, hi = _arviz.hdi(flat, rule.hdi_prob)
     p_pos = float(np.mean(flat > 0))
     decision: Decision
     if p_pos > rule.prob_threshold and lo > rule.rope:
