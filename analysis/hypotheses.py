@@ -9,11 +9,20 @@ A scale effect (posterior draws of a slope) is turned into one of the DESIGN dec
 ``worsens``
     :math:`P(\theta < 0) > p^*` **and** the HDI lies entirely below the ROPE;
 ``practically_null``
-    the HDI lies entirely inside the ROPE :math:`[-r, r]`;
+    the HDI lies entirely inside the ROPE :math:`[-r, r]` (whatever the sign);
+``credibly_positive``
+    :math:`P(\theta > 0) > p^*` but the HDI is not entirely above the ROPE: the direction
+    is credible, the size is not shown to exceed the ROPE;
+``credibly_negative``
+    the same with :math:`P(\theta < 0) > p^*`;
+``no_credible_effect`` (read "inconclusive")
+    neither sign is credible and the HDI is not inside the ROPE;
 ``not_estimable``
-    fewer than ``min_models`` models carry the scale variable (or no draws);
-``no_credible_effect``
-    otherwise.
+    fewer than ``min_models`` models carry the scale variable (or no draws).
+
+Direction (is :math:`P` of the sign above :math:`p^*`?) and size (does the HDI clear the
+ROPE?) are separate questions: ``improves`` answers both, ``credibly_positive`` only the
+first. ``analysis.contract.DECISION_MEANING`` holds the phrase of each.
 
 Defaults: :math:`p^* = 0.95`, ROPE :math:`\pm 0.1` logits per 10x parameters, 94% HDI
 (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
@@ -89,7 +98,13 @@ import arviz as az
 import numpy as np
 
 import models as model_registry
-from analysis.contract import Decision, InputError
+from analysis.contract import (
+    DECISION_MEANING,
+    NEGATIVE_DECISIONS,
+    POSITIVE_DECISIONS,
+    Decision,
+    InputError,
+)
 from analysis.paths import DEFAULT_HYPOTHESES_FILE
 
 #: Bayes factors beyond ``BF_CAP`` (or below ``1 / BF_CAP``) are reported as bounds.
@@ -125,8 +140,11 @@ class DecisionRule:
         return (
             f"'improves' when P(slope > 0) > {self.prob_threshold:g} and the {self.hdi_prob:.0%} HDI "
             f"lies above the ROPE [-{self.rope:g}, {self.rope:g}]; 'worsens' symmetrically; "
-            f"'practically_null' when the HDI lies inside the ROPE; 'not_estimable' with fewer "
-            f"than {self.min_models} models carrying the scale variable; otherwise 'no_credible_effect'."
+            f"'practically_null' when the HDI lies inside the ROPE; 'credibly_positive' "
+            f"('credibly_negative') when P(slope > 0) (P(slope < 0)) > {self.prob_threshold:g} "
+            f"but the HDI does not clear the ROPE; 'not_estimable' with fewer than "
+            f"{self.min_models} models carrying the scale variable; otherwise "
+            f"'no_credible_effect' (inconclusive: the sign is not credible)."
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -161,6 +179,10 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
     'practically_null'
     >>> decide(rng.normal(0.0, 0.5, 4000), DecisionRule(), n_models=10)["decision"]
     'no_credible_effect'
+    >>> decide(rng.normal(0.2, 0.06, 4000), DecisionRule(), n_models=10)["decision"]
+    'credibly_positive'
+    >>> decide(rng.normal(-0.2, 0.06, 4000), DecisionRule(), n_models=10)["decision"]
+    'credibly_negative'
     >>> decide(rng.normal(0.5, 0.1, 4000), DecisionRule(), n_models=2)["decision"]
     'not_estimable'
     """
@@ -179,8 +201,18 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
         decision, reason = "worsens", "P(slope < 0) above threshold and HDI below the ROPE"
     elif lo >= -rule.rope and hi <= rule.rope:
         decision, reason = "practically_null", "HDI inside the ROPE"
+    elif p_pos > rule.prob_threshold:
+        decision, reason = (
+            "credibly_positive",
+            "P(slope > 0) above threshold but the HDI does not lie above the ROPE",
+        )
+    elif (1 - p_pos) > rule.prob_threshold:
+        decision, reason = (
+            "credibly_negative",
+            "P(slope < 0) above threshold but the HDI does not lie below the ROPE",
+        )
     else:
-        decision, reason = "no_credible_effect", "HDI overlaps the ROPE and is not inside it"
+        decision, reason = "no_credible_effect", "neither sign credible; HDI not inside the ROPE"
     return {
         "mean": float(np.mean(flat)),
         "sd": float(np.std(flat, ddof=1)),
@@ -190,6 +222,7 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
         "prob_positive": p_pos,
         "prob_in_rope": float(np.mean(np.abs(flat) <= rule.rope)),
         "decision": decision,
+        "meaning": DECISION_MEANING[decision],
         "reason": reason,
     }
 
@@ -205,6 +238,7 @@ def not_estimable(reason: str, rule: DecisionRule) -> dict[str, Any]:
         "prob_positive": None,
         "prob_in_rope": None,
         "decision": "not_estimable",
+        "meaning": DECISION_MEANING["not_estimable"],
         "reason": reason,
     }
 
@@ -654,6 +688,14 @@ def slope_prior_density(
         return None, f"no closed-form prior for '{base}' of model '{model}'"
     mean_key, dev_key = spec
     mean_prior = priors[mean_key]
+    if dev_key == "mean":  # the average over tasks of independent Normal task slopes
+        if mean_prior[0] != "Normal":
+            return None, f"average of task slopes needs a Normal prior on '{mean_key}'"
+        mu, s0 = float(mean_prior[1].get("mu", 0.0)), float(mean_prior[1]["sigma"])
+        sd = s0 / math.sqrt(max(n_tasks, 1))
+        return float(stats.norm.pdf(point, mu, sd)), (
+            f"average over {n_tasks} task(s) of independent {mean_prior[0]} priors '{mean_key}'"
+        )
     if dev_key is None or n_tasks < 2:
         return float(_prior_pdf(mean_prior)(point)), f"prior {mean_prior[0]} of '{mean_key}'"
     if mean_prior[0] != "Normal":
@@ -782,12 +824,15 @@ def evaluate(
     res = decide(draws, rule, n_models=n_eff_models)
     out = {**head, **res}
     if res["decision"] == "not_estimable":
-        return {**out, "prob_direction": None, "supported": None, "bayes_factor_10": None,
-                "bf_display": None, "bayes_factor": None}
+        return {**out, "prob_direction": None, "supported": None, "direction_supported": None,
+                "bayes_factor_10": None, "bf_display": None, "bayes_factor": None}
     flat = np.asarray(draws, dtype=float).ravel()
     p_pos = res["prob_positive"]
     out["prob_direction"] = p_pos if hypothesis.direction == "increase" else float(np.mean(flat < 0))
     out["supported"] = res["decision"] == hypothesis.predicted
+    # direction alone: the predicted sign is credible, whether or not the size clears the ROPE
+    signed = POSITIVE_DECISIONS if hypothesis.direction == "increase" else NEGATIVE_DECISIONS
+    out["direction_supported"] = res["decision"] in signed
     n_tasks = len(post["task"]) if "task" in post.coords else 1
     dens, note = slope_prior_density(hypothesis.model, base, _fit_priors(idata, hypothesis.model),
                                      n_tasks=n_tasks)
@@ -803,7 +848,7 @@ def evaluate(
 
 def _absent(hypothesis: Hypothesis, reason: str) -> dict[str, Any]:
     return {**not_estimable(reason, hypothesis.rule), "prob_direction": None, "supported": None,
-            "bayes_factor_10": None, "bf_display": None, "bayes_factor": None}
+            "direction_supported": None, "bayes_factor_10": None, "bf_display": None, "bayes_factor": None}
 
 
 @dataclass(frozen=True)

@@ -102,13 +102,24 @@ PER_TASK_EFFECT = "slope_task"
 
 DEFAULT_PRIORS: dict[str, Prior] = {
     "alpha": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # task intercepts, logit accuracy
-    "beta": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # logits per 10x parameters
-    "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # spread of task slopes
+    # each task's own slope, logits per 10x parameters (``task_slopes="independent"``,
+    # the default); ``beta`` is their average over tasks
+    "slope_task": ("Normal", {"mu": 0.0, "sigma": 1.0}),
     "sigma_family": ("HalfNormal", {"sigma": 0.5}),  # family intercepts (logit)
     "sigma_model": ("HalfNormal", {"sigma": 0.5}),  # model intercepts (logit)
     "sigma_cell": ("HalfNormal", {"sigma": 0.5}),  # model x task deviations
     "sigma_family_slope": ("HalfNormal", {"sigma": 0.5}),  # only with family_slopes=True
 }
+
+#: Priors of ``task_slopes="pooled"`` instead of ``slope_task``: a mean slope and zero-sum
+#: task deviations whose spread has its own prior (the model before the measurement of
+#: ``bench/task_slopes.py``; kept for that comparison and for many-task data).
+POOLED_PRIORS: dict[str, Prior] = {
+    "beta": ("Normal", {"mu": 0.0, "sigma": 1.0}),
+    "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # spread of task slopes
+}
+
+TaskSlopes = Literal["independent", "pooled"]
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
 
@@ -117,7 +128,7 @@ SPEC = ModelSpec(
     table="cells",
     role="verdict",
     decides=(Effect("scale_effect", EFFECT, PER_TASK_EFFECT),),
-    slope_priors={"beta": ("beta", None), "slope_task": ("beta", "sigma_delta")},
+    slope_priors={"beta": ("slope_task", "mean"), "slope_task": ("slope_task", None)},
     loo="cell",
     sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-robustness", "sec-checks"),
     without_effect=Comparison("pooled", {"random_effects": True}, "pooled(random_effects=True)"),
@@ -149,6 +160,7 @@ def build(
     family_slopes: bool = False,
     cell_effect: CellEffect = "non_centred",
     group_effects: Literal["non_centred", "centred"] = "non_centred",
+    task_slopes: TaskSlopes = "independent",
 ) -> pm.Model:
     r"""Build the PyMC model.
 
@@ -173,13 +185,24 @@ def build(
         ``u ~ ZeroSumNormal(sigma_family)``, ``v ~ ZeroSumNormal(sigma_model)``, instead of
         ``sigma * z``: the better geometry when every model has thousands of records (see
         the module docstring); same posterior.
+    task_slopes
+        ``"independent"`` (default): every task's slope has its own prior
+        (``slope_task``) and ``beta`` is their average over tasks (a declared estimand);
+        ``"pooled"``: ``beta + delta_t`` with zero-sum deviations of spread
+        ``sigma_delta`` (:data:`POOLED_PRIORS`).
 
     Returns
     -------
     pymc.Model
         With coords ``task``, ``family``, ``model``, ``cell`` and the observed ``k``.
     """
-    p = merge_priors(DEFAULT_PRIORS, priors)
+    if task_slopes not in ("independent", "pooled"):
+        raise ValueError(f"task_slopes must be 'independent' or 'pooled', not {task_slopes!r}")
+    defaults = dict(DEFAULT_PRIORS)
+    if task_slopes == "pooled":
+        defaults.pop("slope_task")
+        defaults.update(POOLED_PRIORS)
+    p = merge_priors(defaults, priors)
     task_idx, tasks = factorize(data["task"])
     model_idx, models = factorize(data["model"])
     fam_of_cell, families = factorize(data["family"])
@@ -201,10 +224,16 @@ def build(
     }
     with pm.Model(coords=coords) as model:
         alpha = prior_rv("alpha", p["alpha"], dims="task")
-        beta = prior_rv("beta", p["beta"])
-        sigma_delta = prior_rv("sigma_delta", p["sigma_delta"])
-        delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
-        pm.Deterministic("slope_task", beta + delta, dims="task")
+        if task_slopes == "independent":
+            import pytensor.tensor as pt
+
+            slopes = prior_rv("slope_task", p["slope_task"], dims="task")
+            pm.Deterministic("beta", pt.mean(slopes))
+        else:
+            beta = prior_rv("beta", p["beta"])
+            sigma_delta = prior_rv("sigma_delta", p["sigma_delta"])
+            delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
+            slopes = pm.Deterministic("slope_task", beta + delta, dims="task")
         sigma_family = prior_rv("sigma_family", p["sigma_family"])
         group = _centred_zero_sum if group_effects == "centred" else zero_sum_effect
         u = group("u_family", sigma_family, "family", len(families))
@@ -213,7 +242,7 @@ def build(
         sigma_cell = prior_rv("sigma_cell", p["sigma_cell"])
         w = _cell_effects(model, sigma_cell, centred_cells(n, k, cell_effect))
 
-        slope = beta + delta[task_idx]
+        slope = slopes[task_idx]
         if family_slopes:
             sigma_fs = prior_rv("sigma_family_slope", p["sigma_family_slope"])
             lam = zero_sum_effect("lambda_family", sigma_fs, "family", len(families))

@@ -114,7 +114,7 @@ DeCarlo (1998), "Signal detection theory and generalized linear models",
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pymc as pm
@@ -141,16 +141,29 @@ PER_TASK_EFFECT = "dprime_slope_task"
 DEFAULT_PRIORS: dict[str, Prior] = {
     "alpha_dprime": ("Normal", {"mu": 0.5, "sigma": 1.0}),  # task d' at average scale
     "alpha_criterion": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # task criterion
-    "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),  # d' units per 10x parameters
-    "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),  # criterion units per 10x
-    "sigma_dprime_slope": ("HalfNormal", {"sigma": 0.3}),  # task deviations of the d' slope
-    "sigma_criterion_slope": ("HalfNormal", {"sigma": 0.3}),  # ... of the criterion slope
-    "sigma_dprime_family": ("HalfNormal", {"sigma": 0.3}),  # family d' intercepts
-    "sigma_criterion_family": ("HalfNormal", {"sigma": 0.3}),  # family criterion intercepts
-    "sigma_dprime_model": ("HalfNormal", {"sigma": 0.3}),  # model d' intercepts
-    "sigma_criterion_model": ("HalfNormal", {"sigma": 0.3}),  # model criterion intercepts
-    "sigma_dprime_cell": ("HalfNormal", {"sigma": 0.3}),  # model x task d' deviations
-    "sigma_criterion_cell": ("HalfNormal", {"sigma": 0.3}),  # model x task criterion dev.
+    # each task's own slope (``task_slopes="independent"``, the default): d' (criterion)
+    # units per 10x parameters; no spread shared between tasks
+    "dprime_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    "criterion_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    # standard deviations: HalfNormal(1), mean 0.8, well above the posteriors measured on
+    # the default data and SEB (0.1-0.5; ``bench/results/task_slopes.json``), so the data,
+    # not the prior, set them
+    "sigma_dprime_family": ("HalfNormal", {"sigma": 1.0}),  # family d' intercepts
+    "sigma_criterion_family": ("HalfNormal", {"sigma": 1.0}),  # family criterion intercepts
+    "sigma_dprime_model": ("HalfNormal", {"sigma": 1.0}),  # model d' intercepts
+    "sigma_criterion_model": ("HalfNormal", {"sigma": 1.0}),  # model criterion intercepts
+    "sigma_dprime_cell": ("HalfNormal", {"sigma": 1.0}),  # model x task d' deviations
+    "sigma_criterion_cell": ("HalfNormal", {"sigma": 1.0}),  # model x task criterion dev.
+}
+
+#: Priors of ``task_slopes="pooled"`` instead of the two task-slope priors: a mean slope and
+#: zero-sum task deviations with a shared spread (the model before the measurement of
+#: ``bench/task_slopes.py``; kept for that comparison).
+POOLED_PRIORS: dict[str, Prior] = {
+    "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    "sigma_dprime_slope": ("HalfNormal", {"sigma": 0.3}),
+    "sigma_criterion_slope": ("HalfNormal", {"sigma": 0.3}),
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n_signal", "n_noise", "hits", "false_alarms")
@@ -165,10 +178,10 @@ SPEC = ModelSpec(
         Effect("bias", "beta_criterion", "criterion_slope_task"),
     ),
     slope_priors={
-        "beta_dprime": ("beta_dprime", None),
-        "dprime_slope_task": ("beta_dprime", "sigma_dprime_slope"),
-        "beta_criterion": ("beta_criterion", None),
-        "criterion_slope_task": ("beta_criterion", "sigma_criterion_slope"),
+        "beta_dprime": ("dprime_slope_task", "mean"),
+        "dprime_slope_task": ("dprime_slope_task", None),
+        "beta_criterion": ("criterion_slope_task", "mean"),
+        "criterion_slope_task": ("criterion_slope_task", None),
     },
     loo=None,
     sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-checks"),
@@ -179,6 +192,8 @@ SPEC = ModelSpec(
     ),
 )
 
+
+TaskSlopes = Literal["independent", "pooled"]
 
 _SQRT2 = pt.constant(np.sqrt(2.0), dtype="float64")
 
@@ -227,7 +242,11 @@ def implied_accuracy(p: Mapping[str, np.ndarray], data: Any) -> np.ndarray:
 
 
 def build(
-    data: Any, priors: Mapping[str, Prior] | None = None, *, cell_effects: bool = True
+    data: Any,
+    priors: Mapping[str, Prior] | None = None,
+    *,
+    cell_effects: bool = True,
+    task_slopes: TaskSlopes = "independent",
 ) -> pm.Model:
     """Build the PyMC model.
 
@@ -242,6 +261,12 @@ def build(
     cell_effects
         Add the model x task deviations :math:`w^{d}, w^{c}` (default). Without them every
         record counts as independent evidence about the slopes.
+    task_slopes
+        ``"independent"`` (default): each task's d' and criterion slope has its own prior
+        (``dprime_slope_task``, ``criterion_slope_task``) and ``beta_*`` is their average
+        over tasks, a declared estimand, not a parameter; ``"pooled"``: ``beta_* +
+        delta_t`` with zero-sum deviations of spread ``sigma_*_slope``
+        (:data:`POOLED_PRIORS`), which with two or three tasks is set by its prior.
 
     Returns
     -------
@@ -249,7 +274,13 @@ def build(
         With coords ``task``, ``family``, ``model``, ``cell`` and the observed ``hits``
         and ``false_alarms`` (both on ``cell``).
     """
-    p = merge_priors(DEFAULT_PRIORS, priors)
+    if task_slopes not in ("independent", "pooled"):
+        raise ValueError(f"task_slopes must be 'independent' or 'pooled', not {task_slopes!r}")
+    defaults = DEFAULT_PRIORS
+    if task_slopes == "pooled":
+        defaults = {k: v for k, v in DEFAULT_PRIORS.items() if not k.endswith("_slope_task")}
+        defaults.update(POOLED_PRIORS)
+    p = merge_priors(defaults, priors)
     task_idx, tasks = factorize(data["task"])
     model_idx, models = factorize(data["model"])
     fam_idx, families = factorize(data["family"])
@@ -270,10 +301,14 @@ def build(
         parts = {}
         for side in ("dprime", "criterion"):
             alpha = prior_rv(f"alpha_{side}", p[f"alpha_{side}"], dims="task")
-            beta = prior_rv(f"beta_{side}", p[f"beta_{side}"])
-            s_slope = prior_rv(f"sigma_{side}_slope", p[f"sigma_{side}_slope"])
-            delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
-            slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
+            if task_slopes == "independent":
+                slope = prior_rv(f"{side}_slope_task", p[f"{side}_slope_task"], dims="task")
+                pm.Deterministic(f"beta_{side}", pt.mean(slope))
+            else:
+                beta = prior_rv(f"beta_{side}", p[f"beta_{side}"])
+                s_slope = prior_rv(f"sigma_{side}_slope", p[f"sigma_{side}_slope"])
+                delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
+                slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
             s_fam = prior_rv(f"sigma_{side}_family", p[f"sigma_{side}_family"])
             u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
             s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
