@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick
+.PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick validate calibration-data
 
 help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -35,7 +35,7 @@ test-slow: $(STAMP)  ## only the slow statistical tests
 	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff and mypy
-	$(BIN)/ruff check analysis models tests bench
+	$(BIN)/ruff check analysis models tests bench validation
 	$(BIN)/mypy
 
 data: $(STAMP)  ## regenerate the embedded default data set in data_raw/ (seeded)
@@ -63,6 +63,13 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 	$(BIN)/python bench/bench_growth.py
 	$(BIN)/python bench/bench_growth.py --cell-effect
 	$(BIN)/python bench/render_docs.py
+
+validate: $(STAMP)  ## statistical validation (hours): calibration study of the decision rule, power fast-fit vs NUTS
+	$(BIN)/python validation/calibration.py
+	$(BIN)/python validation/power_validation.py
+
+calibration-data: $(STAMP)  ## rewrite analysis/data/calibration_study.json (what the report shows) from validation/results/
+	$(BIN)/python validation/calibration.py --ship
 
 bench-quick: $(STAMP)  ## smoke-test the benchmark scripts (a few minutes)
 	$(BIN)/python bench/bench_ingest.py --quick

@@ -83,7 +83,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--models",
         default=None,
-        help="comma-separated models to fit (default: scale,sdt,pooled,within_between, "
+        help="comma-separated models to fit (default: scale,sdt,pooled,within_between, which is "
         "models.DEFAULT_MODELS; scale always; items, self_vs_other on request)",
     )
 

@@ -13,8 +13,9 @@ run reuses them all. The results land in ``results.json`` as
     ``priors`` (:func:`analysis.sensitivity.prior_sensitivity`) and ``scale_variable``
     (:func:`analysis.sensitivity.scale_variable_sensitivity`);
 ``calibration_study``
-    the committed results of ``bench/calibration.py`` (:func:`calibration_study`), so the
-    report shows the study without re-running it.
+    the calibration study of the decision rule (``validation/calibration.py``), shipped as
+    package data ``analysis/data/calibration_study.json`` (:func:`calibration_study`), so
+    the report shows the study without re-running it and without reading the checkout.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from typing import Any
 import polars as pl
 
 import models as model_registry
+from analysis import atomic
 from analysis.decisions import rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import (
@@ -37,14 +39,17 @@ from analysis.hypotheses import (
     file_sha256,
     scale_term_loo,
 )
-from analysis.paths import REPO_ROOT
+from analysis.paths import PACKAGE_DATA, REPO_ROOT
+from analysis.results import rounded
 from analysis.sensitivity import prior_sensitivity, scale_variable_sensitivity
 from analysis.tables import models_per_task
 
 Progress = Callable[[str], None]
 
-#: The committed calibration study (``bench/calibration.py`` writes it).
-CALIBRATION_JSON = REPO_ROOT / "bench" / "results" / "calibration.json"
+#: The committed calibration study (``validation/calibration.py`` writes it).
+CALIBRATION_JSON = REPO_ROOT / "validation" / "results" / "calibration.json"
+#: Its summary shipped with the package (``validation/calibration.py --ship`` writes it).
+CALIBRATION_PACKAGE_DATA = PACKAGE_DATA / "calibration_study.json"
 
 
 def evidence_from(
@@ -193,12 +198,11 @@ _ARM_KEYS = (
 )
 
 
-def calibration_study(path: Path = CALIBRATION_JSON) -> dict[str, Any] | None:
+def summarise_calibration(path: Path = CALIBRATION_JSON) -> dict[str, Any] | None:
     """The committed calibration study, summarised for ``results.json``.
 
-    Returns ``None`` when the file is absent (a checkout without ``bench/results``). The
-    per-fit columns are left out (they stay in the file); the SHA-256 of the file ties the
-    report's table to it.
+    Returns ``None`` when the file is absent. The per-fit columns are left out (they stay
+    in the file); the SHA-256 of the file ties the report's table to it.
     """
     if not path.is_file():
         return None
@@ -223,3 +227,22 @@ def calibration_study(path: Path = CALIBRATION_JSON) -> dict[str, Any] | None:
         "simuk": raw.get("simuk"),
         "arms": arms,
     }
+
+
+def write_calibration_package_data(
+    source: Path = CALIBRATION_JSON, target: Path = CALIBRATION_PACKAGE_DATA
+) -> dict[str, Any]:
+    """Write the summary of ``source`` as the package data :func:`calibration_study` reads."""
+    summary = summarise_calibration(source)
+    if summary is None:
+        raise FileNotFoundError(f"{source}: no calibration study; run validation/calibration.py")
+    atomic.write_json(target, rounded(summary))
+    return summary
+
+
+def calibration_study(path: Path = CALIBRATION_PACKAGE_DATA) -> dict[str, Any] | None:
+    """The calibration study's summary shipped with the package (``None`` when absent)."""
+    if not path.is_file():
+        return None
+    out: dict[str, Any] = json.loads(path.read_text())
+    return out

@@ -45,8 +45,8 @@ task intercepts and against ``beta`` along flat ridges. Measured on the default 
 seeds, nutpie, 4 x 1000 draws, ``target_accept=0.9``): plain non-centred normals gave
 8-19 divergences per run and bulk ESS ~970 for ``beta``; zero-sum task slopes gave 0-3
 divergences and ESS ~2500. With 4 x 2000 draws on six seeds, ``target_accept=0.95`` still
-left a single divergence in three of six runs; ``0.99`` left none in all six at about 2.5x the
-sampling time (seconds, against ~35 s of compilation). The pipeline samples at 0.99.
+left a single divergence in three of six runs; ``0.99`` left none in all six at a few times
+the sampling time (run times: ``bench/``). The pipeline samples at 0.99.
 
 The cell effects :math:`w` are the exception worth a choice (``cell_effect``). A cell with
 thousands of records pins its own :math:`w_{mt}` down far more tightly than the prior scale

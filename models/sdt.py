@@ -82,14 +82,13 @@ setting                seed 20261130   seed 1          seed 2
 0.99: max R-hat        1.006           1.009           1.012
 =====================  ==============  ==============  ==============
 
-Sampling takes 31-40 s at 0.95 and ~93 s at 0.99 after a 36-79 s numba compile. So the
-target of no divergences at ``target_accept=0.95`` is met on one seed of three (one
+So the target of no divergences at ``target_accept=0.95`` is met on one seed of three (one
 divergence in 8000 draws on the others), and at 0.99 on all three. The slowest
 quantities are the criterion slope and the family spread of the criterion
 (``beta_criterion``, ``criterion_slope_task``, ``sigma_criterion_family``): the slope
 trades off against the family criterion effects, and its R-hat can touch the 1.01 gate
 with 4 x 2000 draws; with 4 x 4000 draws at 0.99 (seed 20261130): 0 divergences, min
-bulk ESS 1288, max R-hat 1.004, 206 s. Tried and rejected: centred model effects (1
+bulk ESS 1288, max R-hat 1.004. Tried and rejected: centred model effects (1
 divergence per seed, no ESS gain); without cell effects (``cell_effects=False``) ESS
 rises to ~1800 but a divergence remains on one of two seeds.
 

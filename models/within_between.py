@@ -79,12 +79,11 @@ means are centred over families, so :math:`\alpha_t` is the task intercept of a 
 average (unweighted) mean size.
 
 Measured on the default data (``data_raw/``: 14 sized models in 4 families x 3 tasks =
-42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning, 2 cores shared with
-other jobs, so times are upper bounds; ``python bench/zoo.py within_between``):
-``target_accept=0.95``, seeds 20261130 / 1 / 2: 0 / 0 / 1 divergences, sampling
-17.5 / 15.6 / 28.1 s after a 30-97 s compile, min bulk ESS 1484 / 1258 / 1209, max R-hat
+42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning;
+``python bench/zoo.py within_between``):
+``target_accept=0.95``, seeds 20261130 / 1 / 2: 0 / 0 / 1 divergences, min bulk ESS 1484 / 1258 / 1209, max R-hat
 1.002 / 1.002 / 1.002;
-``target_accept=0.99`` (seed 20261130): 0 divergences, 49 s, ESS 1180, R-hat 1.002.
+``target_accept=0.99`` (seed 20261130): 0 divergences, ESS 1180, R-hat 1.002.
 :math:`\beta_W` = 0.20 (sd 0.08, 94% HDI 0.05 to 0.35), :math:`\beta_B` = 0.19 (94% HDI
 -0.12 to 0.49): no sign that the between-family slope differs (the simulation has one
 slope). Posterior predictive coverage 1.0, :math:`\chi^2` p-value 0.49; LOO ELPD -177.0

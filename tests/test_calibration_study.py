@@ -1,4 +1,4 @@
-"""The calibration study (bench/calibration.py): its statistics, its model rewrite, its results.
+"""The calibration study (validation/calibration.py): its statistics, its model rewrite, its results.
 
 Reference numbers and their sources:
 
@@ -11,8 +11,8 @@ Reference numbers and their sources:
   Analysis*, sec. 2.5), where coverage is nominal and SBC ranks uniform by construction
   (Talts et al. 2018, arXiv:1804.06788, Theorem 1), and on a deliberately over-confident
   posterior, where they must not be.
-* The committed results are ``bench/results/calibration.json``, made by
-  ``.venv/bin/python bench/calibration.py`` (the command is stored in the file).
+* The committed results are ``validation/results/calibration.json``, made by
+  ``.venv/bin/python validation/calibration.py`` (the command is stored in the file).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ import pytest
 from scipy.stats import beta as beta_dist
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "bench" / "results" / "calibration.json"
+RESULTS = ROOT / "validation" / "results" / "calibration.json"
 
 
 def _load_bench():
-    spec = importlib.util.spec_from_file_location("bench_calibration", ROOT / "bench" / "calibration.py")
+    spec = importlib.util.spec_from_file_location("bench_calibration", ROOT / "validation" / "calibration.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
     sys.modules["bench_calibration"] = mod  # dataclasses look their module up there
@@ -132,7 +132,7 @@ def test_the_rewrite_refuses_a_constant_it_cannot_find() -> None:
 @pytest.mark.slow
 def test_quick_run_writes_the_table_and_the_command(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "bench" / "calibration.py"), "--quick", "--arms", "scale_null",
+        [sys.executable, str(ROOT / "validation" / "calibration.py"), "--quick", "--arms", "scale_null",
          "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=900, cwd=ROOT,
     )
@@ -144,7 +144,7 @@ def test_quick_run_writes_the_table_and_the_command(tmp_path: Path) -> None:
     assert len(arm["fits"]["rank"]) == 3 and all(0 <= r <= cal.RANK_DRAWS for r in arm["fits"]["rank"])
     assert all(t == 0.0 for t in arm["fits"]["truth"])
     md = (tmp_path / "calibration.md").read_text()
-    assert "bench/calibration.py --quick --arms scale_null" in md
+    assert "validation/calibration.py --quick --arms scale_null" in md
     assert "| scale_null | `beta` | 3 |" in md
 
 
@@ -154,7 +154,7 @@ def test_committed_calibration_meets_the_issue_criteria() -> None:
     Coverage is checked with a 99.9% Clopper-Pearson interval so that four checks of a
     calibrated sampler fail by chance with probability < 0.5%.
     """
-    assert RESULTS.is_file(), "run .venv/bin/python bench/calibration.py (see its docstring)"
+    assert RESULTS.is_file(), "run .venv/bin/python validation/calibration.py (see its docstring)"
     res = json.loads(RESULTS.read_text())
     assert not res["quick"]
     arms = {a["arm"]: a for a in res["arms"]}

@@ -290,3 +290,25 @@ def test_to_pair_cells_counts():
             for r in out.iter_rows(named=True)}
     assert rows == {("a", "a"): (3, 2, 1, True), ("b", "a"): (1, 1, 0, False),
                     ("b", "b"): (2, 2, 2, True)}
+
+
+@pytest.mark.parametrize("name", sorted(models.REGISTRY))
+def test_docstring_carries_no_run_timings(name: str) -> None:
+    """Timings go stale and depend on the machine: they belong in bench/ outputs (issue 12)."""
+    import re
+
+    doc = models.get(name).__doc__ or ""
+    assert not re.search(r"\d(\.\d+)?\s*(s|ms|seconds?)\b(?! units)", doc), name
+    assert "compile" not in doc, name
+
+
+@pytest.mark.parametrize("name", sorted(models.REGISTRY))
+def test_spec_declares_sections_of_the_report(name: str) -> None:
+    """Each declared report section is an anchor of the report source."""
+    from pathlib import Path
+
+    qmd = (Path(__file__).resolve().parents[1] / "reports" / "self_modeling.qmd").read_text()
+    spec = models.get(name).SPEC
+    assert spec.sections
+    for sec in spec.sections:
+        assert "{#" + sec + "}" in qmd, (name, sec)

@@ -6,8 +6,8 @@ Reference numbers and their sources:
   sigma_family 0.113, sigma_model 0.106, sigma_cell 0.197): ``selfmodel run --out DIR`` at the
   default seed 20261130 (4 chains x 2000 draws, nutpie), read from ``DIR/fits/*.nc`` with
   ``az.summary``.
-* The fast fit against NUTS at four design points: ``bench/power_validation.py``, whose output
-  is ``bench/results/power_validation.json``.
+* The fast fit against NUTS at four design points: ``validation/power_validation.py``, whose output
+  is ``validation/results/power_validation.json``.
 * The brute-force check simulates every answer (items x repeats, beta-binomial model-item
   propensities with intra-class correlation rho) and fits the resulting cells; the power
   module's effective-n shortcut (Kish 1965, *Survey Sampling*, sec. 5.4) must reproduce it.
@@ -29,6 +29,7 @@ from scipy.stats import multivariate_normal
 from analysis import power as pw
 from analysis.contract import InputError
 from analysis.hypotheses import DecisionRule
+from analysis.power import after_fit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_RAW = ROOT / "data_raw"
@@ -319,10 +320,10 @@ def test_fast_fit_grid_is_fine_enough(data_raw_cells: pl.DataFrame) -> None:
 
 
 def test_validation_results_committed_and_good() -> None:
-    """bench/results/power_validation.json (bench/power_validation.py): fast vs NUTS."""
-    path = ROOT / "bench" / "results" / "power_validation.json"
+    """validation/results/power_validation.json (validation/power_validation.py): fast vs NUTS."""
+    path = ROOT / "validation" / "results" / "power_validation.json"
     v = json.loads(path.read_text())
-    assert v["generated_by"] == "bench/power_validation.py"
+    assert v["generated_by"] == "validation/power_validation.py"
     assert len(v["points"]) >= 3 and v["overall"]["sims"] >= 60
     assert v["overall"]["decision_agreement"] >= 0.85
     for p in v["points"]:
@@ -533,7 +534,7 @@ def test_mde_from_fit_is_saved_and_reused(
     res = _fake_results(data_raw_cells)
     sweeps = []
     real = pw._sweep
-    monkeypatch.setattr(pw, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
+    monkeypatch.setattr(after_fit, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
     first = pw.mde_from_fit(res, sims=3, cache_dir=tmp_path)
     n = len(sweeps)
     assert n > 0
@@ -568,7 +569,7 @@ def test_write_power(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_fast_fit_matches_nuts_on_fresh_data() -> None:
-    """Re-derive two rows of bench/results/power_validation.json (its small design point).
+    """Re-derive two rows of validation/results/power_validation.json (its small design point).
 
     Each data set is fitted by the pipeline's own ``analysis.fit.fit`` (nutpie, 4 chains x
     1000 draws) and by ``fast_fit``; tolerances are those the bench reports as typical

@@ -17,10 +17,10 @@ show the swap changes nothing beyond seed-to-seed noise; both are saved under ``
 
 Usage::
 
-    .venv/bin/python bench/power_validation.py            # ~25-40 min on 2 busy cores
-    .venv/bin/python bench/power_validation.py --sims 4 --out /tmp/pv.json   # smoke run
+    .venv/bin/python validation/power_validation.py            # ~25-40 min on 2 busy cores
+    .venv/bin/python validation/power_validation.py --sims 4 --out /tmp/pv.json   # smoke run
 
-Writes ``bench/results/power_validation.json``.
+Writes ``validation/results/power_validation.json``.
 """
 
 from __future__ import annotations
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sims", type=int, default=25)
     ap.add_argument("--draws", type=int, default=1000)
     ap.add_argument(
-        "--out", type=Path, default=ROOT / "bench" / "results" / "power_validation.json"
+        "--out", type=Path, default=ROOT / "validation" / "results" / "power_validation.json"
     )
     ap.add_argument("--points", nargs="*", help="names of design points to run (default: all)")
     ap.add_argument(
@@ -184,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     points = [p for p in design_points() if not args.points or p[0] in args.points]
     out: dict = {
-        "generated_by": "bench/power_validation.py",
+        "generated_by": "validation/power_validation.py",
         "command": " ".join([Path(sys.executable).name, *sys.argv]),
         "seed": SEED,
         "sampler": {**settings.__dict__},

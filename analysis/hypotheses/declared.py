@@ -1,0 +1,318 @@
+"""The declared hypotheses file (TOML): reading it with line-numbered errors and did-you-mean; each model's closed-form slope priors."""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import models as model_registry
+from analysis.contract import Decision, InputError
+from analysis.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
+from analysis.paths import DEFAULT_HYPOTHESES_FILE
+
+
+def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:
+    """Slope parameters of ``model`` whose prior is known in closed form.
+
+    Parameter -> (prior key of the mean slope, prior key of the task-deviation sd or
+    ``None``), as the model declares in ``SPEC.slope_priors`` (empty for an unknown model).
+    """
+    module = model_registry.REGISTRY.get(model)
+    return module.SPEC.slope_priors if module is not None else {}
+
+
+# --------------------------------------------------------------------------- hypotheses
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    """One declared hypothesis about a parameter of a fitted model.
+
+    Parameters
+    ----------
+    name
+        Short identifier (unique within a file).
+    model
+        Name of the model in ``models.REGISTRY`` whose fit is read (``scale``, ``sdt``, ...).
+    parameter
+        Posterior variable, optionally with one label of its (single) dimension:
+        ``beta``, ``slope_task[refusal]``, or ``slope_task[*]`` for every label.
+    direction
+        The predicted sign: ``increase`` (the decision ``improves`` supports it) or
+        ``decrease`` (``worsens`` supports it).
+    rope, prob_threshold, hdi_prob, min_models
+        The decision rule (:class:`DecisionRule`).
+    description
+        One sentence for the report.
+    """
+
+    name: str
+    model: str = "scale"
+    parameter: str = "beta"
+    direction: Direction = "increase"
+    rope: float = 0.1
+    prob_threshold: float = 0.95
+    hdi_prob: float = 0.94
+    min_models: int = 3
+    description: str = ""
+
+    @property
+    def rule(self) -> DecisionRule:
+        """The decision rule of this hypothesis."""
+        return DecisionRule(self.rope, self.prob_threshold, self.hdi_prob, self.min_models)
+
+    @property
+    def base(self) -> str:
+        """Variable name without the label: ``slope_task[refusal]`` -> ``slope_task``."""
+        return _split_parameter(self.parameter)[0]
+
+    @property
+    def label(self) -> str | None:
+        """The label in brackets (``"*"`` for every label), or ``None``."""
+        return _split_parameter(self.parameter)[1]
+
+    @property
+    def predicted(self) -> Decision:
+        """The decision that supports the hypothesis."""
+        return "improves" if self.direction == "increase" else "worsens"
+
+    def describe(self) -> str:
+        """One sentence stating the hypothesis and its rule."""
+        sign = ">" if self.direction == "increase" else "<"
+        return (
+            f"{self.name}: {self.parameter} of model '{self.model}' {sign} 0 "
+            f"('{self.predicted}' when P {sign} 0 exceeds {self.prob_threshold:g} and the "
+            f"{self.hdi_prob:.0%} HDI lies outside the ROPE +-{self.rope:g})."
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return asdict(self)
+
+
+_PARAM_RE = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(?:\[([^\[\]]+)\])?$")
+
+
+def _split_parameter(parameter: str) -> tuple[str, str | None]:
+    m = _PARAM_RE.match(parameter.strip())
+    if not m:
+        raise ValueError(f"parameter '{parameter}' is not NAME or NAME[label]")
+    label = m.group(2).strip() if m.group(2) is not None else None
+    return m.group(1), label
+
+
+_TOP_KEYS = ("defaults", "hypothesis")
+_RULE_KEYS = ("rope", "prob_threshold", "hdi_prob", "min_models")
+_HYP_KEYS = ("name", "description", "model", "parameter", "direction", *_RULE_KEYS)
+
+
+class _Reader:
+    """Validate a parsed hypotheses file; errors are one line naming file, line and key."""
+
+    def __init__(self, path: Path, text: str) -> None:
+        self.path = path
+        self.lines = text.splitlines()
+
+    def line_of(self, key: str, block: int | None) -> int | None:
+        """1-based line of ``key =`` in the ``block``-th [[hypothesis]] (``None``: [defaults])."""
+        if block is None:
+            header = re.compile(r"^\s*\[\s*defaults\s*\]")
+        else:
+            header = re.compile(r"^\s*\[\[\s*hypothesis\s*\]\]")
+        any_header = re.compile(r"^\s*\[")
+        key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
+        seen, inside = -1, False
+        for i, line in enumerate(self.lines, start=1):
+            if header.match(line):
+                seen += 1
+                inside = block is None or seen == block
+                continue
+            if any_header.match(line):
+                inside = False
+                continue
+            if inside and key_re.match(line):
+                return i
+        return None
+
+    def fail(self, where: str, what: str, todo: str, *, key: str | None = None,
+             block: int | None = None) -> InputError:
+        from analysis.registry import format_input_error
+
+        line = self.line_of(key, block) if key is not None else None
+        return InputError(format_input_error(self.path, f"{where}: {what}", todo, line=line))
+
+    def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], where: str,
+                   block: int | None) -> None:
+        from analysis.registry import did_you_mean
+
+        for key in table:
+            if key not in allowed:
+                hint = did_you_mean(str(key), allowed).strip()
+                raise self.fail(
+                    f"{where}, key '{key}'",
+                    "unknown key" + (f". {hint}" if hint else ""),
+                    f"Allowed keys: {', '.join(allowed)}",
+                    key=str(key),
+                    block=block,
+                )
+
+
+def _where(block: int | None, name: Any = None) -> str:
+    if block is None:
+        return "[defaults]"
+    return f"[[hypothesis]] {block + 1}" + (f" ('{name}')" if isinstance(name, str) else "")
+
+
+def _rule_values(r: _Reader, table: Mapping[str, Any], where: str, block: int | None,
+                 base: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    limits = {
+        "rope": (0.0, math.inf, "a number >= 0 (the ROPE half-width, in the parameter's units)"),
+        "prob_threshold": (0.5, 1.0, "a probability between 0.5 and 1 (e.g. 0.95)"),
+        "hdi_prob": (0.0, 1.0, "a probability between 0 and 1 (e.g. 0.94)"),
+        "min_models": (1, 10**6, "a whole number of models >= 1"),
+    }
+    for key in _RULE_KEYS:
+        if key not in table:
+            continue
+        v = table[key]
+        lo, hi, what = limits[key]
+        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+        if key == "min_models":
+            ok = ok and isinstance(v, int) and lo <= v <= hi
+        elif key == "rope":
+            ok = ok and v >= 0
+        else:
+            ok = ok and lo < v < hi
+        if not ok:
+            raise r.fail(f"{where}, key '{key}'", f"value {v!r} is not {what}",
+                         f"Write {key} = {base_default(key)}", key=key, block=block)
+        out[key] = int(v) if key == "min_models" else float(v)
+    return out
+
+
+def base_default(key: str) -> Any:
+    """The :class:`DecisionRule` default of a rule key (used in error messages)."""
+    return getattr(DecisionRule(), key)
+
+
+def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothesis]:
+    """Read and validate a hypotheses file (TOML).
+
+    Parameters
+    ----------
+    path
+        The file; :data:`DEFAULT_HYPOTHESES_FILE` by default.
+
+    Returns
+    -------
+    list of Hypothesis
+        In file order.
+
+    Raises
+    ------
+    InputError
+        One line naming the file, the line and the key, with "did you mean" for a typo in a
+        key, a model name, a parameter name or a direction.
+
+    Examples
+    --------
+    >>> [h.name for h in load_hypotheses()][:2]
+    ['accuracy_overall', 'accuracy_by_task']
+    """
+    import models as model_registry
+    from analysis.registry import did_you_mean
+
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such hypotheses file. Check the path.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read the hypotheses file ({e}). Save it as UTF-8 text.") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax.") from None
+    r = _Reader(path, text)
+    for key in raw:
+        if key not in _TOP_KEYS:
+            hint = did_you_mean(str(key), _TOP_KEYS).strip()
+            raise r.fail(f"top-level key '{key}'", "unknown key" + (f". {hint}" if hint else ""),
+                         "Use a [defaults] table and [[hypothesis]] entries")
+    defaults_raw = raw.get("defaults", {})
+    if not isinstance(defaults_raw, dict):
+        raise r.fail("'defaults'", "is not a table", "Write [defaults] with rope = ..., prob_threshold = ...")
+    r.check_keys(defaults_raw, _RULE_KEYS, "[defaults]", None)
+    defaults = _rule_values(r, defaults_raw, "[defaults]", None, asdict(DecisionRule()))
+
+    entries = raw.get("hypothesis")
+    if not isinstance(entries, list) or not entries:
+        raise r.fail("[[hypothesis]]", "none declared",
+                     "Add at least one [[hypothesis]] with name, model, parameter and direction")
+    out: list[Hypothesis] = []
+    names: set[str] = set()
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            raise r.fail(_where(i), "is not a table", "Write [[hypothesis]] followed by key = value lines")
+        where = _where(i, entry.get("name"))
+        r.check_keys(entry, _HYP_KEYS, where, i)
+        for key in ("name", "model", "parameter"):
+            if not isinstance(entry.get(key), str) or not entry[key].strip():
+                raise r.fail(f"{where}, key '{key}'", "missing or not text",
+                             f"Add {key} = \"...\"", key=key if key in entry else None, block=i)
+        name = entry["name"].strip()
+        if name in names:
+            raise r.fail(f"{where}, key 'name'", f"'{name}' is declared twice",
+                         "Give every hypothesis its own name", key="name", block=i)
+        names.add(name)
+        model = entry["model"].strip()
+        if model not in model_registry.REGISTRY:
+            hint = did_you_mean(model, model_registry.REGISTRY).strip()
+            raise r.fail(f"{where}, key 'model'", f"unknown model '{model}'" + (f". {hint}" if hint else ""),
+                         f"Use one of: {', '.join(sorted(model_registry.REGISTRY))}", key="model", block=i)
+        module = model_registry.get(model)
+        parameter = entry["parameter"].strip()
+        try:
+            base, _label = _split_parameter(parameter)
+        except ValueError:
+            raise r.fail(f"{where}, key 'parameter'", f"'{parameter}' is not NAME or NAME[label]",
+                         "Write e.g. beta, slope_task[refusal] or slope_task[*]",
+                         key="parameter", block=i) from None
+        known = _known_parameters(model, module)
+        if base not in known:
+            hint = did_you_mean(base, known).strip()
+            raise r.fail(f"{where}, key 'parameter'",
+                         f"model '{model}' has no parameter '{base}'" + (f". {hint}" if hint else ""),
+                         f"Use one of: {', '.join(sorted(known))}", key="parameter", block=i)
+        direction = entry.get("direction", "increase")
+        if direction not in DIRECTIONS:
+            hint = did_you_mean(str(direction), DIRECTIONS).strip()
+            raise r.fail(f"{where}, key 'direction'",
+                         f"'{direction}' is not a direction" + (f". {hint}" if hint else ""),
+                         "Use increase or decrease", key="direction", block=i)
+        description = entry.get("description", "")
+        if not isinstance(description, str):
+            raise r.fail(f"{where}, key 'description'", "is not text", "Write description = \"...\"",
+                         key="description", block=i)
+        rule = _rule_values(r, entry, where, i, defaults)
+        out.append(Hypothesis(name=name, model=model, parameter=parameter, direction=direction,
+                              description=description.strip(), **rule))
+    return out
+
+
+def _known_parameters(model: str, module: Any) -> list[str]:
+    known = set(module.DEFAULT_PRIORS) | set(slope_priors(model))
+    known |= {v for v in (module.EFFECT, module.PER_TASK_EFFECT) if v}
+    return sorted(known)
+
+
+def file_sha256(path: Path | str) -> str:
+    """SHA-256 of a hypotheses file (recorded with the results as provenance)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

@@ -1,0 +1,430 @@
+"""Applying a mapping to log samples: canonical records, the registry, notes and counts."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from analysis.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, STATUSES, InputError, parse_bool
+from analysis.importers.mapping.paths import _convert, _describe, _PathError, _resolve, _text
+from analysis.importers.mapping.spec import (
+    HYPOTHETICAL_FIELDS,
+    META_PREFIX,
+    FieldSpec,
+    Format,
+    LogSample,
+    MappedImport,
+    Mapping,
+    Side,
+    load_mapping,
+)
+
+
+@dataclass
+class _Reader:
+    """Reads fields from samples, remembering per-field failures for the notes."""
+
+    mapping: Mapping
+    absent: dict[str, int] = field(default_factory=dict)
+    unreadable: dict[str, int] = field(default_factory=dict)
+    resolved: dict[tuple[str, str], bool] = field(default_factory=dict)
+    first_error: dict[tuple[str, str], tuple[_PathError, LogSample]] = field(default_factory=dict)
+
+    def get(self, name: str, spec: FieldSpec, sample: LogSample, log: str) -> tuple[Any, bool]:
+        if spec.path.startswith(META_PREFIX):
+            target, path = sample.meta, spec.path[len(META_PREFIX) :]
+        else:
+            target, path = sample.data, spec.path
+        key = (name, log)
+        try:
+            raw = _resolve(target, path)
+        except _PathError as exc:
+            self.first_error.setdefault(key, (exc, sample))
+            self.resolved.setdefault(key, False)
+            self.absent[name] = self.absent.get(name, 0) + 1
+            if spec.default is not None:
+                return _convert(spec.default, spec)
+            return None, True
+        self.resolved[key] = True
+        value, ok = _convert(raw, spec)
+        if not ok:
+            self.unreadable[name] = self.unreadable.get(name, 0) + 1
+        return value, ok
+
+    def check(self) -> None:
+        """Raise InputError for a field whose path resolved in no sample of a log."""
+        for key, ok in self.resolved.items():
+            if ok:
+                continue
+            name, log = key
+            exc, sample = self.first_error[key]
+            spec = self.mapping.fields.get(name)
+            label = f"fields.{name} = {spec.path!r}" if spec is not None else name
+            where = (
+                "the log's metadata"
+                if spec and spec.path.startswith(META_PREFIX)
+                else (f"{sample.source_file} (line {sample.source_line})")
+            )
+            raise InputError(
+                f"{self.mapping.source}: {label} resolves in no sample of {log}; in {where} "
+                f"the {_describe(exc)}"
+            )
+
+
+def _matches(sample: LogSample, where: dict[str, Any]) -> bool:
+    for path, wanted in where.items():
+        try:
+            value = _resolve(sample.data, path)
+        except _PathError:
+            return False
+        if value != wanted and _text(value) != _text(wanted):
+            return False
+    return True
+
+
+def _record(
+    values: dict[str, Any], sample: LogSample, status: str | None, stats: dict[str, int]
+) -> dict[str, Any]:
+    rec: dict[str, Any] = {k: None for k in RECORD_SCHEMA}
+    rec.update({k: v for k, v in values.items() if k in RECORD_SCHEMA})
+    rec["source_file"] = sample.source_file
+    rec["source_line"] = sample.source_line
+    for key in (
+        "model",
+        "task",
+        "item_id",
+        "prediction",
+        "outcome",
+        "predictor",
+        "cluster",
+        "run_id",
+    ):
+        if rec[key] is not None and not isinstance(rec[key], str):
+            rec[key] = _text(rec[key])
+    if rec["predictor"] is None:
+        rec["predictor"] = rec["model"]
+    cast: type[int] | type[float]
+    for key, cast in (("sample", int), ("confidence", float)):
+        value = rec[key]
+        if value is None or (isinstance(value, cast) and not isinstance(value, bool)):
+            continue
+        try:
+            rec[key] = cast(value)
+        except (TypeError, ValueError):
+            stats[f"{key}_unreadable"] = stats.get(f"{key}_unreadable", 0) + 1
+            rec[key] = None
+    if rec["sample"] is None:
+        rec["sample"] = sample.sample_index
+    conf = rec["confidence"]
+    if conf is not None and not (math.isfinite(conf) and 0.0 <= conf <= 1.0):
+        stats["confidence_out_of_range"] = stats.get("confidence_out_of_range", 0) + 1
+        rec["confidence"] = None
+    if rec["correct"] is not None:
+        rec["correct"] = parse_bool(rec["correct"])
+    elif rec["prediction"] is not None and rec["outcome"] is not None:
+        rec["correct"] = rec["prediction"] == rec["outcome"]
+    if status is not None:
+        rec["status"] = status
+    return rec
+
+
+def apply_mapping(
+    mapping: Mapping,
+    samples: Sequence[LogSample] | None = None,
+    *,
+    joined: Sequence[tuple[Sequence[LogSample], Sequence[LogSample]]] = (),
+    log_name: Callable[[Sequence[LogSample]], str] | None = None,
+) -> MappedImport:
+    """Turn logged samples into canonical records with a mapping.
+
+    Parameters
+    ----------
+    mapping
+        A checked :class:`Mapping`.
+    samples
+        Samples of single logs (no join), in order.
+    joined
+        ``(object_samples, hypothetical_samples)`` pairs, one per :class:`JoinSpec`.
+    log_name
+        How to name a log in messages (default: the first sample's ``source_file``).
+
+    Returns
+    -------
+    MappedImport
+
+    Raises
+    ------
+    InputError
+        When a mapped path resolves in none of a log's samples, or no record has a required
+        field (model, task, item_id).
+    """
+    notes: list[str] = []
+    counts: dict[str, Any] = {}
+    reader = _Reader(mapping)
+    name = log_name or (lambda s: s[0].source_file if s else "<empty log>")
+    records: list[dict[str, Any]] = []
+    skipped_where = 0
+    value_stats: dict[str, int] = {}
+
+    def read_fields(sample: LogSample, names: Iterable[str], log: str) -> tuple[dict, bool]:
+        values: dict[str, Any] = {}
+        readable = True
+        for fname in names:
+            value, ok = reader.get(fname, mapping.fields[fname], sample, log)
+            values[fname] = value
+            if not ok and fname in ("prediction", "outcome", "correct", "confidence"):
+                readable = False
+        return values, readable
+
+    def finish(values: dict[str, Any], sample: LogSample, readable: bool) -> dict[str, Any]:
+        for key, value in mapping.constants.items():
+            values.setdefault(key, value)
+        # status: mapped > the reader's (e.g. an errored sample) > unreadable > ok
+        if values.get("status") is not None:
+            status = str(values["status"])
+        elif sample.status != "ok":
+            status = sample.status
+        elif not readable or (values.get("prediction") is None and "prediction" in mapping.fields):
+            status = "unparsed"
+        elif values.get("outcome") is None and values.get("correct") is None:
+            status = "unparsed"
+        else:
+            status = "ok"
+        return _record(values, sample, status, value_stats)
+
+    if samples:
+        by_log: dict[str, list[LogSample]] = {}
+        for s in samples:
+            by_log.setdefault(s.source_file, []).append(s)
+        for group in by_log.values():
+            log = name(group)
+            for s in group:
+                if mapping.where and not _matches(s, mapping.where):
+                    skipped_where += 1
+                    continue
+                values, readable = read_fields(s, mapping.fields, log)
+                if "model" not in mapping.fields and "model" not in mapping.constants:
+                    values["model"] = s.meta.get("model")
+                records.append(finish(values, s, readable))
+
+    def index(
+        group: Sequence[LogSample], paths: tuple[str, ...], log: str
+    ) -> dict[tuple[str, ...], LogSample]:
+        out: dict[tuple[str, ...], LogSample] = {}
+        for s in group:
+            if mapping.where and not _matches(s, mapping.where):
+                continue
+            parts: list[str] = []
+            for p in paths:
+                value, _ = reader.get(f"[join] key {p!r}", FieldSpec(p), s, log)
+                if value is None:
+                    break
+                parts.append(_text(value))
+            else:
+                key = tuple(parts)
+                if key in out:
+                    join_counts["duplicate_keys"] += 1
+                else:
+                    out[key] = s
+        return out
+
+    join_counts = {"object_only": 0, "hypothetical_only": 0, "duplicate_keys": 0}
+    for spec, (obj_samples, hyp_samples) in zip(mapping.joins, joined, strict=True):
+        obj_log, hyp_log = name(obj_samples), name(hyp_samples)
+        obj_fields = [f for f in mapping.fields if _side(f, mapping.fields[f]) == "object"]
+        hyp_fields = [f for f in mapping.fields if _side(f, mapping.fields[f]) == "hypothetical"]
+
+        hyp_index = index(hyp_samples, spec.hypothetical_key, hyp_log)
+        obj_index = index(obj_samples, spec.object_key, obj_log)
+        for key, obj in obj_index.items():
+            values, readable = read_fields(obj, obj_fields, obj_log)
+            values.setdefault("item_id", "::".join(key))
+            if "model" not in mapping.fields and "model" not in mapping.constants:
+                values["model"] = obj.meta.get("model")
+            hyp = hyp_index.get(key)
+            if hyp is None:
+                join_counts["object_only"] += 1
+                values.pop("prediction", None)
+                if "predictor" not in mapping.constants and "predictor" not in mapping.fields:
+                    values["predictor"] = hyp_samples[0].meta.get("model") if hyp_samples else None
+                rec = finish(values, obj, readable)
+                rec["status"] = "error"
+                rec["prediction"] = None
+                rec["correct"] = None
+                records.append(rec)
+                continue
+            hvalues, hreadable = read_fields(hyp, hyp_fields, hyp_log)
+            values.update(hvalues)
+            if "predictor" not in mapping.fields and "predictor" not in mapping.constants:
+                values["predictor"] = hyp.meta.get("model")
+            records.append(finish(values, obj, readable and hreadable))
+        join_counts["hypothetical_only"] += sum(1 for k in hyp_index if k not in obj_index)
+
+    reader.check()
+
+    frame = (
+        pl.DataFrame(records, schema=RECORD_SCHEMA, orient="row")
+        if records
+        else pl.DataFrame(schema=RECORD_SCHEMA)
+    )
+    for required in ("model", "task", "item_id"):
+        missing = frame[required].null_count()
+        if missing:
+            raise InputError(
+                f"{mapping.source}: {missing} record(s) have no {required}; map it in [fields] "
+                f'or give it as a constant ({required} = "...").'
+            )
+    bad_status = sorted(set(frame["status"].drop_nulls().to_list()) - set(STATUSES))
+    if bad_status:
+        raise InputError(
+            f"{mapping.source}: status values {bad_status} are not {', '.join(STATUSES)}; "
+            "recode them with fields.status.map."
+        )
+    before = frame.height
+    frame = frame.unique(
+        subset=["model", "predictor", "task", "item_id", "sample"],
+        keep="first",
+        maintain_order=True,
+    )
+    duplicates = before - frame.height
+
+    counts.update(
+        records=frame.height,
+        skipped_by_where=skipped_where,
+        duplicates_dropped=duplicates,
+        absent_values=dict(sorted(reader.absent.items())),
+        unreadable_values=dict(sorted(reader.unreadable.items())),
+        records_by_status={
+            s: n for s, n in frame.group_by("status").len().sort("status").iter_rows()
+        },
+        cross_predictions=int((frame["predictor"] != frame["model"]).sum()) if frame.height else 0,
+    )
+    if mapping.joins:
+        counts.update({f"join_{k}": v for k, v in join_counts.items()})
+        notes.append(
+            f"join: {join_counts['object_only']} item(s) with no hypothetical sample became "
+            f"records with status 'error'; {join_counts['hypothetical_only']} hypothetical "
+            f"sample(s) with no object-level sample were dropped; "
+            f"{join_counts['duplicate_keys']} repeated key(s) kept first."
+        )
+    for what, n in sorted(value_stats.items()):
+        notes.append(f"{n} record(s): {what.replace('_', ' ')}; set to null (or the default).")
+    counts["value_problems"] = dict(sorted(value_stats.items()))
+    if skipped_where:
+        notes.append(f"{skipped_where} sample(s) skipped by [where] {mapping.where}.")
+    if duplicates:
+        notes.append(
+            f"{duplicates} duplicate record(s) (same model, predictor, task, item_id, "
+            "sample) dropped; the first was kept."
+        )
+    for fname, n in sorted(reader.absent.items()):
+        notes.append(f"{n} sample(s) lack the path of {fname}; the value is null (or default).")
+    for fname, n in sorted(reader.unreadable.items()):
+        notes.append(
+            f"{n} value(s) of {fname} could not be read (not in its map, or not of its type); "
+            "null, status 'unparsed'."
+        )
+    models = sorted(set(frame["model"].to_list()) | set(frame["predictor"].to_list()))
+    registry = pl.DataFrame({"model": models}, schema={"model": pl.Utf8()}).with_columns(
+        [
+            pl.lit(None, dtype=dtype).alias(col)
+            for col, dtype in REGISTRY_SCHEMA.items()
+            if col != "model"
+        ]
+    )
+    return MappedImport(records=frame, notes=notes, counts=counts, registry=registry)
+
+
+def _side(name: str, spec: FieldSpec) -> Side:
+    if spec.side is not None:
+        return spec.side
+    return "hypothetical" if name in HYPOTHETICAL_FIELDS else "object"
+
+
+# ----------------------------------------------------------------------------------------------
+# shared driver for the format modules
+
+
+def as_mapping(mapping: Mapping | Path | str, *, fmt: Format) -> Mapping:
+    """Load ``mapping`` if it is a path, and check that it is for format ``fmt``."""
+    m = mapping if isinstance(mapping, Mapping) else load_mapping(mapping)
+    if m.format != fmt:
+        raise InputError(
+            f"{m.source}: format = {m.format!r}, but these are {fmt} logs; "
+            f'set format = "{fmt}" or use the {m.format} importer.'
+        )
+    return m
+
+
+def import_logs(
+    src: Path | str | None,
+    *,
+    mapping: Mapping,
+    find: Callable[[Path], list[Path]],
+    read: Callable[[Path, Path], tuple[list[LogSample], list[str]]],
+    what: str,
+) -> MappedImport:
+    """Read logs with a format's ``find``/``read`` and apply ``mapping`` (used by the formats).
+
+    Parameters
+    ----------
+    src
+        A log file or a folder of logs. With a ``[join]``, relative join paths are resolved
+        against ``src`` when it is a folder, else against the mapping file's folder.
+    mapping
+        A checked mapping of the right format.
+    find
+        Lists the log files in a folder.
+    read
+        ``read(path, root) -> (samples, notes)`` for one log file; ``root`` is the folder
+        ``source_file`` is made relative to.
+    what
+        How to describe the logs in messages ("lm-evaluation-harness samples files").
+
+    Returns
+    -------
+    MappedImport
+    """
+    notes: list[str] = []
+    root = Path(src) if src is not None else None
+    if root is not None and not root.exists():
+        raise InputError(f"{root}: no such file or folder; give a {what} file or a folder of them.")
+    if mapping.joins:
+        base = root if root is not None and root.is_dir() else mapping.base
+        pairs = []
+        for spec in mapping.joins:
+            sides = []
+            for label, loc in (("object", spec.object), ("hypothetical", spec.hypothetical)):
+                path = Path(loc) if Path(loc).is_absolute() else base / loc
+                if not path.is_file():
+                    raise InputError(
+                        f"{mapping.source}: [join] {label} = {loc!r} not found (looked at "
+                        f"{path}); paths are relative to SRC when it is a folder, else to the "
+                        "mapping file."
+                    )
+                samples, more = read(path, base)
+                notes.extend(more)
+                sides.append(samples)
+            pairs.append((sides[0], sides[1]))
+        result = apply_mapping(mapping, joined=pairs)
+    else:
+        if root is None:
+            raise InputError(f"{mapping.source}: no logs given; pass SRC or add a [join] table.")
+        files = [root] if root.is_file() else find(root)
+        if not files:
+            raise InputError(f"{root}: no {what} found; point at a log file or its folder.")
+        base = root.parent if root.is_file() else root
+        collected: list[LogSample] = []
+        for path in files:
+            got, more = read(path, base)
+            notes.extend(more)
+            collected.extend(got)
+        result = apply_mapping(mapping, collected)
+        result.counts["files"] = len(files)
+    result.notes[:0] = notes
+    return result

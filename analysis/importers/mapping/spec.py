@@ -1,0 +1,343 @@
+"""The importers' TOML mapping file: its fields, reading and checking it (line numbers, did-you-mean)."""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from analysis.contract import InputError
+from analysis.importers.result import ImportResult
+
+Format = Literal["lmeval", "inspect"]
+Side = Literal["object", "hypothetical"]
+ValueType = Literal["str", "bool", "float", "int"]
+
+FORMATS: Final = ("lmeval", "inspect")
+#: Canonical fields a mapping may fill (``correct`` is derived when not mapped).
+FIELDS: Final = (
+    "model",
+    "task",
+    "item_id",
+    "prediction",
+    "outcome",
+    "correct",
+    "predictor",
+    "confidence",
+    "cluster",
+    "status",
+    "run_id",
+    "sample",
+)
+#: Top-level keys of a mapping file.
+TOP_KEYS: Final = ("format", "task", "model", "predictor", "run_id", "fields", "where", "join")
+#: Constants allowed at the top level.
+CONSTANTS: Final = ("task", "model", "predictor", "run_id")
+FIELD_KEYS: Final = ("path", "map", "type", "default")
+JOIN_KEYS: Final = ("object", "hypothetical", "key", "object_key", "hypothetical_key")
+#: Fields read from the hypothetical log in a join unless prefixed.
+HYPOTHETICAL_FIELDS: Final = frozenset({"prediction", "confidence", "predictor"})
+META_PREFIX: Final = "@"
+_MISSING: Final = object()
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """Where one canonical field lives.
+
+    Attributes
+    ----------
+    path
+        Dotted path into the sample (``"doc.id"``, ``"resps.0.0"``) or, starting with ``@``,
+        into the log's metadata (``"@model"``).
+    side
+        In a join, the log to read from; ``None`` = the field's default side.
+    map
+        Optional recoding of the raw value (stringified, stripped) into a canonical string.
+    type
+        Optional conversion: ``"str"``, ``"bool"``, ``"float"`` or ``"int"``.
+    default
+        Value used when the path is absent in a sample (``None`` = absent is null).
+    """
+
+    path: str
+    side: Side | None = None
+    map: dict[str, str] | None = None
+    type: ValueType | None = None
+    default: Any = None
+
+
+@dataclass(frozen=True)
+class JoinSpec:
+    """Two logs joined by item: object-level (what was done) and hypothetical (what was predicted).
+
+    Attributes
+    ----------
+    object, hypothetical
+        Log locations as written in the mapping (resolved by the format reader).
+    object_key, hypothetical_key
+        Dotted paths of the item key in each log's samples; a compound key is a tuple.
+    """
+
+    object: str
+    hypothetical: str
+    object_key: tuple[str, ...]
+    hypothetical_key: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """A parsed mapping file (see the module docstring for the TOML layout).
+
+    Attributes
+    ----------
+    format
+        ``"lmeval"`` or ``"inspect"``.
+    constants
+        Top-level constants (``task``, ``model``, ``predictor``, ``run_id``).
+    fields
+        Canonical field -> :class:`FieldSpec`.
+    where
+        Path -> required value; other samples are skipped (counted).
+    joins
+        Zero or more :class:`JoinSpec`.
+    source
+        Where the mapping came from (for messages).
+    base
+        Folder relative join paths fall back to (the mapping file's folder).
+    """
+
+    format: Format
+    constants: dict[str, str]
+    fields: dict[str, FieldSpec]
+    where: dict[str, Any] = field(default_factory=dict)
+    joins: tuple[JoinSpec, ...] = ()
+    source: str = "<mapping>"
+    base: Path = field(default_factory=Path)
+
+
+@dataclass
+class LogSample:
+    """One logged sample handed to :func:`apply_mapping` by a format reader.
+
+    Attributes
+    ----------
+    data
+        The sample as nested dicts and lists.
+    meta
+        The log's metadata (``model``, ``task`` and format-specific keys) for ``@`` paths.
+    source_file, source_line
+        Provenance (1-based line in a JSONL file, 1-based sample position otherwise).
+    sample_index
+        Repeat index used when the mapping has no ``sample`` field (e.g. Inspect epoch - 1).
+    status
+        Status used when the mapping has no ``status`` field (e.g. ``"error"`` for a sample
+        that failed).
+    """
+
+    data: Any
+    meta: dict[str, Any]
+    source_file: str
+    source_line: int
+    sample_index: int = 0
+    status: str = "ok"
+
+
+#: What a mapped import returns (the one import result type of every importer).
+MappedImport = ImportResult
+
+
+# ----------------------------------------------------------------------------------------------
+# reading a mapping
+
+
+def _suggest(word: str, options: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(options), n=1)
+    return f" Did you mean {close[0]!r}?" if close else ""
+
+
+def _unknown_keys(table: dict[str, Any], allowed: Sequence[str], where: str, source: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise InputError(
+                f"{source}: unknown key {key!r} in {where}.{_suggest(key, allowed)} "
+                f"Allowed: {', '.join(allowed)}."
+            )
+
+
+def load_mapping(path: Path | str) -> Mapping:
+    """Read and check a TOML mapping file.
+
+    Parameters
+    ----------
+    path
+        The mapping file.
+
+    Returns
+    -------
+    Mapping
+
+    Raises
+    ------
+    InputError
+        When the file is missing, is not TOML, or has an unknown key or bad value.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise InputError(f"{p}: mapping file not found; pass a TOML mapping (see the docs).")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: not valid TOML ({exc}).") from None
+    return parse_mapping(data, source=str(p), base=p.parent)
+
+
+def parse_mapping(
+    data: dict[str, Any], *, source: str = "<mapping>", base: Path | str = "."
+) -> Mapping:
+    """Check a mapping given as a dict (what TOML parses to).
+
+    Parameters
+    ----------
+    data
+        The mapping table.
+    source
+        Name used in messages.
+    base
+        Folder relative join paths fall back to.
+
+    Returns
+    -------
+    Mapping
+
+    Raises
+    ------
+    InputError
+        On an unknown key (with a suggestion), a missing ``format``, or a bad value.
+
+    Examples
+    --------
+    >>> m = parse_mapping({"format": "lmeval", "task": "refusal",
+    ...                    "fields": {"item_id": "doc.id", "prediction": "resps.0.0",
+    ...                               "outcome": "target"}})
+    >>> m.fields["prediction"].path, m.constants["task"]
+    ('resps.0.0', 'refusal')
+    """
+    _unknown_keys(data, TOP_KEYS, "the mapping", source)
+    fmt = data.get("format")
+    if fmt not in FORMATS:
+        raise InputError(
+            f'{source}: \'format\' is {fmt!r}; write format = "lmeval" or format = "inspect".'
+        )
+    constants: dict[str, str] = {}
+    for key in CONSTANTS:
+        if key in data:
+            if not isinstance(data[key], str) or not data[key]:
+                raise InputError(f"{source}: '{key}' must be a non-empty string.")
+            constants[key] = data[key]
+    raw_fields = data.get("fields", {})
+    if not isinstance(raw_fields, dict):
+        raise InputError(f'{source}: [fields] must be a table of field = "path".')
+    _unknown_keys(raw_fields, FIELDS, "[fields]", source)
+    fields: dict[str, FieldSpec] = {}
+    for name, spec in raw_fields.items():
+        if name in constants:
+            raise InputError(
+                f"{source}: '{name}' is given both as a constant and in [fields]; keep one."
+            )
+        fields[name] = _field_spec(name, spec, source)
+    where = data.get("where", {})
+    if not isinstance(where, dict):
+        raise InputError(f"{source}: [where] must be a table of path = value.")
+    joins = _joins(data.get("join"), source)
+    if not joins and any(f.side is not None for f in fields.values()):
+        raise InputError(f"{source}: 'object:'/'hypothetical:' prefixes need a [join] table.")
+    has_task = "task" in constants or "task" in fields
+    if not has_task:
+        raise InputError(
+            f'{source}: no task; add task = "refusal" (a constant) or fields.task = "path".'
+        )
+    if "item_id" not in fields and not joins:
+        raise InputError(f'{source}: no item_id; add fields.item_id = "path.to.id".')
+    if "prediction" not in fields and "confidence" not in fields:
+        raise InputError(f'{source}: no prediction; add fields.prediction = "path".')
+    if "outcome" not in fields and "correct" not in fields:
+        raise InputError(f'{source}: no outcome; add fields.outcome = "path" (or fields.correct).')
+    return Mapping(
+        format=fmt,
+        constants=constants,
+        fields=fields,
+        where=dict(where),
+        joins=joins,
+        source=source,
+        base=Path(base),
+    )
+
+
+def _field_spec(name: str, spec: Any, source: str) -> FieldSpec:
+    if isinstance(spec, str):
+        table: dict[str, Any] = {"path": spec}
+    elif isinstance(spec, dict):
+        table = spec
+        _unknown_keys(table, FIELD_KEYS, f"fields.{name}", source)
+    else:
+        raise InputError(f"{source}: fields.{name} must be a path string or a table with 'path'.")
+    path = table.get("path")
+    if not isinstance(path, str) or not path.strip():
+        raise InputError(f"{source}: fields.{name} needs a non-empty 'path'.")
+    side: Side | None = None
+    for prefix in ("object:", "hypothetical:"):
+        if path.startswith(prefix):
+            side = "object" if prefix == "object:" else "hypothetical"
+            path = path[len(prefix) :]
+    mapping = table.get("map")
+    if mapping is not None:
+        if not isinstance(mapping, dict):
+            raise InputError(f'{source}: fields.{name}.map must be a table raw = "value".')
+        mapping = {str(k).strip(): str(v) for k, v in mapping.items()}
+    vtype = table.get("type")
+    if vtype is not None and vtype not in ("str", "bool", "float", "int"):
+        raise InputError(
+            f"{source}: fields.{name}.type is {vtype!r}; use str, bool, float or int."
+            + _suggest(str(vtype), ("str", "bool", "float", "int"))
+        )
+    return FieldSpec(path=path, side=side, map=mapping, type=vtype, default=table.get("default"))
+
+
+def _key_paths(value: Any, what: str, source: str) -> tuple[str, ...]:
+    if isinstance(value, str) and value:
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(v, str) and v for v in value):
+        return tuple(value)
+    raise InputError(f"{source}: {what} must be a path or a list of paths.")
+
+
+def _joins(raw: Any, source: str) -> tuple[JoinSpec, ...]:
+    if raw is None:
+        return ()
+    tables = raw if isinstance(raw, list) else [raw]
+    out = []
+    for i, table in enumerate(tables):
+        where = "[join]" if not isinstance(raw, list) else f"[[join]] #{i + 1}"
+        if not isinstance(table, dict):
+            raise InputError(f"{source}: {where} must be a table.")
+        _unknown_keys(table, JOIN_KEYS, where, source)
+        for key in ("object", "hypothetical"):
+            if not isinstance(table.get(key), str) or not table[key]:
+                raise InputError(f'{source}: {where} needs {key} = "path/to/log".')
+        if "key" in table:
+            obj_key = hyp_key = _key_paths(table["key"], f"{where} key", source)
+        else:
+            if "object_key" not in table or "hypothetical_key" not in table:
+                raise InputError(
+                    f'{source}: {where} needs key = "path" (or object_key and hypothetical_key).'
+                )
+            obj_key = _key_paths(table["object_key"], f"{where} object_key", source)
+            hyp_key = _key_paths(table["hypothetical_key"], f"{where} hypothetical_key", source)
+        if len(obj_key) != len(hyp_key):
+            raise InputError(f"{source}: {where} object_key and hypothetical_key differ in length.")
+        out.append(JoinSpec(table["object"], table["hypothetical"], obj_key, hyp_key))
+    return tuple(out)

@@ -1,0 +1,156 @@
+"""What the fitted design could detect: the minimum detectable slope from a finished run's variance components."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from scipy.stats import norm
+
+from analysis.paths import DEFAULT_SEED
+from analysis.power.approximate_fit import _plugin_sd
+from analysis.power.design import TARGET_POWER, Progress
+from analysis.power.design_from_data import design_from_results
+from analysis.power.sweep import _mde, _sweep, _Ticker, normal_theory_mde
+
+# --------------------------------------------------------------------------- after a fit
+
+
+def mde_from_fit(
+    results: Mapping[str, Any],
+    *,
+    sims: int = 100,
+    seed: int | None = None,
+    progress: bool | Progress = False,
+    cache_dir: Path | str | None = None,
+) -> dict[str, Any]:
+    r"""What the fitted design could detect: the slope found with 80% power.
+
+    The design is the one in ``results`` (models in the slope, cells' readable n, task
+    accuracies) and the variance components are the fit's posterior means
+    (:func:`design_from_results`). A pilot of ``sims // 3`` data sets at slope 0 gives the
+    expected posterior sd :math:`\bar s` of the slope and the normal-theory detectable slope
+    :math:`r + (z_{(1+h)/2} + z_{0.8})\,\bar s` (ROPE :math:`r`, HDI probability :math:`h`);
+    the power curve is then simulated at multiples of it and interpolated at 0.8.
+
+    Parameters
+    ----------
+    results
+        A ``results.json`` dict carrying ``variance_components`` (posterior means of
+        ``sigma_family``, ``sigma_model``, ``sigma_cell`` and ``sigma_delta``).
+    sims
+        Simulated data sets per slope.
+    seed
+        Seed (default: the run's seed in ``results["settings"]``).
+    progress
+        As in :func:`run_power`.
+    cache_dir
+        Folder to save the result in (the run's fits folder) and reuse it from while the
+        design read from ``results`` (:func:`design_from_results`), ``sims``, ``seed``, the
+        code of this module and of ``analysis/hypotheses.py`` and the package versions are
+        unchanged (:func:`analysis.fit.cached_json`); ``None`` always simulates.
+
+    Returns
+    -------
+    dict
+        ``mde_80`` (interpolated; ``None`` when even the largest swept slope stays below
+        80%), ``mde_80_mc_se`` (its Monte Carlo standard error), ``mde_80_normal_theory``,
+        ``expected_posterior_sd``,
+        ``p_practically_null_at_zero`` (chance of a ``practically_null`` verdict when the
+        true slope is 0), ``sd_needed_for_practically_null`` (the posterior sd at which the
+        HDI fits inside the ROPE), ``plugin_sd`` and ``plugin_sd_unlimited_items`` (the
+        slope's posterior sd at the fitted variance components, as observed and with
+        unlimited items per cell: how much more items could help), ``power_curve``, ``design``, ``rule``, ``units``,
+        ``sims``, ``seed`` and ``method``.
+    """
+    seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", DEFAULT_SEED))
+    design = design_from_results(results)
+    if cache_dir is not None:
+        from analysis import hypotheses
+        from analysis.fit import cached_json, package_versions, source_sha256
+
+        key = {
+            "design": repr(design),  # all that is read from results (plain values: exact)
+            "sims": sims,
+            "seed": seed,
+            "sources": source_sha256(
+                [*sorted(Path(__file__).parent.glob("*.py")),
+                 *sorted(Path(hypotheses.__file__).parent.glob("*.py"))]
+            ),
+            "versions": package_versions(("scipy",)),
+        }
+        return cached_json(
+            cache_dir, "mde_from_fit", key,
+            lambda: mde_from_fit(results, sims=sims, seed=seed, progress=progress),
+        )
+    rule = design.rule
+    pilot_sims = max(20, sims // 3)
+    z_hdi = float(norm.ppf(0.5 + rule.hdi_prob / 2))
+    ticker = _Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")
+    try:
+        pilot = _sweep(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker)[0]
+        s_bar = pilot["mean_posterior_sd"]
+        normal = normal_theory_mde(s_bar, rule)
+        slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
+        curve = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker)
+    finally:
+        ticker.close()
+    grid_mde, interp = _mde(curve)
+    if grid_mde is not None and interp is None:
+        interp = grid_mde  # the smallest swept slope already has >= 80% power
+    mc_se = None
+    if interp is not None:
+        # delta method: se of P(improves) at 0.8 over the local slope of the power curve
+        rows = sorted(curve, key=lambda r: r["slope"])
+        i = next(i for i, r in enumerate(rows) if r["slope"] >= interp)
+        lo, hi = rows[max(0, i - 1)], rows[min(len(rows) - 1, max(i, 1))]
+        rise = (hi["p_improves"] - lo["p_improves"]) / max(hi["slope"] - lo["slope"], 1e-12)
+        if rise > 0:
+            mc_se = math.sqrt(TARGET_POWER * (1 - TARGET_POWER) / sims) / rise
+    return {
+        "target_power": TARGET_POWER,
+        "mde_80": interp,
+        "mde_80_mc_se": mc_se,
+        "mde_80_normal_theory": normal,
+        "expected_posterior_sd": s_bar,
+        "p_practically_null_at_zero": pilot["p_practically_null"],
+        "p_improves_at_zero": pilot["p_improves"],
+        "sd_needed_for_practically_null": rule.rope / z_hdi,
+        "plugin_sd": _plugin_sd(design),
+        "plugin_sd_unlimited_items": _plugin_sd(design, unlimited_items=True),
+        "power_curve": [
+            {
+                k: r[k]
+                for k in (
+                    "slope",
+                    "p_improves",
+                    "se_improves",
+                    "p_credibly_positive",
+                    "p_no_credible_effect",
+                    "p_practically_null",
+                    "mean_posterior_sd",
+                )
+            }
+            for r in curve
+        ],
+        "design": {
+            "n_models": len(design.models),
+            "n_families": len(design.families),
+            "tasks": [
+                {"task": t.name, "n_per_cell": t.items, "accuracy": t.accuracy}
+                for t in design.tasks
+            ],
+            "sigma_family": design.sigma_family,
+            "sigma_model": design.sigma_model,
+            "sigma_cell": design.sigma_cell,
+            "sigma_task_slope": design.sigma_task_slope,
+        },
+        "rule": rule.as_dict(),
+        "units": design.units,
+        "sims": sims,
+        "seed": seed,
+        "method": "analysis.power.mde_from_fit: simulated from the fitted variance components "
+        "(posterior means), each data set fitted by the approximate fit of analysis.power",
+    }

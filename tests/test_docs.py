@@ -1,0 +1,70 @@
+"""The documentation in docs/ matches the code it describes."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+import models
+from analysis.cli import build_parser
+from analysis.pipeline import STAGES
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def _subcommands() -> dict[str, argparse.ArgumentParser]:
+    (sub,) = [a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)]
+    return dict(sub.choices)
+
+
+def test_cli_doc_lists_every_command_and_option() -> None:
+    doc = (DOCS / "cli.md").read_text()
+    for name, parser in _subcommands().items():
+        assert f"`{name}" in doc, name
+        for action in parser._actions:
+            for opt in action.option_strings:
+                if opt not in ("-h", "--help"):
+                    assert opt in doc, f"{name} {opt}"
+
+
+def test_models_help_names_the_default_list() -> None:
+    (models_opt,) = [a for a in _subcommands()["run"]._actions if "--models" in a.option_strings]
+    assert ",".join(models.DEFAULT_MODELS) in models_opt.help
+
+
+def test_stage_map_names_every_stage_and_module() -> None:
+    doc = (DOCS / "stages.md").read_text()
+    for stage in STAGES:
+        assert f"`{stage.__name__}`" in doc, stage.__name__
+    modules = "\n".join(line for line in doc.splitlines() if line.startswith("| `"))
+    for path in sorted((ROOT / "analysis").iterdir()):
+        if path.name.startswith("_") or path.name == "data" or path.suffix not in (".py", ""):
+            continue
+        name = path.name if path.suffix else f"{path.name}/"
+        assert re.search(rf"`[^`]*\b{re.escape(name)}", modules), name
+
+
+def test_registry_doc_lists_every_model_and_spec_field() -> None:
+    from dataclasses import fields
+
+    from models._common import ModelSpec
+
+    doc = (DOCS / "registry.md").read_text()
+    for name in models.REGISTRY:
+        assert f"`{name}`" in doc, name
+    for f in fields(ModelSpec):
+        assert f"`{f.name}`" in doc, f.name
+
+
+def test_readme_points_to_docs_and_its_layout_matches() -> None:
+    readme = (ROOT / "README.md").read_text()
+    assert "DESIGN.md" not in readme
+    for page in ("records.md", "cli.md", "results.md", "registry.md", "stages.md"):
+        assert (DOCS / page).is_file(), page
+        assert f"docs/{page}" in readme, page
+    layout = readme.split("## Layout", 1)[1].split("```", 2)[1]
+    for folder in ("analysis/", "models/", "reports/", "data_raw/", "tests/", "bench/",
+                   "validation/", "docs/"):
+        assert folder in layout, folder
