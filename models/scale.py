@@ -113,7 +113,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 
 #: Priors of ``task_slopes="pooled"`` instead of ``slope_task``: a mean slope and zero-sum
 #: task deviations whose spread has its own prior (the model before the measurement of
-#: ``bench/task_slopes.py``; kept for that comparison and for many-task data).
+#: ``validation/task_slopes.py``; kept for that comparison and for many-task data).
 POOLED_PRIORS: dict[str, Prior] = {
     "beta": ("Normal", {"mu": 0.0, "sigma": 1.0}),
     "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # spread of task slopes

@@ -145,7 +145,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
     "dprime_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
     "criterion_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
     # standard deviations: HalfNormal(1), mean 0.8, well above the posteriors measured on
-    # the default data and SEB (0.1-0.5; ``bench/results/task_slopes.json``), so the data,
+    # the default data and SEB (0.1-0.5; ``validation/results/task_slopes.json``), so the data,
     # not the prior, set them
     "sigma_dprime_family": ("HalfNormal", {"sigma": 1.0}),  # family d' intercepts
     "sigma_criterion_family": ("HalfNormal", {"sigma": 1.0}),  # family criterion intercepts
@@ -157,7 +157,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 
 #: Priors of ``task_slopes="pooled"`` instead of the two task-slope priors: a mean slope and
 #: zero-sum task deviations with a shared spread (the model before the measurement of
-#: ``bench/task_slopes.py``; kept for that comparison).
+#: ``validation/task_slopes.py``; kept for that comparison).
 POOLED_PRIORS: dict[str, Prior] = {
     "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),
     "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),
