@@ -92,15 +92,38 @@ FALSE_STRINGS: Final = frozenset({"false", "0", "0.0", "no", "n", "f"})
 #: read as missing in every column and every format, never as a readable answer.
 MISSING_STRINGS: Final = frozenset({"null", "nan", "none"})
 
-Decision = Literal["improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"]
-#: The decision vocabulary of ``results.json`` (DESIGN.md).
+Decision = Literal[
+    "improves",
+    "credibly_positive",
+    "practically_null",
+    "credibly_negative",
+    "worsens",
+    "no_credible_effect",
+    "not_estimable",
+]
+#: The decision vocabulary of ``results.json`` (DESIGN.md), direction and size separated.
 DECISIONS: Final = (
     "improves",
-    "no_credible_effect",
-    "worsens",
+    "credibly_positive",
     "practically_null",
+    "credibly_negative",
+    "worsens",
+    "no_credible_effect",
     "not_estimable",
 )
+#: What each decision means, in words (one phrase each; ``docs/decisions.md`` and the report).
+DECISION_MEANING: Final[dict[str, str]] = {
+    "improves": "credibly positive and larger than the ROPE",
+    "credibly_positive": "credibly positive, size not shown to exceed the ROPE",
+    "practically_null": "practically null (the HDI lies inside the ROPE)",
+    "credibly_negative": "credibly negative, size not shown to exceed the ROPE",
+    "worsens": "credibly negative and larger than the ROPE",
+    "no_credible_effect": "inconclusive (the sign is not credible)",
+    "not_estimable": "not estimable from these data",
+}
+#: Decisions whose sign is credible (P of the sign above the threshold).
+POSITIVE_DECISIONS: Final = frozenset({"improves", "credibly_positive"})
+NEGATIVE_DECISIONS: Final = frozenset({"worsens", "credibly_negative"})
 
 ScaleVariable = Literal["params", "active_params", "capability"]
 #: ``--scale`` choice -> registry column. Sizes enter models as log10; capability as is.

@@ -7,7 +7,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+
+import numpy as np
 
 from analysis import _arviz
 from analysis.contract import SCALE_COLUMNS
@@ -20,6 +23,73 @@ SCALE_UNITS = {
     "active_params": "logits per 10x active parameters",
     "capability": "logits per unit of capability score",
 }
+
+
+#: What one unit of each scale variable's ROPE is: sizes per 10x, a score per SD across models.
+ROPE_BASIS = {
+    "params": "per 10x total parameters",
+    "active_params": "per 10x active parameters",
+    "capability": "per standard deviation of the capability score across the models",
+}
+
+#: The quantity each decided effect changes (the ROPE's numerator).
+EFFECT_QUANTITY = {
+    "scale_effect": "logits of accuracy",
+    "sensitivity": "d' units",
+    "bias": "criterion units",
+}
+
+
+def rope_for(
+    rule: DecisionRule, scale: str, x_by_model: Sequence[float] | None, *, effect: str = "scale_effect"
+) -> tuple[DecisionRule, dict[str, Any]]:
+    """The rule with its ROPE in the slope's own units, and what the ROPE means.
+
+    ``rule.rope`` is declared in the effect's quantity (logits, d', criterion) per unit of
+    :data:`ROPE_BASIS`: per 10x for sizes (the slope's own unit, unchanged), per standard
+    deviation across the models for the capability score (the slope is per score point, so
+    the half-width is ``rule.rope / sd``). With fewer than two distinct scores the ROPE is
+    left as declared and the meaning says so.
+
+    Examples
+    --------
+    >>> r, m = rope_for(DecisionRule(rope=0.1), "capability", [0.0, 10.0, 20.0])
+    >>> round(r.rope, 4), m["sd_of_scale_variable"]
+    (0.01, 10.0)
+    >>> rope_for(DecisionRule(rope=0.1), "params", [0.0, 1.0])[0].rope
+    0.1
+    """
+    quantity = EFFECT_QUANTITY.get(effect, "units of the effect")
+    meaning: dict[str, Any] = {
+        "declared": rule.rope,
+        "basis": ROPE_BASIS[scale],
+        "quantity": quantity,
+        "sd_of_scale_variable": None,
+    }
+    out = rule
+    if scale == "capability":
+        xs = np.asarray([v for v in (x_by_model or []) if v is not None], dtype=float)
+        sd = float(np.std(xs, ddof=1)) if np.unique(xs).size >= 2 else None
+        meaning["sd_of_scale_variable"] = sd
+        if sd is not None and sd > 0:
+            out = replace(rule, rope=rule.rope / sd)
+    meaning["half_width"] = out.rope
+    unit = SCALE_UNITS[scale].split(" ", 1)[1] if " " in SCALE_UNITS[scale] else SCALE_UNITS[scale]
+    if scale == "capability" and meaning["sd_of_scale_variable"]:
+        meaning["text"] = (
+            f"±{rule.rope:g} {quantity} per SD of the capability score across the models "
+            f"(SD {meaning['sd_of_scale_variable']:.3g}), i.e. ±{out.rope:.3g} {quantity} {unit}"
+        )
+    else:
+        meaning["text"] = f"±{out.rope:g} {quantity} {ROPE_BASIS[scale]}"
+    return out, meaning
+
+
+def x_by_model(data: Any) -> list[float]:
+    """One scale value per model of a cells table (for :func:`rope_for`)."""
+    if data is None or "x" not in data.columns:
+        return []
+    return [float(v) for v in data.unique(subset=["model"])["x"].to_list() if v is not None]
 
 
 def posterior_draws(fit: Fit, var: str) -> Any:
@@ -40,8 +110,13 @@ def scale_effect(
     verdict_name: str = "scale",
     effect_var: str = "beta",
     per_task_var: str | None = "slope_task",
+    fit_data: Any = None,
 ) -> dict[str, Any]:
-    """The ``scale_effect`` section: overall and per-task slope and decision."""
+    """The ``scale_effect`` section: overall and per-task slope and decision.
+
+    ``rule.rope`` is the declared ROPE; it is put in the slope's units with
+    :func:`rope_for` on ``fit_data`` (the fitted cells, one ``x`` per model).
+    """
     base = {
         "scale_variable": scale,
         "registry_column": SCALE_COLUMNS[scale],
@@ -53,6 +128,12 @@ def scale_effect(
         "n_models": n_models,
         "models_without_scale_variable": list(excluded_models),
     }
+    rope_meaning = None
+    if fit is not None:
+        rule, rope_meaning = rope_for(rule, scale, x_by_model(fit_data), effect="scale_effect")
+    base["rope"] = rule.rope
+    base["rope_meaning"] = rope_meaning
+    base["rule"] = rule.describe()
     body = slope_decisions(
         fit,
         effect_var=effect_var,
@@ -99,3 +180,4 @@ def slope_decisions(
     for t in tasks:
         per_task.setdefault(t, not_estimable("task has no model with the scale variable", rule))
     return {**overall, "per_task": per_task, "finding": bool(fit.diagnostics["passed"])}
+

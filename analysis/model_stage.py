@@ -22,7 +22,7 @@ import polars as pl
 import models as model_registry
 from analysis import checks
 from analysis.contract import SCALE_COLUMNS
-from analysis.decisions import slope_decisions
+from analysis.decisions import rope_for, slope_decisions, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule
 from analysis.tables import Tables, models_per_task
@@ -122,22 +122,35 @@ def run_checks(
 
 
 def declared_decisions(
-    module: Any, f: Fit, data: pl.DataFrame, *, rule: DecisionRule, tasks: Sequence[str]
+    module: Any,
+    f: Fit,
+    data: pl.DataFrame,
+    *,
+    rule: DecisionRule,
+    tasks: Sequence[str],
+    scale: str = "params",
 ) -> dict[str, Any]:
-    """Each effect in ``module.SPEC.decides`` decided on ``f`` (key -> decision)."""
+    """Each effect in ``module.SPEC.decides`` decided on ``f`` (key -> decision).
+
+    Each effect's ROPE is the declared one in its own quantity and the scale variable's
+    unit (``analysis.decisions.rope_for``), recorded as ``rope`` and ``rope_meaning``.
+    """
     n_models = data["model"].n_unique()
     counts = models_per_task(data, list(tasks))
     out: dict[str, Any] = {}
     for effect in module.SPEC.decides:
+        eff_rule, meaning = rope_for(rule, scale, x_by_model(data), effect=effect.key)
         out[effect.key] = slope_decisions(
             f,
             effect_var=effect.variable,
             per_task_var=effect.per_task,
-            rule=rule,
+            rule=eff_rule,
             n_models=n_models,
             tasks=tasks if effect.per_task else [],
             models_per_task=counts,
         )
+        out[effect.key]["rope"] = eff_rule.rope
+        out[effect.key]["rope_meaning"] = meaning
         if effect.name_parameter:
             out[effect.key]["parameter"] = effect.variable
     return out
@@ -207,7 +220,9 @@ def fit_models(
             "diagnostics": f.diagnostics,
         }
         if module.SPEC.role != "verdict":  # the verdict is decided into scale_effect
-            entry.update(declared_decisions(module, f, data, rule=rule, tasks=tasks))
+            entry.update(
+                declared_decisions(module, f, data, rule=rule, tasks=tasks, scale=tables.scale)
+            )
         progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
         with_loo = module.SPEC.loo is not None
         entry.update(run_checks(name, f, data, seed=seed, loo=with_loo, cache_dir=cache_dir))

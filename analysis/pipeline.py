@@ -24,6 +24,7 @@ import polars as pl
 import models as model_registry
 from analysis import atomic, describe
 from analysis.cells import build_cells
+from analysis.confounds import scale_axis_confounds, without_family
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
 from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
@@ -201,7 +202,9 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         verdict_name=module.NAME,
         effect_var=effect.variable,
         per_task_var=effect.per_task,
+        fit_data=v.usable,
     )
+    state.confounds_section = scale_axis_confounds(v.usable, cfg.scale) if v.fit else None
     state.diagnostics_section = diagnostics_section(v.fit)
     if v.fit is not None:
         state.fit_section = fit_info(v.fit, v.usable)
@@ -347,6 +350,17 @@ def stage_robustness(state: RunState, say: Progress) -> None:
             say(f"not estimable: {sensitivity['reason']}")
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
+        if state.confounds_section is not None:
+            state.confounds_section["without_family"] = without_family(
+                v.usable,
+                state.confounds_section["largest_family"],
+                scale=cfg.scale,
+                rule=cfg.rule,
+                seed=cfg.seed,
+                settings=cfg.sampler,
+                cache_dir=cfg.cache_dir,
+                progress=say,
+            )
     state.hypotheses_section = section
     state.calibration_study_section = calibration_study()
 

@@ -17,6 +17,7 @@ import numpy as np
 from analysis import atomic
 from analysis.contract import RESULTS_SCHEMA_VERSION
 from analysis.state import RunState
+from analysis.verdict import findings
 
 #: The ingest summary keys copied into ``results["data"]`` (in this order).
 DATA_KEYS = (
@@ -59,6 +60,8 @@ RESULT_KEYS = (
     "sensitivity",
     "calibration_study",
     "design_sensitivity",
+    "confounds",
+    "verdict",
 )
 
 
@@ -86,8 +89,12 @@ def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def build_results(state: RunState) -> dict[str, Any]:
-    """The ``results.json`` dict of ``state`` (every section as its stage left it, rounded)."""
-    return rounded(
+    """The ``results.json`` dict of ``state`` (every section as its stage left it, rounded).
+
+    ``verdict`` holds the first screen's sentences, computed by ``analysis.verdict.findings``
+    from the other (rounded) sections.
+    """
+    out = rounded(
         {
             "schema_version": RESULTS_SCHEMA_VERSION,
             "data": state.data_section,
@@ -112,8 +119,12 @@ def build_results(state: RunState) -> dict[str, Any]:
             "sensitivity": state.sensitivity_section,
             "calibration_study": state.calibration_study_section,
             "design_sensitivity": state.design_sensitivity_section,
+            "confounds": state.confounds_section,
         }
     )
+    # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)
+    out["verdict"] = {"findings": findings(out)}
+    return out
 
 
 def write_results(state: RunState) -> dict[str, Any]:

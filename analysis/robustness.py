@@ -29,6 +29,7 @@ import polars as pl
 
 import models as model_registry
 from analysis import atomic
+from analysis.decisions import rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import (
     DecisionRule,
@@ -140,12 +141,13 @@ def robustness_refits(
         main, usable, seed=seed, settings=settings, cache_dir=cache_dir
     )
     loo = scale_term_loo(main, without, usable, without_label=label, cache_dir=cache_dir)
+    main_rule, _ = rope_for(rule, scale, x_by_model(usable))
     priors = prior_sensitivity(
         usable,
         seed=seed,
         settings=settings,
         model=main.model,
-        rule=rule,
+        rule=main_rule,
         main=main,
         models_per_task=per_task,
         cache_dir=cache_dir,

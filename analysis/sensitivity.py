@@ -19,8 +19,10 @@ Every refit goes through :func:`analysis.fit.fit`, so it has its own cache entry
 cache key includes priors and data) and is reused by the next run. Each refit costs a
 numba compile (~35 s here) plus sampling unless it is cached.
 
-A variant "matches" when its decision equals the main fit's; ``verdict_holds`` is true when
-every estimable variant matches. A variant whose fit failed its diagnostics still gets a
+A prior variant "matches" when its decision equals the main fit's; a scale-variable variant
+when the direction its decision asserts is the same (:func:`direction_of`: the slopes are in
+other units, so the size part of the decision is not comparable); ``verdict_holds`` is true
+when every estimable variant matches, and ``compared_on`` says which comparison it is. A variant whose fit failed its diagnostics still gets a
 decision but is flagged (``diagnostics_passed = False``).
 """
 
@@ -35,8 +37,8 @@ import polars as pl
 import models as model_registry
 from analysis import _arviz
 from analysis.cells import build_cells
-from analysis.contract import SCALE_COLUMNS
-from analysis.decisions import SCALE_UNITS
+from analysis.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS, SCALE_COLUMNS
+from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
 from analysis.tables import models_per_task
@@ -44,7 +46,7 @@ from models._common import scale_priors
 
 Progress = Callable[[str], None]
 
-_KEEP = ("decision", "mean", "sd", "hdi_low", "hdi_high", "hdi_prob", "prob_positive", "reason")
+_KEEP = ("decision", "meaning", "mean", "sd", "hdi_low", "hdi_high", "hdi_prob", "prob_positive", "reason")
 
 
 def summarise_fit(
@@ -90,14 +92,37 @@ def summarise_fit(
     return out
 
 
-def _compare(entry: dict[str, Any], main: Mapping[str, Any]) -> dict[str, Any]:
-    """Add ``matches_main`` (overall and per task) to a variant summary."""
+def direction_of(decision: str) -> str:
+    """The sign a decision asserts: ``positive``, ``negative``, ``null`` or ``unresolved``.
+
+    >>> direction_of("credibly_positive"), direction_of("worsens"), direction_of("no_credible_effect")
+    ('positive', 'negative', 'unresolved')
+    """
+    if decision in POSITIVE_DECISIONS:
+        return "positive"
+    if decision in NEGATIVE_DECISIONS:
+        return "negative"
+    return "null" if decision == "practically_null" else "unresolved"
+
+
+def _same(a: str, b: str, by: str) -> bool:
+    return a == b if by == "decision" else direction_of(a) == direction_of(b)
+
+
+def _compare(entry: dict[str, Any], main: Mapping[str, Any], *, by: str = "decision") -> dict[str, Any]:
+    """Add ``matches_main`` (overall and per task) to a variant summary.
+
+    ``by="decision"`` compares the decisions (same units: the prior refits);
+    ``by="direction"`` only the asserted sign (:func:`direction_of`), for refits whose
+    slope is in other units, where the sizes (and so the ROPE part) are not comparable.
+    """
+    entry["compared_on"] = by
     est = entry["decision"] != "not_estimable" and main["decision"] != "not_estimable"
-    entry["matches_main"] = (entry["decision"] == main["decision"]) if est else None
+    entry["matches_main"] = _same(entry["decision"], main["decision"], by) if est else None
     for t, r in entry.get("per_task", {}).items():
         m = main.get("per_task", {}).get(t)
         ok = m is not None and r["decision"] != "not_estimable" and m["decision"] != "not_estimable"
-        r["matches_main"] = (r["decision"] == m["decision"]) if ok and m is not None else None
+        r["matches_main"] = _same(r["decision"], m["decision"], by) if ok and m is not None else None
     return entry
 
 
@@ -235,8 +260,10 @@ def scale_variable_sensitivity(
         usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
         without = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()))
         n_models = usable["model"].n_unique()
+        var_rule, rope_meaning = rope_for(rule, var, x_by_model(usable))
         head = {"label": var, "variable": var, "registry_column": SCALE_COLUMNS[var],
-                "units": SCALE_UNITS[var], "n_models": n_models, "models_without_variable": without}
+                "units": SCALE_UNITS[var], "n_models": n_models, "models_without_variable": without,
+                "rope": var_rule.rope, "rope_meaning": rope_meaning}
         reason = None
         if n_models < rule.min_models:
             reason = (f"only {n_models} model(s) have '{SCALE_COLUMNS[var]}'; "
@@ -255,7 +282,7 @@ def scale_variable_sensitivity(
             name = model_registry.verdict().NAME
             say(f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
             fitted = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
-        entries[var] = {**head, **summarise_fit(fitted, rule=rule, n_models=n_models,
+        entries[var] = {**head, **summarise_fit(fitted, rule=var_rule, n_models=n_models,
                                                 models_per_task=per_task)}
     ref = entries[main_scale]
     variants = []
@@ -266,13 +293,15 @@ def scale_variable_sensitivity(
             for r in e["per_task"].values():
                 r["matches_main"] = True if r["decision"] != "not_estimable" else None
         else:
-            _compare(e, ref)
+            _compare(e, ref, by="direction")
         variants.append(e)
     others = [e for e in variants if e["variable"] != main_scale]
     return {
         "main_scale": main_scale,
-        "what": ("the scale model refitted with each scale variable; slopes are in different units, "
-                 "so only decisions are compared"),
+        "what": ("the scale model refitted with each scale variable; slopes are in different units "
+                 "(each variable's ROPE in its own units), so only the direction each decision "
+                 "asserts (positive, negative, null, unresolved) is compared, not the size"),
+        "compared_on": "direction",
         "variants": variants,
         **_holds(others),
     }

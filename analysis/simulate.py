@@ -44,6 +44,7 @@ not by the logistic model, this projection is what a correct fit should recover.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -334,8 +335,12 @@ def simulate_scale_cells(
     sigma_family: float = 0.3,
     sigma_model: float = 0.2,
     sigma_cell: float = 0.1,
+    task_slopes: Sequence[float] | None = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Draw model x task cell counts from the generative model of ``models/scale.py``.
+
+    ``task_slopes`` (one per task) sets each task's true slope instead of ``beta`` plus a
+    drawn deviation (the draws are the same either way, so other parameters do not move).
 
     Used by parameter-recovery and calibration studies: the truth is the model's own
     parameters, so coverage can be checked exactly.
@@ -348,6 +353,10 @@ def simulate_scale_cells(
     rng = np.random.default_rng(seed)
     alpha = rng.normal(0.3, 0.5, n_tasks)
     delta = rng.normal(0, sigma_task_slope, n_tasks)
+    if task_slopes is not None:
+        if len(task_slopes) != n_tasks:
+            raise ValueError(f"task_slopes needs {n_tasks} values, got {len(task_slopes)}")
+        delta = np.asarray(task_slopes, dtype=float) - beta
     u = rng.normal(0, sigma_family, n_families)
     rows = []
     for f in range(n_families):

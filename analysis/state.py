@@ -101,4 +101,5 @@ class RunState:
     sensitivity_section: dict[str, Any] | None = None  # sensitivity
     calibration_study_section: dict[str, Any] | None = None  # calibration_study
     design_sensitivity_section: dict[str, Any] | None = None  # design_sensitivity
+    confounds_section: dict[str, Any] | None = None  # confounds
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings

@@ -18,19 +18,19 @@ and the centred scale predictor :math:`x_m` (as in ``models/scale.py``).
     H_{mt} &\sim \mathrm{Binomial}\big(S_{mt},\ \Phi(\tfrac12 d'_{mt} - c_{mt})\big),
     \qquad F_{mt} \sim \mathrm{Binomial}\big(N_{mt},\ \Phi(-\tfrac12 d'_{mt} - c_{mt})\big)
     \\
-    d'_{mt} &= a^{d}_t + (\beta_{d'} + \delta^{d}_t)\, x_m + u^{d}_{f[m]} + v^{d}_m
-    + w^{d}_{mt} \\
-    c_{mt} &= a^{c}_t + (\beta_{c} + \delta^{c}_t)\, x_m + u^{c}_{f[m]} + v^{c}_m
-    + w^{c}_{mt} \\
-    \delta^{\cdot} &= \sigma^{\cdot}_{\delta} z^{\delta\cdot},\ u^{\cdot} = \sigma^{\cdot}_u
-    z^{u\cdot},\ v^{\cdot} = \sigma^{\cdot}_v z^{v\cdot},\quad
-    z^{\delta\cdot}, z^{u\cdot}, z^{v\cdot} \sim \mathrm{ZeroSumNormal}(1) \\
+    d'_{mt} &= a^{d}_t + b^{d}_t\, x_m + u^{d}_{f[m]} + v^{d}_m + w^{d}_{mt} \\
+    c_{mt} &= a^{c}_t + b^{c}_t\, x_m + u^{c}_{f[m]} + v^{c}_m + w^{c}_{mt} \\
+    b^{\cdot}_t &\sim \mathcal N(0, 0.5^2) \text{ independently per task},\quad
+    \beta_{\cdot} = \tfrac1T \textstyle\sum_t b^{\cdot}_t \\
+    u^{\cdot} &= \sigma^{\cdot}_u z^{u\cdot},\ v^{\cdot} = \sigma^{\cdot}_v z^{v\cdot},\quad
+    z^{u\cdot}, z^{v\cdot} \sim \mathrm{ZeroSumNormal}(1),\quad
+    \sigma^{\cdot} \sim \mathrm{HalfNormal}(1) \\
     w^{\cdot}_{mt} &= \sigma^{\cdot}_w z^{w\cdot}_{mt},\quad z^{w\cdot}_{mt} \sim
     \mathcal N(0, 1) \quad\text{(only with ``cell_effects=True``, the default)}
 
 with :math:`\cdot \in \{d, c\}`: sensitivity and criterion each get their own task
-intercepts, slopes, and family/model/cell effects, all partially pooled and independent
-a priori. :math:`\Phi` is the standard normal CDF (probit link); the hit and false-alarm
+intercepts, slopes, and family/model/cell effects, independent a priori. Each task's
+slopes have their own prior; only the intercept effects are partially pooled. :math:`\Phi` is the standard normal CDF (probit link); the hit and false-alarm
 rates enter the likelihood through their log-odds
 :math:`\log\Phi(z) - \log\Phi(-z)`, computed as in PyMC's stable ``normal_lcdf`` so
 that extreme rates do not underflow.
@@ -41,13 +41,13 @@ alpha_dprime, alpha_criterion (task)
     :math:`d'` and :math:`c` of a model of average scale on task :math:`t`.
 beta_dprime
     the **scale effect on sensitivity**: change in :math:`d'` per unit of :math:`x`
-    (per 10x parameters), the unweighted mean of the task slopes. This is ``EFFECT``.
+    (per 10x parameters), the average of the task slopes over the tasks in the data: a
+    declared estimand (a deterministic), not a parameter with its own prior. ``EFFECT``.
 beta_criterion
-    change in the criterion per unit of :math:`x` (negative: larger models say "yes"
-    more readily).
+    the same average for the criterion (negative: larger models say "yes" more readily).
+    The report does not read it: the criterion is reported per task.
 dprime_slope_task, criterion_slope_task (task)
-    task-specific slopes :math:`\beta + \delta_t`; ``dprime_slope_task`` is
-    ``PER_TASK_EFFECT``.
+    each task's own slopes :math:`b_t`; ``dprime_slope_task`` is ``PER_TASK_EFFECT``.
 u_*_family, v_*_model, w (cell)
     family, model and model x task deviations; models, not records, are the unit of
     evidence.
@@ -60,15 +60,32 @@ likelihood is exactly 0: such a cell informs only one rate, and :math:`d'` and :
 are separated there by the hierarchy, not by the cell. A cell with no readable record
 contributes nothing.
 
+Task slopes and standard-deviation priors
+-----------------------------------------
+With two or three tasks, a spread shared by the task slopes (``task_slopes="pooled"``:
+:math:`\beta + \delta_t`, zero-sum :math:`\delta` with a HalfNormal spread) is not
+informed by the data: its posterior is its prior, and that prior sets how far each task's
+slope is pulled towards the others. ``validation/task_slopes.py`` measured it on the
+Self-Execution Benchmark (word association and refusal; results in
+``validation/results/task_slopes.json``): pooling moved word association's d' slope
+from what its own data say towards refusal's and turned a credibly negative word-association
+criterion slope into an inconclusive one; with independent task slopes both stay close to the
+word-association-only fit. So each task has its own slope prior, ``Normal(0, 0.5)`` d' (or
+criterion) units per 10x, wide against the slopes these data show, and the average over tasks
+is computed, not assumed. The family, model and cell standard deviations have
+``HalfNormal(1)`` priors (mean 0.8): the same file lists prior and posterior of each, and the
+posteriors sit well below the prior mean, set by the data rather than by the prior (the
+former ``HalfNormal(0.3)`` had a mean below the posterior cell SDs).
+
 Parameterisation and sampler
 ----------------------------
 Same lessons as ``models/scale.py``: every group effect is non-centred and the task,
 family and model effects are zero-sum (``models._common.zero_sum_effect``), so their
 means do not trade off against the task intercepts along flat ridges.
 
-Measured on the default data (``data_raw/``: binary cells of the 14 sized models x
-3 tasks = 42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning;
-``python bench/zoo.py sdt
+Measured on the default data, with the former pooled task slopes and ``HalfNormal(0.3)``
+SDs (``data_raw/``: binary cells of the 14 sized models x 3 tasks = 42 cells; nutpie 0.16.8,
+4 chains x 2000 draws after 1000 tuning; ``python bench/zoo.py sdt
 [--target-accept 0.99] [--seed S] [--draws N]``):
 
 =====================  ==============  ==============  ==============
@@ -113,7 +130,7 @@ DeCarlo (1998), "Signal detection theory and generalized linear models",
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pymc as pm
@@ -140,16 +157,29 @@ PER_TASK_EFFECT = "dprime_slope_task"
 DEFAULT_PRIORS: dict[str, Prior] = {
     "alpha_dprime": ("Normal", {"mu": 0.5, "sigma": 1.0}),  # task d' at average scale
     "alpha_criterion": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # task criterion
-    "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),  # d' units per 10x parameters
-    "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),  # criterion units per 10x
-    "sigma_dprime_slope": ("HalfNormal", {"sigma": 0.3}),  # task deviations of the d' slope
-    "sigma_criterion_slope": ("HalfNormal", {"sigma": 0.3}),  # ... of the criterion slope
-    "sigma_dprime_family": ("HalfNormal", {"sigma": 0.3}),  # family d' intercepts
-    "sigma_criterion_family": ("HalfNormal", {"sigma": 0.3}),  # family criterion intercepts
-    "sigma_dprime_model": ("HalfNormal", {"sigma": 0.3}),  # model d' intercepts
-    "sigma_criterion_model": ("HalfNormal", {"sigma": 0.3}),  # model criterion intercepts
-    "sigma_dprime_cell": ("HalfNormal", {"sigma": 0.3}),  # model x task d' deviations
-    "sigma_criterion_cell": ("HalfNormal", {"sigma": 0.3}),  # model x task criterion dev.
+    # each task's own slope (``task_slopes="independent"``, the default): d' (criterion)
+    # units per 10x parameters; no spread shared between tasks
+    "dprime_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    "criterion_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    # standard deviations: HalfNormal(1), mean 0.8, well above the posteriors measured on
+    # the default data and SEB (0.1-0.5; ``validation/results/task_slopes.json``), so the data,
+    # not the prior, set them
+    "sigma_dprime_family": ("HalfNormal", {"sigma": 1.0}),  # family d' intercepts
+    "sigma_criterion_family": ("HalfNormal", {"sigma": 1.0}),  # family criterion intercepts
+    "sigma_dprime_model": ("HalfNormal", {"sigma": 1.0}),  # model d' intercepts
+    "sigma_criterion_model": ("HalfNormal", {"sigma": 1.0}),  # model criterion intercepts
+    "sigma_dprime_cell": ("HalfNormal", {"sigma": 1.0}),  # model x task d' deviations
+    "sigma_criterion_cell": ("HalfNormal", {"sigma": 1.0}),  # model x task criterion dev.
+}
+
+#: Priors of ``task_slopes="pooled"`` instead of the two task-slope priors: a mean slope and
+#: zero-sum task deviations with a shared spread (the model before the measurement of
+#: ``validation/task_slopes.py``; kept for that comparison).
+POOLED_PRIORS: dict[str, Prior] = {
+    "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),
+    "sigma_dprime_slope": ("HalfNormal", {"sigma": 0.3}),
+    "sigma_criterion_slope": ("HalfNormal", {"sigma": 0.3}),
 }
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n_signal", "n_noise", "hits", "false_alarms")
@@ -164,10 +194,10 @@ SPEC = ModelSpec(
         Effect("bias", "beta_criterion", "criterion_slope_task"),
     ),
     slope_priors={
-        "beta_dprime": ("beta_dprime", None),
-        "dprime_slope_task": ("beta_dprime", "sigma_dprime_slope"),
-        "beta_criterion": ("beta_criterion", None),
-        "criterion_slope_task": ("beta_criterion", "sigma_criterion_slope"),
+        "beta_dprime": ("dprime_slope_task", "mean"),
+        "dprime_slope_task": ("dprime_slope_task", None),
+        "beta_criterion": ("criterion_slope_task", "mean"),
+        "criterion_slope_task": ("criterion_slope_task", None),
     },
     loo=None,
     sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-checks"),
@@ -178,6 +208,8 @@ SPEC = ModelSpec(
     ),
 )
 
+
+TaskSlopes = Literal["independent", "pooled"]
 
 _SQRT2 = pt.constant(np.sqrt(2.0), dtype="float64")
 
@@ -226,7 +258,11 @@ def implied_accuracy(p: Mapping[str, np.ndarray], data: Any) -> np.ndarray:
 
 
 def build(
-    data: Any, priors: Mapping[str, Prior] | None = None, *, cell_effects: bool = True
+    data: Any,
+    priors: Mapping[str, Prior] | None = None,
+    *,
+    cell_effects: bool = True,
+    task_slopes: TaskSlopes = "independent",
 ) -> pm.Model:
     """Build the PyMC model.
 
@@ -241,6 +277,12 @@ def build(
     cell_effects
         Add the model x task deviations :math:`w^{d}, w^{c}` (default). Without them every
         record counts as independent evidence about the slopes.
+    task_slopes
+        ``"independent"`` (default): each task's d' and criterion slope has its own prior
+        (``dprime_slope_task``, ``criterion_slope_task``) and ``beta_*`` is their average
+        over tasks, a declared estimand, not a parameter; ``"pooled"``: ``beta_* +
+        delta_t`` with zero-sum deviations of spread ``sigma_*_slope``
+        (:data:`POOLED_PRIORS`), which with two or three tasks is set by its prior.
 
     Returns
     -------
@@ -248,7 +290,13 @@ def build(
         With coords ``task``, ``family``, ``model``, ``cell`` and the observed ``hits``
         and ``false_alarms`` (both on ``cell``).
     """
-    p = merge_priors(DEFAULT_PRIORS, priors)
+    if task_slopes not in ("independent", "pooled"):
+        raise ValueError(f"task_slopes must be 'independent' or 'pooled', not {task_slopes!r}")
+    defaults = DEFAULT_PRIORS
+    if task_slopes == "pooled":
+        defaults = {k: v for k, v in DEFAULT_PRIORS.items() if not k.endswith("_slope_task")}
+        defaults.update(POOLED_PRIORS)
+    p = merge_priors(defaults, priors)
     task_idx, tasks = factorize(data["task"])
     model_idx, models = factorize(data["model"])
     fam_idx, families = factorize(data["family"])
@@ -269,10 +317,14 @@ def build(
         parts = {}
         for side in ("dprime", "criterion"):
             alpha = prior_rv(f"alpha_{side}", p[f"alpha_{side}"], dims="task")
-            beta = prior_rv(f"beta_{side}", p[f"beta_{side}"])
-            s_slope = prior_rv(f"sigma_{side}_slope", p[f"sigma_{side}_slope"])
-            delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
-            slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
+            if task_slopes == "independent":
+                slope = prior_rv(f"{side}_slope_task", p[f"{side}_slope_task"], dims="task")
+                pm.Deterministic(f"beta_{side}", pt.mean(slope))
+            else:
+                beta = prior_rv(f"beta_{side}", p[f"beta_{side}"])
+                s_slope = prior_rv(f"sigma_{side}_slope", p[f"sigma_{side}_slope"])
+                delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
+                slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
             s_fam = prior_rv(f"sigma_{side}_family", p[f"sigma_{side}_family"])
             u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
             s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])

@@ -19,6 +19,12 @@ pass)::
     .venv/bin/selfmodel run data_raw --out build --no-report
     cp build/results.json tests/fixtures/regression/results_default.json
 
+It was remade again, deliberately, by issue 15 (verdicts a reviewer accepts): the decision
+vocabulary separates direction from size (``credibly_positive``/``credibly_negative``, every
+decision has ``meaning``), ROPEs in each scale variable's own units (``rope_meaning``), task
+slopes with their own priors in the scale and SDT models, SDT standard deviations
+``HalfNormal(1)``, and the new sections ``confounds`` and ``verdict``.
+
 The run samples eight fits at the default settings (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
 (e.g. ``build/fits``) to seed the fit cache: fits are reused only when their cache key

@@ -9,11 +9,20 @@ A scale effect (posterior draws of a slope) is turned into one of the DESIGN dec
 ``worsens``
     :math:`P(\theta < 0) > p^*` **and** the HDI lies entirely below the ROPE;
 ``practically_null``
-    the HDI lies entirely inside the ROPE :math:`[-r, r]`;
+    the HDI lies entirely inside the ROPE :math:`[-r, r]` (whatever the sign);
+``credibly_positive``
+    :math:`P(\theta > 0) > p^*` but the HDI is not entirely above the ROPE: the direction
+    is credible, the size is not shown to exceed the ROPE;
+``credibly_negative``
+    the same with :math:`P(\theta < 0) > p^*`;
+``no_credible_effect`` (read "inconclusive")
+    neither sign is credible and the HDI is not inside the ROPE;
 ``not_estimable``
-    fewer than ``min_models`` models carry the scale variable (or no draws);
-``no_credible_effect``
-    otherwise.
+    fewer than ``min_models`` models carry the scale variable (or no draws).
+
+Direction (is :math:`P` of the sign above :math:`p^*`?) and size (does the HDI clear the
+ROPE?) are separate questions: ``improves`` answers both, ``credibly_positive`` only the
+first. ``analysis.contract.DECISION_MEANING`` holds the phrase of each.
 
 Defaults: :math:`p^* = 0.95`, ROPE :math:`\pm 0.1` logits per 10x parameters, 94% HDI
 (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",

@@ -159,7 +159,9 @@ def slope_prior_density(
     Examples
     --------
     >>> from models.scale import DEFAULT_PRIORS
-    >>> round(slope_prior_density("scale", "beta", DEFAULT_PRIORS, n_tasks=3)[0], 4)
+    >>> round(slope_prior_density("scale", "beta", DEFAULT_PRIORS, n_tasks=3)[0], 4)  # N(0, 1/sqrt(3))
+    0.691
+    >>> round(slope_prior_density("scale", "slope_task", DEFAULT_PRIORS, n_tasks=3)[0], 4)
     0.3989
     """
     from scipy import integrate, stats
@@ -171,6 +173,14 @@ def slope_prior_density(
         return None, f"no closed-form prior for '{base}' of model '{model}'"
     mean_key, dev_key = spec
     mean_prior = priors[mean_key]
+    if dev_key == "mean":  # the average over tasks of independent Normal task slopes
+        if mean_prior[0] != "Normal":
+            return None, f"average of task slopes needs a Normal prior on '{mean_key}'"
+        mu, s0 = float(mean_prior[1].get("mu", 0.0)), float(mean_prior[1]["sigma"])
+        sd = s0 / math.sqrt(max(n_tasks, 1))
+        return float(stats.norm.pdf(point, mu, sd)), (
+            f"average over {n_tasks} task(s) of independent {mean_prior[0]} priors '{mean_key}'"
+        )
     if dev_key is None or n_tasks < 2:
         return float(_prior_pdf(mean_prior)(point)), f"prior {mean_prior[0]} of '{mean_key}'"
     if mean_prior[0] != "Normal":

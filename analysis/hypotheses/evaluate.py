@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 import models as model_registry
+from analysis.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS
 from analysis.hypotheses.bayes_factor import savage_dickey, slope_prior_density
 from analysis.hypotheses.declared import Hypothesis
 from analysis.hypotheses.rule import decide, not_estimable
@@ -123,12 +124,15 @@ def evaluate(
     res = decide(draws, rule, n_models=n_eff_models)
     out = {**head, **res}
     if res["decision"] == "not_estimable":
-        return {**out, "prob_direction": None, "supported": None, "bayes_factor_10": None,
-                "bf_display": None, "bayes_factor": None}
+        return {**out, "prob_direction": None, "supported": None, "direction_supported": None,
+                "bayes_factor_10": None, "bf_display": None, "bayes_factor": None}
     flat = np.asarray(draws, dtype=float).ravel()
     p_pos = res["prob_positive"]
     out["prob_direction"] = p_pos if hypothesis.direction == "increase" else float(np.mean(flat < 0))
     out["supported"] = res["decision"] == hypothesis.predicted
+    # direction alone: the predicted sign is credible, whether or not the size clears the ROPE
+    signed = POSITIVE_DECISIONS if hypothesis.direction == "increase" else NEGATIVE_DECISIONS
+    out["direction_supported"] = res["decision"] in signed
     n_tasks = len(post["task"]) if "task" in post.coords else 1
     dens, note = slope_prior_density(hypothesis.model, base, _fit_priors(idata, hypothesis.model),
                                      n_tasks=n_tasks)
@@ -144,7 +148,7 @@ def evaluate(
 
 def _absent(hypothesis: Hypothesis, reason: str) -> dict[str, Any]:
     return {**not_estimable(reason, hypothesis.rule), "prob_direction": None, "supported": None,
-            "bayes_factor_10": None, "bf_display": None, "bayes_factor": None}
+            "direction_supported": None, "bayes_factor_10": None, "bf_display": None, "bayes_factor": None}
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 
 from analysis import _arviz
-from analysis.contract import Decision
+from analysis.contract import DECISION_MEANING, Decision
 
 Direction = Literal["increase", "decrease"]
 DIRECTIONS: tuple[str, ...] = ("increase", "decrease")
@@ -28,8 +28,11 @@ class DecisionRule:
         return (
             f"'improves' when P(slope > 0) > {self.prob_threshold:g} and the {self.hdi_prob:.0%} HDI "
             f"lies above the ROPE [-{self.rope:g}, {self.rope:g}]; 'worsens' symmetrically; "
-            f"'practically_null' when the HDI lies inside the ROPE; 'not_estimable' with fewer "
-            f"than {self.min_models} models carrying the scale variable; otherwise 'no_credible_effect'."
+            f"'practically_null' when the HDI lies inside the ROPE; 'credibly_positive' "
+            f"('credibly_negative') when P(slope > 0) (P(slope < 0)) > {self.prob_threshold:g} "
+            f"but the HDI does not clear the ROPE; 'not_estimable' with fewer than "
+            f"{self.min_models} models carrying the scale variable; otherwise "
+            f"'no_credible_effect' (inconclusive; the sign is not credible)."
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -64,6 +67,10 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
     'practically_null'
     >>> decide(rng.normal(0.0, 0.5, 4000), DecisionRule(), n_models=10)["decision"]
     'no_credible_effect'
+    >>> decide(rng.normal(0.2, 0.06, 4000), DecisionRule(), n_models=10)["decision"]
+    'credibly_positive'
+    >>> decide(rng.normal(-0.2, 0.06, 4000), DecisionRule(), n_models=10)["decision"]
+    'credibly_negative'
     >>> decide(rng.normal(0.5, 0.1, 4000), DecisionRule(), n_models=2)["decision"]
     'not_estimable'
     """
@@ -82,8 +89,18 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
         decision, reason = "worsens", "P(slope < 0) above threshold and HDI below the ROPE"
     elif lo >= -rule.rope and hi <= rule.rope:
         decision, reason = "practically_null", "HDI inside the ROPE"
+    elif p_pos > rule.prob_threshold:
+        decision, reason = (
+            "credibly_positive",
+            "P(slope > 0) above threshold but the HDI does not lie above the ROPE",
+        )
+    elif (1 - p_pos) > rule.prob_threshold:
+        decision, reason = (
+            "credibly_negative",
+            "P(slope < 0) above threshold but the HDI does not lie below the ROPE",
+        )
     else:
-        decision, reason = "no_credible_effect", "HDI overlaps the ROPE and is not inside it"
+        decision, reason = "no_credible_effect", "neither sign credible; HDI not inside the ROPE"
     return {
         "mean": float(np.mean(flat)),
         "sd": float(np.std(flat, ddof=1)),
@@ -93,6 +110,7 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
         "prob_positive": p_pos,
         "prob_in_rope": float(np.mean(np.abs(flat) <= rule.rope)),
         "decision": decision,
+        "meaning": DECISION_MEANING[decision],
         "reason": reason,
     }
 
@@ -108,5 +126,6 @@ def not_estimable(reason: str, rule: DecisionRule) -> dict[str, Any]:
         "prob_positive": None,
         "prob_in_rope": None,
         "decision": "not_estimable",
+        "meaning": DECISION_MEANING["not_estimable"],
         "reason": reason,
     }

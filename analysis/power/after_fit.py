@@ -128,6 +128,7 @@ _CURVE_KEYS = (
     "slope",
     "p_improves",
     "se_improves",
+    "p_credibly_positive",
     "p_no_credible_effect",
     "p_practically_null",
     "mean_posterior_sd",

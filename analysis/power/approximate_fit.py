@@ -28,9 +28,9 @@ def _prior_sigmas() -> dict[str, float]:
     from models.scale import DEFAULT_PRIORS
 
     out = {}
-    for name in ("alpha", "beta", "sigma_delta", "sigma_family", "sigma_model", "sigma_cell"):
+    for name in ("alpha", "slope_task", "sigma_family", "sigma_model", "sigma_cell"):
         dist, kw = DEFAULT_PRIORS[name]
-        want = "Normal" if name in ("alpha", "beta") else "HalfNormal"
+        want = "Normal" if name in ("alpha", "slope_task") else "HalfNormal"
         if dist != want or (want == "Normal" and kw.get("mu", 0.0) != 0.0):
             raise NotImplementedError(
                 f"analysis.power assumes {name} ~ {want}(0, s) as in models/scale.py; "
@@ -132,11 +132,8 @@ class _Grid:
         """The grid at the prior mid-quantiles (equal prior mass per point)."""
         sizes = {**GRID, **(sizes or {})}
         pr = _prior_sigmas()
-        sd = (
-            _halfnormal_grid(pr["sigma_delta"], sizes["sigma_delta"])
-            if n_tasks > 1
-            else np.array([0.0])
-        )
+        # the scale model gives every task slope its own prior: no spread to integrate over
+        sd = np.array([pr["slope_task"]]) if n_tasks > 1 else np.array([0.0])
         return cls.at(
             n_tasks,
             sigma_cell=_halfnormal_grid(pr["sigma_cell"], sizes["sigma_cell"]),
@@ -159,13 +156,13 @@ class _Grid:
         pr = _prior_sigmas()
         T = n_tasks
         sd = np.atleast_1d(np.asarray(sigma_delta, dtype=float)) if T > 1 else np.array([0.0])
-        ones = np.ones((T, T)) / T
         lam0 = []
         logdet = []
-        for s in sd:
-            # task slopes b = beta 1 + delta, beta ~ N(0, sb^2), delta zero-sum N(0, s^2):
-            # Cov(b) = T sb^2 P + s^2 (I - P), P = 11'/T
-            prec_b = ones / (T * pr["beta"] ** 2) + ((np.eye(T) - ones) / s**2 if T > 1 else 0.0)
+        for _s in sd:
+            # task slopes b_t ~ N(0, s0^2) independently (models/scale.py,
+            # task_slopes="independent"): the prior precision does not depend on the grid's
+            # sigma_delta, which only labels the true spread of the simulated slopes
+            prec_b = np.eye(T) / pr["slope_task"] ** 2
             lam = np.zeros((2 * T, 2 * T))
             lam[:T, :T] = np.eye(T) / pr["alpha"] ** 2
             lam[T:, T:] = prec_b

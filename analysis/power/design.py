@@ -20,7 +20,9 @@ N_DRAWS: Final = 4000
 #: Grid points per variance component (sigma_cell, sigma_model, sigma_family, sigma_delta).
 GRID: Final = {"sigma_cell": 16, "sigma_model": 12, "sigma_family": 12, "sigma_delta": 4}
 #: Power-detection outcomes reported for every slope.
-OUTCOMES: Final = ("improves", "no_credible_effect", "practically_null", "worsens")
+OUTCOMES: Final = (
+    "improves", "credibly_positive", "no_credible_effect", "practically_null", "credibly_negative", "worsens"
+)
 
 Progress = Callable[[int, int], None]
 

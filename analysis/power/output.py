@@ -128,13 +128,15 @@ def _plot_decisions(ax: Any, power: Mapping[str, Any]) -> None:
     ax.axvspan(-rope, rope, color="0.92", zorder=0, label=f"ROPE ±{rope:g}")
     colours = {
         "improves": "#0072B2",
+        "credibly_positive": "#56B4E9",
         "no_credible_effect": "#999999",
         "practically_null": "#009E73",
+        "credibly_negative": "#E69F00",
         "worsens": "#D55E00",
     }
     for o in OUTCOMES:
         ps = np.array([r[f"p_{o}"] for r in res])
-        if o == "worsens" and not ps.any():
+        if o in ("worsens", "credibly_negative") and not ps.any():
             continue
         se = np.array([r[f"se_{o}"] for r in res])
         ax.errorbar(

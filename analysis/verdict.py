@@ -1,0 +1,308 @@
+"""The verdict's sentences, chosen by code from the numbers of ``results.json``.
+
+Every interpretive sentence of the report's first screen comes from :func:`findings` (a
+pure function of the results dictionary; no fitting, no files), so each one changes with the
+numbers it speaks of and is tested against perturbed results (``tests/test_verdict.py``):
+
+``accuracy``
+    the accuracy slope (the declared estimand: the average over tasks of the task slopes),
+    its direction and whether its size exceeds the ROPE, in the words of
+    ``analysis.contract.DECISION_MEANING``; when tasks have credible slopes of opposite
+    signs the average is named as such and not read as a summary;
+``accuracy_tasks``
+    the per-task accuracy slopes;
+``sensitivity``, ``criterion``
+    the signal-detection slopes per task, the criterion's direction in words (a negative
+    criterion slope: larger models are more ready to say yes; positive: more cautious);
+``baseline``
+    how many models beat always giving their most common outcome, per binary task;
+``detectable``
+    the smallest slope the design declares ``improves`` 80% of the time;
+``checks``
+    whether any fit failed its diagnostics and whether the decisions survived the
+    robustness refits (and which models those refits covered);
+``confounds``
+    the top of the scale axis held by one family, the share of the range one family spans,
+    the slope without the largest family, and mixture-of-experts total vs active sizes.
+
+A finding is omitted when its section is absent from the results (not run), never filled
+with a placeholder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from analysis.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DECISIONS
+
+Results = Mapping[str, Any]
+
+
+def _n(v: float | None, fmt: str = ".2f") -> str:
+    return "n/a" if v is None else format(v, fmt)
+
+
+def _interval(e: Mapping[str, Any]) -> str:
+    return (f"{_n(e.get('mean'), '+.2f')}, {e.get('hdi_prob', 0.94):.0%} HDI "
+            f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}")
+
+
+def _ci(e: Mapping[str, Any]) -> str:
+    """Compact ``mean [low, high]``."""
+    return f"{_n(e.get('mean'), '+.2f')} [{_n(e.get('hdi_low'), '+.2f')}, {_n(e.get('hdi_high'), '+.2f')}]"
+
+
+def _grouped(per_task: Mapping[str, Mapping[str, Any]], words: Any) -> str:
+    """Tasks grouped by what their decision says: ``words in a (ci) and b (ci); ...``."""
+    groups: dict[str, list[str]] = {}
+    for t, r in sorted(per_task.items()):
+        what = words(r)
+        groups.setdefault(what, []).append(
+            f"{_task(t)} ({_ci(r)})" if r.get("mean") is not None else _task(t))
+    return "; ".join(f"{what} in {_list(ts)}" for what, ts in groups.items())
+
+
+def _task(t: str) -> str:
+    return t.replace("_", " ")
+
+
+def _list(parts: Sequence[str]) -> str:
+    parts = list(parts)
+    if len(parts) <= 1:
+        return "".join(parts)
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
+
+
+def signs_disagree(per_task: Mapping[str, Mapping[str, Any]]) -> bool:
+    """True when one task's slope is credibly positive and another's credibly negative."""
+    ds = {r.get("decision") for r in per_task.values()}
+    return bool(ds & POSITIVE_DECISIONS) and bool(ds & NEGATIVE_DECISIONS)
+
+
+def rope_text(e: Mapping[str, Any]) -> str:
+    """What the ROPE of a decision is (``rope_meaning.text``, else the bare half-width)."""
+    m = e.get("rope_meaning") or {}
+    if m.get("text"):
+        return str(m["text"])
+    return f"±{_n(e.get('rope'), 'g')}"
+
+
+def slope_sentence(e: Mapping[str, Any], *, quantity: str, units: str, rope: str) -> str:
+    """One sentence saying what a slope decision means, with its numbers.
+
+    ``quantity`` names what changes ("self-prediction accuracy"), ``units`` the slope's
+    units, ``rope`` the ROPE in words.
+    """
+    d = e.get("decision")
+    if d == "not_estimable" or e.get("mean") is None:
+        return f"The slope of {quantity} is not estimable: {e.get('reason') or 'no fit'}."
+    nums = (f"slope {_n(e.get('mean'), '+.2f')} {units} ({e.get('hdi_prob', 0.94):.0%} HDI "
+            f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}), "
+            f"P(slope > 0) = {_n(e.get('prob_positive'), '.3f')}")
+    q = quantity[0].upper() + quantity[1:]
+    if d == "improves":
+        return f"{q} rises with scale, by more than the ROPE of {rope}: {nums}."
+    if d == "credibly_positive":
+        return (f"{q} rises with scale, but the rise is not shown to exceed the ROPE of {rope}: "
+                f"{nums}; the sign is credible, the HDI reaches into the ROPE.")
+    if d == "worsens":
+        return f"{q} falls with scale, by more than the ROPE of {rope}: {nums}."
+    if d == "credibly_negative":
+        return (f"{q} falls with scale, but the fall is not shown to exceed the ROPE of {rope}: "
+                f"{nums}; the sign is credible, the HDI reaches into the ROPE.")
+    if d == "practically_null":
+        return (f"Scale makes no practical difference to {quantity}: {nums}; the whole HDI lies "
+                f"inside the ROPE of {rope}.")
+    return (f"The data do not say whether {quantity} rises or falls with scale: {nums}; neither "
+            f"sign is credible, so the result is inconclusive.")
+
+
+def _short(e: Mapping[str, Any]) -> str:
+    """Per-task phrase: the decision's meaning with the interval."""
+    d = e.get("decision", "not_estimable")
+    if d == "not_estimable" or e.get("mean") is None:
+        return f"not estimable ({e.get('reason') or 'no fit'})"
+    return f"{DECISION_MEANING.get(d, d)}, {_interval(e)}"
+
+
+def accuracy_finding(R: Results) -> str | None:
+    """The headline: the accuracy slope's direction and size (the average over tasks)."""
+    E = R.get("scale_effect")
+    if not E:
+        return None
+    per = E.get("per_task") or {}
+    units = E.get("units", "")
+    estimand = (f"averaged over the {len(per)} tasks" if len(per) > 1 else "")
+    quantity = "self-prediction accuracy" + (f" ({estimand})" if estimand else "")
+    if signs_disagree(per):
+        pos = [_task(t) for t, r in sorted(per.items()) if r.get("decision") in POSITIVE_DECISIONS]
+        neg = [_task(t) for t, r in sorted(per.items()) if r.get("decision") in NEGATIVE_DECISIONS]
+        return (f"The tasks disagree on the direction: accuracy credibly rises with scale in "
+                f"{_list(pos)} and credibly falls in {_list(neg)}. The average over tasks "
+                f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")
+    text = slope_sentence(E, quantity=quantity, units=units, rope=rope_text(E))
+    if not E.get("finding", True) and E.get("decision") != "not_estimable":
+        text += " The fit failed its diagnostics, so this is not a finding."
+    return text
+
+
+def accuracy_tasks_finding(R: Results) -> str | None:
+    """The per-task accuracy slopes, each task's decision in words."""
+    E = R.get("scale_effect") or {}
+    per = E.get("per_task") or {}
+    if len(per) < 2:
+        return None
+    parts = [f"{_task(t)} — {_short(r)}" for t, r in sorted(per.items())]
+    return f"Accuracy slope per task ({E.get('units', '')}): " + "; ".join(parts) + "."
+
+
+def criterion_words(e: Mapping[str, Any]) -> str:
+    """The criterion slope's direction in words (negative: more ready to say yes)."""
+    d = e.get("decision")
+    if d in NEGATIVE_DECISIONS:
+        size = "by more than the ROPE" if d == "worsens" else "size not shown to exceed the ROPE"
+        return f"larger models are more ready to say yes ({size})"
+    if d in POSITIVE_DECISIONS:
+        size = "by more than the ROPE" if d == "improves" else "size not shown to exceed the ROPE"
+        return f"larger models are more cautious, slower to say yes ({size})"
+    if d == "practically_null":
+        return "the readiness to say yes does not change in practice (HDI inside the ROPE)"
+    if d == "not_estimable":
+        return f"not estimable ({e.get('reason') or 'no fit'})"
+    return "no credible change in the readiness to say yes (sign not credible)"
+
+
+def sdt_findings(R: Results) -> list[tuple[str, str]]:
+    """Sensitivity d' and criterion per task (the signal-detection model)."""
+    S = R.get("sdt_effect")
+    if not S:
+        return []
+    out: list[tuple[str, str]] = []
+    sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
+    if sens.get("per_task"):
+        words = _grouped(sens["per_task"], lambda r: DECISION_MEANING.get(r.get("decision"), ""))
+        out.append(("sensitivity", f"Sensitivity d' slope per task, mean [94% HDI], ROPE "
+                    f"{rope_text(sens)}: {words}."))
+    if bias.get("per_task"):
+        words = _grouped(bias["per_task"], criterion_words)
+        out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
+    if not S.get("sensitivity", {}).get("finding", True):
+        out.append(("sdt_diagnostics", "The signal-detection fit failed its diagnostics: its "
+                    "slopes are reported as computed and are not findings."))
+    return out
+
+
+def baseline_finding(R: Results) -> str | None:
+    """How many models beat always giving their most common outcome, per binary task."""
+    rows = [r for r in R.get("skill") or [] if r.get("binary") and r.get("skill_over_mode") is not None]
+    if not rows:
+        return None
+    parts = []
+    for task in sorted({r["task"] for r in rows}):
+        rs = [r for r in rows if r["task"] == task]
+        beat = sum(r["skill_over_mode"] > 0 for r in rs)
+        modes = {("yes" if (r.get("outcome_rate") or 0) >= 0.5 else "no") for r in rs}
+        what = f"always saying {modes.pop()}" if len(modes) == 1 else "always giving their own most common outcome"
+        parts.append(f"in {_task(task)}, {beat} of {len(rs)} models beat {what}")
+    return ("Against the simplest baseline (point estimates of accuracy): " + "; ".join(parts) + ".")
+
+
+def detectable_finding(R: Results) -> str | None:
+    """The smallest slope the design would declare ``improves`` 80% of the time."""
+    D = R.get("design_sensitivity") or {}
+    mde = D.get("mde_80")
+    if mde is None:
+        return None
+    E = R.get("scale_effect") or {}
+    return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {E.get('units', '')} "
+            f"would be declared 'improves' 80% of the time (simulated from the fitted variance "
+            f"components).")
+
+
+def checks_finding(R: Results) -> str:
+    """Diagnostics of every fit and the robustness refits' outcome, with their coverage."""
+    failed = []
+    if not (R.get("diagnostics") or {}).get("passed", True):
+        failed.append("the accuracy model")
+    for name, m in (R.get("model_zoo") or {}).items():
+        if isinstance(m, dict) and m.get("fitted") and not (m.get("diagnostics") or {}).get("passed", True):
+            if name != (R.get("scale_effect") or {}).get("fit_model"):
+                failed.append(f"the {name} model")
+    diag = ("Every fit passed its diagnostics." if not failed
+            else f"Failed diagnostics (reported, not findings): {_list(failed)}.")
+    sens = R.get("sensitivity") or {}
+    rob = []
+    P = sens.get("priors")
+    if P:
+        held = P.get("verdict_holds")
+        rob.append({True: f"the {P.get('model', 'accuracy')} model's decision is unchanged with every "
+                          "prior scale halved and doubled",
+                    False: f"the {P.get('model', 'accuracy')} model's decision changes with the prior "
+                           f"width ({_list(P.get('changed') or [])})",
+                    None: "the prior-width refits could not be compared"}[held])
+    V = sens.get("scale_variable")
+    if V:
+        held = V.get("verdict_holds")
+        others = [e["variable"] for e in V.get("variants", []) if e.get("variable") != V.get("main_scale")]
+        on = "direction" if V.get("compared_on") == "direction" else "decision"
+        rob.append({True: f"the {on} is the same with {_list(others)} as the scale variable",
+                    False: f"the {on} changes with {_list(V.get('changed') or [])} as the scale variable",
+                    None: "the scale-variable refits could not be compared"}[held])
+    if rob:
+        covered = P.get("model", "scale") if P else "scale"
+        return diag + " Robustness (" + covered + " model only; the signal-detection slopes were not refitted): " + "; ".join(rob) + "."
+    return diag + " Robustness refits were not run."
+
+
+def confounds_finding(R: Results) -> str | None:
+    """Family and mixture-of-experts confounds of the scale axis (``confounds`` section)."""
+    C = R.get("confounds")
+    if not C:
+        return None
+    parts = []
+    top = C.get("top")
+    if top and top.get("n_models", 0) >= 2 and top.get("one_family"):
+        parts.append(f"the {top['n_models']} largest models ({top['value_text']}) are all {top['family']}, "
+                     "so the top of the scale axis is one family")
+    sh = C.get("largest_share")
+    if sh:
+        parts.append(f"{sh['family']} spans {sh['share']:.0%} of the range of the scale variable")
+    wo = C.get("without_family")
+    if wo and wo.get("decision"):
+        parts.append(f"without the {wo['family']} family ({wo['n_models']} models left) the slope is "
+                     f"{_interval(wo)}, {DECISION_MEANING.get(wo['decision'], wo['decision'])}")
+    moe = C.get("mixture_of_experts")
+    if moe and moe.get("models"):
+        variants = ((R.get("sensitivity") or {}).get("scale_variable") or {}).get("variants") or []
+        alt = next((v.get("decision") for v in variants if v.get("variable") == "active_params"
+                    and C.get("scale_variable") != "active_params"), None)
+        s = (f"{len(moe['models'])} model(s) are mixture-of-experts (active parameters "
+             f"{moe['active_range_text']} of {moe['total_range_text']} total)")
+        if alt:
+            s += f"; with active parameters as the scale variable the accuracy slope is {DECISION_MEANING.get(alt, alt)}"
+        parts.append(s)
+    if not parts:
+        return None
+    return "Confounds of the scale axis: " + "; ".join(parts) + "."
+
+
+def findings(R: Results) -> list[dict[str, str]]:
+    """The first screen's findings, in order (``key``, ``text``)."""
+    out: list[tuple[str, str | None]] = [
+        ("accuracy", accuracy_finding(R)),
+        ("accuracy_tasks", accuracy_tasks_finding(R)),
+    ]
+    out += sdt_findings(R)
+    out += [
+        ("baseline", baseline_finding(R)),
+        ("detectable", detectable_finding(R)),
+        ("checks", checks_finding(R)),
+        ("confounds", confounds_finding(R)),
+    ]
+    return [{"key": k, "text": t} for k, t in out if t]
+
+
+def headline(R: Results) -> str:
+    """The first sentence of the report (the accuracy finding, or why there is none)."""
+    return accuracy_finding(R) or "No accuracy slope was fitted."

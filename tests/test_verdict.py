@@ -1,0 +1,208 @@
+"""The verdict's sentences follow the numbers: perturbed results change the sentences.
+
+Hand-made results dictionaries (no fitting): each test perturbs one number (sign, HDI width,
+diagnostics, a task's decision, a baseline count) and checks that the sentence speaking of it
+changes as the decision vocabulary says, and that no other reading leaks in.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import pytest
+
+from analysis.confounds import scale_axis_confounds
+from analysis.contract import DECISION_MEANING, DECISIONS
+from analysis.hypotheses import DecisionRule, decide
+from analysis.sensitivity import direction_of
+from analysis.verdict import criterion_words, findings, headline, signs_disagree
+
+
+def _eff(mean: float, sd: float, *, n_models: int = 14, rope: float = 0.1) -> dict:
+    """A decision record from normal draws (the real rule, not a hand-typed decision)."""
+    draws = np.random.default_rng(0).normal(mean, sd, 8000)
+    return decide(draws, DecisionRule(rope=rope), n_models=n_models)
+
+
+def _results(beta=(0.2, 0.065), tasks=None, crit=None) -> dict:
+    tasks = tasks or {"refusal": (0.2, 0.08), "word_association": (0.15, 0.08)}
+    crit = crit or {"refusal": (0.25, 0.1), "word_association": (-0.3, 0.1)}
+    E = _eff(*beta)
+    E.update({"units": "logits per 10x total parameters", "finding": True, "fit_model": "scale",
+              "rope_meaning": {"text": "±0.1 logits of accuracy per 10x total parameters",
+                               "basis": "per 10x total parameters"},
+              "per_task": {t: _eff(*v) for t, v in tasks.items()}})
+    sens = {**_eff(0.4, 0.1), "finding": True,
+            "rope_meaning": {"text": "±0.1 d' units per 10x total parameters",
+                             "basis": "per 10x total parameters"},
+            "per_task": {t: _eff(0.4, 0.1) for t in tasks}}
+    bias = {**_eff(0.0, 0.1), "finding": True, "per_task": {t: _eff(*v) for t, v in crit.items()}}
+    skill = []
+    for i in range(5):
+        skill.append({"task": "word_association", "binary": True, "outcome_rate": 0.15,
+                      "skill_over_mode": -0.1 - i / 10, "model": f"m{i}"})
+        skill.append({"task": "refusal", "binary": True, "outcome_rate": 0.7,
+                      "skill_over_mode": 0.1 if i < 3 else -0.05, "model": f"m{i}"})
+    return {
+        "scale_effect": E,
+        "sdt_effect": {"sensitivity": sens, "bias": bias},
+        "skill": skill,
+        "diagnostics": {"passed": True},
+        "model_zoo": {"scale": {"fitted": True, "diagnostics": {"passed": True}},
+                      "sdt": {"fitted": True, "diagnostics": {"passed": True}}},
+        "design_sensitivity": {"mde_80": 0.31},
+        "sensitivity": {
+            "priors": {"model": "scale", "verdict_holds": True, "changed": []},
+            "scale_variable": {"main_scale": "params", "compared_on": "direction",
+                               "verdict_holds": True, "changed": [],
+                               "variants": [{"variable": "params", "decision": E["decision"]},
+                                            {"variable": "capability", "decision": E["decision"]}]},
+        },
+    }
+
+
+def _text(R: dict, key: str) -> str:
+    return next(f["text"] for f in findings(R) if f["key"] == key)
+
+
+def test_default_like_numbers_say_credibly_positive_and_size_not_shown() -> None:
+    R = _results()
+    assert R["scale_effect"]["decision"] == "credibly_positive"
+    h = headline(R)
+    assert h.startswith("Self-prediction accuracy (averaged over the 2 tasks) rises with scale")
+    assert "not shown to exceed the ROPE" in h
+    assert "±0.1 logits of accuracy per 10x total parameters" in h
+    assert "+0.20" in h and "no credible" not in h
+
+
+def test_headline_follows_each_decision() -> None:
+    expect = {
+        (0.6, 0.1): ("improves", "rises with scale, by more than the ROPE"),
+        (0.2, 0.065): ("credibly_positive", "rises with scale, but"),
+        (0.0, 0.02): ("practically_null", "no practical difference"),
+        (-0.2, 0.065): ("credibly_negative", "falls with scale, but"),
+        (-0.6, 0.1): ("worsens", "falls with scale, by more than the ROPE"),
+        (0.0, 0.3): ("no_credible_effect", "do not say whether"),
+    }
+    seen = set()
+    for beta, (decision, phrase) in expect.items():
+        R = _results(beta=beta, tasks={"refusal": beta, "word_association": beta})
+        assert R["scale_effect"]["decision"] == decision
+        assert phrase in headline(R), (decision, headline(R))
+        assert f"P(slope > 0) = {R['scale_effect']['prob_positive']:.3f}" in headline(R)
+        seen.add(decision)
+    assert seen | {"not_estimable"} == set(DECISIONS)
+
+
+def test_flipping_the_sign_flips_the_words() -> None:
+    up, down = _results(beta=(0.2, 0.065)), _results(beta=(-0.2, 0.065))
+    assert "rises" in headline(up) and "falls" not in headline(up)
+    assert "falls" in headline(down) and "rises" not in headline(down)
+    assert "-0.20" in headline(down)
+
+
+def test_shrinking_the_hdi_moves_from_direction_to_size() -> None:
+    wide, narrow = _results(beta=(0.2, 0.065)), _results(beta=(0.2, 0.02))
+    assert "not shown to exceed" in headline(wide)
+    assert "by more than the ROPE" in headline(narrow) and "not shown" not in headline(narrow)
+
+
+def test_opposite_task_signs_are_not_summarised() -> None:
+    R = _results(beta=(0.0, 0.05), tasks={"refusal": (0.4, 0.08), "word_association": (-0.4, 0.08)})
+    assert signs_disagree(R["scale_effect"]["per_task"])
+    h = headline(R)
+    assert "The tasks disagree on the direction" in h
+    assert "rises with scale in refusal" in h and "falls in word association" in h
+    assert "declared estimand, not a summary" in h
+    assert "practical difference" not in h and "inconclusive" not in h
+
+
+def test_failed_diagnostics_are_said() -> None:
+    R = _results()
+    R["scale_effect"]["finding"] = False
+    R["diagnostics"]["passed"] = False
+    assert "not a finding" in headline(R)
+    assert "Failed diagnostics" in _text(R, "checks") and "the accuracy model" in _text(R, "checks")
+    R2 = _results()
+    R2["model_zoo"]["sdt"]["diagnostics"]["passed"] = False
+    assert "the sdt model" in _text(R2, "checks")
+    assert "Every fit passed" in _text(_results(), "checks")
+
+
+def test_criterion_direction_in_words_per_task() -> None:
+    R = _results()
+    c = _text(R, "criterion")
+    assert "larger models are more ready to say yes (by more than the ROPE) in word association (-0.30" in c
+    assert "larger models are more cautious, slower to say yes (size not shown to exceed the ROPE) in refusal (+0.25" in c
+    flipped = _results(crit={"refusal": (-0.25, 0.1), "word_association": (0.3, 0.1)})
+    c2 = _text(flipped, "criterion")
+    assert "more ready to say yes (size not shown to exceed the ROPE) in refusal" in c2
+    assert "more cautious, slower to say yes (by more than the ROPE) in word association" in c2
+    same = _results(crit={"refusal": (0.0, 0.3), "word_association": (0.05, 0.3)})
+    assert "no credible change in the readiness to say yes (sign not credible) in refusal (+0.00" in \
+        _text(same, "criterion").replace("-0.00", "+0.00")
+    assert criterion_words({"decision": "no_credible_effect"}).startswith("no credible change")
+    assert "more ready" not in criterion_words({"decision": "practically_null"})
+
+
+def test_baseline_counts_follow_the_skill_rows() -> None:
+    R = _results()
+    b = _text(R, "baseline")
+    assert "in word association, 0 of 5 models beat always saying no" in b
+    assert "in refusal, 3 of 5 models beat always saying yes" in b
+    R["skill"][0]["skill_over_mode"] = 0.2
+    assert "in word association, 1 of 5 models beat always saying no" in _text(R, "baseline")
+
+
+def test_robustness_changes_and_direction_comparison_are_said() -> None:
+    R = _results()
+    R["sensitivity"]["priors"].update({"verdict_holds": False, "changed": ["priors x2"]})
+    R["sensitivity"]["scale_variable"].update({"verdict_holds": False, "changed": ["capability"]})
+    t = _text(R, "checks")
+    assert "changes with the prior width (priors x2)" in t
+    assert "the direction changes with capability" in t
+    assert "signal-detection slopes were not refitted" in t
+
+
+def test_absent_sections_give_no_finding_not_a_placeholder() -> None:
+    R = _results()
+    for k in ("sdt_effect", "skill", "design_sensitivity", "confounds"):
+        R.pop(k, None)
+    keys = [f["key"] for f in findings(R)]
+    assert keys == ["accuracy", "accuracy_tasks", "checks"]
+    R["scale_effect"] = {**R["scale_effect"], "decision": "not_estimable", "mean": None,
+                         "reason": "only 2 model(s) have 'params_b'"}
+    assert headline(R) == "The slope of self-prediction accuracy (averaged over the 2 tasks) is not estimable: only 2 model(s) have 'params_b'."
+
+
+def test_every_meaning_is_stated_and_distinct() -> None:
+    assert set(DECISION_MEANING) == set(DECISIONS)
+    assert len(set(DECISION_MEANING.values())) == len(DECISIONS)
+    assert {direction_of(d) for d in DECISIONS} == {"positive", "negative", "null", "unresolved"}
+
+
+def test_confounds_top_family_share_and_moe() -> None:
+    import polars as pl
+
+    rows = []
+    for m, fam, p, a in [("a1", "A", 7, 7), ("a2", "A", 70, 70), ("b1", "B", 8, 8),
+                         ("d1", "D", 671, 37), ("d2", "D", 671, 37), ("d3", "D", 671, 37)]:
+        for t in ("t1", "t2"):
+            rows.append({"model": m, "family": fam, "task": t, "params_b": float(p),
+                         "active_params_b": float(a), "capability": None, "x": float(np.log10(p))})
+    C = scale_axis_confounds(pl.DataFrame(rows), "params")
+    assert C["top"]["one_family"] and C["top"]["family"] == "D" and C["top"]["n_models"] == 3
+    assert C["largest_family"] == "D"
+    assert C["family_share"]["A"] == pytest.approx(1 / (np.log10(671) - np.log10(7)), rel=1e-9)
+    assert C["mixture_of_experts"]["models"] == ["d1", "d2", "d3"]
+    R = _results()
+    R["confounds"] = C
+    R["confounds"]["without_family"] = {"family": "D", "n_models": 3, **_eff(0.05, 0.2)}
+    t = _text(R, "confounds")
+    assert "the 3 largest models (671 B total parameters) are all D" in t
+    assert "without the D family (3 models left)" in t
+    assert "inconclusive" in t
+    R2 = copy.deepcopy(R)
+    R2["confounds"]["top"]["one_family"] = False
+    assert "are all D" not in _text(R2, "confounds")
