@@ -336,7 +336,7 @@ CONTENT_ATTR: Final = "selfmodel_content_sha256"
 
 
 def content_sha256(idata: _arviz.InferenceData) -> str:
-    """SHA-256 of the draws (posterior and sampler statistics: names, dtypes, shapes, bytes)."""
+    """SHA-256 of the draws (numeric posterior and sampler statistics: names, dtypes, shapes, bytes)."""
     h = hashlib.sha256()
     for group in ("posterior", "sample_stats"):
         if group not in idata.children:
@@ -344,6 +344,8 @@ def content_sha256(idata: _arviz.InferenceData) -> str:
         ds = idata[group]
         for name in sorted(str(v) for v in ds.data_vars):
             values = np.ascontiguousarray(ds[name].values)
+            if values.dtype.kind not in "biufc":  # e.g. nutpie's divergence messages: text,
+                continue  # which netCDF does not keep as it was (None -> NaN); not draws
             h.update(f"{group}/{name}/{values.dtype.str}/{values.shape}".encode())
             h.update(values.tobytes())
     return h.hexdigest()
