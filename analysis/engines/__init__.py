@@ -92,7 +92,8 @@ class EngineResult:
         ``records_duplicate``, ``quarantine_reasons`` (``{category: count}``), ``files``
         (``[{path, format, rows}]``), ``models``, ``tasks``, ``statuses``,
         ``unreadable_predictions``, ``mapping``, ``defaults``, ``allowed_tasks``,
-        ``ignored_columns`` -- the keys of ingest's summary that do not need the rows.
+        ``ignored_columns``, ``predictions_not_boolean`` (``{task: count}``) -- the keys
+        of ingest's summary that do not need the rows.
     """
 
     cells: pl.DataFrame
@@ -384,4 +385,5 @@ def _summary(
         "defaults": dict(sorted(options.defaults.items())),
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,
         "ignored_columns": sorted(ignored),
+        "predictions_not_boolean": dict(sorted(part("not_boolean").items())),
     }
