@@ -309,6 +309,19 @@ def test_typed_nan_confidence_and_sample_are_missing(tmp_path, engine):
     assert (s["records_used"], s["records_duplicate"]) == (2, 1)
 
 
+def test_json_nan_and_infinity_literals(tmp_path, engine):
+    """NaN written as a JSON literal is missing (confidence, prediction, sample); Infinity fails."""
+    p = tmp_path / "n.jsonl"
+    head = '{"model": "m", "task": "t", "outcome": "true", '
+    p.write_text(head + '"item_id": "1", "prediction": "yes", "confidence": NaN}\n'
+                 + head + '"item_id": "2", "prediction": "yes", "confidence": Infinity}\n'
+                 + head + '"item_id": "3", "prediction": NaN, "sample": NaN}\n'
+                 + head + '"item_id": "4", "prediction": "no", "confidence": -Infinity}\n')
+    got = _assert_same([p], engine)
+    assert got.summary["quarantine_reasons"] == {"invalid confidence": 2}
+    assert got.summary["statuses"] == {"ok": 1, "unparsed": 1}
+
+
 def test_row_with_only_correct_keeps_it(tmp_path, engine):
     p = tmp_path / "c.csv"
     p.write_text("model,task,item_id,prediction,outcome,correct\n"

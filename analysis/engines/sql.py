@@ -7,17 +7,21 @@ no such column). The queries below then do what :func:`analysis.ingest.ingest` a
 :func:`analysis.cells.to_cells` do, in this order:
 
 1. :func:`checked_sql` -- normalise each row exactly as ingest does (text stripped of
-   Unicode white space, empty = NULL; booleans written any way become ``'true'``/``'false'``;
-   ``status`` lower-cased, default ``ok``, ``unparsed`` for an ``ok`` row without a
-   prediction; ``correct`` derived from ``prediction = outcome`` when absent and NULL when
-   unreadable; ``predictor`` defaults to ``model``; ``sample`` defaults to 0) and name the
-   first failing validation rule in ``_cat`` (the numbering of :mod:`analysis.ingest`).
+   Unicode white space; empty and ``null``/``NaN``/``None`` in any case = NULL; booleans
+   written any way, ``1.0``/``0.0`` too, become ``'true'``/``'false'``; ``status``
+   lower-cased, default ``ok``, ``unparsed`` for an ``ok`` row with neither a prediction
+   nor a ``correct``; ``correct`` derived from ``prediction = outcome`` when absent and
+   NULL when unreadable; ``predictor`` defaults to ``model``; ``sample`` defaults to 0) and
+   name the first failing validation rule in ``_cat`` (the numbering of
+   :mod:`analysis.ingest`).
 2. :func:`grouped_sql` -- one GROUP BY over the checked rows: valid rows per (file, key)
    with their copies and the count, smallest and largest value of each compared column;
    failing rows per (file, category). Everything after this reads that table.
 3. :func:`variants_sql` -- copies summed over files; a key whose copies differ in a
    compared value is a conflicting duplicate (all its copies are quarantined), a key whose
-   copies agree is used once and its other copies are exact duplicates.
+   copies agree is used once and its other copies are exact duplicates (the key includes
+   ``run_id``: runs are separate samples). Then ingest's binary-task rule: in a task whose
+   outcomes are all booleans, a non-boolean ``ok`` prediction becomes ``unparsed``.
 4. :func:`cells_sql` -- the GROUP BY to model x task cells of :func:`analysis.cells.to_cells`
    (self-predictions only), and :func:`accounting_sql` -- the row accounting.
 
