@@ -233,7 +233,6 @@ def simulate(
 
     truth_cells: list[dict[str, Any]] = []
     frames: list[pl.DataFrame] = []
-    task_names = list(cfg.tasks)
     kept: dict[tuple[str, str], dict[str, Any]] = {}  # (model, task) -> draws trained pairs reuse
     bases = {t.base for t in cfg.trained}
     for t_idx, (task, (base, gamma, d_t, c_t, n_items)) in enumerate(cfg.tasks.items()):
@@ -277,24 +276,7 @@ def simulate(
                     0.99,
                 )
                 frames.append(
-                    pl.DataFrame(
-                        {
-                            "model": [row["model"]] * n_items,
-                            "task": [task] * n_items,
-                            "item_id": items,
-                            # A typed column: an object array holding None would become
-                            # an Object column when no prediction is unread in one frame and
-                            # a String column otherwise, and pl.concat would then fail.
-                            "prediction": pl.Series(
-                                np.where(pred, "true", "false"), dtype=pl.Utf8
-                            ).scatter(np.flatnonzero(unread), None),
-                            "outcome": np.where(y, "true", "false"),
-                            "confidence": np.where(unread, np.nan, np.round(conf, 3)),
-                            "cluster": clusters,
-                            "status": np.where(unread, "unparsed", "ok"),
-                            "sample": np.full(n_items, rep, dtype=np.int64),
-                        }
-                    )
+                    _record_frame(row["model"], task, items, clusters, pred, y, unread, conf, rep)
                 )
     train_frames, train_rows, training_truth = _trained_checkpoints(cfg, models, kept, seed)
     frames.extend(train_frames)
@@ -311,7 +293,47 @@ def simulate(
     if train_rows:
         registry = pl.concat([registry, pl.DataFrame(train_rows, schema=registry.schema)])
 
-    cells = pl.DataFrame(truth_cells)
+    truth = _truth(seed, cfg, pl.DataFrame(truth_cells))
+    truth["training"] = training_truth
+    return records, registry, truth
+
+
+def _record_frame(
+    model: str,
+    task: str,
+    items: np.ndarray,
+    clusters: np.ndarray,
+    pred: np.ndarray,
+    y: np.ndarray,
+    unread: np.ndarray,
+    conf: np.ndarray,
+    rep: int,
+) -> pl.DataFrame:
+    """The records of one model, task and repeat (one row per item)."""
+    n_items = len(items)
+    return pl.DataFrame(
+        {
+            "model": [model] * n_items,
+            "task": [task] * n_items,
+            "item_id": items,
+            # A typed column: an object array holding None would become
+            # an Object column when no prediction is unread in one frame and
+            # a String column otherwise, and pl.concat would then fail.
+            "prediction": pl.Series(
+                np.where(pred, "true", "false"), dtype=pl.Utf8
+            ).scatter(np.flatnonzero(unread), None),
+            "outcome": np.where(y, "true", "false"),
+            "confidence": np.where(unread, np.nan, np.round(conf, 3)),
+            "cluster": clusters,
+            "status": np.where(unread, "unparsed", "ok"),
+            "sample": np.full(n_items, rep, dtype=np.int64),
+        }
+    )
+
+
+def _truth(seed: int, cfg: SimulationConfig, cells: pl.DataFrame) -> dict[str, Any]:
+    """``truth.json``: the true parameters and the estimands on the sized models' cells."""
+    task_names = list(cfg.tasks)
     sized = cells.filter(pl.col("sized"))
     slope, per_task = _projection_slope(
         sized["expected_accuracy"].to_numpy(),
@@ -319,7 +341,7 @@ def simulate(
         sized["task_index"].to_numpy(),
         len(task_names),
     )
-    truth = {
+    return {
         "seed": seed,
         "generator": "analysis.simulate.simulate (signal detection, see module docstring)",
         "x_definition": "log10(params_b) minus the mean over all simulated models (closed included)",
@@ -334,9 +356,7 @@ def simulate(
         "accuracy_slope": slope,
         "accuracy_slope_per_task": dict(zip(task_names, per_task, strict=True)),
         "cells": cells.drop("task_index").to_dicts(),
-        "training": training_truth,
     }
-    return records, registry, truth
 
 
 def _joint_terms(
