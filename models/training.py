@@ -62,9 +62,13 @@ a pair with a single family has no deviation (a zero-sum effect of one level is 
 
 Measured on the default data (``data_raw/``: four trained checkpoints, one per open family,
 trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; truth in
-``truth.json["training"]``); the numbers are in the report's "Did training help?" section
-and ``tests/test_training.py`` (slow) checks that the intervals cover the truth there and on
-fresh simulations.
+``truth.json["training"]``; nutpie, 4 chains x 2000 draws after 1000 tuning): R-hat 1.004,
+minimum bulk ESS 1589, no divergence, E-BFMI 0.69; all seven 94% HDIs (three arms, four
+contrasts) cover the truth, the trained task is ``improves``, both held-out tasks
+``no_credible_effect``, and the checkpoint built without privileged access
+(``cirrus-14b-rl``, true contrast 0) is the only one not ``improves``. The report's "Did
+training help?" section shows the numbers; ``tests/test_training.py`` (slow) repeats the
+check on a fresh simulation.
 
 References
 ----------
