@@ -121,7 +121,8 @@ class SimulationConfig:
     unreadable_rate: float = 0.02
     repeats: int = 1
     #: Derived checkpoints (issue 19): one per open family, appended after the base models
-    #: (their draws come from a separate generator, so the base models' records do not move).
+    #: (their draws come from a separate generator, so the base models' records do not move);
+    #: an entry whose base the design does not have is not simulated.
     trained: list[TrainedCheckpoint] = field(default_factory=lambda: list(DEFAULT_TRAINED))
     intervention: str = "rl-selfmodel-v1"
     trained_tasks: tuple[str, ...] = ("refusal",)
@@ -394,7 +395,10 @@ def _trained_checkpoints(
     seed: int,
 ) -> tuple[list[pl.DataFrame], list[dict[str, Any]], dict[str, Any]]:
     """Records, registry rows and truth of the trained checkpoints (see the config)."""
-    if not cfg.trained:
+    present = set(models["model"].to_list())
+    # a design with other families (tests, studies) keeps only the checkpoints it can derive
+    trained = [c for c in cfg.trained if c.base in present]
+    if not trained:
         return [], [], {}
     rng = np.random.default_rng([seed, 19])  # its own stream: base draws do not move
     nodes, weights = np.polynomial.hermite_e.hermegauss(41)
@@ -402,7 +406,7 @@ def _trained_checkpoints(
     frames, rows = [], []
     effect: dict[str, list[float]] = {}
     privileged: dict[str, float] = {}
-    for ckpt in cfg.trained:
+    for ckpt in trained:
         name = f"{ckpt.base}-{ckpt.suffix}"
         base_row = models.filter(pl.col("model") == ckpt.base).row(0, named=True)
         rows.append({
@@ -463,7 +467,7 @@ def _trained_checkpoints(
         "training_dprime": dict(cfg.training_dprime),
         "behaviour_change": cfg.behaviour_change,
         "checkpoints": {f"{c.base}-{c.suffix}": {"base_model": c.base, "knows": c.knows}
-                        for c in cfg.trained},
+                        for c in trained},
         "effect_definition": "log(E[items only the checkpoint is right] / E[items only the "
         "base is right]) per checkpoint x task; effect_per_arm is its mean over checkpoints",
         "effect_per_checkpoint_arm": effect,
