@@ -2,17 +2,31 @@
 
 ``tests/fixtures/regression/results_default.json`` is ``results.json`` of
 ``selfmodel run data_raw`` (default seed and sampler settings). It was first made by the code
-before the pipeline was restructured (issue 12) and regenerated once, deliberately, when the
-default data gained one trained checkpoint per open family (issue 19; with the decision
-vocabulary and independent task slopes of issue 15 merged). That regeneration kept the
-verdict fit's cells byte-identical (same ``fit.data_sha256``: base records unchanged,
-derived checkpoints off the scale axis) and changed: ``data`` (16800 records, 21 models),
-``models``, ``by_model_task``, ``tasks``, ``skill``, ``calibration`` (rows of the four
-checkpoints), ``frequentist.models_without_scale_variable`` and ``scale_effect`` (they are
-listed; ``excluded_derived_checkpoints``), the new ``training_effect``; the scale, SDT,
-hypotheses, sensitivity and power numbers moved with issue 15's model changes, not the data.
-A run of the current code must write the same bytes, apart from the deliberate changes
-listed in :data:`DELIBERATE` (each with its reason).
+before the pipeline was restructured (issue 12) and remade once, deliberately, by issue 15
+(verdicts a reviewer accepts), whose changes were:
+
+- the decision vocabulary separates direction from size: ``credibly_positive`` and
+  ``credibly_negative`` added, ``no_credible_effect`` narrowed to "the sign is not credible";
+  every decision record has ``meaning``; hypothesis rows have ``direction_supported``; the
+  rule's description names the new values; power curves have ``p_credibly_positive``;
+- ROPEs in each scale variable's own units: ``rope`` and ``rope_meaning`` in the decided
+  sections; the scale-variable sensitivity compares directions (``compared_on``);
+- task slopes with their own priors in the scale and SDT models (``task_slopes="independent"``,
+  ``beta`` = average over tasks), SDT standard deviations ``HalfNormal(1)``: every fit of those
+  two models, their checks, decisions, curves, hypotheses, sensitivity refits and the power
+  simulation (whose approximate fit follows the new prior) changed;
+- new sections ``confounds`` (including a leave-one-family-out refit) and ``verdict``
+  (the first screen's sentences).
+
+Remade again for issue 19 (did training help?), whose changes were: the default data gain
+one trained checkpoint per open family (appended; the verdict fit's cells stay byte-identical,
+same ``fit.data_sha256``), so ``data`` (16800 records, 21 models), ``models``,
+``by_model_task``, ``tasks``, ``skill`` and ``calibration`` have their rows;
+``frequentist.models_without_scale_variable`` and ``scale_effect.excluded_derived_checkpoints``
+list them (derived checkpoints are off the scale axis); new section ``training_effect``.
+
+A run of the current code must write the same bytes, apart from the deliberate changes listed
+in :data:`DELIBERATE` (each with its reason; none since the fixture was remade).
 
 The run samples eight fits at the default settings (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
@@ -38,9 +52,7 @@ FIXTURE = ROOT / "tests" / "fixtures" / "regression" / "results_default.json"
 
 #: Deliberate changes against the fixture: JSON path -> (function of the old value giving the
 #: new value, reason). Everything else must be byte-identical.
-DELIBERATE: dict[tuple[str, ...], tuple[Callable[[Any], Any], str]] = {
-    # none since the regeneration for issue 19 (see the module docstring)
-}
+DELIBERATE: dict[tuple[str, ...], tuple[Callable[[Any], Any], str]] = {}
 
 
 def _apply(results: dict[str, Any]) -> dict[str, Any]:
