@@ -107,6 +107,7 @@ def _models_table(
             pl.col("n_total").sum(),
             pl.col("family").first(),
             pl.col("scale_raw").first(),
+            pl.col("x").first(),
             pl.col("params_b").first(),
             pl.col("active_params_b").first(),
             pl.col("capability").first(),
@@ -123,7 +124,8 @@ def _models_table(
             "capability": r["capability"],
             "records": int(r["n_total"]),
             "in_registry": r["model"] in reg_models,
-            "in_scale_fit": r["scale_raw"] is not None,
+            # derived checkpoints have a size but no x: not in the slope (analysis/training.py)
+            "in_scale_fit": r["x"] is not None,
         }
         for r in per_model.iter_rows(named=True)
     ]
