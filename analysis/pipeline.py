@@ -23,7 +23,7 @@ import polars as pl
 
 import models as model_registry
 from analysis import atomic, describe
-from analysis.cells import build_cells
+from analysis.cells import build_cells, derived_models
 from analysis.confounds import scale_axis_confounds, without_family
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
@@ -45,6 +45,7 @@ from analysis.summaries import (
     variance_components,
 )
 from analysis.tables import Tables, models_per_task
+from analysis.training import SCALE_EXCLUSION_REASON, training_effect, validate_design
 
 __all__ = ["DEFAULT_DATA", "REPORT_QMD", "Inputs", "RunConfig", "RunState", "load_results",
            "resolve_inputs", "run"]
@@ -112,6 +113,7 @@ def _models_table(
             pl.col("n_total").sum(),
             pl.col("family").first(),
             pl.col("scale_raw").first(),
+            pl.col("x").first(),
             pl.col("params_b").first(),
             pl.col("active_params_b").first(),
             pl.col("capability").first(),
@@ -128,7 +130,8 @@ def _models_table(
             "capability": r["capability"],
             "records": int(r["n_total"]),
             "in_registry": r["model"] in reg_models,
-            "in_scale_fit": r["scale_raw"] is not None,
+            # derived checkpoints have a size but no x: not in the slope (analysis/training.py)
+            "in_scale_fit": r["x"] is not None,
         }
         for r in per_model.iter_rows(named=True)
     ]
@@ -168,6 +171,8 @@ def stage_cells(state: RunState, say: Progress) -> None:
     atomic.write_parquet(cfg.out / "cells.parquet", cells)
     state.cells = cells
     state.tasks = sorted(cells["task"].unique().to_list())
+    # a trained_tasks entry the records do not have stops the run here, before any sampling
+    validate_design(state.registry, state.inputs.registry, state.tasks)
     state.models_section = _models_table(cells, state.registry, cfg.scale)
     state.tasks_section = describe.by_task(cells)
     state.by_model_task_section = describe.by_model_task(cells)
@@ -189,7 +194,10 @@ def stage_verdict(state: RunState, say: Progress) -> None:
     state.tables = Tables(v.usable, state.ingest.records, state.registry, cfg.scale)
     module = model_registry.verdict()
     (effect,) = module.SPEC.decides
-    excluded = sorted(set(state.cells["model"].to_list()) - set(v.usable["model"].to_list()))
+    derived = set(derived_models(state.registry))
+    excluded = sorted(
+        set(state.cells["model"].to_list()) - set(v.usable["model"].to_list()) - derived
+    )
     state.effect_section = scale_effect(
         v.fit,
         scale=cfg.scale,
@@ -204,6 +212,11 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         per_task_var=effect.per_task,
         fit_data=v.usable,
     )
+    if derived:
+        state.effect_section["excluded_derived_checkpoints"] = {
+            "models": sorted(derived & set(state.cells["model"].to_list())),
+            "reason": SCALE_EXCLUSION_REASON,
+        }
     state.confounds_section = scale_axis_confounds(v.usable, cfg.scale) if v.fit else None
     state.diagnostics_section = diagnostics_section(v.fit)
     if v.fit is not None:
@@ -233,6 +246,17 @@ def stage_models(state: RunState, say: Progress) -> None:
         )
         state.zoo_section = state.model_fits.summary
     state.headline_sections = _headlines(state)
+
+
+def stage_training(state: RunState, say: Progress) -> None:
+    """Stage 4b (``training_effect``): derived checkpoints against their bases (issue 19)."""
+    assert state.ingest is not None
+    cfg = state.config
+    truth = json.loads(state.inputs.truth.read_text()) if state.inputs.truth else None
+    state.training_section = training_effect(
+        state.ingest.records, state.registry, state.tasks, rule=cfg.rule, seed=cfg.seed,
+        settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say, truth=truth,
+    )
 
 
 def _headlines(state: RunState) -> dict[str, Any]:
@@ -428,6 +452,7 @@ STAGES: tuple[Callable[[RunState, Progress], None], ...] = (
     stage_cells,
     stage_verdict,
     stage_models,
+    stage_training,
     stage_frequentist,
     stage_skill,
     stage_truth,

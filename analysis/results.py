@@ -38,6 +38,7 @@ DATA_KEYS = (
 #: model's declared headline section (``SPEC.headline``, e.g. ``sdt_effect``) adds its key.
 RESULT_KEYS = (
     "schema_version",
+    "training_effect",
     "data",
     "models",
     "tasks",
@@ -120,6 +121,7 @@ def build_results(state: RunState) -> dict[str, Any]:
             "calibration_study": state.calibration_study_section,
             "design_sensitivity": state.design_sensitivity_section,
             "confounds": state.confounds_section,
+            "training_effect": state.training_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)

@@ -102,4 +102,5 @@ class RunState:
     calibration_study_section: dict[str, Any] | None = None  # calibration_study
     design_sensitivity_section: dict[str, Any] | None = None  # design_sensitivity
     confounds_section: dict[str, Any] | None = None  # confounds
+    training_section: dict[str, Any] | None = None  # training_effect
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings
