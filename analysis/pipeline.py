@@ -10,6 +10,7 @@ stage to the module that owns it and the ``results.json`` keys it computes.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sys
 import time
@@ -30,9 +31,11 @@ from analysis.decisions import scale_effect
 from analysis.frequentist import crosscheck_table, run_frequentist
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
+from analysis.missingness import missingness
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
+from analysis.rescoring import self_vs_other_rescored
 from analysis.results import build_results, data_section, rounded, write_results
 from analysis.skill import calibration, skill_table
 from analysis.state import Inputs, RunConfig, RunState
@@ -272,10 +275,26 @@ def stage_frequentist(state: RunState, say: Progress) -> None:
 
 
 def stage_skill(state: RunState, say: Progress) -> None:
-    """Stage 6 (``skill``, ``calibration``): skill beyond base rates, stated confidence."""
-    assert state.ingest is not None
+    """Stage 6 (``skill``, ``calibration``, ``self_vs_other_rescored``, ``missingness``).
+
+    Skill beyond base rates, stated confidence, self versus other by rescoring shared items,
+    and how missing / unreadable predictions depend on scale (all from the records, no fits).
+    """
+    assert state.ingest is not None and state.cells is not None
     state.skill_section = skill_table(state.ingest.records)
     state.calibration_section = calibration(state.ingest.records)
+    say("self versus other: rescoring each model's predictions against the others' outcomes")
+    sizes = _log10_sizes(state.cells)
+    state.self_vs_other_section = self_vs_other_rescored(
+        state.ingest.records, sizes, seed=state.config.seed
+    )
+    state.missingness_section = missingness(state.ingest.records, state.cells)
+
+
+def _log10_sizes(cells: pl.DataFrame) -> dict[str, float]:
+    """log10 billions of total parameters per model that has a size (closed models lack one)."""
+    per = cells.select("model", "params_b").unique("model").drop_nulls().sort("model")
+    return {m: math.log10(v) for m, v in per.iter_rows() if v and v > 0}
 
 
 def stage_truth(state: RunState, say: Progress) -> None:

@@ -61,6 +61,8 @@ RESULT_KEYS = (
     "calibration_study",
     "design_sensitivity",
     "confounds",
+    "self_vs_other_rescored",
+    "missingness",
     "verdict",
 )
 
@@ -120,6 +122,8 @@ def build_results(state: RunState) -> dict[str, Any]:
             "calibration_study": state.calibration_study_section,
             "design_sensitivity": state.design_sensitivity_section,
             "confounds": state.confounds_section,
+            "self_vs_other_rescored": state.self_vs_other_section,
+            "missingness": state.missingness_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)

@@ -100,4 +100,6 @@ class RunState:
     calibration_study_section: dict[str, Any] | None = None  # calibration_study
     design_sensitivity_section: dict[str, Any] | None = None  # design_sensitivity
     confounds_section: dict[str, Any] | None = None  # confounds
+    self_vs_other_section: dict[str, Any] | None = None  # self_vs_other_rescored
+    missingness_section: dict[str, Any] | None = None  # missingness
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings
