@@ -139,10 +139,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, required=True)
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
-    p = sub.add_parser(
-        "power",
-        help="what a design can detect: decision probabilities by true slope, minimum detectable slope",
+    _power_options(
+        sub.add_parser(
+            "power",
+            help="what a design can detect: decision probabilities by true slope, minimum detectable slope",
+        )
     )
+    return parser
+
+
+def _power_options(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument(
         "--design",
@@ -186,7 +192,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
     p.add_argument("--out", type=Path, required=True)
-    return parser
 
 
 def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:

@@ -31,6 +31,7 @@ from analysis.decisions import scale_effect
 from analysis.frequentist import crosscheck_table, run_frequentist
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
+from analysis.ingest.discover import FORMATS, data_files
 from analysis.missingness import missingness
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
@@ -51,7 +52,7 @@ from analysis.tables import Tables, models_per_task
 __all__ = ["DEFAULT_DATA", "REPORT_QMD", "Inputs", "RunConfig", "RunState", "load_results",
            "resolve_inputs", "run"]
 
-RECORD_SUFFIXES = (".jsonl", ".ndjson", ".csv", ".parquet")
+RECORD_SUFFIXES = tuple(FORMATS)
 REGISTRY_NAMES = ("registry.csv", "registry.toml")
 
 Progress = Callable[[str], None]
@@ -84,14 +85,7 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
                     found_registry = p / name
             if (p / "truth.json").is_file():
                 truth = p / "truth.json"
-            files = sorted(
-                f
-                for f in p.rglob("*")
-                if f.is_file()
-                and f.suffix.lower() in RECORD_SUFFIXES
-                and f.name not in REGISTRY_NAMES
-                and not any(part.startswith(".") for part in f.relative_to(p).parts)
-            )
+            files = data_files(p, exclude=REGISTRY_NAMES)
             if not files:
                 raise InputError(
                     f"{p}: folder has no record files ({', '.join(RECORD_SUFFIXES)}). Point to your logs."

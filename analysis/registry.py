@@ -43,6 +43,7 @@ from typing import Any
 import polars as pl
 
 from analysis.contract import REGISTRY_SCHEMA, InputError, parse_bool
+from analysis.toml_errors import did_you_mean
 
 __all__ = [
     "did_you_mean",
@@ -101,20 +102,6 @@ def format_input_error(
     body = f"{what}{'' if what.endswith(('?', '!')) else '.'} {todo}."
     message = f"{head}: {body}" if head else body
     return re.sub(r"\s*[\r\n]+\s*", " ", message)
-
-
-def did_you_mean(word: str, choices: Iterable[str]) -> str:
-    """Return ``" Did you mean 'x'?"`` for the closest choice, or ``""`` when none is close.
-
-    Examples
-    --------
-    >>> did_you_mean("parms_b", ["params_b", "family"])
-    " Did you mean 'params_b'?"
-    >>> did_you_mean("zzz", ["params_b"])
-    ''
-    """
-    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return f" Did you mean '{close[0]}'?" if close else ""
 
 
 def _parse_value(column: str, value: object) -> tuple[Any, str | None]:

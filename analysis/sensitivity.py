@@ -40,6 +40,7 @@ from analysis.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS, SCALE_COLU
 from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
+from analysis.tables import models_per_task
 from models._common import scale_priors
 
 Progress = Callable[[str], None]
@@ -273,8 +274,7 @@ def scale_variable_sensitivity(
             entries[var] = {**head, "parameter": model_registry.verdict().EFFECT, **{k: ne[k] for k in _KEEP}, "per_task": {},
                             "diagnostics_passed": False}
             continue
-        per_task = {t: usable.filter(pl.col("task") == t)["model"].n_unique()
-                    for t in sorted(usable["task"].unique().to_list())}
+        per_task = models_per_task(usable)
         if var == main_scale and main is not None:
             fitted = main
         else:

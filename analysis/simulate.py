@@ -197,7 +197,6 @@ def simulate(
 
     truth_cells: list[dict[str, Any]] = []
     frames: list[pl.DataFrame] = []
-    task_names = list(cfg.tasks)
     for t_idx, (task, (base, gamma, d_t, c_t, n_items)) in enumerate(cfg.tasks.items()):
         eps = rng.normal(0, cfg.sigma_item, n_items)
         items = np.array([f"{task[:3]}-{i:04d}" for i in range(n_items)])
@@ -233,24 +232,7 @@ def simulate(
                     0.99,
                 )
                 frames.append(
-                    pl.DataFrame(
-                        {
-                            "model": [row["model"]] * n_items,
-                            "task": [task] * n_items,
-                            "item_id": items,
-                            # A typed column: an object array holding None would become
-                            # an Object column when no prediction is unread in one frame and
-                            # a String column otherwise, and pl.concat would then fail.
-                            "prediction": pl.Series(
-                                np.where(pred, "true", "false"), dtype=pl.Utf8
-                            ).scatter(np.flatnonzero(unread), None),
-                            "outcome": np.where(y, "true", "false"),
-                            "confidence": np.where(unread, np.nan, np.round(conf, 3)),
-                            "cluster": clusters,
-                            "status": np.where(unread, "unparsed", "ok"),
-                            "sample": np.full(n_items, rep, dtype=np.int64),
-                        }
-                    )
+                    _record_frame(row["model"], task, items, clusters, pred, y, unread, conf, rep)
                 )
     records = pl.concat(frames).with_columns(
         pl.col("confidence").fill_nan(None),
@@ -260,7 +242,45 @@ def simulate(
         "model", "family", "params_b", "active_params_b", "open_weights", "reasoning", "capability"
     )
 
-    cells = pl.DataFrame(truth_cells)
+    return records, registry, _truth(seed, cfg, pl.DataFrame(truth_cells))
+
+
+def _record_frame(
+    model: str,
+    task: str,
+    items: np.ndarray,
+    clusters: np.ndarray,
+    pred: np.ndarray,
+    y: np.ndarray,
+    unread: np.ndarray,
+    conf: np.ndarray,
+    rep: int,
+) -> pl.DataFrame:
+    """The records of one model, task and repeat (one row per item)."""
+    n_items = len(items)
+    return pl.DataFrame(
+        {
+            "model": [model] * n_items,
+            "task": [task] * n_items,
+            "item_id": items,
+            # A typed column: an object array holding None would become
+            # an Object column when no prediction is unread in one frame and
+            # a String column otherwise, and pl.concat would then fail.
+            "prediction": pl.Series(
+                np.where(pred, "true", "false"), dtype=pl.Utf8
+            ).scatter(np.flatnonzero(unread), None),
+            "outcome": np.where(y, "true", "false"),
+            "confidence": np.where(unread, np.nan, np.round(conf, 3)),
+            "cluster": clusters,
+            "status": np.where(unread, "unparsed", "ok"),
+            "sample": np.full(n_items, rep, dtype=np.int64),
+        }
+    )
+
+
+def _truth(seed: int, cfg: SimulationConfig, cells: pl.DataFrame) -> dict[str, Any]:
+    """``truth.json``: the true parameters and the estimands on the sized models' cells."""
+    task_names = list(cfg.tasks)
     sized = cells.filter(pl.col("sized"))
     slope, per_task = _projection_slope(
         sized["expected_accuracy"].to_numpy(),
@@ -268,7 +288,7 @@ def simulate(
         sized["task_index"].to_numpy(),
         len(task_names),
     )
-    truth = {
+    return {
         "seed": seed,
         "generator": "analysis.simulate.simulate (signal detection, see module docstring)",
         "x_definition": "log10(params_b) minus the mean over all simulated models (closed included)",
@@ -284,7 +304,6 @@ def simulate(
         "accuracy_slope_per_task": dict(zip(task_names, per_task, strict=True)),
         "cells": cells.drop("task_index").to_dicts(),
     }
-    return records, registry, truth
 
 
 def write_dataset(

@@ -91,8 +91,9 @@ class ModelSpec:
         The effects decided with the declared rule (:class:`Effect`).
     slope_priors
         Slope variable -> (prior key of the mean slope, prior key of the task-deviation sd
-        or ``None``): the closed-form slope priors the Bayes factors and the prior
-        sensitivity read.
+        or ``None``; or ``(key, "mean")`` for the average over tasks of independent
+        ``Normal`` task slopes whose prior is ``key``): the closed-form slope priors the
+        Bayes factors and the prior sensitivity read.
     loo
         The unit PSIS-LOO is computed on (``"cell"``), or ``None`` when the model observes
         other counts than the cells (not comparable).

@@ -18,19 +18,19 @@ and the centred scale predictor :math:`x_m` (as in ``models/scale.py``).
     H_{mt} &\sim \mathrm{Binomial}\big(S_{mt},\ \Phi(\tfrac12 d'_{mt} - c_{mt})\big),
     \qquad F_{mt} \sim \mathrm{Binomial}\big(N_{mt},\ \Phi(-\tfrac12 d'_{mt} - c_{mt})\big)
     \\
-    d'_{mt} &= a^{d}_t + (\beta_{d'} + \delta^{d}_t)\, x_m + u^{d}_{f[m]} + v^{d}_m
-    + w^{d}_{mt} \\
-    c_{mt} &= a^{c}_t + (\beta_{c} + \delta^{c}_t)\, x_m + u^{c}_{f[m]} + v^{c}_m
-    + w^{c}_{mt} \\
-    \delta^{\cdot} &= \sigma^{\cdot}_{\delta} z^{\delta\cdot},\ u^{\cdot} = \sigma^{\cdot}_u
-    z^{u\cdot},\ v^{\cdot} = \sigma^{\cdot}_v z^{v\cdot},\quad
-    z^{\delta\cdot}, z^{u\cdot}, z^{v\cdot} \sim \mathrm{ZeroSumNormal}(1) \\
+    d'_{mt} &= a^{d}_t + b^{d}_t\, x_m + u^{d}_{f[m]} + v^{d}_m + w^{d}_{mt} \\
+    c_{mt} &= a^{c}_t + b^{c}_t\, x_m + u^{c}_{f[m]} + v^{c}_m + w^{c}_{mt} \\
+    b^{\cdot}_t &\sim \mathcal N(0, 0.5^2) \text{ independently per task},\quad
+    \beta_{\cdot} = \tfrac1T \textstyle\sum_t b^{\cdot}_t \\
+    u^{\cdot} &= \sigma^{\cdot}_u z^{u\cdot},\ v^{\cdot} = \sigma^{\cdot}_v z^{v\cdot},\quad
+    z^{u\cdot}, z^{v\cdot} \sim \mathrm{ZeroSumNormal}(1),\quad
+    \sigma^{\cdot} \sim \mathrm{HalfNormal}(1) \\
     w^{\cdot}_{mt} &= \sigma^{\cdot}_w z^{w\cdot}_{mt},\quad z^{w\cdot}_{mt} \sim
     \mathcal N(0, 1) \quad\text{(only with ``cell_effects=True``, the default)}
 
 with :math:`\cdot \in \{d, c\}`: sensitivity and criterion each get their own task
-intercepts, slopes, and family/model/cell effects, all partially pooled and independent
-a priori. :math:`\Phi` is the standard normal CDF (probit link); the hit and false-alarm
+intercepts, slopes, and family/model/cell effects, independent a priori. Each task's
+slopes have their own prior; only the intercept effects are partially pooled. :math:`\Phi` is the standard normal CDF (probit link); the hit and false-alarm
 rates enter the likelihood through their log-odds
 :math:`\log\Phi(z) - \log\Phi(-z)`, computed as in PyMC's stable ``normal_lcdf`` so
 that extreme rates do not underflow.
@@ -41,13 +41,13 @@ alpha_dprime, alpha_criterion (task)
     :math:`d'` and :math:`c` of a model of average scale on task :math:`t`.
 beta_dprime
     the **scale effect on sensitivity**: change in :math:`d'` per unit of :math:`x`
-    (per 10x parameters), the unweighted mean of the task slopes. This is ``EFFECT``.
+    (per 10x parameters), the average of the task slopes over the tasks in the data: a
+    declared estimand (a deterministic), not a parameter with its own prior. ``EFFECT``.
 beta_criterion
-    change in the criterion per unit of :math:`x` (negative: larger models say "yes"
-    more readily).
+    the same average for the criterion (negative: larger models say "yes" more readily).
+    The report does not read it: the criterion is reported per task.
 dprime_slope_task, criterion_slope_task (task)
-    task-specific slopes :math:`\beta + \delta_t`; ``dprime_slope_task`` is
-    ``PER_TASK_EFFECT``.
+    each task's own slopes :math:`b_t`; ``dprime_slope_task`` is ``PER_TASK_EFFECT``.
 u_*_family, v_*_model, w (cell)
     family, model and model x task deviations; models, not records, are the unit of
     evidence.
@@ -60,14 +60,31 @@ likelihood is exactly 0: such a cell informs only one rate, and :math:`d'` and :
 are separated there by the hierarchy, not by the cell. A cell with no readable record
 contributes nothing.
 
+Task slopes and standard-deviation priors
+-----------------------------------------
+With two or three tasks, a spread shared by the task slopes (``task_slopes="pooled"``:
+:math:`\beta + \delta_t`, zero-sum :math:`\delta` with a HalfNormal spread) is not
+informed by the data: its posterior is its prior, and that prior sets how far each task's
+slope is pulled towards the others. ``validation/task_slopes.py`` measured it on the
+Self-Execution Benchmark (word association and refusal; results in
+``validation/results/task_slopes.json``): pooling moved word association's d' slope
+from what its own data say towards refusal's and turned a credibly negative word-association
+criterion slope into an inconclusive one; with independent task slopes both stay close to the
+word-association-only fit. So each task has its own slope prior, ``Normal(0, 0.5)`` d' (or
+criterion) units per 10x, wide against the slopes these data show, and the average over tasks
+is computed, not assumed. The family, model and cell standard deviations have
+``HalfNormal(1)`` priors (mean 0.8): the same file lists prior and posterior of each, and the
+posteriors sit well below the prior mean, set by the data rather than by the prior (the
+former ``HalfNormal(0.3)`` had a mean below the posterior cell SDs).
+
 Parameterisation and sampler
 ----------------------------
 Same lessons as ``models/scale.py``: every group effect is non-centred and the task,
 family and model effects are zero-sum (``models._common.zero_sum_effect``), so their
 means do not trade off against the task intercepts along flat ridges.
 
-Measured on the default data (``data_raw/``: binary cells of the 14 sized models x
-3 tasks = 42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning, 2 cores
+Measured with the former pooled task slopes and ``HalfNormal(0.3)`` SDs, on the default
+data (``data_raw/``: binary cells of the 14 sized models x 3 tasks = 42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning, 2 cores
 shared with other jobs, so times are upper bounds; ``python bench/zoo.py sdt
 [--target-accept 0.99] [--seed S] [--draws N]``):
 
@@ -145,7 +162,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
     "dprime_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
     "criterion_slope_task": ("Normal", {"mu": 0.0, "sigma": 0.5}),
     # standard deviations: HalfNormal(1), mean 0.8, well above the posteriors measured on
-    # the default data and SEB (0.1-0.5; ``bench/results/task_slopes.json``), so the data,
+    # the default data and SEB (0.1-0.5; ``validation/results/task_slopes.json``), so the data,
     # not the prior, set them
     "sigma_dprime_family": ("HalfNormal", {"sigma": 1.0}),  # family d' intercepts
     "sigma_criterion_family": ("HalfNormal", {"sigma": 1.0}),  # family criterion intercepts
@@ -157,7 +174,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 
 #: Priors of ``task_slopes="pooled"`` instead of the two task-slope priors: a mean slope and
 #: zero-sum task deviations with a shared spread (the model before the measurement of
-#: ``bench/task_slopes.py``; kept for that comparison).
+#: ``validation/task_slopes.py``; kept for that comparison).
 POOLED_PRIORS: dict[str, Prior] = {
     "beta_dprime": ("Normal", {"mu": 0.0, "sigma": 0.5}),
     "beta_criterion": ("Normal", {"mu": 0.0, "sigma": 0.5}),

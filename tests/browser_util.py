@@ -28,6 +28,42 @@ _PROBE = r"""
 <script>
 (function () {
   var report = {console_errors: [], page_errors: [], failed_requests: []};
+  function describe(el) {
+    return el.tagName.toLowerCase() + (el.id ? "#" + el.id : "") +
+      (typeof el.className === "string" && el.className ? "." + el.className.split(/\s+/).join(".") : "");
+  }
+  function box(r) {
+    return {left: r.left, right: r.right, top: r.top + window.scrollY, bottom: r.bottom + window.scrollY};
+  }
+  // What a reader's screen shows: the viewport, elements reaching past its sides (unless a
+  // scrolling ancestor inside the viewport clips them), scroll boxes that scroll sideways,
+  // and where each element with an id is (page coordinates, CSS px).
+  function layout() {
+    var vw = window.innerWidth, out = {viewport: [vw, window.innerHeight],
+      scroll_width: document.documentElement.scrollWidth, too_wide: [], scrolls_sideways: [], ids: {}};
+    var all = document.body.querySelectorAll("*");
+    for (var i = 0; i < all.length; i++) {
+      var el = all[i], r = el.getBoundingClientRect();
+      if (el.id === "__selfmodel_probe" || (r.width === 0 && r.height === 0)) continue;
+      var ox = getComputedStyle(el).overflowX;
+      if (ox !== "visible" && el.scrollWidth > el.clientWidth + 1) {
+        out.scrolls_sideways.push(describe(el));
+      }
+      if (r.right > vw + 1 || r.left < -1) {
+        var clipped = false;
+        for (var p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+          var pr = p.getBoundingClientRect();
+          if (getComputedStyle(p).overflowX !== "visible" && pr.right <= vw + 1 && pr.left >= -1) {
+            clipped = true; break;
+          }
+        }
+        if (!clipped) out.too_wide.push({element: describe(el), left: r.left, right: r.right});
+      }
+      if (el.id && Object.keys(out.ids).length < 500) out.ids[el.id] = box(r);
+    }
+    out.too_wide = out.too_wide.slice(0, 50);
+    return out;
+  }
   window.__selfmodelProbe = report;
   var origError = console.error;
   console.error = function () {
@@ -58,6 +94,7 @@ _PROBE = r"""
       report.requests = requests;
       report.title = document.title;
       report.body_text_length = (document.body && document.body.innerText || "").length;
+      report.layout = layout();
       var pre = document.createElement("pre");
       pre.id = "__selfmodel_probe";
       pre.textContent = JSON.stringify(report);
@@ -108,9 +145,16 @@ def _console_lines(stderr: str) -> list[str]:
 
 
 def open_in_chromium(
-    html_path: Path | str, screenshot_path: Path | str | None = None, *, timeout: int = 60
+    html_path: Path | str,
+    screenshot_path: Path | str | None = None,
+    *,
+    window: tuple[int, int] = (1280, 2000),
+    timeout: int = 60,
 ) -> dict[str, Any]:
     """Load ``html_path`` in headless Chromium with no network and report on it.
+
+    ``window`` is the browser window (width, height) in CSS pixels, for the page and for the
+    screenshot (which shows exactly the first screen a reader with that window sees).
 
     Returns
     -------
@@ -118,7 +162,11 @@ def open_in_chromium(
         ``console_errors``, ``page_errors``, ``failed_requests`` (lists of str), ``requests``
         (every resource URL fetched), ``images`` (one dict per ``<img>`` with
         ``natural_width``), ``all_images_decoded`` (bool), ``console`` (Chromium's console log
-        lines), ``title``, ``body_text_length`` and ``screenshot`` (path or None).
+        lines), ``title``, ``body_text_length``, ``screenshot`` (path or None) and ``layout``:
+        ``viewport`` [width, height], ``scroll_width`` of the page, ``too_wide`` (elements
+        reaching past the viewport's sides, not clipped by a scroll box), ``scrolls_sideways``
+        (scroll boxes whose content is wider than they are) and ``ids`` (id -> box with
+        ``left``, ``right``, ``top``, ``bottom`` in page coordinates).
 
     Raises
     ------
@@ -142,7 +190,8 @@ def open_in_chromium(
         probe_file.write_text(probed, encoding="utf-8")
         env = {**os.environ, "HOME": str(tmpdir)}
         cmd = _chromium_cmd(chromium, tmpdir / "profile-dom")
-        cmd += ["--virtual-time-budget=5000", "--dump-dom", probe_file.as_uri()]
+        cmd += [f"--window-size={window[0]},{window[1]}", "--virtual-time-budget=5000"]
+        cmd += ["--dump-dom", probe_file.as_uri()]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
         found = re.search(r'<pre id="__selfmodel_probe">(.*?)</pre>', proc.stdout, flags=re.S)
         if found is None:
@@ -160,7 +209,8 @@ def open_in_chromium(
             shot = Path(screenshot_path).resolve()
             shot.parent.mkdir(parents=True, exist_ok=True)
             cmd = _chromium_cmd(chromium, tmpdir / "profile-shot")
-            cmd += ["--window-size=1280,2000", f"--screenshot={shot}", html_path.as_uri()]
+            cmd += [f"--window-size={window[0]},{window[1]}", f"--screenshot={shot}"]
+            cmd.append(html_path.as_uri())
             proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
             if proc.returncode != 0 or not shot.is_file():
                 raise RuntimeError(

@@ -179,7 +179,7 @@ def test_savage_dickey_needs_a_prior_and_draws() -> None:
 
 
 def test_task_slope_prior_density_matches_the_models_own_prior() -> None:
-    """Quadrature of the zero-sum scale mixture against Monte Carlo from models/scale.py."""
+    """Independent task slopes and their average: closed form against Monte Carlo from models/scale.py."""
     import polars as pl
     import pymc as pm
 
@@ -194,14 +194,17 @@ def test_task_slope_prior_density_matches_the_models_own_prior() -> None:
         "k": [25] * 12,
     })
     prior = pm.sample_prior_predictive(draws=40_000, model=scale.build(cells), random_seed=5,
-                                       var_names=["slope_task"]).prior
+                                       var_names=["slope_task", "beta"]).prior
     mc = gaussian_kde(prior["slope_task"].sel(task="b").values.ravel())(0.0)[0]
     dens, note = slope_prior_density("scale", "slope_task", SCALE_PRIORS, n_tasks=3)
-    assert "quadrature" in note
     assert dens == pytest.approx(mc, rel=0.03)
-    # wider than beta's own prior alone (the task deviation adds variance)
-    assert dens < norm.pdf(0, 0, 1.0)
-    assert slope_prior_density("scale", "beta", SCALE_PRIORS, n_tasks=3)[0] == pytest.approx(norm.pdf(0, 0, 1))
+    assert dens == pytest.approx(norm.pdf(0, 0, 1.0))  # each task's own prior
+    # beta is the average of the three independent task slopes: sd 1 / sqrt(3)
+    mc_beta = gaussian_kde(prior["beta"].values.ravel())(0.0)[0]
+    dens_beta, note = slope_prior_density("scale", "beta", SCALE_PRIORS, n_tasks=3)
+    assert "average over 3 task(s)" in note
+    assert dens_beta == pytest.approx(mc_beta, rel=0.03)
+    assert dens_beta == pytest.approx(norm.pdf(0, 0, 1 / np.sqrt(3)))
 
 
 # --------------------------------------------------------------------------- evaluate
@@ -243,7 +246,8 @@ def test_evaluate_a_null_posterior_is_not_supported_and_favours_h0() -> None:
 def test_evaluate_uses_the_fits_priors_for_the_bayes_factor() -> None:
     draws = np.random.default_rng(8).normal(0.2, 0.1, 4000)
     default = evaluate(Hypothesis("h"), _idata(draws), n_models=10)
-    wide = {**{k: list(v) for k, v in SCALE_PRIORS.items()}, "beta": ["Normal", {"mu": 0.0, "sigma": 2.0}]}
+    wide = {**{k: list(v) for k, v in SCALE_PRIORS.items()},
+            "slope_task": ["Normal", {"mu": 0.0, "sigma": 2.0}]}
     widened = evaluate(Hypothesis("h"), _idata(draws, priors=wide), n_models=10)
     # a prior twice as wide halves the prior density at 0, so BF10 halves
     assert widened["bayes_factor_10"] == pytest.approx(default["bayes_factor_10"] / 2, rel=1e-6)

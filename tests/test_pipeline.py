@@ -9,6 +9,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from analysis import contract
 from analysis.cells import to_cells
 from analysis.cli import main
 from analysis.ingest import ingest
@@ -40,7 +41,7 @@ DESIGN_KEYS = {
     },
     "diagnostics": {"max_rhat", "min_ess_bulk", "divergences", "passed"},
 }
-DECISIONS = {"improves", "no_credible_effect", "worsens", "practically_null", "not_estimable"}
+DECISIONS = set(contract.DECISIONS)
 HOSTILE = "<script>alert(1)</script>"  # a model name that must stay text in the report
 QUICK = [
     "--draws", "300", "--tune", "300", "--chains", "2", "--models", "scale", "--no-power", "--no-robustness",

@@ -55,7 +55,7 @@ class StubFit:
 
 
 def _beta_sigma(priors) -> float:
-    return (priors or DEFAULT_PRIORS)["beta"][1]["sigma"]
+    return (priors or DEFAULT_PRIORS)["slope_task"][1]["sigma"]
 
 
 def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -74,7 +74,8 @@ def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.M
     assert [v["matches_main"] for v in res["variants"]] == [False, True]
     assert res["verdict_holds"] is False and res["changed"] == ["priors x0.5"]
     assert res["per_task_verdicts_hold"] is False
-    assert res["variants"][0]["priors"]["beta"] == ["Normal", {"mu": 0.0, "sigma": 0.5}]
+    assert res["variants"][0]["priors"]["slope_task"] == ["Normal", {"mu": 0.0, "sigma": 0.5}]
+    assert {v["compared_on"] for v in res["variants"]} == {"decision"}
     assert len({v["cache_key"] for v in res["variants"]} | {res["main"]["cache_key"]}) == 3
 
 
@@ -117,6 +118,30 @@ def test_scale_variable_sensitivity_compares_decisions_and_lists_dropouts(
     assert by["active_params"]["decision"] in {"practically_null", "no_credible_effect"}
     assert by["active_params"]["matches_main"] is False
     assert res["verdict_holds"] is False and res["changed"] == ["active_params"]
+    # other units: only the asserted direction is compared, and each ROPE is in its own units
+    assert res["compared_on"] == "direction" and by["active_params"]["compared_on"] == "direction"
+    assert by["params"]["rope_meaning"]["basis"] == "per 10x total parameters"
+
+
+def test_scale_variable_sensitivity_matches_on_direction_not_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Same sign, other units: 'improves' on params and 'credibly_positive' on active params match."""
+    records = ingest([DATA_RAW / "records.csv"], registry=DATA_RAW / "registry.csv").records
+    registry = load_registry(DATA_RAW / "registry.csv")
+
+    def mean_of(priors, data):
+        raw = data.filter(pl.col("model") == "dynamo-8x7b")["scale_raw"]
+        return 0.15 if raw[0] == 13.0 else 0.5  # 0.15 +- 0.05: sign credible, size not
+
+    monkeypatch.setattr(sensitivity, "fit", StubFit(mean_of))
+    res = sensitivity.scale_variable_sensitivity(
+        records, registry, seed=1, main_scale="params", variables=("params", "active_params")
+    )
+    by = {v["variable"]: v for v in res["variants"]}
+    assert by["params"]["decision"] == "improves"
+    assert by["active_params"]["decision"] == "credibly_positive"
+    assert by["active_params"]["matches_main"] is True and res["verdict_holds"] is True
 
 
 @pytest.mark.slow
@@ -127,7 +152,7 @@ def test_prior_sensitivity_real_fits_have_their_own_cache_entries(tmp_path: Path
     files = sorted(p.name for p in tmp_path.glob("scale-*.nc"))
     assert len(files) == 3, files
     for entry in (res["main"], *res["variants"]):
-        assert entry["decision"] in {"improves", "no_credible_effect"}
+        assert entry["decision"] in {"improves", "credibly_positive", "no_credible_effect"}
         assert entry["hdi_low"] < truth["beta"] + 0.5 and entry["hdi_high"] > truth["beta"] - 0.5
     # the half-width prior on everything shrinks the slope's posterior sd, the wider one not less
     sd = {e["factor"]: e["sd"] for e in res["variants"]} | {1.0: res["main"]["sd"]}

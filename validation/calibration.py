@@ -77,6 +77,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from analysis.contract import DECISIONS  # noqa: E402
 from analysis.fit import SamplerSettings, diagnose, package_versions  # noqa: E402
 from analysis.hypotheses import DecisionRule, decide  # noqa: E402
 
@@ -406,7 +407,7 @@ def summarise_arm(res: dict[str, Any]) -> dict[str, Any]:
     out["task_coverage50"] = {t: rate(sum(r["task"][t]["covered50"] for r in rows), n) for t in tasks}
     task_ranks = [r["task"][t]["rank"] for r in rows for t in tasks]
     out["task_rank_histogram"] = rank_histogram(task_ranks)
-    decisions = ("improves", "no_credible_effect", "practically_null", "worsens", "not_estimable")
+    decisions = DECISIONS
     out["decisions"] = {d: sum(r["decision"] == d for r in rows) for d in decisions}
     out["improves_rate"] = rate(out["decisions"]["improves"], n)
     if res["null"]:

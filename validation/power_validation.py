@@ -41,10 +41,10 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.fit import SamplerSettings, diagnose, fit, package_versions  # noqa: E402
 from analysis.hypotheses import decide  # noqa: E402
-from analysis.power import Design, Task, default_design, fast_fit, simulate_cells  # noqa: E402
+from analysis.power import OUTCOMES, Design, Task, default_design, fast_fit, simulate_cells  # noqa: E402
 
 SEED = 20261130
-DECISIONS = ("improves", "no_credible_effect", "practically_null", "worsens")
+DECISIONS = OUTCOMES
 
 
 def design_points() -> list[tuple[str, Design, float]]:

@@ -159,7 +159,9 @@ def slope_prior_density(
     Examples
     --------
     >>> from models.scale import DEFAULT_PRIORS
-    >>> round(slope_prior_density("scale", "beta", DEFAULT_PRIORS, n_tasks=3)[0], 4)
+    >>> round(slope_prior_density("scale", "beta", DEFAULT_PRIORS, n_tasks=3)[0], 4)  # N(0, 1/sqrt(3))
+    0.691
+    >>> round(slope_prior_density("scale", "slope_task", DEFAULT_PRIORS, n_tasks=3)[0], 4)
     0.3989
     """
     from scipy import integrate, stats

@@ -15,6 +15,7 @@ import models as model_registry
 from analysis.contract import Decision, InputError
 from analysis.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
 from analysis.paths import DEFAULT_HYPOTHESES_FILE
+from analysis.toml_errors import key_line
 
 
 def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:
@@ -117,28 +118,14 @@ class _Reader:
 
     def __init__(self, path: Path, text: str) -> None:
         self.path = path
+        self.text = text
         self.lines = text.splitlines()
 
     def line_of(self, key: str, block: int | None) -> int | None:
         """1-based line of ``key =`` in the ``block``-th [[hypothesis]] (``None``: [defaults])."""
         if block is None:
-            header = re.compile(r"^\s*\[\s*defaults\s*\]")
-        else:
-            header = re.compile(r"^\s*\[\[\s*hypothesis\s*\]\]")
-        any_header = re.compile(r"^\s*\[")
-        key_re = re.compile(rf"^\s*[\"']?{re.escape(key)}[\"']?\s*=")
-        seen, inside = -1, False
-        for i, line in enumerate(self.lines, start=1):
-            if header.match(line):
-                seen += 1
-                inside = block is None or seen == block
-                continue
-            if any_header.match(line):
-                inside = False
-                continue
-            if inside and key_re.match(line):
-                return i
-        return None
+            return key_line(self.text, key, table="defaults")
+        return key_line(self.text, key, table="hypothesis", index=block)
 
     def fail(self, where: str, what: str, todo: str, *, key: str | None = None,
              block: int | None = None) -> InputError:
@@ -149,7 +136,7 @@ class _Reader:
 
     def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], where: str,
                    block: int | None) -> None:
-        from analysis.registry import did_you_mean
+        from analysis.toml_errors import did_you_mean
 
         for key in table:
             if key not in allowed:
@@ -227,7 +214,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
     ['accuracy_overall', 'accuracy_by_task']
     """
     import models as model_registry
-    from analysis.registry import did_you_mean
+    from analysis.toml_errors import did_you_mean
 
     path = Path(path)
     try:

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from analysis.contract import (
     RECORD_SCHEMA,
     InputError,
 )
-from analysis.registry import did_you_mean, format_input_error
+from analysis.registry import format_input_error
+from analysis.toml_errors import did_you_mean, key_line
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
@@ -109,18 +109,25 @@ def parse_map_options(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _key_line(lines: list[str], key: str, *, section: str | None = None) -> int | None:
-    """Best-effort line of ``key = ...`` (inside ``[section]`` when given) or ``[key]``."""
-    in_section = section is None
-    pat = re.compile(rf"\s*(\[\s*)?[\"']?{re.escape(key)}[\"']?\s*(=|\])")
-    for number, text in enumerate(lines, start=1):
-        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", text)
-        if section is not None and header:
-            in_section = header.group(1).strip("\"' ") == section
-            continue
-        if in_section and pat.match(text):
-            return number
-    return None
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The text and parsed document of a config file (one-line errors when unusable)."""
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except OSError as exc:
+        raise InputError(
+            format_input_error(path, f"cannot read the config ({exc.strerror})", "Check the path")
+        ) from exc
+    except UnicodeDecodeError as exc:
+        raise InputError(
+            format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
+        ) from exc
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(
+            format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
+        ) from exc
+    return text, doc
 
 
 def load_config(path: Path | str) -> IngestConfig:
@@ -155,28 +162,12 @@ def load_config(path: Path | str) -> IngestConfig:
     ({'item_id': 'qid'}, ('refusal',))
     """
     path = Path(path)
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InputError(
-            format_input_error(path, f"cannot read the config ({exc.strerror})", "Check the path")
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
-        ) from exc
-    try:
-        doc = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(
-            format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
-        ) from exc
-    lines = text.splitlines()
+    text, doc = _read_toml(path)
 
     def fail(what: str, todo: str, key: str, section: str | None = None) -> InputError:
         return InputError(
             format_input_error(
-                path, what, todo, line=_key_line(lines, key, section=section), column=key
+                path, what, todo, line=key_line(text, key, table=section), column=key
             )
         )
 

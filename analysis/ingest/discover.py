@@ -32,6 +32,23 @@ class _Input:
     format: str
 
 
+def data_files(root: Path, *, exclude: Sequence[str] = ()) -> list[Path]:
+    """Record files under the folder ``root``: suffix in :data:`FORMATS`, sorted.
+
+    Searched recursively; hidden files and folders (a part starting with ``.``) and files
+    named in ``exclude`` (e.g. a registry beside the records) are skipped. The one file
+    discovery of ``selfmodel``: ``ingest`` and ``analysis.pipeline.resolve_inputs`` use it.
+    """
+    return sorted(
+        f
+        for f in root.rglob("*")
+        if f.is_file()
+        and f.suffix.lower() in FORMATS
+        and f.name not in exclude
+        and not any(part.startswith(".") for part in f.relative_to(root).parts)
+    )
+
+
 def _discover(paths: Sequence[Path | str]) -> list[_Input]:
     if isinstance(paths, str | Path):
         paths = [paths]
@@ -43,13 +60,7 @@ def _discover(paths: Sequence[Path | str]) -> list[_Input]:
     for given in paths:
         root = Path(given)
         if root.is_dir():
-            files = sorted(
-                f
-                for f in root.rglob("*")
-                if f.is_file()
-                and f.suffix.lower() in FORMATS
-                and not any(part.startswith(".") for part in f.relative_to(root).parts)
-            )
+            files = data_files(root)
             if not files:
                 raise InputError(
                     format_input_error(

@@ -21,7 +21,7 @@ from analysis.contract import (
 from analysis.ingest.columns import _resolve
 from analysis.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
 from analysis.ingest.dedup import _order_and_deduplicate
-from analysis.ingest.discover import _discover
+from analysis.ingest.discover import _discover, _Input
 from analysis.ingest.readers import _LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
 from analysis.ingest.rules import _GOOD_SCHEMA, _validate
 from analysis.registry import format_input_error, load_registry, registry_report
@@ -139,74 +139,10 @@ def ingest(
     registry_frame = load_registry(registry) if registry is not None else None
     wanted = set(INPUT_COLUMNS) | set(options.mapping.values())
 
-    goods: list[pl.DataFrame] = []
-    bads: list[pl.DataFrame] = []
-    reads: list[_Read] = []
-    files: list[dict[str, Any]] = []
     total = hashlib.sha256()
-    ignored: set[str] = set()
-    bad_schema = {
-        "__file_idx": pl.Int64(),
-        "source_line": pl.Int64(),
-        "__cat": pl.Utf8(),
-        "reason": pl.Utf8(),
-        "raw": pl.Utf8(),
-    }
+    goods, bads, reads, files, ignored = _read_files(inputs, options, wanted, total)
+    bad_schema = _WORK_QUARANTINE
     names = pl.Series("source_file", [i.name for i in inputs], dtype=pl.Utf8)
-    # Each file is hashed (and its lines counted) in a second thread while polars parses
-    # it: hashlib and polars both release the GIL. One file at a time, in reading order.
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
-    for index, inp in enumerate(inputs):
-        scanning = pool.submit(_scan, inp, total)
-        try:
-            if inp.format == "jsonl":
-                read = _read_jsonl(inp, scanning.result, wanted)
-            elif inp.format == "csv":
-                read = _read_csv(inp, scanning.result)
-            else:
-                read = _read_parquet(inp)
-            info = scanning.result()
-        except BaseException:
-            scanning.cancel()
-            pool.shutdown(wait=True)
-            raise
-        reads.append(read)
-        files.append(
-            {"path": inp.name, "format": inp.format, "rows": read.rows, "sha256": info.sha256}
-        )
-        if read.bad:
-            bads.append(
-                pl.DataFrame(
-                    {
-                        "__file_idx": [index] * len(read.bad),
-                        "source_line": [b[0] for b in read.bad],
-                        "__cat": [b[1] for b in read.bad],
-                        "reason": [b[2] for b in read.bad],
-                        "raw": [b[3] for b in read.bad],
-                    },
-                    schema=bad_schema,
-                )
-            )
-        if read.frame.height == 0:
-            continue
-        canonical, unused = _resolve(inp, read, options.mapping, options.defaults)
-        read.frame = read.frame.clear()  # the canonical columns are all that is needed now
-        ignored |= unused
-        good, bad = _validate(canonical, tasks=options.tasks)
-        del canonical
-        goods.append(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
-        if bad.height:
-            bads.append(
-                bad.select(
-                    pl.lit(index, dtype=pl.Int64).alias("__file_idx"),
-                    pl.col(_LINE).alias("source_line"),
-                    pl.col("__cat"),
-                    pl.col("__reason").alias("reason"),
-                    pl.lit(None, dtype=pl.Utf8).alias("raw"),
-                )
-            )
-
-    pool.shutdown(wait=True)
     all_good = (
         pl.concat(goods, how="vertical", rechunk=False)  # reading order: files, then lines
         if goods
@@ -216,19 +152,7 @@ def ingest(
     kept, conflicts, n_copies = _order_and_deduplicate(all_good)
     del all_good
     if conflicts.height:
-        bads.append(
-            conflicts.select(
-                pl.col("__file_idx"),
-                pl.col("source_line"),
-                pl.lit("conflicting duplicate").alias("__cat"),
-                pl.format(
-                    "conflicting duplicate of {}:{}",
-                    pl.col("__ref_file").map_elements(lambda i: names[i], return_dtype=pl.Utf8),
-                    pl.col("__ref_line"),
-                ).alias("reason"),
-                pl.lit(None, dtype=pl.Utf8).alias("raw"),
-            )
-        )
+        bads.append(_conflict_rows(conflicts, names))
     quarantine_full = (
         pl.concat(bads, how="vertical").sort("__file_idx", "source_line")
         if bads
@@ -267,14 +191,133 @@ def ingest(
                 "Check that the files hold records with model, task, item_id and an outcome",
             )
         )
+    summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
+                       reasons, options, ignored)
+    if registry_frame is not None:
+        summary["registry_report"] = registry_report(records, registry_frame)
+    return IngestResult(records=records, quarantine=quarantine, summary=summary)
+
+
+def _read_files(
+    inputs: Sequence[_Input], options: IngestConfig, wanted: set[str], total: Any
+) -> tuple[
+    list[pl.DataFrame], list[pl.DataFrame], list[_Read], list[dict[str, Any]], set[str]
+]:
+    """Read, map and validate every file in reading order; ``total`` hashes all bytes.
+
+    Returns the valid rows and the quarantined rows of each file (with ``__file_idx``), the
+    reads (for the raw text of quarantined lines), the file list and the ignored columns.
+    """
+    goods: list[pl.DataFrame] = []
+    bads: list[pl.DataFrame] = []
+    reads: list[_Read] = []
+    files: list[dict[str, Any]] = []
+    ignored: set[str] = set()
+    # Each file is hashed (and its lines counted) in a second thread while polars parses
+    # it: hashlib and polars both release the GIL. One file at a time, in reading order.
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
+    for index, inp in enumerate(inputs):
+        scanning = pool.submit(_scan, inp, total)
+        try:
+            if inp.format == "jsonl":
+                read = _read_jsonl(inp, scanning.result, wanted)
+            elif inp.format == "csv":
+                read = _read_csv(inp, scanning.result)
+            else:
+                read = _read_parquet(inp)
+            info = scanning.result()
+        except BaseException:
+            scanning.cancel()
+            pool.shutdown(wait=True)
+            raise
+        reads.append(read)
+        files.append(
+            {"path": inp.name, "format": inp.format, "rows": read.rows, "sha256": info.sha256}
+        )
+        if read.bad:
+            bads.append(_unreadable_rows(index, read.bad))
+        if read.frame.height == 0:
+            continue
+        canonical, unused = _resolve(inp, read, options.mapping, options.defaults)
+        read.frame = read.frame.clear()  # the canonical columns are all that is needed now
+        ignored |= unused
+        good, bad = _validate(canonical, tasks=options.tasks)
+        del canonical
+        goods.append(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
+        if bad.height:
+            bads.append(
+                bad.select(
+                    pl.lit(index, dtype=pl.Int64).alias("__file_idx"),
+                    pl.col(_LINE).alias("source_line"),
+                    pl.col("__cat"),
+                    pl.col("__reason").alias("reason"),
+                    pl.lit(None, dtype=pl.Utf8).alias("raw"),
+                )
+            )
+
+    pool.shutdown(wait=True)
+    return goods, bads, reads, files, ignored
+
+
+#: The quarantine table while ingesting (file index and reason category kept for sorting).
+_WORK_QUARANTINE: dict[str, pl.DataType] = {
+    "__file_idx": pl.Int64(),
+    "source_line": pl.Int64(),
+    "__cat": pl.Utf8(),
+    "reason": pl.Utf8(),
+    "raw": pl.Utf8(),
+}
+
+
+def _unreadable_rows(index: int, bad: Sequence[tuple[int, str, str, str]]) -> pl.DataFrame:
+    """Quarantine rows of the lines a reader could not read (line, category, reason, raw)."""
+    return pl.DataFrame(
+        {
+            "__file_idx": [index] * len(bad),
+            "source_line": [b[0] for b in bad],
+            "__cat": [b[1] for b in bad],
+            "reason": [b[2] for b in bad],
+            "raw": [b[3] for b in bad],
+        },
+        schema=_WORK_QUARANTINE,
+    )
+
+
+def _conflict_rows(conflicts: pl.DataFrame, names: pl.Series) -> pl.DataFrame:
+    """Quarantine rows of conflicting duplicates, each naming the first other copy."""
+    return conflicts.select(
+        pl.col("__file_idx"),
+        pl.col("source_line"),
+        pl.lit("conflicting duplicate").alias("__cat"),
+        pl.format(
+            "conflicting duplicate of {}:{}",
+            pl.col("__ref_file").map_elements(lambda i: names[i], return_dtype=pl.Utf8),
+            pl.col("__ref_line"),
+        ).alias("reason"),
+        pl.lit(None, dtype=pl.Utf8).alias("raw"),
+    )
+
+
+def _summary(
+    records: pl.DataFrame,
+    quarantine: pl.DataFrame,
+    n_read: int,
+    n_copies: int,
+    files: list[dict[str, Any]],
+    sha256: str,
+    reasons: Counter[str],
+    options: IngestConfig,
+    ignored: set[str],
+) -> dict[str, Any]:
+    """``ingest.json``: the accounting of every row, the files and the options used."""
     statuses = records.group_by("status").len().sort("status").rows()
-    summary: dict[str, Any] = {
+    return {
         "records_read": n_read,
         "records_used": records.height,
         "records_quarantined": quarantine.height,
         "records_duplicate": n_copies,
         "files": files,
-        "sha256": total.hexdigest(),
+        "sha256": sha256,
         "models": sorted(records.get_column("model").unique().to_list()),
         "tasks": sorted(records.get_column("task").unique().to_list()),
         "quarantine_reasons": dict(sorted(reasons.items())),
@@ -285,9 +328,6 @@ def ingest(
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,
         "ignored_columns": sorted(ignored),
     }
-    if registry_frame is not None:
-        summary["registry_report"] = registry_report(records, registry_frame)
-    return IngestResult(records=records, quarantine=quarantine, summary=summary)
 
 
 def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:

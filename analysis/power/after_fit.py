@@ -11,7 +11,7 @@ from scipy.stats import norm
 
 from analysis.paths import DEFAULT_SEED
 from analysis.power.approximate_fit import _plugin_sd
-from analysis.power.design import TARGET_POWER, Progress
+from analysis.power.design import TARGET_POWER, Design, Progress
 from analysis.power.design_from_data import design_from_results
 from analysis.power.sweep import _mde, _sweep, _Ticker, normal_theory_mde
 
@@ -100,15 +100,7 @@ def mde_from_fit(
     grid_mde, interp = _mde(curve)
     if grid_mde is not None and interp is None:
         interp = grid_mde  # the smallest swept slope already has >= 80% power
-    mc_se = None
-    if interp is not None:
-        # delta method: se of P(improves) at 0.8 over the local slope of the power curve
-        rows = sorted(curve, key=lambda r: r["slope"])
-        i = next(i for i, r in enumerate(rows) if r["slope"] >= interp)
-        lo, hi = rows[max(0, i - 1)], rows[min(len(rows) - 1, max(i, 1))]
-        rise = (hi["p_improves"] - lo["p_improves"]) / max(hi["slope"] - lo["slope"], 1e-12)
-        if rise > 0:
-            mc_se = math.sqrt(TARGET_POWER * (1 - TARGET_POWER) / sims) / rise
+    mc_se = _mc_se(curve, interp, sims) if interp is not None else None
     return {
         "target_power": TARGET_POWER,
         "mde_80": interp,
@@ -120,37 +112,52 @@ def mde_from_fit(
         "sd_needed_for_practically_null": rule.rope / z_hdi,
         "plugin_sd": _plugin_sd(design),
         "plugin_sd_unlimited_items": _plugin_sd(design, unlimited_items=True),
-        "power_curve": [
-            {
-                k: r[k]
-                for k in (
-                    "slope",
-                    "p_improves",
-                    "se_improves",
-                    "p_credibly_positive",
-                    "p_no_credible_effect",
-                    "p_practically_null",
-                    "mean_posterior_sd",
-                )
-            }
-            for r in curve
-        ],
-        "design": {
-            "n_models": len(design.models),
-            "n_families": len(design.families),
-            "tasks": [
-                {"task": t.name, "n_per_cell": t.items, "accuracy": t.accuracy}
-                for t in design.tasks
-            ],
-            "sigma_family": design.sigma_family,
-            "sigma_model": design.sigma_model,
-            "sigma_cell": design.sigma_cell,
-            "sigma_task_slope": design.sigma_task_slope,
-        },
+        "power_curve": [{k: r[k] for k in _CURVE_KEYS} for r in curve],
+        "design": _design_summary(design),
         "rule": rule.as_dict(),
         "units": design.units,
         "sims": sims,
         "seed": seed,
         "method": "analysis.power.mde_from_fit: simulated from the fitted variance components "
         "(posterior means), each data set fitted by the approximate fit of analysis.power",
+    }
+
+
+#: The columns of each power-curve row kept in ``design_sensitivity``.
+_CURVE_KEYS = (
+    "slope",
+    "p_improves",
+    "se_improves",
+    "p_credibly_positive",
+    "p_no_credible_effect",
+    "p_practically_null",
+    "mean_posterior_sd",
+)
+
+
+def _mc_se(curve: list[dict[str, Any]], interp: float, sims: int) -> float | None:
+    """Monte Carlo se of the interpolated MDE (delta method on the local power slope)."""
+    # delta method: se of P(improves) at 0.8 over the local slope of the power curve
+    rows = sorted(curve, key=lambda r: r["slope"])
+    i = next(i for i, r in enumerate(rows) if r["slope"] >= interp)
+    lo, hi = rows[max(0, i - 1)], rows[min(len(rows) - 1, max(i, 1))]
+    rise = (hi["p_improves"] - lo["p_improves"]) / max(hi["slope"] - lo["slope"], 1e-12)
+    if rise > 0:
+        return math.sqrt(TARGET_POWER * (1 - TARGET_POWER) / sims) / rise
+    return None
+
+
+def _design_summary(design: Design) -> dict[str, Any]:
+    """The fitted design as ``design_sensitivity["design"]`` shows it."""
+    return {
+        "n_models": len(design.models),
+        "n_families": len(design.families),
+        "tasks": [
+            {"task": t.name, "n_per_cell": t.items, "accuracy": t.accuracy}
+            for t in design.tasks
+        ],
+        "sigma_family": design.sigma_family,
+        "sigma_model": design.sigma_model,
+        "sigma_cell": design.sigma_cell,
+        "sigma_task_slope": design.sigma_task_slope,
     }

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -12,6 +11,7 @@ from typing import Any, Final
 from analysis.contract import InputError
 from analysis.hypotheses import DecisionRule
 from analysis.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
+from analysis.toml_errors import key_line
 
 # --------------------------------------------------------------------------- design files
 
@@ -57,23 +57,6 @@ hdi_prob = 0.94
 """
 
 
-def _key_line(text: str, key: str, section: str | None) -> int | None:
-    """Best-effort line of ``key`` inside ``[section]`` (or of the ``[section.key]`` header)."""
-    current: str | None = None
-    for number, line in enumerate(text.splitlines(), start=1):
-        header = re.match(r"\s*\[\s*([^\]]+?)\s*\]", line)
-        if header:
-            current = header.group(1).replace('"', "").replace("'", "").strip()
-            if section is not None and current == f"{section}.{key}":
-                return number
-            if section is None and current == key:
-                return number
-            continue
-        if current == section and re.match(rf"\s*[\"']?{re.escape(key)}[\"']?\s*=", line):
-            return number
-    return None
-
-
 class _DesignReader:
     """Validate a parsed design TOML, raising one-line InputErrors that name file, line, key."""
 
@@ -85,7 +68,7 @@ class _DesignReader:
         from analysis.registry import format_input_error
 
         leaf = key.rsplit(".", 1)[-1]
-        line = _key_line(self.text, leaf, section)
+        line = key_line(self.text, leaf, table=section)
         where = f"key '{key}'"
         msg = format_input_error(self.path, f"{where}: {what}", todo, line=line)
         return InputError(msg)
@@ -93,7 +76,7 @@ class _DesignReader:
     def check_keys(
         self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None
     ) -> None:
-        from analysis.registry import did_you_mean
+        from analysis.toml_errors import did_you_mean
 
         for key in table:
             if key not in allowed:

@@ -67,8 +67,6 @@ def design_from_template(
     -------
     Design
     """
-    import json
-
     from analysis.cells import build_cells
     from analysis.ingest import ingest
     from analysis.registry import load_registry
@@ -119,25 +117,7 @@ def design_from_template(
         )
         reps.append(r["records"] / r["model_items"])
     repeats = max(1, int(round(float(np.mean(reps)))))
-    sig: dict[str, float] = {}
-    if results is not None:
-        if isinstance(results, Mapping):
-            loaded = results
-        else:
-            try:
-                loaded = json.loads(Path(results).read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                raise InputError(
-                    f"{results}: no such results file. Give the results.json of a fit."
-                ) from None
-            except (OSError, ValueError) as e:
-                raise InputError(f"{results}: not a readable results.json ({e}).") from None
-        sig = _variance_from_results(loaded)
-        if not sig:
-            raise InputError(
-                f"{results}: has no 'variance_components'. Rerun 'selfmodel run' with this "
-                "version, or leave out --results to use the default variance components."
-            )
+    sig = _fitted_variance(results) if results is not None else {}
     d = default_design()
     return Design(
         models=models,
@@ -151,6 +131,30 @@ def design_from_template(
         source=f"template: {', '.join(str(p) for p in records)} + {registry}"
         + (" + fitted variance components" if sig else " (default variance components)"),
     )
+
+
+def _fitted_variance(results: Path | str | Mapping[str, Any]) -> dict[str, float]:
+    """The variance components of a ``results.json`` (a path or the loaded dict)."""
+    import json
+
+    if isinstance(results, Mapping):
+        loaded = results
+    else:
+        try:
+            loaded = json.loads(Path(results).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise InputError(
+                f"{results}: no such results file. Give the results.json of a fit."
+            ) from None
+        except (OSError, ValueError) as e:
+            raise InputError(f"{results}: not a readable results.json ({e}).") from None
+    sig = _variance_from_results(loaded)
+    if not sig:
+        raise InputError(
+            f"{results}: has no 'variance_components'. Rerun 'selfmodel run' with this "
+            "version, or leave out --results to use the default variance components."
+        )
+    return sig
 
 
 def _units(scale: str) -> str:

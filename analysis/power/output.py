@@ -110,7 +110,18 @@ def plot_power(power: Mapping[str, Any], path: Path | str) -> Path:
     mvi = power.get("models_vs_items")
     ncol = 2 if mvi else 1
     fig, axes = plt.subplots(1, ncol, figsize=(5.6 * ncol, 3.9), squeeze=False)
-    ax = axes[0][0]
+    _plot_decisions(axes[0][0], power)
+    if mvi:
+        _plot_models_vs_items(axes[0][1], mvi, plt.get_cmap("viridis"))
+    fig.tight_layout()
+    path = Path(path)
+    atomic.write_with(path, lambda p: fig.savefig(p, dpi=120, format="png"))
+    plt.close(fig)
+    return path
+
+
+def _plot_decisions(ax: Any, power: Mapping[str, Any]) -> None:
+    """Probability of each decision against the true slope, with the 80% power line."""
     res = sorted(power["results"], key=lambda r: r["slope"])
     xs = np.array([r["slope"] for r in res])
     rope = power["rule"]["rope"]
@@ -160,38 +171,35 @@ def plot_power(power: Mapping[str, Any], path: Path | str) -> Path:
         fontsize=9,
     )
     ax.legend(fontsize=7, frameon=False, loc="center right")
-    if mvi:
-        ax2 = axes[0][1]
-        for i, m in enumerate(mvi["models_per_family"]):
-            row = sorted(
-                (c for c in mvi["cells"] if c["models_per_family"] == m), key=lambda c: c["items"]
-            )
-            its = [c["items"] for c in row]
-            ps = np.array([c["p_improves"] for c in row])
-            se = np.array([c["se_improves"] for c in row])
-            ax2.errorbar(
-                its,
-                ps,
-                yerr=2 * se,
-                marker="o",
-                ms=4,
-                lw=1.4,
-                capsize=2,
-                color=plt.get_cmap("viridis")(i / max(1, len(mvi["models_per_family"]) - 1)),
-                label=f"{m} per family ({row[0]['n_models']} models)",
-            )
-        ax2.axhline(TARGET_POWER, color="0.3", lw=0.8, ls=":")
-        ax2.set_xscale("log")
-        ax2.set_ylim(-0.02, 1.02)
-        ax2.set_xlabel("items per task")
-        ax2.set_ylabel("P(improves)")
-        ax2.set_title(f"more models vs more items, true slope {mvi['slope']:.3g}", fontsize=9)
-        ax2.legend(fontsize=7, frameon=False)
-    fig.tight_layout()
-    path = Path(path)
-    atomic.write_with(path, lambda p: fig.savefig(p, dpi=120, format="png"))
-    plt.close(fig)
-    return path
+
+
+def _plot_models_vs_items(ax2: Any, mvi: Mapping[str, Any], cmap: Any) -> None:
+    """P(improves) against items per task, one line per number of models per family."""
+    for i, m in enumerate(mvi["models_per_family"]):
+        row = sorted(
+            (c for c in mvi["cells"] if c["models_per_family"] == m), key=lambda c: c["items"]
+        )
+        its = [c["items"] for c in row]
+        ps = np.array([c["p_improves"] for c in row])
+        se = np.array([c["se_improves"] for c in row])
+        ax2.errorbar(
+            its,
+            ps,
+            yerr=2 * se,
+            marker="o",
+            ms=4,
+            lw=1.4,
+            capsize=2,
+            color=cmap(i / max(1, len(mvi["models_per_family"]) - 1)),
+            label=f"{m} per family ({row[0]['n_models']} models)",
+        )
+    ax2.axhline(TARGET_POWER, color="0.3", lw=0.8, ls=":")
+    ax2.set_xscale("log")
+    ax2.set_ylim(-0.02, 1.02)
+    ax2.set_xlabel("items per task")
+    ax2.set_ylabel("P(improves)")
+    ax2.set_title(f"more models vs more items, true slope {mvi['slope']:.3g}", fontsize=9)
+    ax2.legend(fontsize=7, frameon=False)
 
 
 def write_power(

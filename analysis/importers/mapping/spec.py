@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -11,6 +10,7 @@ from typing import Any, Final, Literal
 
 from analysis.contract import InputError
 from analysis.importers.result import ImportResult
+from analysis.toml_errors import did_you_mean
 
 Format = Literal["lmeval", "inspect"]
 Side = Literal["object", "hypothetical"]
@@ -155,8 +155,7 @@ MappedImport = ImportResult
 
 
 def _suggest(word: str, options: Iterable[str]) -> str:
-    close = difflib.get_close_matches(word, list(options), n=1)
-    return f" Did you mean {close[0]!r}?" if close else ""
+    return did_you_mean(word, options)
 
 
 def _unknown_keys(table: dict[str, Any], allowed: Sequence[str], where: str, source: str) -> None:

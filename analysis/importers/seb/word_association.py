@@ -102,21 +102,8 @@ def _exp1_file(
                 seen_options.add(option)
                 if known is not None and preds is not None and option not in known:
                     stats.options_not_in_item_set += 1
-                if value is _UNREADABLE:
-                    pred = None
-                else:
-                    flag = parse_bool(value)
-                    if flag is not None and not isinstance(value, bool):
-                        stats.string_bools += 1
-                    if flag is None and preds is not None:
-                        stats.unreadable_values += 1
-                    pred = None if flag is None else ("true" if flag else "false")
-                if generated is None or raw_generated is None:
-                    outcome = None
-                else:
-                    hit = option_raw.lower() in raw_generated
-                    stats.whitespace_changed += hit != (option in generated)
-                    outcome = "true" if hit else "false"
+                pred = _prediction_of(value, stats, predictions_read=preds is not None)
+                outcome = _outcome_of(option_raw, option, generated, raw_generated, stats)
                 out.append(
                     _record(
                         model=model,
@@ -132,6 +119,33 @@ def _exp1_file(
                 )
                 stats.records += 1
     return out
+
+
+def _prediction_of(value: Any, stats: _Exp1Stats, *, predictions_read: bool) -> str | None:
+    """An option's predicted value as ``"true"``/``"false"`` (``None``: unreadable)."""
+    if value is _UNREADABLE:
+        return None
+    flag = parse_bool(value)
+    if flag is not None and not isinstance(value, bool):
+        stats.string_bools += 1
+    if flag is None and predictions_read:
+        stats.unreadable_values += 1
+    return None if flag is None else ("true" if flag else "false")
+
+
+def _outcome_of(
+    option_raw: str,
+    option: str,
+    generated: set[str] | None,
+    raw_generated: set[str] | None,
+    stats: _Exp1Stats,
+) -> str | None:
+    """Whether the model generated the option (``None`` when its words are unreadable)."""
+    if generated is None or raw_generated is None:
+        return None
+    hit = option_raw.lower() in raw_generated
+    stats.whitespace_changed += hit != (option in generated)
+    return "true" if hit else "false"
 
 
 def _record(

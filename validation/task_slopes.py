@@ -1,7 +1,7 @@
 """Task slopes with their own priors vs task slopes pooled through a spread prior: a measurement.
 
 Two measurements behind the ``task_slopes`` default of ``models/scale.py`` and
-``models/sdt.py`` (written to ``bench/results/task_slopes.json``):
+``models/sdt.py`` (written to ``validation/results/task_slopes.json``):
 
 ``sim``
     Simulated data with two tasks whose true slopes differ (task0: 0, task1: +0.3 logits per
@@ -19,7 +19,7 @@ Two measurements behind the ``task_slopes`` default of ``models/scale.py`` and
 
 Usage::
 
-    python bench/task_slopes.py [--sims 8] [--draws 500] [--seb-cells PATH] [--only sim|seb]
+    python validation/task_slopes.py [--sims 8] [--draws 500] [--n-per-cell 300] [--seb-cells PATH] [--only sim|seb]
 
 Costs one numba compile per model structure plus sampling per fit; with the defaults a few
 minutes per fit on a loaded 2-core machine.
@@ -59,13 +59,13 @@ def _summ(draws: np.ndarray, rule: DecisionRule, n_models: int) -> dict[str, Any
     return {k: r[k] for k in ("mean", "sd", "hdi_low", "hdi_high", "prob_positive", "decision")}
 
 
-def run_sim(n_sims: int, draws: int, seed0: int = 1000) -> dict[str, Any]:
+def run_sim(n_sims: int, draws: int, seed0: int = 1000, n_per_cell: int = 300) -> dict[str, Any]:
     rule = DecisionRule()
     per: dict[str, list[dict[str, Any]]] = {"pooled": [], "independent": []}
     for i in range(n_sims):
         cells, truth = simulate_scale_cells(
             seed=seed0 + i, n_tasks=2, task_slopes=TRUE_SLOPES, n_families=4,
-            sizes_per_family=4, n_per_cell=300,
+            sizes_per_family=4, n_per_cell=n_per_cell,
         )
         n_models = cells["model"].n_unique()
         for variant in per:
@@ -93,6 +93,7 @@ def run_sim(n_sims: int, draws: int, seed0: int = 1000) -> dict[str, Any]:
         }
     return {"true_task_slopes": dict(zip(("task0", "task1"), TRUE_SLOPES, strict=True)),
             "declared_rate": 1 - rule.prob_threshold, "draws_per_chain": draws,
+            "n_per_cell": n_per_cell, "models": 16, "families": 4,
             "summary": summary, "fits": per}
 
 
@@ -147,6 +148,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sims", type=int, default=8)
     ap.add_argument("--draws", type=int, default=500)
+    ap.add_argument("--n-per-cell", type=int, default=300)
     ap.add_argument("--seb-cells", type=Path, default=Path("/work/baseline/seb-report/cells.parquet"))
     ap.add_argument("--only", choices=("sim", "seb"))
     ap.add_argument("--out", type=Path, default=OUT)
@@ -159,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
             res["seb"] = {"not_run": f"{a.seb_cells} not found"}
         write_json(a.out, res)
     if a.only in (None, "sim"):
-        res["sim"] = run_sim(a.sims, a.draws)
+        res["sim"] = run_sim(a.sims, a.draws, n_per_cell=a.n_per_cell)
         write_json(a.out, res)
     return 0
 
