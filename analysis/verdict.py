@@ -275,6 +275,44 @@ def confounds_finding(R: Results) -> str | None:
     return "Confounds of the scale axis: " + "; ".join(parts) + "."
 
 
+def self_other_finding(R: Results) -> str | None:
+    """Per task: whether models predict themselves better than others (d') and the trend."""
+    sec = R.get("self_vs_other_rescored") or {}
+    parts = []
+    for task, t in sorted((sec.get("per_task") or {}).items()):
+        if t.get("status") != "estimated":
+            continue
+        d = t["summary"]["dprime"]
+        lo, hi = d["mean_advantage_ci"]
+        better = {"positive": "models predict themselves better than other models",
+                  "negative": "models predict other models better than themselves",
+                  }.get(d["mean_direction"], "no clear self advantage")
+        sl = d["slope_on_scale"]["direction"]
+        trend = {"positive": "growing with scale", "negative": "shrinking with scale",
+                 "unclear": "not shown to change with scale"}.get(sl, "its trend not estimable")
+        parts.append(f"in {_task(task)}, {better} (d' {d['mean_advantage']:+.2f} "
+                     f"[{_n(lo)}, {_n(hi)}]), {trend}")
+    if not parts:
+        return None
+    return "Self versus other (each model's predictions rescored against the others' outcomes): " + "; ".join(parts) + "."
+
+
+def missingness_finding(R: Results) -> str | None:
+    """Said only when missing or unreadable predictions depend on scale."""
+    sec = R.get("missingness") or {}
+    dep = [t for t, v in sorted((sec.get("depends_on_scale") or {}).items()) if v]
+    if not dep:
+        return None
+    per = (sec.get("slope_of_missingness") or {}).get("per_task") or {}
+    words = []
+    for t in dep:
+        e = per.get(t) or {}
+        way = "falls" if (e.get("estimate") or 0) < 0 else "rises"
+        words.append(f"in {_task(t)} it {way} with scale (p = {_n(e.get('p_value'), '.3f')})")
+    return ("Missing and unreadable predictions depend on scale, so accuracy on readable predictions "
+            "is not missing at random: " + "; ".join(words) + ". See the strict-accuracy sensitivity.")
+
+
 def findings(R: Results) -> list[dict[str, str]]:
     """The first screen's findings, in order (``key``, ``text``)."""
     out: list[tuple[str, str | None]] = [
@@ -287,6 +325,8 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("detectable", detectable_finding(R)),
         ("checks", checks_finding(R)),
         ("confounds", confounds_finding(R)),
+        ("self_vs_other", self_other_finding(R)),
+        ("missingness", missingness_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 
