@@ -33,6 +33,7 @@ from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.ingest.discover import FORMATS, data_files
 from analysis.missingness import missingness
+from analysis.mixed_check import mixed_check_of_fit
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
@@ -207,6 +208,7 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         state.curves_section = population_curves(v.fit, v.usable, hdi_prob=cfg.rule.hdi_prob)
         state.points_section = accuracy_points(v.fit, v.usable)
         state.variance_section = variance_components(v.fit)
+        state.mixed_predictive_section = mixed_check_of_fit(v.fit, v.usable, seed=cfg.seed)
 
 
 def stage_models(state: RunState, say: Progress) -> None:

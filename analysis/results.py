@@ -63,6 +63,7 @@ RESULT_KEYS = (
     "confounds",
     "self_vs_other_rescored",
     "missingness",
+    "mixed_predictive",
     "verdict",
 )
 
@@ -124,6 +125,7 @@ def build_results(state: RunState) -> dict[str, Any]:
             "confounds": state.confounds_section,
             "self_vs_other_rescored": state.self_vs_other_section,
             "missingness": state.missingness_section,
+            "mixed_predictive": state.mixed_predictive_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)

@@ -102,4 +102,5 @@ class RunState:
     confounds_section: dict[str, Any] | None = None  # confounds
     self_vs_other_section: dict[str, Any] | None = None  # self_vs_other_rescored
     missingness_section: dict[str, Any] | None = None  # missingness
+    mixed_predictive_section: dict[str, Any] | None = None  # mixed_predictive
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings

@@ -297,6 +297,17 @@ def self_other_finding(R: Results) -> str | None:
     return "Self versus other (each model's predictions rescored against the others' outcomes): " + "; ".join(parts) + "."
 
 
+def mixed_check_finding(R: Results) -> str | None:
+    """Said only when the predictive check on new families, models and cells fails."""
+    sec = R.get("mixed_predictive") or {}
+    if sec.get("status") != "estimated" or sec.get("passed"):
+        return None
+    groups = [f"{f['kind']} {f['group']}" for f in sec.get("flagged", [])]
+    where = f": flagged {_list(groups)}" if groups else f" (overall p = {_n(sec['overall']['p_value'], '.3f')})"
+    return ("The accuracy model fails its predictive check on new families, models and cells"
+            f"{where}; the population it assumes does not reproduce these data.")
+
+
 def missingness_finding(R: Results) -> str | None:
     """Said only when missing or unreadable predictions depend on scale."""
     sec = R.get("missingness") or {}
@@ -327,6 +338,7 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("confounds", confounds_finding(R)),
         ("self_vs_other", self_other_finding(R)),
         ("missingness", missingness_finding(R)),
+        ("mixed_predictive", mixed_check_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 

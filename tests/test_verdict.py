@@ -231,3 +231,12 @@ def test_missingness_finding_only_when_it_depends_on_scale() -> None:
     assert missingness_finding({"missingness": {**base, "depends_on_scale": {"t": False}}}) is None
     text = missingness_finding({"missingness": {**base, "depends_on_scale": {"t": True}}})
     assert "falls with scale" in text and "p = 0.010" in text
+
+
+def test_mixed_check_finding_only_when_the_check_fails() -> None:
+    from analysis.verdict import mixed_check_finding
+
+    sec = {"status": "estimated", "passed": True, "flagged": [], "overall": {"p_value": 0.5}}
+    assert mixed_check_finding({"mixed_predictive": sec}) is None
+    bad = {**sec, "passed": False, "flagged": [{"kind": "family", "group": "llama", "p_value": 1e-4}]}
+    assert "family llama" in mixed_check_finding({"mixed_predictive": bad})
