@@ -19,7 +19,7 @@ differ from a plain compile's at Monte Carlo level (same seed, log density equal
 ~1e-12, but NUTS trajectories diverge), so it is part of the cache key.
 
 Results derived from a fit (its diagnostics here, the checks of ``analysis/checks.py``, the
-power simulation of ``analysis/power.py``) are saved beside it as JSON by
+power simulation of ``analysis/power/``) are saved beside it as JSON by
 :func:`cached_json`, keyed on everything they depend on.
 """
 

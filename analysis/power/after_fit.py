@@ -49,7 +49,7 @@ def mde_from_fit(
     cache_dir
         Folder to save the result in (the run's fits folder) and reuse it from while the
         design read from ``results`` (:func:`design_from_results`), ``sims``, ``seed``, the
-        code of this module and of ``analysis/hypotheses.py`` and the package versions are
+        code of ``analysis/power/`` and of ``analysis/hypotheses/`` and the package versions are
         unchanged (:func:`analysis.fit.cached_json`); ``None`` always simulates.
 
     Returns

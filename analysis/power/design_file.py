@@ -173,6 +173,51 @@ def load_design(path: Path | str) -> Design:
     r.check_keys(raw, _TOP_KEYS, None)
     defaults = default_design()
 
+    models = _read_families(r, raw)
+
+    tasks_raw = raw.get("tasks")
+    if not isinstance(tasks_raw, dict) or not tasks_raw:
+        raise r.fail(
+            "tasks",
+            "missing or empty",
+            "Add at least one [tasks.NAME] table with items and accuracy",
+        )
+    tasks: list[Task] = []
+    for name, spec in tasks_raw.items():
+        tasks.append(_read_task(r, str(name), spec))
+
+    repeats = int(r.number(raw, "repeats", None, lo=1, hi=1e6, integer=True, default=1))
+    rho = r.number(raw, "repeat_correlation", None, lo=0, hi=1, default=0.5)
+    var = raw.get("variance", {})
+    if not isinstance(var, dict):
+        raise r.fail("variance", "is not a table", "Write [variance] with sigma_family = ... etc.")
+    r.check_keys(var, _VARIANCE_KEYS, "variance")
+    sig = {
+        k: r.number(var, k, "variance", lo=0, hi=10, default=getattr(defaults, k))
+        for k in _VARIANCE_KEYS
+    }
+    rule = _read_rule(r, raw)
+    units = raw.get("units", defaults.units)
+    if not isinstance(units, str):
+        raise r.fail(
+            "units",
+            f"value {units!r} is not text",
+            'Write units = "logits per 10x total parameters"',
+        )
+    return Design(
+        models=tuple(models),
+        tasks=tuple(tasks),
+        repeats=repeats,
+        repeat_correlation=rho,
+        rule=rule,
+        units=units,
+        source=str(path),
+        **sig,
+    )
+
+
+def _read_families(r: _DesignReader, raw: dict[str, Any]) -> list[tuple[str, str, float]]:
+    """The design's models from ``[families]``: (name, family, x) each."""
     fams = raw.get("families")
     if not isinstance(fams, dict) or not fams:
         raise r.fail(
@@ -206,60 +251,49 @@ def load_design(path: Path | str) -> Design:
     if len({x for *_, x in models}) < 2:
         raise r.fail("families", "every model has the same size", "Give models of different sizes")
 
-    tasks_raw = raw.get("tasks")
-    if not isinstance(tasks_raw, dict) or not tasks_raw:
+    return models
+
+
+def _read_task(r: _DesignReader, name: str, spec: Any) -> Task:
+    """One ``[tasks.NAME]`` table."""
+    sec = f"tasks.{name}"
+    if not isinstance(spec, dict):
         raise r.fail(
-            "tasks",
-            "missing or empty",
-            "Add at least one [tasks.NAME] table with items and accuracy",
+            sec, "is not a table", f"Write [tasks.{name}] with items = ... and accuracy = ..."
         )
-    tasks: list[Task] = []
-    for name, spec in tasks_raw.items():
-        sec = f"tasks.{name}"
-        if not isinstance(spec, dict):
-            raise r.fail(
-                sec, "is not a table", f"Write [tasks.{name}] with items = ... and accuracy = ..."
-            )
-        r.check_keys(spec, _TASK_KEYS, sec)
-        items = int(r.number(spec, "items", sec, lo=1, hi=1e9, integer=True))
-        if "accuracy" in spec:
-            if any(k in spec for k in ("base_rate", "dprime", "criterion")):
-                raise r.fail(
-                    f"{sec}.accuracy",
-                    "given together with base_rate/dprime/criterion",
-                    "Give either accuracy or the signal-detection settings",
-                    sec,
-                )
-            acc = r.number(spec, "accuracy", sec, lo=0, hi=1, lo_open=True, hi_open=True)
-        elif "base_rate" in spec:
-            base = r.number(spec, "base_rate", sec, lo=0, hi=1)
-            dprime = r.number(spec, "dprime", sec, lo=-10, hi=10, default=1.0)
-            crit = r.number(spec, "criterion", sec, lo=-10, hi=10, default=0.0)
-            acc = sdt_accuracy(base, dprime, crit)
-            if not 0.001 < acc < 0.999:
-                raise r.fail(
-                    sec, f"implies accuracy {acc:.4f}", "Use less extreme dprime/criterion"
-                )
-        else:
+    r.check_keys(spec, _TASK_KEYS, sec)
+    items = int(r.number(spec, "items", sec, lo=1, hi=1e9, integer=True))
+    if "accuracy" in spec:
+        if any(k in spec for k in ("base_rate", "dprime", "criterion")):
             raise r.fail(
                 f"{sec}.accuracy",
-                "missing",
-                "Give accuracy = ... or base_rate (with dprime, criterion)",
+                "given together with base_rate/dprime/criterion",
+                "Give either accuracy or the signal-detection settings",
                 sec,
             )
-        unread = r.number(spec, "unreadable", sec, lo=0, hi=1, hi_open=True, default=0.0)
-        tasks.append(Task(str(name), items, round(acc, 6), unread))
+        acc = r.number(spec, "accuracy", sec, lo=0, hi=1, lo_open=True, hi_open=True)
+    elif "base_rate" in spec:
+        base = r.number(spec, "base_rate", sec, lo=0, hi=1)
+        dprime = r.number(spec, "dprime", sec, lo=-10, hi=10, default=1.0)
+        crit = r.number(spec, "criterion", sec, lo=-10, hi=10, default=0.0)
+        acc = sdt_accuracy(base, dprime, crit)
+        if not 0.001 < acc < 0.999:
+            raise r.fail(
+                sec, f"implies accuracy {acc:.4f}", "Use less extreme dprime/criterion"
+            )
+    else:
+        raise r.fail(
+            f"{sec}.accuracy",
+            "missing",
+            "Give accuracy = ... or base_rate (with dprime, criterion)",
+            sec,
+        )
+    unread = r.number(spec, "unreadable", sec, lo=0, hi=1, hi_open=True, default=0.0)
+    return Task(name, items, round(acc, 6), unread)
 
-    repeats = int(r.number(raw, "repeats", None, lo=1, hi=1e6, integer=True, default=1))
-    rho = r.number(raw, "repeat_correlation", None, lo=0, hi=1, default=0.5)
-    var = raw.get("variance", {})
-    if not isinstance(var, dict):
-        raise r.fail("variance", "is not a table", "Write [variance] with sigma_family = ... etc.")
-    r.check_keys(var, _VARIANCE_KEYS, "variance")
-    sig = {
-        k: r.number(var, k, "variance", lo=0, hi=10, default=getattr(defaults, k))
-        for k in _VARIANCE_KEYS
-    }
+
+def _read_rule(r: _DesignReader, raw: dict[str, Any]) -> DecisionRule:
+    """The ``[rule]`` table (defaults: the declared rule of ``selfmodel run``)."""
     rule_raw = raw.get("rule", {})
     if not isinstance(rule_raw, dict):
         raise r.fail("rule", "is not a table", "Write [rule] with rope = ... etc.")
@@ -291,23 +325,7 @@ def load_design(path: Path | str) -> Design:
             )
         ),
     )
-    units = raw.get("units", defaults.units)
-    if not isinstance(units, str):
-        raise r.fail(
-            "units",
-            f"value {units!r} is not text",
-            'Write units = "logits per 10x total parameters"',
-        )
-    return Design(
-        models=tuple(models),
-        tasks=tuple(tasks),
-        repeats=repeats,
-        repeat_correlation=rho,
-        rule=rule,
-        units=units,
-        source=str(path),
-        **sig,
-    )
+    return rule
 
 
 def design_to_toml(design: Design) -> str:
