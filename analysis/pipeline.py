@@ -360,8 +360,44 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                 cache_dir=cfg.cache_dir,
                 progress=say,
             )
+        _holdout_family_check(state, say)
     state.hypotheses_section = section
     state.calibration_study_section = calibration_study()
+
+
+def _holdout_family_check(state: RunState, say: Progress) -> None:
+    """The mixed check's most extreme family, judged by an exact refit without it."""
+    from analysis.fit import fit
+    from analysis.mixed_check import draws_from_fit, holdout_group_check, most_extreme_family
+
+    mixed, v, cfg = state.mixed_predictive_section, state.verdict, state.config
+    if not mixed or mixed.get("status") != "estimated" or v is None:
+        return
+    family = most_extreme_family(mixed)
+    if family is None:
+        mixed["holdout_family"] = {"status": "not_estimable", "reason": "fewer than 3 families"}
+        return
+    rest = v.usable.filter(pl.col("family") != family)
+    if rest["model"].n_unique() < cfg.rule.min_models or rest["x"].n_unique() < 2:
+        mixed["holdout_family"] = {"status": "not_estimable", "family": family,
+                                   "reason": f"too few models without the {family} family"}
+        return
+    name = model_registry.verdict().NAME
+    say(f"predictive check: refitting '{name}' without the {family} family")
+    f = fit(name, rest, seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir)
+    got = draws_from_fit(f.idata)
+    held = v.usable.filter(pl.col("family") == family)
+    if got is None:
+        return
+    out = holdout_group_check(got[0], {c: held[c].to_list() for c in held.columns}, got[1],
+                              seed=cfg.seed)
+    out.update({"family": family, "refit_diagnostics_passed": bool(f.diagnostics.get("passed"))})
+    mixed["holdout_family"] = out
+    if out.get("flagged"):
+        mixed["passed"] = False
+        mixed["flagged"] = [*mixed["flagged"], {"kind": "family (held out)", "group": family,
+                                                "p_value": min(out["p_value_discrepancy"],
+                                                               out["p_value_accuracy"])}]
 
 
 def _table_of(state: RunState, name: str) -> pl.DataFrame:
