@@ -28,6 +28,7 @@ from analysis.cells import build_cells
 from analysis.confounds import scale_axis_confounds, without_family
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
+from analysis.elpd_words import elpd_sentence
 from analysis.frequentist import crosscheck_table, run_frequentist
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
@@ -35,6 +36,7 @@ from analysis.ingest.discover import FORMATS, data_files
 from analysis.missingness import missingness
 from analysis.mixed_check import mixed_check_of_fit
 from analysis.model_stage import fit_info, fit_models, fit_verdict
+from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
 from analysis.rescoring import self_vs_other_rescored
@@ -331,8 +333,11 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         if isinstance(entry, dict) and entry.get("fitted") is False:
             not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
     say(f"declared hypotheses ({display_path(cfg.hypotheses)})")
-    section = hypotheses_section(
-        state.hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
+    evidence = evidence_from(fits, data_for, not_fitted)
+    section = hypotheses_section(state.hypotheses, display_path(cfg.hypotheses), evidence)
+    add_bayes_factor_ranges(section["rows"], evidence, seed=cfg.seed)
+    section["multiplicity"] = multiplicity(
+        state.hypotheses, section["rows"], evidence, state.frequentist_section
     )
     if v.fit is not None and cfg.robustness:
         loo, sensitivity = robustness_refits(
@@ -347,6 +352,11 @@ def stage_robustness(state: RunState, say: Progress) -> None:
             cache_dir=cfg.cache_dir,
             progress=say,
         )
+        if isinstance(loo, dict) and loo.get("elpd_diff") is not None and loo.get("dse") is not None:
+            loo["sentence"] = elpd_sentence(
+                float(loo["elpd_diff"]), float(loo["dse"]),
+                better="model with the scale term", worse="model without it", unit="cells",
+            )
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
         if state.confounds_section is not None:
