@@ -110,7 +110,7 @@ DECISION_MEANING: Final[dict[str, str]] = {
     "practically_null": "practically null (the HDI lies inside the ROPE)",
     "credibly_negative": "credibly negative, size not shown to exceed the ROPE",
     "worsens": "credibly negative and larger than the ROPE",
-    "no_credible_effect": "inconclusive: the sign is not credible",
+    "no_credible_effect": "inconclusive (the sign is not credible)",
     "not_estimable": "not estimable from these data",
 }
 #: Decisions whose sign is credible (P of the sign above the threshold).

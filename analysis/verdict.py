@@ -109,7 +109,7 @@ def _short(e: Mapping[str, Any]) -> str:
     d = e.get("decision", "not_estimable")
     if d == "not_estimable" or e.get("mean") is None:
         return f"not estimable ({e.get('reason') or 'no fit'})"
-    return f"{DECISION_MEANING.get(d, d)} ({_interval(e)})"
+    return f"{DECISION_MEANING.get(d, d)}, {_interval(e)}"
 
 
 def accuracy_finding(R: Results) -> str | None:
@@ -139,7 +139,7 @@ def accuracy_tasks_finding(R: Results) -> str | None:
     per = E.get("per_task") or {}
     if len(per) < 2:
         return None
-    parts = [f"{_task(t)}: {_short(r)}" for t, r in sorted(per.items())]
+    parts = [f"{_task(t)} — {_short(r)}" for t, r in sorted(per.items())]
     return f"Accuracy slope per task ({E.get('units', '')}): " + "; ".join(parts) + "."
 
 
@@ -167,7 +167,7 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
     if sens.get("per_task"):
-        parts = [f"{_task(t)}: {_short(r)}" for t, r in sorted(sens["per_task"].items())]
+        parts = [f"{_task(t)} — {_short(r)}" for t, r in sorted(sens["per_task"].items())]
         basis = (sens.get("rope_meaning") or {}).get("basis", "per unit of the scale variable")
         out.append(("sensitivity", "Sensitivity d' (does the prediction track the behaviour?) "
                     f"{basis}, by task, ROPE {rope_text(sens)}: " + "; ".join(parts) + "."))

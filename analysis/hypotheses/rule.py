@@ -32,7 +32,7 @@ class DecisionRule:
             f"('credibly_negative') when P(slope > 0) (P(slope < 0)) > {self.prob_threshold:g} "
             f"but the HDI does not clear the ROPE; 'not_estimable' with fewer than "
             f"{self.min_models} models carrying the scale variable; otherwise "
-            f"'no_credible_effect' (inconclusive: the sign is not credible)."
+            f"'no_credible_effect' (inconclusive; the sign is not credible)."
         )
 
     def as_dict(self) -> dict[str, Any]:
