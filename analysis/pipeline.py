@@ -41,6 +41,7 @@ from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.registry import load_registry
 from analysis.rescoring import self_vs_other_rescored
 from analysis.results import build_results, data_section, rounded, write_results
+from analysis.sdt_crosscheck import sdt_crosscheck
 from analysis.skill import calibration, skill_table
 from analysis.state import Inputs, RunConfig, RunState
 from analysis.summaries import (
@@ -270,6 +271,9 @@ def stage_frequentist(state: RunState, say: Progress) -> None:
     say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
     state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
     state.crosscheck_section = crosscheck_table(state.frequentist_section, state.effect_section)
+    state.sdt_crosscheck_section = sdt_crosscheck(
+        state.cells, state.headline_sections.get("sdt_effect"), seed=state.config.seed
+    )
 
 
 def stage_skill(state: RunState, say: Progress) -> None:

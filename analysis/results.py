@@ -64,6 +64,7 @@ RESULT_KEYS = (
     "self_vs_other_rescored",
     "missingness",
     "mixed_predictive",
+    "sdt_crosscheck",
     "verdict",
 )
 
@@ -126,6 +127,7 @@ def build_results(state: RunState) -> dict[str, Any]:
             "self_vs_other_rescored": state.self_vs_other_section,
             "missingness": state.missingness_section,
             "mixed_predictive": state.mixed_predictive_section,
+            "sdt_crosscheck": state.sdt_crosscheck_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)

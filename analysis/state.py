@@ -103,4 +103,5 @@ class RunState:
     self_vs_other_section: dict[str, Any] | None = None  # self_vs_other_rescored
     missingness_section: dict[str, Any] | None = None  # missingness
     mixed_predictive_section: dict[str, Any] | None = None  # mixed_predictive
+    sdt_crosscheck_section: dict[str, Any] | None = None  # sdt_crosscheck
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings

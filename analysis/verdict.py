@@ -308,6 +308,28 @@ def mixed_check_finding(R: Results) -> str | None:
             f"{where}; the population it assumes does not reproduce these data.")
 
 
+def sdt_crosscheck_finding(R: Results) -> str | None:
+    """Whether the frequentist meta-regressions agree with the d' and criterion decisions."""
+    sec = R.get("sdt_crosscheck") or {}
+    if not R.get("sdt_effect"):
+        return None
+    held, failed = [], []
+    for task, row in sorted((sec.get("per_task") or {}).items()):
+        for q, word in (("dprime", "d'"), ("criterion", "criterion")):
+            e = row.get(q) or {}
+            if e.get("agrees") is None:
+                continue
+            label = f"{word} in {_task(task)}"
+            (held if e["agrees"] else failed).append(
+                label if e["agrees"] else f"{label} (frequentist slope {_n(e['estimate'], '+.2f')}, "
+                f"p = {_n(e['p_value'], '.3f')}, Holm {_n(e.get('p_holm'), '.3f')})")
+    if not held and not failed:
+        return None
+    text = "Frequentist cross-check of the signal-detection slopes (meta-regression of per-model values): "
+    text += f"agrees for {_list(held)}" if held else "agrees for none"
+    return text + (f"; differs for {_list(failed)}." if failed else ".")
+
+
 def missingness_finding(R: Results) -> str | None:
     """Said only when missing or unreadable predictions depend on scale."""
     sec = R.get("missingness") or {}
@@ -339,6 +361,7 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("self_vs_other", self_other_finding(R)),
         ("missingness", missingness_finding(R)),
         ("mixed_predictive", mixed_check_finding(R)),
+        ("sdt_crosscheck", sdt_crosscheck_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 
