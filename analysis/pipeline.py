@@ -375,8 +375,32 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                 progress=say,
             )
         _holdout_family_check(state, say)
+        if cfg.holdout:
+            section["scale_term_holdout"] = _leave_group_out(state, cfg.holdout, say)
     state.hypotheses_section = section
     state.calibration_study_section = calibration_study()
+
+
+def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, Any]:
+    """``hypotheses.scale_term_holdout``: exact leave-one-``group``-out refits of both models."""
+    from analysis.fit import fit
+    from analysis.holdout import leave_group_out
+
+    cfg, v = state.config, state.verdict
+    assert v is not None and v.fit is not None
+    comparison = model_registry.get(v.fit.model).SPEC.without_effect
+    if comparison is None:
+        return {"status": "not_estimable", "reason": f"model '{v.fit.model}' declares no model without its effect"}
+
+    def refit(name: str, rest: pl.DataFrame) -> Any:
+        opts = dict(comparison.options) if name == comparison.model else None
+        say(f"leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
+        return fit(name, rest, seed=cfg.seed, settings=cfg.sampler, options=opts,
+                   cache_dir=cfg.cache_dir)
+
+    return leave_group_out(v.usable, group=group, fit_without=refit, with_name=v.fit.model,
+                           without_name=comparison.model, seed=cfg.seed,
+                           min_models=cfg.rule.min_models)
 
 
 def _holdout_family_check(state: RunState, say: Progress) -> None:

@@ -54,6 +54,7 @@ class RunConfig:
     power: bool = True
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
+    holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)
 
     @property
     def cache_dir(self) -> Path | None:
