@@ -137,20 +137,7 @@ def render(
     start = time.perf_counter()
     qmd = Path(qmd).resolve()
     out_file = Path(out_file).resolve()
-    if not qmd.is_file():
-        raise FileNotFoundError(f"Report source not found: {qmd}")
-    if fmt not in ("html", "pdf"):
-        raise ValueError(f"fmt must be 'html' or 'pdf', not {fmt!r}")
-    if engine not in ("auto", "quarto", "builtin"):
-        raise ValueError(f"engine must be 'auto', 'quarto' or 'builtin', not {engine!r}")
-    params = dict(params or {})
-    for key, value in params.items():
-        if not key.isidentifier():
-            raise ValueError(f"Parameter name {key!r} is not a Python identifier")
-        if value is not None and not isinstance(value, str | int | float | bool):
-            raise ValueError(
-                f"Parameter {key!r} has type {type(value).__name__}; use str, int, float, bool"
-            )
+    params = _checked_args(qmd, fmt, engine, params)
 
     quarto = shutil.which("quarto")
     if engine == "quarto" and quarto is None:
@@ -176,6 +163,26 @@ def render(
     return RenderResult(
         out_file, "builtin", seconds, len(figures), tuple(figures), landscape_tables=landscape
     )
+
+
+def _checked_args(
+    qmd: Path, fmt: str, engine: str, params: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    if not qmd.is_file():
+        raise FileNotFoundError(f"Report source not found: {qmd}")
+    if fmt not in ("html", "pdf"):
+        raise ValueError(f"fmt must be 'html' or 'pdf', not {fmt!r}")
+    if engine not in ("auto", "quarto", "builtin"):
+        raise ValueError(f"engine must be 'auto', 'quarto' or 'builtin', not {engine!r}")
+    checked = dict(params or {})
+    for key, value in checked.items():
+        if not key.isidentifier():
+            raise ValueError(f"Parameter name {key!r} is not a Python identifier")
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise ValueError(
+                f"Parameter {key!r} has type {type(value).__name__}; use str, int, float, bool"
+            )
+    return checked
 
 
 # --------------------------------------------------------------------------------------------

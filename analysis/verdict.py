@@ -48,6 +48,21 @@ def _interval(e: Mapping[str, Any]) -> str:
             f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}")
 
 
+def _ci(e: Mapping[str, Any]) -> str:
+    """Compact ``mean [low, high]``."""
+    return f"{_n(e.get('mean'), '+.2f')} [{_n(e.get('hdi_low'), '+.2f')}, {_n(e.get('hdi_high'), '+.2f')}]"
+
+
+def _grouped(per_task: Mapping[str, Mapping[str, Any]], words: Any) -> str:
+    """Tasks grouped by what their decision says: ``words in a (ci) and b (ci); ...``."""
+    groups: dict[str, list[str]] = {}
+    for t, r in sorted(per_task.items()):
+        what = words(r)
+        groups.setdefault(what, []).append(
+            f"{_task(t)} ({_ci(r)})" if r.get("mean") is not None else _task(t))
+    return "; ".join(f"{what} in {_list(ts)}" for what, ts in groups.items())
+
+
 def _task(t: str) -> str:
     return t.replace("_", " ")
 
@@ -82,26 +97,25 @@ def slope_sentence(e: Mapping[str, Any], *, quantity: str, units: str, rope: str
     d = e.get("decision")
     if d == "not_estimable" or e.get("mean") is None:
         return f"The slope of {quantity} is not estimable: {e.get('reason') or 'no fit'}."
-    nums = f"{_interval(e)} {units}; P(slope > 0) = {_n(e.get('prob_positive'), '.3f')}"
+    nums = (f"slope {_n(e.get('mean'), '+.2f')} {units} ({e.get('hdi_prob', 0.94):.0%} HDI "
+            f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}), "
+            f"P(slope > 0) = {_n(e.get('prob_positive'), '.3f')}")
+    q = quantity[0].upper() + quantity[1:]
     if d == "improves":
-        return (f"{quantity[0].upper() + quantity[1:]} rises with scale, and by more than the ROPE "
-                f"({rope}): the slope is {nums}, credibly positive and larger than the ROPE.")
+        return f"{q} rises with scale, by more than the ROPE of {rope}: {nums}."
     if d == "credibly_positive":
-        return (f"{quantity[0].upper() + quantity[1:]} rises with scale, but the size of the rise is "
-                f"not shown to exceed the ROPE ({rope}): the slope is {nums}; its sign is credible, "
-                f"its HDI reaches into the ROPE.")
+        return (f"{q} rises with scale, but the rise is not shown to exceed the ROPE of {rope}: "
+                f"{nums}; the sign is credible, the HDI reaches into the ROPE.")
     if d == "worsens":
-        return (f"{quantity[0].upper() + quantity[1:]} falls with scale, and by more than the ROPE "
-                f"({rope}): the slope is {nums}, credibly negative and larger than the ROPE.")
+        return f"{q} falls with scale, by more than the ROPE of {rope}: {nums}."
     if d == "credibly_negative":
-        return (f"{quantity[0].upper() + quantity[1:]} falls with scale, but the size of the fall is "
-                f"not shown to exceed the ROPE ({rope}): the slope is {nums}; its sign is credible, "
-                f"its HDI reaches into the ROPE.")
+        return (f"{q} falls with scale, but the fall is not shown to exceed the ROPE of {rope}: "
+                f"{nums}; the sign is credible, the HDI reaches into the ROPE.")
     if d == "practically_null":
-        return (f"Scale makes no practical difference to {quantity}: the slope is {nums}, and its "
-                f"whole HDI lies inside the ROPE ({rope}).")
-    return (f"The data do not say whether {quantity} rises or falls with scale: the slope is "
-            f"{nums}; neither sign is credible, so the result is inconclusive.")
+        return (f"Scale makes no practical difference to {quantity}: {nums}; the whole HDI lies "
+                f"inside the ROPE of {rope}.")
+    return (f"The data do not say whether {quantity} rises or falls with scale: {nums}; neither "
+            f"sign is credible, so the result is inconclusive.")
 
 
 def _short(e: Mapping[str, Any]) -> str:
@@ -167,14 +181,12 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
     if sens.get("per_task"):
-        parts = [f"{_task(t)} — {_short(r)}" for t, r in sorted(sens["per_task"].items())]
-        basis = (sens.get("rope_meaning") or {}).get("basis", "per unit of the scale variable")
-        out.append(("sensitivity", "Sensitivity d' (does the prediction track the behaviour?) "
-                    f"{basis}, by task, ROPE {rope_text(sens)}: " + "; ".join(parts) + "."))
+        words = _grouped(sens["per_task"], lambda r: DECISION_MEANING.get(r.get("decision"), ""))
+        out.append(("sensitivity", "Sensitivity d' (does the prediction track the behaviour?), "
+                    f"slope per task, mean [94% HDI], ROPE {rope_text(sens)}: {words}."))
     if bias.get("per_task"):
-        parts = [f"in {_task(t)}, {criterion_words(r)}: criterion slope {_interval(r)}"
-                 for t, r in sorted(bias["per_task"].items())]
-        out.append(("criterion", "Criterion (readiness to say yes), by task: " + "; ".join(parts) + "."))
+        words = _grouped(bias["per_task"], criterion_words)
+        out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
     if not S.get("sensitivity", {}).get("finding", True):
         out.append(("sdt_diagnostics", "The signal-detection fit failed its diagnostics: its "
                     "slopes are reported as computed and are not findings."))

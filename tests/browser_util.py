@@ -219,3 +219,36 @@ def open_in_chromium(
                 )
             report["screenshot"] = shot
     return report
+
+
+def layout_problems(
+    report: dict[str, Any], *, first_screen: tuple[str, ...] = (), sideways_scroll: bool = True
+) -> list[str]:
+    """What is wrong with a page's layout, from :func:`open_in_chromium`'s ``layout``.
+
+    The page must not be wider than the viewport, no element may reach past its sides (unless
+    a scroll box inside the viewport clips it), each element id in ``first_screen`` must lie
+    wholly inside the first screen (top >= 0, bottom <= viewport height) and, with
+    ``sideways_scroll=False``, no box may scroll sideways.
+    """
+    lay = report["layout"]
+    width, height = lay["viewport"]
+    problems = []
+    if lay["scroll_width"] > width:
+        problems.append(f"the page is {lay['scroll_width']} px wide in a {width} px viewport")
+    problems += [
+        f"{w['element']} reaches x {w['left']:.0f}..{w['right']:.0f} (viewport {width} px)"
+        for w in lay["too_wide"]
+    ]
+    for name in first_screen:
+        box = lay["ids"].get(name)
+        if box is None:
+            problems.append(f"no element with id {name!r}")
+        elif box["top"] < 0 or box["bottom"] > height:
+            problems.append(
+                f"#{name} spans y {box['top']:.0f}..{box['bottom']:.0f}, "
+                f"not inside the first screen (0..{height})"
+            )
+    if not sideways_scroll:
+        problems += [f"{e} scrolls sideways" for e in lay["scrolls_sideways"]]
+    return problems

@@ -66,3 +66,47 @@ def test_probe_catches_a_broken_page(tmp_path: Path) -> None:
     assert any("fonts.example.com" in r for r in report["failed_requests"])
     assert not report["all_images_decoded"]
     assert report["screenshot"] is None
+
+
+def test_layout_probe_catches_a_wide_page_and_a_late_verdict(tmp_path: Path) -> None:
+    """Negative control for the layout checks: each fault is seen, a clean page passes."""
+    from browser_util import layout_problems
+
+    bad = tmp_path / "bad.html"
+    bad.write_text(
+        "<!doctype html><html><head><title>t</title></head><body>"
+        '<div style="height: 1500px">a long preamble</div>'
+        '<div id="verdict">the verdict</div>'
+        '<div style="width: 2000px">a banner wider than any screen</div>'
+        '<div style="overflow-x: auto; max-width: 300px"><table><tr>'
+        + "<td>wide_cell_content_here</td>" * 12
+        + "</tr></table></div></body></html>"
+    )
+    report = open_in_chromium(bad, window=(800, 1200))
+    problems = layout_problems(report, first_screen=("verdict", "missing"), sideways_scroll=False)
+    text = "\n".join(problems)
+    assert "the page is" in text and "div reaches" in text
+    assert "#verdict spans" in text and "no element with id 'missing'" in text
+    assert "scrolls sideways" in text
+    assert not any("td" in p for p in problems)  # clipped by its scroll box: not too wide
+    good = tmp_path / "good.html"
+    good.write_text('<!doctype html><html><body><div id="verdict">first</div></body></html>')
+    assert layout_problems(open_in_chromium(good, window=(800, 1200)),
+                           first_screen=("verdict",), sideways_scroll=False) == []
+
+
+@pytest.mark.parametrize("window", [(1280, 800), (800, 1200)], ids=["1280x800", "800x1200"])
+def test_mini_report_fits_the_screen(tmp_path: Path, window: tuple[int, int]) -> None:
+    from browser_util import layout_problems
+
+    shutil.copytree(FIXTURE, tmp_path / "mini")
+    html = render(tmp_path / "mini" / "mini.qmd", out_file=tmp_path / "mini.html").out_file
+    shot = ARTIFACTS / f"mini_report_{window[0]}x{window[1]}.png"
+    report = open_in_chromium(html, shot, window=window)
+    assert _png_size(shot) == window
+    assert layout_problems(report, first_screen=("title-block-header",), sideways_scroll=False) == []
+    toc, main = report["layout"]["ids"]["TOC"], report["layout"]["ids"]["main"]
+    if window[0] >= 1100:  # the contents are a side column beside the report
+        assert toc["right"] <= main["left"] and toc["top"] < 100
+    else:  # a compact list above it
+        assert toc["bottom"] <= main["top"] and toc["bottom"] - toc["top"] < 200

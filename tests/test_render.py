@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -331,3 +332,89 @@ def test_dataframe_table_and_output_options(tmp_path: Path, fmt: str) -> None:
     assert "NOT-SHOWN" not in text
     plain = re.sub(r"<[^>]+>", "", text).replace("&quot;", '"')
     assert 'SystemExit("never run")' in plain  # eval: false, echo: true shows the code
+
+
+# ------------------------------------------------------------------ stream outputs (no kernel)
+
+PIECES = """\
+---
+title: Pieces
+---
+
+```{python}
+#| output: asis
+print_the_table()
+```
+
+```{python}
+print_plain()
+```
+"""
+
+
+def _fake_executed(doc, chunks_asis: list[str], chunks_plain: list[str]):
+    """The notebook the kernel would give back, with stdout flushed in the pieces given."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    code = [i for i, c in enumerate(doc.cells) if c.kind == "code"]
+    for i, chunks in zip(code, (chunks_asis, chunks_plain), strict=True):
+        cell = nbformat.v4.new_code_cell("", metadata={"selfmodel": {"role": "cell", "cell": i}})
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in chunks]
+        nb.cells.append(cell)
+    return nb
+
+
+TABLE = "| model | accuracy |\n|---|---:|\n| alpha-7b | 0.61 |\n| beta-70b | 0.68 |\n"
+
+
+@pytest.mark.parametrize(
+    "cuts",
+    [[], [len("| model | accuracy |\n")], [5, 30, 31, 47], list(range(1, len(TABLE)))],
+    ids=["one-piece", "after-header", "mid-line", "every-character"],
+)
+def test_stream_pieces_are_joined_before_they_are_read(tmp_path: Path, cuts: list[int]) -> None:
+    """However the kernel cuts what one cell printed, the Markdown is the same (issue 14)."""
+    from analysis.render_markdown import assemble
+    from analysis.render_qmd import QmdDoc
+
+    qmd = tmp_path / "pieces.qmd"
+    qmd.write_text(PIECES)
+    doc = QmdDoc.read(qmd, "html")
+    bounds = [0, *cuts, len(TABLE)]
+    pieces = [TABLE[a:b] for a, b in itertools.pairwise(bounds)]
+    plain = ["first line\n", "second", " line\n"]
+    markdown, _ = assemble(doc, _fake_executed(doc, pieces, plain), "html", tmp_path)
+    assert TABLE in markdown  # contiguous: no blank line inside the pipe table
+    assert markdown.count("```{.cell-output}") == 1  # one output block, not three
+    assert "first line\nsecond line" in markdown
+    html = pypandoc_html(markdown)
+    assert html.count("<tr") == 3 and "<td>beta-70b</td>" in html
+
+
+def pypandoc_html(markdown: str) -> str:
+    import pypandoc
+
+    return pypandoc.convert_text(markdown, "html", format="markdown")
+
+
+def test_streams_of_different_names_or_around_a_figure_stay_apart() -> None:
+    from analysis.render_markdown import coalesce_streams
+
+    outs = [
+        {"output_type": "stream", "name": "stdout", "text": "a"},
+        {"output_type": "stream", "name": "stderr", "text": "warn"},
+        {"output_type": "stream", "name": "stdout", "text": "b"},
+        {"output_type": "display_data", "data": {"image/png": ""}},
+        {"output_type": "stream", "name": "stdout", "text": "c"},
+        {"output_type": "stream", "name": "stdout", "text": "d"},
+    ]
+    got = [(o["output_type"], o.get("name"), o.get("text")) for o in coalesce_streams(outs)]
+    assert got == [
+        ("stream", "stdout", "a"),
+        ("stream", "stderr", "warn"),
+        ("stream", "stdout", "b"),
+        ("display_data", None, None),
+        ("stream", "stdout", "cd"),
+    ]
+    assert outs[4]["text"] == "c"  # the notebook's own outputs are not modified

@@ -10,12 +10,15 @@ from pathlib import Path
 
 import pytest
 
-from analysis.report import render_report
+from analysis.render import render
+from analysis.report import REPORT_QMD, render_report
 
 try:
-    from browser_util import find_chromium, open_in_chromium
+    import layout_util as lu
+    from browser_util import find_chromium, layout_problems, open_in_chromium
 except ImportError:  # tests/ became a package
-    from tests.browser_util import find_chromium, open_in_chromium
+    from tests import layout_util as lu
+    from tests.browser_util import find_chromium, layout_problems, open_in_chromium
 
 ARTIFACTS = Path(__file__).parent / "artifacts"
 SECTIONS = [
@@ -105,3 +108,59 @@ def test_robustness_numbers_come_from_results_json(build_copy):
         assert token in html, token
     assert "model without the scale term predicts better" in html
     assert "<strong>changes</strong> under priors half and twice as wide" in html
+
+
+def test_report_pdf_pages_hold_their_content(build_copy):
+    """Every page: no ink outside the text block and its header/footer bands, no word printed
+    over another; figures printed at the size drawn; the verdict on page 1; the data hash and
+    "n of N" on every page. Page images: tests/artifacts/report-pdf/ (look at them)."""
+    missing = lu.tools_missing()
+    if missing:
+        pytest.skip(f"{', '.join(missing)} not installed (apt-get install -y poppler-utils)")
+    result = render(
+        REPORT_QMD,
+        out_file=build_copy / "report.pdf",
+        params={"results_dir": str(build_copy)},
+        fmt="pdf",
+    )
+    reports = lu.check_pdf(result.out_file, ARTIFACTS / "report-pdf")
+    assert lu.faults(reports) == ""
+    assert len(result.figures) >= 8
+    small = [(f.label, round(f.scale, 2)) for f in result.figures if f.scale < 0.9]
+    assert small == [], "figures printed smaller than drawn (fonts below their set size)"
+    sha = json.loads((build_copy / "results.json").read_text())["data"]["sha256"]
+    pages = subprocess.run(
+        ["pdftotext", "-layout", str(result.out_file), "-"], capture_output=True, text=True,
+        check=True,
+    ).stdout.split("\f")
+    pages = [p for p in pages if p.strip()]
+    assert len(pages) == len(reports)
+    first = " ".join(pages[0].split())
+    assert "Does scale improve self-prediction?" in first and "Verdict" in first
+    assert "Decision rule (declared before fitting)" in first and "Contents" in first
+    assert first.index("Verdict") < first.index("Contents")  # the verdict comes first
+    for k, page in enumerate(pages, 1):
+        flat = " ".join(page.split())
+        assert f"data SHA-256 {sha}" in flat, k
+        assert f"{k} of {len(pages)}" in flat, k
+
+
+@pytest.mark.browser
+@pytest.mark.parametrize("window", [(1280, 800), (800, 1200)], ids=["1280x800", "800x1200"])
+def test_report_html_leads_with_the_verdict(build_copy, window):
+    """The first screen shows the title, the question and the verdict block; nothing is wider
+    than the screen. Screenshots: tests/artifacts/report_WxH.png (look at them)."""
+    if find_chromium() is None:
+        pytest.skip("headless Chromium not installed (apt-get install -y chromium)")
+    html = render_report(build_copy)
+    shot = ARTIFACTS / f"report_{window[0]}x{window[1]}.png"
+    report = open_in_chromium(html, shot, window=window)
+    wide = window[0] >= 1100
+    problems = layout_problems(
+        report, first_screen=("title-block-header", "sec-verdict", "verdict"),
+        sideways_scroll=not wide,
+    )
+    assert problems == []
+    ids = report["layout"]["ids"]
+    if wide:  # contents beside the report, not above it
+        assert ids["TOC"]["right"] <= ids["main"]["left"]

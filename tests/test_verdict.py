@@ -78,11 +78,11 @@ def test_default_like_numbers_say_credibly_positive_and_size_not_shown() -> None
 
 def test_headline_follows_each_decision() -> None:
     expect = {
-        (0.6, 0.1): ("improves", "rises with scale, and by more than the ROPE"),
+        (0.6, 0.1): ("improves", "rises with scale, by more than the ROPE"),
         (0.2, 0.065): ("credibly_positive", "rises with scale, but"),
         (0.0, 0.02): ("practically_null", "no practical difference"),
         (-0.2, 0.065): ("credibly_negative", "falls with scale, but"),
-        (-0.6, 0.1): ("worsens", "falls with scale, and by more than the ROPE"),
+        (-0.6, 0.1): ("worsens", "falls with scale, by more than the ROPE"),
         (0.0, 0.3): ("no_credible_effect", "do not say whether"),
     }
     seen = set()
@@ -90,6 +90,7 @@ def test_headline_follows_each_decision() -> None:
         R = _results(beta=beta, tasks={"refusal": beta, "word_association": beta})
         assert R["scale_effect"]["decision"] == decision
         assert phrase in headline(R), (decision, headline(R))
+        assert f"P(slope > 0) = {R['scale_effect']['prob_positive']:.3f}" in headline(R)
         seen.add(decision)
     assert seen | {"not_estimable"} == set(DECISIONS)
 
@@ -104,7 +105,7 @@ def test_flipping_the_sign_flips_the_words() -> None:
 def test_shrinking_the_hdi_moves_from_direction_to_size() -> None:
     wide, narrow = _results(beta=(0.2, 0.065)), _results(beta=(0.2, 0.02))
     assert "not shown to exceed" in headline(wide)
-    assert "by more than the ROPE" in headline(narrow)
+    assert "by more than the ROPE" in headline(narrow) and "not shown" not in headline(narrow)
 
 
 def test_opposite_task_signs_are_not_summarised() -> None:
@@ -132,12 +133,15 @@ def test_failed_diagnostics_are_said() -> None:
 def test_criterion_direction_in_words_per_task() -> None:
     R = _results()
     c = _text(R, "criterion")
-    assert "in word association, larger models are more ready to say yes" in c
-    assert "in refusal, larger models are more cautious" in c
+    assert "larger models are more ready to say yes (by more than the ROPE) in word association (-0.30" in c
+    assert "larger models are more cautious, slower to say yes (size not shown to exceed the ROPE) in refusal (+0.25" in c
     flipped = _results(crit={"refusal": (-0.25, 0.1), "word_association": (0.3, 0.1)})
     c2 = _text(flipped, "criterion")
-    assert "in refusal, larger models are more ready to say yes" in c2
-    assert "in word association, larger models are more cautious" in c2
+    assert "more ready to say yes (size not shown to exceed the ROPE) in refusal" in c2
+    assert "more cautious, slower to say yes (by more than the ROPE) in word association" in c2
+    same = _results(crit={"refusal": (0.0, 0.3), "word_association": (0.05, 0.3)})
+    assert "no credible change in the readiness to say yes (sign not credible) in refusal (+0.00" in \
+        _text(same, "criterion").replace("-0.00", "+0.00")
     assert criterion_words({"decision": "no_credible_effect"}).startswith("no credible change")
     assert "more ready" not in criterion_words({"decision": "practically_null"})
 
