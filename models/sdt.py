@@ -84,13 +84,8 @@ family and model effects are zero-sum (``models._common.zero_sum_effect``), so t
 means do not trade off against the task intercepts along flat ridges.
 
 Measured on the default data, with the former pooled task slopes and ``HalfNormal(0.3)``
-<<<<<<< HEAD
-SDs (``data_raw/``: binary cells of the 14 sized models x 3 tasks = 42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning, 2 cores
-shared with other jobs, so times are upper bounds; ``python bench/zoo.py sdt
-=======
 SDs (``data_raw/``: binary cells of the 14 sized models x 3 tasks = 42 cells; nutpie 0.16.8,
 4 chains x 2000 draws after 1000 tuning; ``python bench/zoo.py sdt
->>>>>>> r15
 [--target-accept 0.99] [--seed S] [--draws N]``):
 
 =====================  ==============  ==============  ==============
