@@ -208,29 +208,21 @@ def _direction(lo: float | None, hi: float | None) -> str:
     return "unclear"
 
 
-def _task_result(
-    task_rows: pl.DataFrame, scale: Mapping[str, float], *, seed: int, n_boot: int
-) -> dict[str, Any]:
-    models, p, o_self, self_ok, out_mask, cluster_of, o = _matrices(task_rows)
-    n_items = p.shape[1]
-    full = pair_scores(p, o_self, self_ok, o, out_mask, np.ones(n_items))
-    valid = (full["n"] >= MIN_SHARED) & ~np.eye(len(models), dtype=bool)
-    has_pair = valid.any(axis=1)
-    if has_pair.sum() < 2:
-        return {
-            "status": "not_estimable",
-            "reason": f"fewer than two models share at least {MIN_SHARED} items of this task",
-            "n_models": len(models),
-        }
-    point = _advantages(full, valid)
+KEYS: Final = ("accuracy", "dprime", "accuracy_target", "dprime_target")
+
+
+def _bootstrap(
+    mats: tuple[np.ndarray, ...], cluster_of: np.ndarray, valid: np.ndarray, m_idx: np.ndarray,
+    xs: np.ndarray, *, seed: int, n_boot: int,
+) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per-model advantages, task means and slopes on scale over bootstrap replicates."""
+    p, o_self, self_ok, o, out_mask = mats
     rng = np.random.default_rng(seed)
     n_cl = int(cluster_of.max()) + 1
-    m_idx = np.flatnonzero(has_pair)
-    xs = np.array([scale.get(m, np.nan) for m in models], dtype=float)
-    keys = ("accuracy", "dprime", "accuracy_target", "dprime_target")
-    boot = {k: np.full((n_boot, len(models)), np.nan) for k in keys}
-    mean_draws = {k: np.full(n_boot, np.nan) for k in boot}
-    slope_draws = {k: np.full(n_boot, np.nan) for k in boot}
+    n_models = valid.shape[0]
+    boot = {k: np.full((n_boot, n_models), np.nan) for k in KEYS}
+    mean_draws = {k: np.full(n_boot, np.nan) for k in KEYS}
+    slope_draws = {k: np.full(n_boot, np.nan) for k in KEYS}
     with_x = m_idx[np.isfinite(xs[m_idx])]
     for b in range(n_boot):
         counts = np.bincount(rng.integers(0, n_cl, n_cl), minlength=n_cl).astype(float)
@@ -238,13 +230,19 @@ def _task_result(
         adv = _advantages(s, valid & (s["n"] > 0))
         pick = rng.choice(m_idx, size=m_idx.size, replace=True)
         pick_x = rng.choice(with_x, size=with_x.size, replace=True) if with_x.size else with_x
-        for k in boot:
+        for k in KEYS:
             boot[k][b] = adv[k]
             mean_draws[k][b] = np.nanmean(adv[k][pick])
             if with_x.size >= MIN_MODELS_SLOPE and np.unique(xs[pick_x]).size >= 2:
                 yy = adv[k][pick_x]
                 ok = np.isfinite(yy)
                 slope_draws[k][b] = _slope(xs[pick_x][ok], yy[ok])
+    return boot, mean_draws, slope_draws
+
+
+def _model_rows(models: list[str], xs: np.ndarray, valid: np.ndarray, full: Mapping[str, np.ndarray],
+                point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndarray],
+                has_pair: np.ndarray) -> list[dict[str, Any]]:
     rows = []
     for j, m in enumerate(models):
         row: dict[str, Any] = {
@@ -264,37 +262,61 @@ def _task_result(
             row[f"target_advantage_{k}"] = point[k + "_target"][j]
             row[f"target_advantage_{k}_ci"] = [t_lo, t_hi]
         rows.append(row)
-    summary: dict[str, Any] = {}
-    for k in keys:
-        dirs = [_direction(*_interval(boot[k][:, j])) for j in range(len(models)) if has_pair[j]]
-        lo, hi = _interval(mean_draws[k])
-        s_lo, s_hi = _interval(slope_draws[k])
-        n_x = int(with_x.size)
-        slope_pt = (
-            _slope(xs[with_x], point[k][with_x]) if n_x >= MIN_MODELS_SLOPE else None
-        )
-        summary[k] = {
-            "mean_advantage": float(np.nanmean(point[k][m_idx])),
-            "mean_advantage_ci": [lo, hi],
-            "mean_direction": _direction(lo, hi),
-            "n_models_positive": dirs.count("positive"),
-            "n_models_negative": dirs.count("negative"),
-            "n_models_compared": int(has_pair.sum()),
-            "slope_on_scale": {
-                "slope": slope_pt,
-                "ci": [s_lo, s_hi] if slope_pt is not None else [None, None],
-                "direction": _direction(s_lo, s_hi) if slope_pt is not None else "not_estimable",
-                "n_models": n_x,
-                "units": "advantage per 10x parameters" if n_x else None,
-            },
+    return rows
+
+
+def _summary(k: str, point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndarray],
+             mean_draws: Mapping[str, np.ndarray], slope_draws: Mapping[str, np.ndarray],
+             m_idx: np.ndarray, xs: np.ndarray) -> dict[str, Any]:
+    dirs = [_direction(*_interval(boot[k][:, j])) for j in m_idx]
+    lo, hi = _interval(mean_draws[k])
+    s_lo, s_hi = _interval(slope_draws[k])
+    with_x = m_idx[np.isfinite(xs[m_idx])]
+    n_x = int(with_x.size)
+    slope_pt = _slope(xs[with_x], point[k][with_x]) if n_x >= MIN_MODELS_SLOPE else None
+    return {
+        "mean_advantage": float(np.nanmean(point[k][m_idx])),
+        "mean_advantage_ci": [lo, hi],
+        "mean_direction": _direction(lo, hi),
+        "n_models_positive": dirs.count("positive"),
+        "n_models_negative": dirs.count("negative"),
+        "n_models_compared": int(m_idx.size),
+        "slope_on_scale": {
+            "slope": slope_pt,
+            "ci": [s_lo, s_hi] if slope_pt is not None else [None, None],
+            "direction": _direction(s_lo, s_hi) if slope_pt is not None else "not_estimable",
+            "n_models": n_x,
+            "units": "advantage per 10x parameters" if n_x else None,
+        },
+    }
+
+
+def _task_result(
+    task_rows: pl.DataFrame, scale: Mapping[str, float], *, seed: int, n_boot: int
+) -> dict[str, Any]:
+    models, p, o_self, self_ok, out_mask, cluster_of, o = _matrices(task_rows)
+    full = pair_scores(p, o_self, self_ok, o, out_mask, np.ones(p.shape[1]))
+    valid = (full["n"] >= MIN_SHARED) & ~np.eye(len(models), dtype=bool)
+    has_pair = valid.any(axis=1)
+    if has_pair.sum() < 2:
+        return {
+            "status": "not_estimable",
+            "reason": f"fewer than two models share at least {MIN_SHARED} items of this task",
+            "n_models": len(models),
         }
+    point = _advantages(full, valid)
+    m_idx = np.flatnonzero(has_pair)
+    xs = np.array([scale.get(m, np.nan) for m in models], dtype=float)
+    boot, mean_draws, slope_draws = _bootstrap(
+        (p, o_self, self_ok, o, out_mask), cluster_of, valid, m_idx, xs, seed=seed, n_boot=n_boot
+    )
     result = {
         "status": "estimated",
         "n_models": len(models),
-        "n_items": n_items,
-        "n_clusters": n_cl,
-        "models": rows,
-        "summary": summary,
+        "n_items": int(p.shape[1]),
+        "n_clusters": int(cluster_of.max()) + 1,
+        "models": _model_rows(models, xs, valid, full, point, boot, has_pair),
+        "summary": {k: _summary(k, point, boot, mean_draws, slope_draws, m_idx, xs) for k in KEYS},
     }
     result["sentence"] = task_sentence(result)
     return result
