@@ -375,10 +375,32 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                 progress=say,
             )
         _holdout_family_check(state, say)
+        _companion_prior_sensitivity(state, say)
         if cfg.holdout:
             section["scale_term_holdout"] = _leave_group_out(state, cfg.holdout, say)
     state.hypotheses_section = section
     state.calibration_study_section = calibration_study()
+
+
+def _companion_prior_sensitivity(state: RunState, say: Progress) -> None:
+    """``sensitivity.effects``: prior x0.5 / x2 refits of each companion model's effects."""
+    from analysis.effect_sensitivity import effect_prior_sensitivity
+
+    mf, cfg = state.model_fits, state.config
+    if mf is None or state.sensitivity_section is None or state.verdict is None:
+        return
+    out = {}
+    for name, f in sorted(mf.fits.items()):
+        if state.verdict.fit is not None and name == state.verdict.fit.model:
+            continue
+        if not model_registry.get(name).SPEC.decides or name not in mf.data_for:
+            continue
+        out[name] = effect_prior_sensitivity(
+            name, f, mf.data_for[name], rule=cfg.rule, scale=cfg.scale, seed=cfg.seed,
+            settings=cfg.sampler,
+            cache_dir=cfg.cache_dir, progress=say,
+        )
+    state.sensitivity_section["effects"] = out
 
 
 def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, Any]:

@@ -342,6 +342,26 @@ def sdt_crosscheck_finding(R: Results) -> str | None:
     return text + (f"; differs for {_list(failed)}." if failed else ".")
 
 
+def effect_priors_finding(R: Results) -> str | None:
+    """Whether each companion model's decisions survive priors halved and doubled."""
+    eff = (R.get("sensitivity") or {}).get("effects") or {}
+    names = {"sensitivity": "d'", "bias": "criterion"}
+    held, changed = [], []
+    for model, entry in sorted(eff.items()):
+        for key, ok in sorted((entry.get("holds") or {}).items()):
+            label = f"{names.get(key, key)} ({model})"
+            (held if ok else changed).append(label)
+    if not held and not changed:
+        return None
+    text = "Prior sensitivity beyond the accuracy model (every prior scale halved and doubled): "
+    parts = []
+    if held:
+        parts.append(f"decisions unchanged for {_list(held)}")
+    if changed:
+        parts.append(f"some decision changes for {_list(changed)}, so those rest on the prior")
+    return text + "; ".join(parts) + "."
+
+
 def missingness_finding(R: Results) -> str | None:
     """Said only when missing or unreadable predictions depend on scale."""
     sec = R.get("missingness") or {}
@@ -374,6 +394,7 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("missingness", missingness_finding(R)),
         ("mixed_predictive", mixed_check_finding(R)),
         ("sdt_crosscheck", sdt_crosscheck_finding(R)),
+        ("effect_priors", effect_priors_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 

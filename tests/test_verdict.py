@@ -244,3 +244,12 @@ def test_mixed_check_finding_only_when_the_check_fails() -> None:
     assert mixed_check_finding({"mixed_predictive": sec}) is None
     bad = {**sec, "passed": False, "flagged": [{"kind": "family", "group": "llama", "p_value": 1e-4}]}
     assert "family llama" in mixed_check_finding({"mixed_predictive": bad})
+
+
+def test_effect_priors_finding_names_what_held() -> None:
+    from analysis.verdict import effect_priors_finding
+
+    assert effect_priors_finding({}) is None
+    R = {"sensitivity": {"effects": {"sdt": {"holds": {"sensitivity": True, "bias": False}}}}}
+    text = effect_priors_finding(R)
+    assert "unchanged for d' (sdt)" in text and "changes for criterion (sdt)" in text
