@@ -430,6 +430,8 @@ def self_vs_other_rescored(
             }
             continue
         per_task[task] = _task_result(t, scale_by_model, seed=seed, n_boot=n_boot)
+    for entry in per_task.values():
+        entry.setdefault("sentence", task_sentence(entry))
     return {
         "method": METHOD,
         "interval": INTERVAL,

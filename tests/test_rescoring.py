@@ -112,3 +112,9 @@ def test_cross_prediction_records_are_used_directly():
         rec.filter(pl.col("model") == "m00")["correct"].mean()
     )
     assert self_vs_other_rescored(rec, {}, seed=0, n_boot=10)["cross_prediction"] is None
+
+
+def test_every_task_entry_has_its_sentence():
+    one = simulate(np.zeros(1), n_items=50)
+    out = self_vs_other_rescored(one, {}, seed=0, n_boot=10)["per_task"]["t"]
+    assert out["sentence"].startswith("Not estimable")
