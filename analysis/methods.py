@@ -75,12 +75,22 @@ def methods_text(results: Mapping[str, Any]) -> str:
     d = results.get("diagnostics", {})
     th = d.get("thresholds", {})
     versions = fit.get("versions", {})
+    own = "slope_task" in (fit.get("priors") or {})
+    slopes = (
+        "a slope per task on the centred scale variable "
+        f"({scale_desc}), each with its own prior (no spread shared between tasks), whose "
+        "average over tasks is the scale effect, and "
+        if own
+        else "a slope on the centred scale variable "
+        f"({scale_desc}) with partially pooled task-specific deviations that sum to zero, and "
+    )
+    meaning = eff.get("meaning")
     return (
         f"{head} Correct self-predictions were aggregated to binomial counts per model and task "
         f"(unreadable predictions excluded; {fit.get('cells', 'all')} cells) and modelled with a "
-        "hierarchical logistic regression: task intercepts, a slope on the centred scale variable "
-        f"({scale_desc}) with partially pooled task-specific deviations that sum to zero, and "
-        "zero-sum non-centred family and model intercepts plus model-by-task effects, so that models, "
+        "hierarchical logistic regression: task intercepts, "
+        + slopes
+        + "zero-sum non-centred family and model intercepts plus model-by-task effects, so that models, "
         f"not records, carry the evidence about scale. Of the models, {eff['n_models']} had the "
         f"scale variable.{excl} Priors: {priors}. We sampled with {s['sampler']} (NUTS; "
         f"{s['chains']} chains of {s['draws']} draws after {s['tune']} tuning steps, target "
@@ -92,7 +102,8 @@ def methods_text(results: Mapping[str, Any]) -> str:
         f"{d.get('divergences')} divergences). Decision rule, declared before fitting: "
         f"{eff['rule']} The slope was {eff['mean']:.3f} {eff['units']} "
         f"({eff['hdi_prob']:.0%} HDI {eff['hdi_low']:.3f} to {eff['hdi_high']:.3f}; "
-        f"P(slope > 0) = {eff['prob_positive']:.3f}), decision: {eff['decision'].replace('_', ' ')}."
+        f"P(slope > 0) = {eff['prob_positive']:.3f}), decision: {eff['decision'].replace('_', ' ')}"
+        + (f" ({meaning})." if meaning else ".")
         + _robustness_text(results)
     )
 
@@ -100,9 +111,10 @@ def methods_text(results: Mapping[str, Any]) -> str:
 def _holds(fam: Mapping[str, Any] | None, what: str) -> str | None:
     if not fam or fam.get("verdict_holds") is None:
         return None
+    part = "its direction " if fam.get("compared_on") == "direction" else ""
     if fam["verdict_holds"]:
-        return f"held {what}"
-    return f"changed {what} ({', '.join(fam.get('changed') or [])})"
+        return f"{part}held {what}"
+    return f"{part}changed {what} ({', '.join(fam.get('changed') or [])})"
 
 
 def _robustness_text(results: Mapping[str, Any]) -> str:
@@ -115,7 +127,8 @@ def _robustness_text(results: Mapping[str, Any]) -> str:
             out += (
                 " Sensitivity (d') and response criterion were modelled with a hierarchical "
                 "equal-variance signal-detection model (probit link; hits and false alarms per cell, "
-                "the same group structure and a scale slope on each); the d' slope was "
+                "the same group structure and, for each of d' and the criterion, a slope per task "
+                "with its own prior); the d' slope averaged over tasks was "
                 f"{sens['mean']:.3f} ({sens['hdi_prob']:.0%} HDI {sens['hdi_low']:.3f} to "
                 f"{sens['hdi_high']:.3f}), decision: {sens['decision'].replace('_', ' ')}"
                 + ("" if sdt.get("finding") else " (its diagnostics failed: not a finding)")

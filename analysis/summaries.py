@@ -144,7 +144,12 @@ def truth_comparison(
 
 
 def variance_components(fit: Fit) -> dict[str, Any]:
-    """Posterior mean/sd/median of the scale model's standard deviations (read by analysis.power)."""
+    """Posterior mean/sd/median of the scale model's standard deviations (read by analysis.power).
+
+    With task slopes that have their own priors there is no spread parameter; then
+    ``sd_task_slopes`` is the posterior of the standard deviation of the task slopes across
+    tasks.
+    """
     post = fit.idata["posterior"]
     out: dict[str, Any] = {}
     for name in ("sigma_family", "sigma_model", "sigma_cell", "sigma_delta", "sigma_family_slope"):
@@ -155,6 +160,16 @@ def variance_components(fit: Fit) -> dict[str, Any]:
                 "sd": float(d.std(ddof=1)),
                 "median": float(np.median(d)),
             }
+    if "sigma_delta" not in post and "slope_task" in post and post["slope_task"].sizes.get("task", 0) >= 2:
+        # task slopes with their own priors: the spread of the task slopes themselves (sd
+        # across tasks in each draw), which the power stage simulates as the true spread
+        s = post["slope_task"].stack(sample=("chain", "draw")).transpose("task", "sample").values
+        d = np.asarray(s, dtype=float).std(axis=0, ddof=1)
+        out["sd_task_slopes"] = {
+            "mean": float(d.mean()),
+            "sd": float(d.std(ddof=1)),
+            "median": float(np.median(d)),
+        }
     return out
 
 

@@ -29,7 +29,7 @@ def test_methods_text_states_what_was_fitted(results):
             continue
         assert ", ".join(f"{k} = {v:g}" for k, v in params.items()) in text, name
     sdt = results["sdt_effect"]["sensitivity"]
-    assert f"the d' slope was {sdt['mean']:.3f}" in text
+    assert f"the d' slope averaged over tasks was {sdt['mean']:.3f}" in text
     hyp = results["hypotheses"]
     assert f"{len(hyp['declared'])} hypotheses were declared" in text and hyp["sha256"][:12] in text
     assert f"ELPD difference {hyp['scale_term_loo']['elpd_diff']:.1f}" in text

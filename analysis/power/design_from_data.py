@@ -28,6 +28,8 @@ def _variance_from_results(results: Mapping[str, Any]) -> dict[str, float]:
         "sigma_task_slope": "sigma_delta",
     }
     out: dict[str, float] = {}
+    if "sigma_delta" not in vc:  # task slopes with their own priors (models/scale.py)
+        names["sigma_task_slope"] = "sd_task_slopes"
     for ours, theirs in names.items():
         entry = vc.get(theirs)
         value = entry.get("mean") if isinstance(entry, Mapping) else entry
