@@ -359,7 +359,7 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         if isinstance(loo, dict) and loo.get("elpd_diff") is not None and loo.get("dse") is not None:
             loo["sentence"] = elpd_sentence(
                 float(loo["elpd_diff"]), float(loo["dse"]),
-                better="model with the scale term", worse="model without it", unit="cells",
+                better="model with the scale term", worse="model without the scale term", unit="cells",
             )
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
