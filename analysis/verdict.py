@@ -182,8 +182,8 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
     sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
     if sens.get("per_task"):
         words = _grouped(sens["per_task"], lambda r: DECISION_MEANING.get(r.get("decision"), ""))
-        out.append(("sensitivity", "Sensitivity d' (does the prediction track the behaviour?), "
-                    f"slope per task, mean [94% HDI], ROPE {rope_text(sens)}: {words}."))
+        out.append(("sensitivity", f"Sensitivity d' slope per task, mean [94% HDI], ROPE "
+                    f"{rope_text(sens)}: {words}."))
     if bias.get("per_task"):
         words = _grouped(bias["per_task"], criterion_words)
         out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
@@ -217,7 +217,7 @@ def detectable_finding(R: Results) -> str | None:
     E = R.get("scale_effect") or {}
     return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {E.get('units', '')} "
             f"would be declared 'improves' 80% of the time (simulated from the fitted variance "
-            f"components); smaller true slopes are likely to come out as not shown to exceed the ROPE.")
+            f"components).")
 
 
 def checks_finding(R: Results) -> str:
