@@ -62,6 +62,10 @@ RESULT_KEYS = (
     "calibration_study",
     "design_sensitivity",
     "confounds",
+    "self_vs_other_rescored",
+    "missingness",
+    "mixed_predictive",
+    "sdt_crosscheck",
     "verdict",
 )
 
@@ -122,6 +126,10 @@ def build_results(state: RunState) -> dict[str, Any]:
             "design_sensitivity": state.design_sensitivity_section,
             "confounds": state.confounds_section,
             "training_effect": state.training_section,
+            "self_vs_other_rescored": state.self_vs_other_section,
+            "missingness": state.missingness_section,
+            "mixed_predictive": state.mixed_predictive_section,
+            "sdt_crosscheck": state.sdt_crosscheck_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)
