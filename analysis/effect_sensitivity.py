@@ -18,6 +18,7 @@ from typing import Any
 import polars as pl
 
 import models as model_registry
+from analysis import _arviz
 from analysis.decisions import rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide
@@ -28,7 +29,7 @@ Progress = Callable[[str], None]
 
 def _decisions(f: Fit, effect: Any, rule: DecisionRule, n_models: int,
                per_task_models: Mapping[str, int]) -> dict[str, Any]:
-    post = f.idata["posterior"]
+    post = _arviz.posterior(f.idata)
     res = decide(post[effect.variable].values, rule, n_models=n_models)
     out = {"decision": res["decision"], "mean": res["mean"], "hdi": [res["hdi_low"], res["hdi_high"]],
            "per_task": {}}
@@ -62,7 +63,7 @@ def effect_prior_sensitivity(
     effects = module.SPEC.decides
     rules = {e.key: rope_for(rule, scale, x_by_model(data), effect=e.key)[0] for e in effects}
     base = {e.key: _decisions(main, e, rules[e.key], n_models, per_task) for e in effects}
-    variants = []
+    variants: list[dict[str, Any]] = []
     for fac in factors:
         progress(f"prior sensitivity: refitting '{name}' with every prior scale x{fac:g}")
         refit = fit(name, data, seed=seed, settings=settings,
@@ -73,9 +74,10 @@ def effect_prior_sensitivity(
                             for e in effects}})
     out: dict[str, Any] = {"model": name, "main": base, "variants": variants, "holds": {}}
     for e in effects:
-        same = all(v[e.key]["decision"] == base[e.key]["decision"]
+        main_e: dict[str, Any] = base[e.key]
+        same = all(v[e.key]["decision"] == main_e["decision"]
                    and all(v[e.key]["per_task"].get(t, {}).get("decision") == d["decision"]
-                           for t, d in base[e.key]["per_task"].items())
+                           for t, d in main_e["per_task"].items())
                    for v in variants)
         out["holds"][e.key] = same
     return out

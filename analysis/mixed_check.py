@@ -156,7 +156,7 @@ def draws_from_fit(idata: Any, *, max_draws: int = MAX_DRAWS) -> tuple[dict[str,
         arr = post[name]
         if name in ("alpha", "slope_task"):
             arr = arr.transpose("chain", "draw", "task")
-            vals = np.asarray(arr.values, dtype=float).reshape(-1, len(tasks))
+            vals: np.ndarray = np.asarray(arr.values, dtype=float).reshape(-1, len(tasks))
         else:
             vals = np.asarray(arr.values, dtype=float).reshape(-1)
         out[name] = vals

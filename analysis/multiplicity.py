@@ -118,7 +118,7 @@ def add_bayes_factor_ranges(rows: list[dict[str, Any]], evidence: Mapping[str, A
     """Add ``bayes_factor_range`` to every row with an estimated Bayes factor (in place)."""
     for row in rows:
         bf = row.get("bayes_factor") or {}
-        ev = evidence.get(row.get("model"))
+        ev = evidence.get(str(row.get("model")))
         if not bf.get("prior_density_0") or ev is None or isinstance(ev, str):
             continue
         draws = _param_draws(ev.idata, row["parameter"], row.get("label"))
@@ -147,8 +147,9 @@ def multiplicity(
             joint.append({"hypothesis": h.name, "prob_all_predicted_sign": None,
                           "reason": ev if isinstance(ev, str) else "no fitted labels"})
             continue
-        stacks = [_param_draws(ev.idata, h.parameter, lab) for lab in labels]
-        if any(s is None for s in stacks):
+        draws = [_param_draws(ev.idata, h.parameter, lab) for lab in labels]
+        stacks = [s for s in draws if s is not None]
+        if len(stacks) < len(draws):
             continue
         m = np.vstack(stacks)  # (labels, draws)
         sign = m > 0 if h.direction == "increase" else m < 0

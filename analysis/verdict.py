@@ -325,7 +325,8 @@ def sdt_crosscheck_finding(R: Results) -> str | None:
     sec = R.get("sdt_crosscheck") or {}
     if not R.get("sdt_effect"):
         return None
-    held, failed = [], []
+    held: list[str] = []
+    failed: list[str] = []
     for task, row in sorted((sec.get("per_task") or {}).items()):
         for q, word in (("dprime", "d'"), ("criterion", "criterion")):
             e = row.get(q) or {}
@@ -346,7 +347,8 @@ def effect_priors_finding(R: Results) -> str | None:
     """Whether each companion model's decisions survive priors halved and doubled."""
     eff = (R.get("sensitivity") or {}).get("effects") or {}
     names = {"sensitivity": "d'", "bias": "criterion"}
-    held, changed = [], []
+    held: list[str] = []
+    changed: list[str] = []
     for model, entry in sorted(eff.items()):
         for key, ok in sorted((entry.get("holds") or {}).items()):
             label = f"{names.get(key, key)} ({model})"
