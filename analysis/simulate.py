@@ -409,13 +409,7 @@ def _trained_checkpoints(
     for ckpt in trained:
         name = f"{ckpt.base}-{ckpt.suffix}"
         base_row = models.filter(pl.col("model") == ckpt.base).row(0, named=True)
-        rows.append({
-            "model": name, "family": base_row["family"], "params_b": base_row["params_b"],
-            "active_params_b": base_row["active_params_b"], "open_weights": True,
-            "reasoning": False, "capability": base_row["capability"],
-            "base_model": ckpt.base, "intervention": cfg.intervention,
-            "trained_tasks": ";".join(cfg.trained_tasks),
-        })
+        rows.append(_checkpoint_row(cfg, name, ckpt.base, base_row))
         priv_num = priv_den = 0.0
         for task in cfg.tasks:
             k = kept[(ckpt.base, task)]
@@ -461,6 +455,29 @@ def _trained_checkpoints(
             priv_num += e["tt_not_tb"] * n_items
             priv_den += e["tb_not_tt"] * n_items
         privileged[name] = float(np.log(priv_num / priv_den))
+    return frames, rows, _training_truth(cfg, trained, effect, privileged)
+
+
+def _checkpoint_row(
+    cfg: SimulationConfig, name: str, base: str, base_row: dict[str, Any]
+) -> dict[str, Any]:
+    """The registry row of a trained checkpoint: its base's family and size, and the split."""
+    return {
+        "model": name, "family": base_row["family"], "params_b": base_row["params_b"],
+        "active_params_b": base_row["active_params_b"], "open_weights": True,
+        "reasoning": False, "capability": base_row["capability"],
+        "base_model": base, "intervention": cfg.intervention,
+        "trained_tasks": ";".join(cfg.trained_tasks),
+    }
+
+
+def _training_truth(
+    cfg: SimulationConfig,
+    trained: list[Any],
+    effect: dict[str, list[float]],
+    privileged: dict[str, float],
+) -> dict[str, Any]:
+    """``truth.json["training"]``: the estimands of ``models/training.py`` for the design."""
     truth = {
         "intervention": cfg.intervention,
         "trained_tasks": list(cfg.trained_tasks),
@@ -476,7 +493,7 @@ def _trained_checkpoints(
         "E[matches base's, not own]), items of all tasks pooled",
         "privileged_per_checkpoint": privileged,
     }
-    return frames, rows, truth
+    return truth
 
 
 def write_dataset(

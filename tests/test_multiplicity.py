@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 from types import SimpleNamespace
 
-import arviz as az
 import numpy as np
 import pytest
+import xarray as xr
 
+from analysis import _arviz
 from analysis.multiplicity import bayes_factor_range, multiplicity
 
 
@@ -48,10 +49,9 @@ def test_joint_probability_of_all_task_signs():
     rng = np.random.default_rng(2)
     a = rng.normal(1.0, 0.5, (2, 500))
     b = rng.normal(0.0, 1.0, (2, 500))
-    post = {"slope_task": (("chain", "draw", "task"), np.stack([a, b], axis=-1))}
-    idata = az.from_dict(posterior={"slope_task": np.stack([a, b], axis=-1)},
-                         coords={"task": ["x", "y"]}, dims={"slope_task": ["task"]})
-    del post
+    ds = xr.Dataset({"slope_task": (("chain", "draw", "task"), np.stack([a, b], axis=-1))},
+                    coords={"task": ["x", "y"]})
+    idata = _arviz.from_datasets(posterior=ds)
     h = SimpleNamespace(name="by_task", model="scale", parameter="slope_task[*]", direction="increase")
     rows = [{"hypothesis": "by_task", "label": "x", "supported": True, "finding": True},
             {"hypothesis": "by_task", "label": "y", "supported": False, "finding": True}]
