@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 
 import models as model_registry
+from analysis import _arviz
 from analysis.decisions import rope_for, x_by_model
 from analysis.fit import SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide
@@ -123,7 +124,7 @@ def without_family(
     progress(f"leave-one-family-out: fitting '{module.NAME}' without {family} ({n_models} models)")
     f = fit(module.NAME, rest, seed=seed, settings=settings, cache_dir=cache_dir)
     eff_rule, _ = rope_for(rule, scale, x_by_model(rest))
-    res = decide(f.idata["posterior"][module.EFFECT].values, eff_rule, n_models=n_models)
+    res = decide(_arviz.posterior(f.idata)[module.EFFECT].values, eff_rule, n_models=n_models)
     return {**head, **{k: res[k] for k in ("mean", "sd", "hdi_low", "hdi_high", "hdi_prob",
                                           "prob_positive", "decision", "meaning")},
             "diagnostics_passed": bool(f.diagnostics.get("passed"))}

@@ -33,8 +33,16 @@ from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.ingest.discover import FORMATS, walk_folder
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
+from analysis.power import mde_from_fit
 from analysis.registry import load_registry
+from analysis.report import render_report
 from analysis.results import build_results, data_section, rounded, write_results
+from analysis.robustness import (
+    calibration_study,
+    evidence_from,
+    hypotheses_section,
+    robustness_refits,
+)
 from analysis.skill import calibration, skill_table
 from analysis.state import Inputs, RunConfig, RunState
 from analysis.summaries import (
@@ -307,13 +315,6 @@ def stage_truth(state: RunState, say: Progress) -> None:
 
 def stage_robustness(state: RunState, say: Progress) -> None:
     """Stage 8 (``hypotheses``, ``sensitivity``, ``calibration_study``)."""
-    from analysis.robustness import (
-        calibration_study,
-        evidence_from,
-        hypotheses_section,
-        robustness_refits,
-    )
-
     cfg = state.config
     v = state.verdict
     assert v is not None and state.ingest is not None
@@ -375,7 +376,6 @@ def stage_power(state: RunState, say: Progress) -> None:
     v = state.verdict
     if v is None or v.fit is None or not state.config.power:
         return
-    from analysis.power import mde_from_fit
 
     say("what this design could detect (power simulation from the fitted variance components)")
     # the design is read from the results built so far (models, cells, variance components)
@@ -459,7 +459,6 @@ def run(
     run_info["seconds_to_results"] = round(time.perf_counter() - t0, 2)
     atomic.write_json(cfg.out / "run.json", run_info)
     if cfg.report:
-        from analysis.report import render_report
 
         say("rendering report")
         render_report(cfg.out, fmt="html", progress=say)

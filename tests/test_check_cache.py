@@ -238,7 +238,7 @@ def test_saved_fits_are_verified_on_read(
     assert _refit(folder, data).reused is True  # intact: reused
 
     # edited draws, provenance intact: not reused, sampled again with a note
-    idata = az.from_netcdf(nc)
+    idata = _arviz.load(nc)
     var = sorted(str(v) for v in idata.posterior.data_vars)[0]
     idata.posterior[var] = idata.posterior[var] + 1.0  # e.g. a slope's sign flipped
     edited = folder / "edited.nc"
