@@ -56,7 +56,9 @@ import pymc as pm
 import xarray as xr
 from numpy.typing import NDArray
 
+import models
 from analysis import _arviz
+from analysis.fit import cached_json, frame_sha256, package_versions, source_sha256
 
 #: Quantiles reported for implied prior distributions.
 QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
@@ -71,8 +73,6 @@ def _num(x: Any) -> float | None:
 
 def _check_sources() -> list[Path]:
     """Code a saved check depends on: this module and every model module."""
-    import models
-
     return [Path(__file__), *sorted(Path(models.__file__).parent.glob("*.py"))]
 
 
@@ -99,7 +99,6 @@ def _cached(
             cache_dir = None
     if cache_dir is None or not isinstance(data, pl.DataFrame):
         return compute()
-    from analysis.fit import cached_json, frame_sha256, package_versions, source_sha256
 
     name = getattr(module, "NAME", module.__name__)
     key = {

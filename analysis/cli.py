@@ -13,8 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from analysis import atomic
 from analysis.contract import SCALE_COLUMNS, InputError
-from analysis.paths import DEFAULT_SEED
+from analysis.engines.command import add_reduce_parser
+from analysis.ingest import ingest, parse_map_options, write_ingest
+from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
+from analysis.registry import load_registry
+
+# Only what every command loads anyway sits up here (the reduce subcommand's parser already
+# brings ingest, registry and atomic). The imports inside the command functions are kept
+# there on purpose: models, fit, hypotheses, pipeline and power load PyMC/ArviZ (about 2 s),
+# describe and simulate load SciPy, cells NumPy, report the renderer and the importers
+# their mapping code -- light commands (--help, ingest, import, reduce) must not pay for them.
 
 
 class _Parser(argparse.ArgumentParser):
@@ -122,9 +132,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mapping", type=Path, help="TOML mapping (lmeval, inspect)")
     p.add_argument("--out", type=Path, required=True)
 
-    from analysis.engines.command import add_reduce_parser  # selfmodel reduce (DuckDB/Spark)
 
-    add_reduce_parser(sub)
+    add_reduce_parser(sub)  # selfmodel reduce (DuckDB/Spark)
 
     p = sub.add_parser(
         "describe", help="per model x task accuracy, baselines and rates (no fitting)"
@@ -226,8 +235,6 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
 def _run_config(args: argparse.Namespace, *, report: bool):
     from analysis.fit import SamplerSettings
     from analysis.hypotheses import DecisionRule
-    from analysis.ingest import parse_map_options
-    from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE
     from analysis.pipeline import RunConfig
 
     if getattr(args, "model", None) is not None:
@@ -277,7 +284,6 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
             print(f"report: {cfg.out / 'report.html'}")
         return 0
     if args.command == "ingest":
-        from analysis.ingest import ingest, parse_map_options, write_ingest
         from analysis.pipeline import resolve_inputs
 
         inputs = resolve_inputs(args.paths, args.registry)
@@ -300,11 +306,9 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
     if args.command == "power":
         return _power(args, say)
     if args.command == "describe":
-        from analysis import atomic, describe
+        from analysis import describe
         from analysis.cells import build_cells
-        from analysis.ingest import ingest, parse_map_options
-        from analysis.pipeline import DEFAULT_DATA, resolve_inputs
-        from analysis.registry import load_registry
+        from analysis.pipeline import resolve_inputs
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
         res = ingest(

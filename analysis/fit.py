@@ -44,6 +44,7 @@ import polars as pl
 
 import models as model_registry
 from analysis import _arviz, atomic
+from analysis.compile_cache import compiled_model
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,
@@ -215,7 +216,6 @@ def _sample(
         import nutpie
 
         if reuse_compiled:
-            from analysis.compile_cache import compiled_model
 
             compiled = compiled_model(pm_model)
         else:

@@ -28,19 +28,35 @@ from analysis.cells import build_cells, derived_models
 from analysis.confounds import scale_axis_confounds, without_family
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
+from analysis.effect_sensitivity import effect_prior_sensitivity
 from analysis.elpd_words import elpd_sentence
+from analysis.fit import fit
 from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
+from analysis.holdout import leave_group_out
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.ingest.discover import FORMATS, walk_folder
 from analysis.missingness import missingness
-from analysis.mixed_check import mixed_check_of_fit
+from analysis.mixed_check import (
+    draws_from_fit,
+    holdout_group_check,
+    mixed_check_of_fit,
+    most_extreme_family,
+)
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
+from analysis.power import mde_from_fit
 from analysis.registry import load_registry
+from analysis.report import render_report
 from analysis.rescoring import self_vs_other_rescored
 from analysis.results import build_results, data_section, rounded, write_results
+from analysis.robustness import (
+    calibration_study,
+    evidence_from,
+    hypotheses_section,
+    robustness_refits,
+)
 from analysis.sdt_crosscheck import sdt_crosscheck
 from analysis.skill import calibration, skill_table
 from analysis.state import Inputs, RunConfig, RunState
@@ -358,13 +374,6 @@ def stage_truth(state: RunState, say: Progress) -> None:
 
 def stage_robustness(state: RunState, say: Progress) -> None:
     """Stage 8 (``hypotheses``, ``sensitivity``, ``calibration_study``)."""
-    from analysis.robustness import (
-        calibration_study,
-        evidence_from,
-        hypotheses_section,
-        robustness_refits,
-    )
-
     cfg = state.config
     v = state.verdict
     assert v is not None and state.ingest is not None
@@ -430,8 +439,6 @@ def stage_robustness(state: RunState, say: Progress) -> None:
 
 def _companion_prior_sensitivity(state: RunState, say: Progress) -> None:
     """``sensitivity.effects``: prior x0.5 / x2 refits of each companion model's effects."""
-    from analysis.effect_sensitivity import effect_prior_sensitivity
-
     mf, cfg = state.model_fits, state.config
     if mf is None or state.sensitivity_section is None or state.verdict is None:
         return
@@ -451,9 +458,6 @@ def _companion_prior_sensitivity(state: RunState, say: Progress) -> None:
 
 def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, Any]:
     """``hypotheses.scale_term_holdout``: exact leave-one-``group``-out refits of both models."""
-    from analysis.fit import fit
-    from analysis.holdout import leave_group_out
-
     cfg, v = state.config, state.verdict
     assert v is not None and v.fit is not None
     comparison = model_registry.get(v.fit.model).SPEC.without_effect
@@ -473,9 +477,6 @@ def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, An
 
 def _holdout_family_check(state: RunState, say: Progress) -> None:
     """The mixed check's most extreme family, judged by an exact refit without it."""
-    from analysis.fit import fit
-    from analysis.mixed_check import draws_from_fit, holdout_group_check, most_extreme_family
-
     mixed, v, cfg = state.mixed_predictive_section, state.verdict, state.config
     if not mixed or mixed.get("status") != "estimated" or v is None:
         return
@@ -516,7 +517,6 @@ def stage_power(state: RunState, say: Progress) -> None:
     v = state.verdict
     if v is None or v.fit is None or not state.config.power:
         return
-    from analysis.power import mde_from_fit
 
     say("what this design could detect (power simulation from the fitted variance components)")
     # the design is read from the results built so far (models, cells, variance components)
@@ -601,7 +601,6 @@ def run(
     run_info["seconds_to_results"] = round(time.perf_counter() - t0, 2)
     atomic.write_json(cfg.out / "run.json", run_info)
     if cfg.report:
-        from analysis.report import render_report
 
         say("rendering report")
         render_report(cfg.out, fmt="html", progress=say)

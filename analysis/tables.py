@@ -28,6 +28,7 @@ from analysis.cells import (
     to_item_cells,
     to_pair_cells,
 )
+from analysis.training import training_table
 
 
 def sdt_cells(cells: pl.DataFrame) -> pl.DataFrame:
@@ -71,8 +72,6 @@ class Tables:
         if kind == "pair_cells":
             return to_pair_cells(self.records).filter(pl.col("n") > 0)
         if kind == "training_pairs":
-            from analysis.training import training_table
-
             return training_table(self.records, self.registry, sorted(self.records["task"].unique()))
         raise ValueError(
             f"unknown data table '{kind}' (cells, binary_cells, item_cells, pair_cells, "

@@ -5,10 +5,7 @@ above :data:`MAX_FILE_LINES` lines, no function above :data:`MAX_FUNCTION_LINES`
 code (from ``def`` to its last line, the docstring not counted: a long numpydoc docstring
 is documentation, not complexity).
 
-:data:`NOT_YET_SPLIT` lists the functions still longer than that, each with its current
-length: they may shrink but not grow, and no other function may pass the limit.
-``analysis/render.py`` belongs to the report-layout work (another branch) and is listed in
-:data:`OWNED_ELSEWHERE`.
+There is no allowance: every file and every function is held to the limits.
 """
 
 from __future__ import annotations
@@ -21,16 +18,6 @@ PACKAGES = ("analysis", "models")
 MAX_FILE_LINES = 800
 MAX_FUNCTION_LINES = 80
 
-#: ``file:function`` -> code lines today; to be split (issue 12 leaves them for later).
-NOT_YET_SPLIT: dict[str, int] = {
-    "analysis/importers/mapping/apply.py:apply_mapping": 182,
-    "analysis/importers/seb/run.py:import_seb": 293,
-    "analysis/ingest/rules.py:_rules": 215,
-}
-#: Files another branch owns (measured, not edited here): file -> its long functions' lengths.
-OWNED_ELSEWHERE: dict[str, dict[str, int]] = {
-    "analysis/render.py": {"_assemble": 141},
-}
 
 
 def _files() -> list[Path]:
@@ -82,17 +69,10 @@ def test_the_checker_finds_a_long_function(tmp_path: Path) -> None:
 
 def test_no_file_is_too_long() -> None:
     long = [f"{p.relative_to(ROOT)} ({n} lines)" for p in _files()
-            if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES
-            and p.relative_to(ROOT).as_posix() not in OWNED_ELSEWHERE]
+            if (n := len(p.read_text().splitlines())) > MAX_FILE_LINES]
     assert not long, "split these files: " + ", ".join(long)
 
 
 def test_no_function_is_too_long() -> None:
-    sizes = {k: n for p in _files() for k, n in function_sizes(p).items()}
-    owned = {f"{f}:{name}": n for f, fns in OWNED_ELSEWHERE.items() for name, n in fns.items()}
-    allowed = {**NOT_YET_SPLIT, **owned}
-    too_long = [f"{k} ({n} lines)" for k, n in sizes.items()
-                if n > MAX_FUNCTION_LINES and n > allowed.get(k, MAX_FUNCTION_LINES)]
+    too_long = [line for p in _files() for line in long_functions(p)]
     assert not too_long, "split these functions:\n" + "\n".join(too_long)
-    stale = [k for k in NOT_YET_SPLIT if sizes.get(k, 0) <= MAX_FUNCTION_LINES]
-    assert not stale, "now short enough; remove from NOT_YET_SPLIT: " + ", ".join(stale)

@@ -135,6 +135,8 @@ class Engine(Protocol):
 
 def make_engine(name: str, **options: Any) -> Engine:
     """An engine by name (``duckdb`` or ``spark``); :class:`EngineUnavailable` if absent."""
+    # Imported here: each engine module imports this package (a cycle at the top), and only
+    # the chosen engine is loaded.
     if name == "duckdb":
         from analysis.engines.duckdb_engine import DuckDBEngine
 

@@ -11,8 +11,14 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from analysis import atomic
 from analysis.contract import SCALE_COLUMNS, InputError
-from analysis.engines import ENGINES
+from analysis.engines import ENGINES, reduce_records
+from analysis.ingest import parse_map_options
+from analysis.registry import load_registry
+
+# analysis.cli imports this module for every command; cells (NumPy) and pipeline (PyMC)
+# are therefore imported inside run_reduce, only when ``selfmodel reduce`` runs.
 
 
 def add_reduce_parser(sub: Any) -> None:
@@ -46,12 +52,8 @@ def add_reduce_parser(sub: Any) -> None:
 
 def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     """Run ``selfmodel reduce``; returns the exit status."""
-    from analysis import atomic
     from analysis.cells import join_registry, scale_values
-    from analysis.engines import reduce_records
-    from analysis.ingest import parse_map_options
     from analysis.pipeline import resolve_inputs
-    from analysis.registry import load_registry
 
     inputs = resolve_inputs(args.paths, args.registry)
     options: dict[str, Any] = {}

@@ -15,7 +15,8 @@ import models as model_registry
 from analysis.contract import Decision, InputError
 from analysis.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
 from analysis.paths import DEFAULT_HYPOTHESES_FILE
-from analysis.toml_errors import key_line
+from analysis.registry import format_input_error
+from analysis.toml_errors import did_you_mean, key_line
 
 
 def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:
@@ -129,15 +130,11 @@ class _Reader:
 
     def fail(self, where: str, what: str, todo: str, *, key: str | None = None,
              block: int | None = None) -> InputError:
-        from analysis.registry import format_input_error
-
         line = self.line_of(key, block) if key is not None else None
         return InputError(format_input_error(self.path, f"{where}: {what}", todo, line=line))
 
     def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], where: str,
                    block: int | None) -> None:
-        from analysis.toml_errors import did_you_mean
-
         for key in table:
             if key not in allowed:
                 hint = did_you_mean(str(key), allowed).strip()
@@ -213,9 +210,6 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
     >>> [h.name for h in load_hypotheses()][:2]
     ['accuracy_overall', 'accuracy_by_task']
     """
-    import models as model_registry
-    from analysis.toml_errors import did_you_mean
-
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")

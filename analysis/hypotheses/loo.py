@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import models as model_registry
+from analysis import checks
 
 
 def scale_term_loo(
@@ -47,8 +48,6 @@ def scale_term_loo(
         ``dse``, ``weights`` (stacking), ``table`` (``analysis.checks.compare`` rows) and
         ``without_scale_diagnostics_passed``.
     """
-    from analysis import checks
-
     l_with = checks.loo(
         scale_fit, model_registry.get(scale_fit.model), cells, max_draws=max_draws,
         cache_dir=cache_dir,

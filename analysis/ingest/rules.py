@@ -173,66 +173,103 @@ def _rules(
     ``rules`` are ``(category, condition, reason)`` in order (the first failing one names
     the reason); ``outputs`` are the record columns of a valid row.
     """
-    null_text = pl.lit(None, dtype=pl.Utf8)
-
-    def tc(c: str) -> pl.Expr:
-        if c in absent:
-            return null_text
-        return pl.col(c) if c in forms else pl.col(f"__t_{c}")
-
-    def given(c: str) -> pl.Expr:
-        """Whether the row has a (non-empty) value in ``c``."""
-        if c in absent:
-            return pl.lit(False)
-        if schema[c] == pl.Utf8:
-            return tc(c).is_not_null()
-        nan = pl.col(c).is_nan() if schema[c].is_float() else pl.lit(False)  # NaN: missing
-        return pl.col(c).is_not_null() & ~nan
-
-    def typed(c: str) -> bool:
-        return c not in absent and schema[c] != pl.Utf8
-
+    c = _Columns(schema, absent, forms)
     # Text of every column that needs it; a typed column's text only for reason messages,
     # which are built on the failing rows alone (cheap there).
-    native = {c for c in ("confidence", "sample", "correct") if typed(c) and _native(c, schema[c])}
+    native = {n for n in ("confidence", "sample", "correct") if c.typed(n) and _native(n, schema[n])}
     texts = [
-        _text(c, schema[c]).alias(f"__t_{c}")
-        for c in INPUT_COLUMNS
-        if c not in absent and c not in native and c not in forms
+        _text(n, schema[n]).alias(f"__t_{n}")
+        for n in INPUT_COLUMNS
+        if n not in absent and n not in native and n not in forms
     ]
-    reason_texts = [_text(c, schema[c]).alias(f"__t_{c}") for c in sorted(native)]
+    reason_texts = [_text(n, schema[n]).alias(f"__t_{n}") for n in sorted(native)]
+    derived = [
+        c.binary_text("prediction").alias("__pred"),
+        c.binary_text("outcome").alias("__out"),
+        _correct(c).alias("__corr"),
+        _confidence(c).alias("__conf"),
+        _sample(c).alias("__sample"),
+        _status(c).alias("__status"),
+    ]
+    # no prediction: unreadable, unless `correct` scores the row (README: "or correct")
+    eff_status = pl.when((_STATUS == "ok") & _PRED.is_null() & _CORR.is_null()).then(
+        pl.lit("unparsed")).otherwise(_STATUS)
+    rules = _rule_list(c, tasks, eff_status)
+    return rules, _outputs(c, eff_status), [texts, derived], reason_texts
 
-    # prediction / outcome: canonical booleans or stripped text
-    def binary_text(c: str) -> pl.Expr:
-        if c in absent:
-            return null_text
-        if forms.get(c) == "binary":
+
+_PRED, _OUT, _CORR = pl.col("__pred"), pl.col("__out"), pl.col("__corr")
+_CONF, _SMP, _STATUS = pl.col("__conf"), pl.col("__sample"), pl.col("__status")
+_NULL_TEXT = pl.lit(None, dtype=pl.Utf8)
+
+
+class _Columns:
+    """The input columns of one file as :func:`_rules` reads them (text, given, typed)."""
+
+    def __init__(
+        self, schema: Mapping[str, pl.DataType], absent: frozenset[str], forms: Mapping[str, str]
+    ) -> None:
+        self.schema, self.absent, self.forms = schema, absent, forms
+
+    def tc(self, c: str) -> pl.Expr:
+        """The stripped text of ``c`` (the column itself when it needs no normalisation)."""
+        if c in self.absent:
+            return _NULL_TEXT
+        return pl.col(c) if c in self.forms else pl.col(f"__t_{c}")
+
+    def given(self, c: str) -> pl.Expr:
+        """Whether the row has a (non-empty) value in ``c``."""
+        if c in self.absent:
+            return pl.lit(False)
+        if self.schema[c] == pl.Utf8:
+            return self.tc(c).is_not_null()
+        nan = pl.col(c).is_nan() if self.schema[c].is_float() else pl.lit(False)  # NaN: missing
+        return pl.col(c).is_not_null() & ~nan
+
+    def typed(self, c: str) -> bool:
+        return c not in self.absent and self.schema[c] != pl.Utf8
+
+    def binary_text(self, c: str) -> pl.Expr:
+        """Prediction / outcome: canonical booleans or stripped text."""
+        if c in self.absent:
+            return _NULL_TEXT
+        if self.forms.get(c) == "binary":
             return pl.col(c)
-        b = _bool_of(tc(c))
-        return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(tc(c))
+        b = _bool_of(self.tc(c))
+        return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(self.tc(c))
 
-    # correct
-    if typed("correct") and schema["correct"] == pl.Boolean:
+    def shown(self, c: str) -> pl.Expr:
+        return self.tc(c).fill_null("null")
+
+
+def _correct(c: _Columns) -> pl.Expr:
+    if c.typed("correct") and c.schema["correct"] == pl.Boolean:
         correct = pl.col("correct")
-    elif "correct" in absent:
+    elif "correct" in c.absent:
         correct = pl.lit(None, dtype=pl.Boolean)
-    elif forms.get("correct") == "binary":
+    elif c.forms.get("correct") == "binary":
         correct = pl.col("correct") == "true"
     else:
-        correct = _bool_of(tc("correct"))
-    # confidence
-    cdt = schema["confidence"]
-    if "confidence" in absent:
+        correct = _bool_of(c.tc("correct"))
+    return correct
+
+
+def _confidence(c: _Columns) -> pl.Expr:
+    cdt = c.schema["confidence"]
+    if "confidence" in c.absent:
         confidence = pl.lit(None, dtype=pl.Float64)
     elif cdt.is_numeric():
         confidence = pl.col("confidence").cast(pl.Float64).fill_nan(None)  # NaN: missing
     elif cdt == pl.Boolean:
         confidence = pl.lit(None, dtype=pl.Float64)
     else:
-        confidence = tc("confidence").cast(pl.Float64, strict=False)
-    # sample
-    sdt = schema["sample"]
-    if "sample" in absent:
+        confidence = c.tc("confidence").cast(pl.Float64, strict=False)
+    return confidence
+
+
+def _sample(c: _Columns) -> pl.Expr:
+    sdt = c.schema["sample"]
+    if "sample" in c.absent:
         sample = pl.lit(None, dtype=pl.Int64)
     elif sdt.is_integer():
         sample = pl.col("sample").cast(pl.Int64, strict=False)  # UInt64 > 2**63: invalid
@@ -242,7 +279,7 @@ def _rules(
         as_float = (
             pl.col("sample").cast(pl.Float64)
             if sdt.is_float()
-            else tc("sample").cast(pl.Float64, strict=False)
+            else c.tc("sample").cast(pl.Float64, strict=False)
         )
         integral = pl.when(
             as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**53)
@@ -250,87 +287,39 @@ def _rules(
         sample = (
             integral
             if sdt.is_float()
-            else pl.coalesce(tc("sample").cast(pl.Int64, strict=False), integral)
+            else pl.coalesce(c.tc("sample").cast(pl.Int64, strict=False), integral)
         )
-    if "status" in absent:
+    return sample
+
+
+def _status(c: _Columns) -> pl.Expr:
+    if "status" in c.absent:
         status_text = pl.lit("ok")
-    elif forms.get("status") == "status":
+    elif c.forms.get("status") == "status":
         status_text = pl.col("status").fill_null("ok")
     else:
-        status_text = tc("status").str.to_lowercase().fill_null("ok")
-    derived = [
-        binary_text("prediction").alias("__pred"),
-        binary_text("outcome").alias("__out"),
-        correct.alias("__corr"),
-        confidence.alias("__conf"),
-        sample.alias("__sample"),
-        status_text.alias("__status"),
-    ]
-    pred, out, corr = pl.col("__pred"), pl.col("__out"), pl.col("__corr")
-    conf, smp, status = pl.col("__conf"), pl.col("__sample"), pl.col("__status")
-    # no prediction: unreadable, unless `correct` scores the row (README: "or correct")
-    eff_status = pl.when((status == "ok") & pred.is_null() & corr.is_null()).then(
-        pl.lit("unparsed")).otherwise(status)
-    equal = pred == out
+        status_text = c.tc("status").str.to_lowercase().fill_null("ok")
+    return status_text
 
-    def shown(c: str) -> pl.Expr:
-        return tc(c).fill_null("null")
 
+def _rule_list(
+    c: _Columns, tasks: tuple[str, ...] | None, eff_status: pl.Expr
+) -> list[tuple[str, pl.Expr, pl.Expr]]:
+    """``(category, condition, reason)`` of each rule, in order."""
+    equal = _PRED == _OUT
     rules: list[tuple[str, pl.Expr, pl.Expr]] = [
-        ("missing value", tc(c).is_null(), pl.lit(f"missing value in required column '{c}'"))
-        for c in REQUIRED
+        ("missing value", c.tc(n).is_null(), pl.lit(f"missing value in required column '{n}'"))
+        for n in REQUIRED
     ]
-    if "status" not in absent:
-        rules.append(
-            (
-                "invalid status",
-                ~status.is_in(list(STATUSES)),
-                pl.format(
-                    "invalid status '{}' (allowed: {})",
-                    shown("status"),
-                    pl.lit(", ".join(STATUSES)),
-                ),
-            )
-        )
-    if "confidence" not in absent:
-        rules.append(
-            (
-                "invalid confidence",
-                (given("confidence") & conf.is_null())
-                | (
-                    conf.is_not_null()
-                    & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))
-                ),
-                pl.format(
-                    "invalid confidence '{}' (must be a finite number in [0, 1])",
-                    shown("confidence"),
-                ),
-            )
-        )
-    if "sample" not in absent:
-        rules.append(
-            (
-                "invalid sample",
-                (given("sample") & smp.is_null()) | (smp < 0),
-                pl.format("invalid sample '{}' (must be a non-negative integer)", shown("sample")),
-            )
-        )
-    if "correct" not in absent:
-        rules.append(
-            (
-                "invalid correct",
-                given("correct") & corr.is_null(),
-                pl.format("invalid correct '{}' (must be true/false/1/0/yes/no)", shown("correct")),
-            )
-        )
+    rules += _value_rules(c)
     if tasks is not None:
         rules.append(
             (
                 "unknown task",
-                ~tc("task").is_in(list(tasks)),
+                ~c.tc("task").is_in(list(tasks)),
                 pl.format(
                     "unknown task '{}' (configured tasks: {})",
-                    shown("task"),
+                    c.shown("task"),
                     pl.lit(", ".join(tasks)),
                 ),
             )
@@ -340,39 +329,94 @@ def _rules(
             "no outcome",
             # A row declared unreadable (unparsed/refused/error) is kept without an outcome:
             # it counts as wrong in accuracy_strict, as in papers that score failures as wrong.
-            out.is_null() & corr.is_null() & (status == "ok"),
+            _OUT.is_null() & _CORR.is_null() & (_STATUS == "ok"),
             pl.lit("no outcome and no correct (nothing to check the prediction against)"),
         ),
         (
             "correct disagrees",
-            (eff_status == "ok") & corr.is_not_null() & equal.is_not_null() & (corr != equal),
+            (eff_status == "ok") & _CORR.is_not_null() & equal.is_not_null() & (_CORR != equal),
             pl.format(
                 "correct disagrees with prediction == outcome "
                 "(correct={}, prediction='{}', outcome='{}')",
-                corr.cast(pl.Utf8),
-                pred,
-                out,
+                _CORR.cast(pl.Utf8),
+                _PRED,
+                _OUT,
             ),
         ),
     ]
+    return rules
+
+
+def _value_rules(c: _Columns) -> list[tuple[str, pl.Expr, pl.Expr]]:
+    """The rules on the optional columns' values (status, confidence, sample, correct)."""
+    rules: list[tuple[str, pl.Expr, pl.Expr]] = []
+    if "status" not in c.absent:
+        rules.append(
+            (
+                "invalid status",
+                ~_STATUS.is_in(list(STATUSES)),
+                pl.format(
+                    "invalid status '{}' (allowed: {})",
+                    c.shown("status"),
+                    pl.lit(", ".join(STATUSES)),
+                ),
+            )
+        )
+    if "confidence" not in c.absent:
+        rules.append(
+            (
+                "invalid confidence",
+                (c.given("confidence") & _CONF.is_null())
+                | (
+                    _CONF.is_not_null()
+                    & (_CONF.is_nan() | _CONF.is_infinite() | (_CONF < 0) | (_CONF > 1))
+                ),
+                pl.format(
+                    "invalid confidence '{}' (must be a finite number in [0, 1])",
+                    c.shown("confidence"),
+                ),
+            )
+        )
+    if "sample" not in c.absent:
+        rules.append(
+            (
+                "invalid sample",
+                (c.given("sample") & _SMP.is_null()) | (_SMP < 0),
+                pl.format("invalid sample '{}' (must be a non-negative integer)", c.shown("sample")),
+            )
+        )
+    if "correct" not in c.absent:
+        rules.append(
+            (
+                "invalid correct",
+                c.given("correct") & _CORR.is_null(),
+                pl.format("invalid correct '{}' (must be true/false/1/0/yes/no)", c.shown("correct")),
+            )
+        )
+    return rules
+
+
+def _outputs(c: _Columns, eff_status: pl.Expr) -> list[pl.Expr]:
+    """The record columns of a valid row."""
+    equal = _PRED == _OUT
     outputs = [
-        tc("model").alias("model"),
-        tc("task").alias("task"),
-        tc("item_id").alias("item_id"),
-        pred.alias("prediction"),
-        out.alias("outcome"),
+        c.tc("model").alias("model"),
+        c.tc("task").alias("task"),
+        c.tc("item_id").alias("item_id"),
+        _PRED.alias("prediction"),
+        _OUT.alias("outcome"),
         pl.when(eff_status != "ok")
         .then(None)
-        .when(corr.is_not_null())
-        .then(corr)
+        .when(_CORR.is_not_null())
+        .then(_CORR)
         .otherwise(equal)
         .alias("correct"),
-        pl.coalesce(tc("predictor"), tc("model")).alias("predictor"),
-        conf.alias("confidence"),
-        tc("cluster").alias("cluster"),
+        pl.coalesce(c.tc("predictor"), c.tc("model")).alias("predictor"),
+        _CONF.alias("confidence"),
+        c.tc("cluster").alias("cluster"),
         eff_status.alias("status"),
-        tc("run_id").alias("run_id"),
-        smp.fill_null(0).alias("sample"),
+        c.tc("run_id").alias("run_id"),
+        _SMP.fill_null(0).alias("sample"),
         pl.col(_LINE).alias("source_line"),
     ]
-    return rules, outputs, [texts, derived], reason_texts
+    return outputs

@@ -9,6 +9,8 @@ from typing import Any
 
 from scipy.stats import norm
 
+from analysis import hypotheses
+from analysis.fit import cached_json, package_versions, source_sha256
 from analysis.paths import DEFAULT_SEED
 from analysis.power.approximate_fit import _plugin_sd
 from analysis.power.design import TARGET_POWER, Design, Progress
@@ -68,8 +70,6 @@ def mde_from_fit(
     seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", DEFAULT_SEED))
     design = design_from_results(results)
     if cache_dir is not None:
-        from analysis import hypotheses
-        from analysis.fit import cached_json, package_versions, source_sha256
 
         key = {
             "design": repr(design),  # all that is read from results (plain values: exact)

@@ -13,6 +13,7 @@ from scipy.stats import norm
 
 from analysis.hypotheses import DecisionRule, decide
 from analysis.power.design import GRID, N_DRAWS, Design
+from models.scale import DEFAULT_PRIORS
 
 # --------------------------------------------------------------------------- cell layout
 
@@ -25,8 +26,6 @@ def _halfnormal_grid(sigma: float, points: int) -> np.ndarray:
 
 def _prior_sigmas() -> dict[str, float]:
     """Scales of the scale model's priors (so the approximation uses the same priors)."""
-    from models.scale import DEFAULT_PRIORS
-
     out = {}
     for name in ("alpha", "slope_task", "sigma_family", "sigma_model", "sigma_cell"):
         dist, kw = DEFAULT_PRIORS[name]

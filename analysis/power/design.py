@@ -10,6 +10,7 @@ import numpy as np
 from scipy.stats import norm
 
 from analysis.hypotheses import DecisionRule
+from analysis.simulate import DEFAULT_FAMILIES, DEFAULT_TASKS
 
 #: True slopes of the default sweep (logits per 10x parameters).
 DEFAULT_SLOPES: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
@@ -183,8 +184,6 @@ def default_design() -> Design:
     sigma_family 0.11, sigma_model 0.11, sigma_cell 0.20; the task-slope spread is set to
     0.1, the spread of the true task slopes of that data set (``data_raw/truth.json``).
     """
-    from analysis.simulate import DEFAULT_FAMILIES, DEFAULT_TASKS
-
     models = tuple(
         (f"{fam}-{suffix}", fam, _x_of_size(params))
         for fam, members in DEFAULT_FAMILIES.items()

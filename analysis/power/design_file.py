@@ -11,7 +11,8 @@ from typing import Any, Final
 from analysis.contract import InputError
 from analysis.hypotheses import DecisionRule
 from analysis.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
-from analysis.toml_errors import key_line
+from analysis.registry import format_input_error
+from analysis.toml_errors import did_you_mean, key_line
 
 # --------------------------------------------------------------------------- design files
 
@@ -65,8 +66,6 @@ class _DesignReader:
         self.text = text
 
     def fail(self, key: str, what: str, todo: str, section: str | None = None) -> InputError:
-        from analysis.registry import format_input_error
-
         leaf = key.rsplit(".", 1)[-1]
         line = key_line(self.text, leaf, table=section)
         where = f"key '{key}'"
@@ -76,8 +75,6 @@ class _DesignReader:
     def check_keys(
         self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None
     ) -> None:
-        from analysis.toml_errors import did_you_mean
-
         for key in table:
             if key not in allowed:
                 full = f"{section}.{key}" if section else key

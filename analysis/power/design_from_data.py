@@ -10,10 +10,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from analysis.cells import build_cells
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.hypotheses import DecisionRule
+from analysis.ingest import ingest
 from analysis.power.design import Design, Task, default_design
 from analysis.power.design_file import _RULE_KEYS
+from analysis.registry import load_registry
 
 # --------------------------------------------------------------------------- templates
 
@@ -69,10 +72,6 @@ def design_from_template(
     -------
     Design
     """
-    from analysis.cells import build_cells
-    from analysis.ingest import ingest
-    from analysis.registry import load_registry
-
     res = ingest(list(records), registry=registry)
     reg = load_registry(registry)
     cells = build_cells(res.records, reg, scale=scale)

@@ -8,8 +8,10 @@ from typing import Any
 
 import numpy as np
 
+from analysis import atomic
 from analysis.power.design import OUTCOMES, TARGET_POWER, Design
 from analysis.power.design_file import design_to_toml
+from analysis.results import rounded
 
 # --------------------------------------------------------------------------- output
 
@@ -105,7 +107,6 @@ def plot_power(power: Mapping[str, Any], path: Path | str) -> Path:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from analysis import atomic
 
     mvi = power.get("models_vs_items")
     ncol = 2 if mvi else 1
@@ -210,9 +211,6 @@ def write_power(
     ``power.json`` is a deterministic function of the design, slopes, sims and seed (no
     timings), so a rerun with the same seed is byte-identical.
     """
-    from analysis import atomic
-    from analysis.results import rounded
-
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     paths = {"json": out / "power.json", "plot": out / "power.png"}

@@ -24,6 +24,7 @@ from analysis.importers.mapping.spec import (
     META_PREFIX,
     FieldSpec,
     Format,
+    JoinSpec,
     LogSample,
     MappedImport,
     Mapping,
@@ -172,25 +173,48 @@ def apply_mapping(
         When a mapped path resolves in none of a log's samples, or no record has a required
         field (model, task, item_id).
     """
+    name = log_name or (lambda s: s[0].source_file if s else "<empty log>")
+    run = _Applier(mapping)
+    if samples:
+        run.single_logs(samples, name)
+    for spec, (obj_samples, hyp_samples) in zip(mapping.joins, joined, strict=True):
+        run.join(spec, obj_samples, hyp_samples, name)
+    run.reader.check()
+    frame, duplicates = _checked_frame(mapping, run.records)
     notes: list[str] = []
     counts: dict[str, Any] = {}
-    reader = _Reader(mapping)
-    name = log_name or (lambda s: s[0].source_file if s else "<empty log>")
-    records: list[dict[str, Any]] = []
-    skipped_where = 0
-    value_stats: dict[str, int] = {}
+    _summarise(run, frame, duplicates, notes, counts)
+    return MappedImport(records=frame, notes=notes, counts=counts, registry=_registry(frame))
 
-    def read_fields(sample: LogSample, names: Iterable[str], log: str) -> tuple[dict, bool]:
+
+@dataclass
+class _Applier:
+    """The records of one :func:`apply_mapping` call and what reading them met."""
+
+    mapping: Mapping
+    reader: _Reader = field(init=False)
+    records: list[dict[str, Any]] = field(default_factory=list)
+    skipped_where: int = 0
+    value_stats: dict[str, int] = field(default_factory=dict)
+    join_counts: dict[str, int] = field(
+        default_factory=lambda: {"object_only": 0, "hypothetical_only": 0, "duplicate_keys": 0}
+    )
+
+    def __post_init__(self) -> None:
+        self.reader = _Reader(self.mapping)
+
+    def read_fields(self, sample: LogSample, names: Iterable[str], log: str) -> tuple[dict, bool]:
         values: dict[str, Any] = {}
         readable = True
         for fname in names:
-            value, ok = reader.get(fname, mapping.fields[fname], sample, log)
+            value, ok = self.reader.get(fname, self.mapping.fields[fname], sample, log)
             values[fname] = value
             if not ok and fname in ("prediction", "outcome", "correct", "confidence"):
                 readable = False
         return values, readable
 
-    def finish(values: dict[str, Any], sample: LogSample, readable: bool) -> dict[str, Any]:
+    def finish(self, values: dict[str, Any], sample: LogSample, readable: bool) -> dict[str, Any]:
+        mapping = self.mapping
         for key, value in mapping.constants.items():
             values.setdefault(key, value)
         # status: mapped > the reader's (e.g. an errored sample) > unreadable > ok
@@ -204,9 +228,13 @@ def apply_mapping(
             status = "unparsed"
         else:
             status = "ok"
-        return _record(values, sample, status, value_stats)
+        return _record(values, sample, status, self.value_stats)
 
-    if samples:
+    def single_logs(
+        self, samples: Sequence[LogSample], name: Callable[[Sequence[LogSample]], str]
+    ) -> None:
+        """Records of samples of single logs (no join), log by log."""
+        mapping = self.mapping
         by_log: dict[str, list[LogSample]] = {}
         for s in samples:
             by_log.setdefault(s.source_file, []).append(s)
@@ -214,68 +242,80 @@ def apply_mapping(
             log = name(group)
             for s in group:
                 if mapping.where and not _matches(s, mapping.where):
-                    skipped_where += 1
+                    self.skipped_where += 1
                     continue
-                values, readable = read_fields(s, mapping.fields, log)
+                values, readable = self.read_fields(s, mapping.fields, log)
                 if "model" not in mapping.fields and "model" not in mapping.constants:
                     values["model"] = s.meta.get("model")
-                records.append(finish(values, s, readable))
+                self.records.append(self.finish(values, s, readable))
 
     def index(
-        group: Sequence[LogSample], paths: tuple[str, ...], log: str
+        self, group: Sequence[LogSample], paths: tuple[str, ...], log: str
     ) -> dict[tuple[str, ...], LogSample]:
+        """Samples of a log by their join key (first of a repeated key kept)."""
         out: dict[tuple[str, ...], LogSample] = {}
         for s in group:
-            if mapping.where and not _matches(s, mapping.where):
+            if self.mapping.where and not _matches(s, self.mapping.where):
                 continue
             parts: list[str] = []
             for p in paths:
-                value, _ = reader.get(f"[join] key {p!r}", FieldSpec(p), s, log)
+                value, _ = self.reader.get(f"[join] key {p!r}", FieldSpec(p), s, log)
                 if value is None:
                     break
                 parts.append(_text(value))
             else:
                 key = tuple(parts)
                 if key in out:
-                    join_counts["duplicate_keys"] += 1
+                    self.join_counts["duplicate_keys"] += 1
                 else:
                     out[key] = s
         return out
 
-    join_counts = {"object_only": 0, "hypothetical_only": 0, "duplicate_keys": 0}
-    for spec, (obj_samples, hyp_samples) in zip(mapping.joins, joined, strict=True):
+    def join(
+        self,
+        spec: JoinSpec,
+        obj_samples: Sequence[LogSample],
+        hyp_samples: Sequence[LogSample],
+        name: Callable[[Sequence[LogSample]], str],
+    ) -> None:
+        """Records of one joined pair of logs (object-level and hypothetical samples)."""
+        mapping = self.mapping
         obj_log, hyp_log = name(obj_samples), name(hyp_samples)
         obj_fields = [f for f in mapping.fields if _side(f, mapping.fields[f]) == "object"]
         hyp_fields = [f for f in mapping.fields if _side(f, mapping.fields[f]) == "hypothetical"]
 
-        hyp_index = index(hyp_samples, spec.hypothetical_key, hyp_log)
-        obj_index = index(obj_samples, spec.object_key, obj_log)
+        hyp_index = self.index(hyp_samples, spec.hypothetical_key, hyp_log)
+        obj_index = self.index(obj_samples, spec.object_key, obj_log)
         for key, obj in obj_index.items():
-            values, readable = read_fields(obj, obj_fields, obj_log)
+            values, readable = self.read_fields(obj, obj_fields, obj_log)
             values.setdefault("item_id", "::".join(key))
             if "model" not in mapping.fields and "model" not in mapping.constants:
                 values["model"] = obj.meta.get("model")
             hyp = hyp_index.get(key)
             if hyp is None:
-                join_counts["object_only"] += 1
+                self.join_counts["object_only"] += 1
                 values.pop("prediction", None)
                 if "predictor" not in mapping.constants and "predictor" not in mapping.fields:
                     values["predictor"] = hyp_samples[0].meta.get("model") if hyp_samples else None
-                rec = finish(values, obj, readable)
+                rec = self.finish(values, obj, readable)
                 rec["status"] = "error"
                 rec["prediction"] = None
                 rec["correct"] = None
-                records.append(rec)
+                self.records.append(rec)
                 continue
-            hvalues, hreadable = read_fields(hyp, hyp_fields, hyp_log)
+            hvalues, hreadable = self.read_fields(hyp, hyp_fields, hyp_log)
             values.update(hvalues)
             if "predictor" not in mapping.fields and "predictor" not in mapping.constants:
                 values["predictor"] = hyp.meta.get("model")
-            records.append(finish(values, obj, readable and hreadable))
-        join_counts["hypothetical_only"] += sum(1 for k in hyp_index if k not in obj_index)
+            self.records.append(self.finish(values, obj, readable and hreadable))
+        self.join_counts["hypothetical_only"] += sum(1 for k in hyp_index if k not in obj_index)
 
-    reader.check()
 
+def _checked_frame(mapping: Mapping, records: list[dict[str, Any]]) -> tuple[pl.DataFrame, int]:
+    """The records as a frame, exact repeats counted once, and how many repeats were dropped.
+
+    Raises InputError when a required field is missing or a status is not in the contract.
+    """
     frame = (
         pl.DataFrame(records, schema=RECORD_SCHEMA, orient="row")
         if records
@@ -300,7 +340,15 @@ def apply_mapping(
     answer = ["prediction", "outcome", "correct", "confidence", "status"]
     frame = frame.unique(subset=[*KEY, *answer], keep="first", maintain_order=True)
     duplicates = before - frame.height
+    return frame, duplicates
 
+
+def _summarise(
+    run: _Applier, frame: pl.DataFrame, duplicates: int, notes: list[str], counts: dict[str, Any]
+) -> None:
+    """Counts and notes of one :func:`apply_mapping` call."""
+    mapping, reader, value_stats = run.mapping, run.reader, run.value_stats
+    join_counts, skipped_where = run.join_counts, run.skipped_where
     counts.update(
         records=frame.height,
         skipped_by_where=skipped_where,
@@ -337,15 +385,18 @@ def apply_mapping(
             f"{n} value(s) of {fname} could not be read (not in its map, or not of its type); "
             "null, status 'unparsed'."
         )
+
+
+def _registry(frame: pl.DataFrame) -> pl.DataFrame:
+    """A registry with every model and predictor of ``frame`` and no covariates."""
     models = sorted(set(frame["model"].to_list()) | set(frame["predictor"].to_list()))
-    registry = pl.DataFrame({"model": models}, schema={"model": pl.Utf8()}).with_columns(
+    return pl.DataFrame({"model": models}, schema={"model": pl.Utf8()}).with_columns(
         [
             pl.lit(None, dtype=dtype).alias(col)
             for col, dtype in REGISTRY_SCHEMA.items()
             if col != "model"
         ]
     )
-    return MappedImport(records=frame, notes=notes, counts=counts, registry=registry)
 
 
 def _side(name: str, spec: FieldSpec) -> Side:

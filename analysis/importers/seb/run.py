@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,30 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
     ...     result.records.group_by("task").len().sort("task")
     """
     root = Path(src)
+    exp1, results2, xstest = _check_layout(root)
+    notes: list[str] = []
+    counts: dict[str, Any] = {}
+    namer = _model_namer(root, models, notes)
+
+    def rel(path: Path) -> str:
+        return path.relative_to(root).as_posix()
+
+    records: list[dict[str, Any]] = []
+    stats = _import_exp1(exp1, namer, rel, records, notes, counts)
+    _exp1_summary(stats, notes, counts)
+    prompts = _read_xstest(xstest)
+    counts["refusal_prompts"] = len(prompts)
+    chosen = _choose_exp2_runs(results2, namer, rel, notes, counts)
+    _import_exp2(chosen, prompts, rel, records, notes, counts)
+    return _assemble(records, namer, root, notes, counts)
+
+
+# --------------------------------------------------------------------------------------------
+# steps of import_seb
+
+
+def _check_layout(root: Path) -> tuple[Path, Path, Path]:
+    """``(experiment 1 folder, experiment 2 results folder, XSTest file)`` of a clone."""
     if not root.is_dir():
         raise InputError(
             f"{root}: no such folder; point the importer at a clone of "
@@ -86,10 +111,11 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
             f"{xstest}: file missing; it lists the 450 XSTest prompts. Restore it from the "
             "repository."
         )
+    return exp1, results2, xstest
 
-    notes: list[str] = []
-    counts: dict[str, Any] = {}
 
+def _model_namer(root: Path, models: Path | str | None, notes: list[str]) -> _Namer:
+    """The model-name mapper from ``models`` (default ``ROOT/models.csv``; absent: noted)."""
     models_path = Path(models) if models is not None else root / "models.csv"
     if models_path.is_file():
         model_table = _read_models(models_path)
@@ -102,14 +128,18 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
             "experiments spell them differently) and the registry has no covariates; pass "
             "models=PATH to map them."
         )
-    namer = _Namer(model_table)
+    return _Namer(model_table)
 
-    def rel(path: Path) -> str:
-        return path.relative_to(root).as_posix()
 
-    records: list[dict[str, Any]] = []
-
-    # ---- experiment 1 ----------------------------------------------------------------------
+def _import_exp1(
+    exp1: Path,
+    namer: _Namer,
+    rel: Callable[[Path], str],
+    records: list[dict[str, Any]],
+    notes: list[str],
+    counts: dict[str, Any],
+) -> _Exp1Stats:
+    """Append experiment 1's records (newest run first, older runs only for new models)."""
     taboo = _read_taboo(exp1 / TABOO_FILE)
     if taboo is None:
         notes.append(
@@ -158,6 +188,11 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
                     f"word_association: {len(added)} model(s) appear only in the older run "
                     f"'{run}' and were imported with run_id='{run}': {', '.join(sorted(added))}."
                 )
+    return stats
+
+
+def _exp1_summary(stats: _Exp1Stats, notes: list[str], counts: dict[str, Any]) -> None:
+    """Counts and notes of what experiment 1's reader met."""
     counts.update(
         word_association_rows=stats.rows,
         word_association_records=stats.records,
@@ -211,9 +246,15 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
             "row (case-insensitively); the first was kept."
         )
 
-    # ---- experiment 2 ----------------------------------------------------------------------
-    prompts = _read_xstest(xstest)
-    counts["refusal_prompts"] = len(prompts)
+
+def _choose_exp2_runs(
+    results2: Path,
+    namer: _Namer,
+    rel: Callable[[Path], str],
+    notes: list[str],
+    counts: dict[str, Any],
+) -> dict[str, tuple[Path, _Block]]:
+    """Model -> (file, run block) used for experiment 2: the largest run of each model."""
     chosen: dict[str, tuple[Path, _Block]] = {}
     empty_files: list[str] = []
     for path in sorted(results2.glob("*.csv")):
@@ -255,7 +296,18 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
             f"refusal: {len(empty_files)} empty file(s) skipped: {', '.join(empty_files)}."
         )
     counts["refusal_empty_files"] = len(empty_files)
+    return chosen
 
+
+def _import_exp2(
+    chosen: dict[str, tuple[Path, _Block]],
+    prompts: dict[str, str | None],
+    rel: Callable[[Path], str],
+    records: list[dict[str, Any]],
+    notes: list[str],
+    counts: dict[str, Any],
+) -> None:
+    """Append experiment 2's records: one per model and XSTest prompt (absent ones 'error')."""
     unparsed_pred = unparsed_ver = missing = unknown_ids = duplicate_ids = 0
     missing_by_model: dict[str, int] = {}
     for model in sorted(chosen):
@@ -313,6 +365,15 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
         refusal_unknown_ids=unknown_ids,
         refusal_duplicate_ids=duplicate_ids,
     )
+    _exp2_notes(counts, notes)
+
+
+def _exp2_notes(counts: dict[str, Any], notes: list[str]) -> None:
+    """Notes of what experiment 2's reader met (from its counts)."""
+    unparsed_pred = counts["refusal_unparsed_provision"]
+    unparsed_ver = counts["refusal_unparsed_verification"]
+    missing = counts["refusal_missing_prompts"]
+    unknown_ids, duplicate_ids = counts["refusal_unknown_ids"], counts["refusal_duplicate_ids"]
     notes.append(
         f"refusal: {unparsed_pred} unreadable provision letter(s) and {unparsed_ver} unreadable "
         "verification letter(s) (anything but A/B, e.g. '\"B\"') became status 'unparsed' "
@@ -330,7 +391,15 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
             f"null) and {duplicate_ids} repeated id(s) within a run (first kept)."
         )
 
-    # ---- unknown spellings, registry ----------------------------------------------------------
+
+def _assemble(
+    records: list[dict[str, Any]],
+    namer: _Namer,
+    root: Path,
+    notes: list[str],
+    counts: dict[str, Any],
+) -> SebImport:
+    """The records frame, the registry and the final counts."""
     if namer.unknown and namer.models.by_spelling:
         listed = "; ".join(f"{s!r} ({', '.join(w)})" for s, w in sorted(namer.unknown.items()))
         notes.append(
