@@ -251,7 +251,10 @@ def checks_finding(R: Results) -> str:
                     None: "the scale-variable refits could not be compared"}[held])
     if rob:
         covered = P.get("model", "scale") if P else "scale"
-        return diag + " Robustness (" + covered + " model only; the signal-detection slopes were not refitted): " + "; ".join(rob) + "."
+        others = sorted((sens.get("effects") or {}).keys())
+        scope = (f"{covered} model; prior refits of the {_list(others)} effects are listed below"
+                 if others else f"{covered} model only; the other models' slopes were not refitted")
+        return diag + " Robustness (" + scope + "): " + "; ".join(rob) + "."
     return diag + " Robustness refits were not run."
 
 

@@ -162,7 +162,9 @@ def test_robustness_changes_and_direction_comparison_are_said() -> None:
     t = _text(R, "checks")
     assert "changes with the prior width (priors x2)" in t
     assert "the direction changes with capability" in t
-    assert "signal-detection slopes were not refitted" in t
+    assert "the other models' slopes were not refitted" in t  # no companion refits in R
+    R["sensitivity"]["effects"] = {"sdt": {"holds": {"sensitivity": True}}}
+    assert "prior refits of the sdt effects are listed below" in _text(R, "checks")
 
 
 def test_absent_sections_give_no_finding_not_a_placeholder() -> None:
