@@ -191,3 +191,9 @@ def empty_records() -> pl.DataFrame:
 def empty_quarantine() -> pl.DataFrame:
     """Return an empty quarantine table."""
     return pl.DataFrame(schema=QUARANTINE_SCHEMA)
+
+#: Why derived checkpoints are left out of the scale and SDT models.
+SCALE_EXCLUSION_REASON = (
+    "derived checkpoint (registry base_model): it has its base's size, so it would be an extra "
+    "point at one size on the scale axis; its effect is estimated in training_effect"
+)

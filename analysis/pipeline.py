@@ -324,7 +324,9 @@ def stage_frequentist(state: RunState, say: Progress) -> None:
     assert state.cells is not None and state.effect_section is not None
     say("frequentist cross-checks (GLM, wild cluster bootstrap, two-stage, permutation)")
     try:
-        state.frequentist_section = run_frequentist(state.cells, seed=state.config.seed)
+        state.frequentist_section = run_frequentist(
+            state.cells, seed=state.config.seed, derived=derived_models(state.registry)
+        )
     except NUMERICAL_ERRORS as exc:  # each method is guarded; this catches the rest
         state.frequentist_section = not_estimable("the frequentist cross-checks", exc)
         say(f"not estimable: {state.frequentist_section['reason']}")

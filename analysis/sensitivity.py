@@ -36,8 +36,13 @@ import polars as pl
 
 import models as model_registry
 from analysis import _arviz
-from analysis.cells import build_cells
-from analysis.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS, SCALE_COLUMNS
+from analysis.cells import build_cells, derived_models
+from analysis.contract import (
+    NEGATIVE_DECISIONS,
+    POSITIVE_DECISIONS,
+    SCALE_COLUMNS,
+    SCALE_EXCLUSION_REASON,
+)
 from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
@@ -246,8 +251,9 @@ def scale_variable_sensitivity(
     -------
     dict
         ``main_scale``, ``variants`` (one per variable: ``label``, ``variable``,
-        ``registry_column``, ``units``, ``n_models``, ``models_without_variable``, the
-        summary fields of :func:`summarise_fit` or a ``not_estimable`` record, and
+        ``registry_column``, ``units``, ``n_models``, ``models_without_variable`` (derived
+        checkpoints are listed apart, with the reason, in ``excluded_derived_checkpoints``),
+        the summary fields of :func:`summarise_fit` or a ``not_estimable`` record, and
         ``matches_main``; the main variable's entry has ``matches_main = True``),
         ``verdict_holds``, ``per_task_verdicts_hold`` and ``changed``.
     """
@@ -258,12 +264,16 @@ def scale_variable_sensitivity(
     for var in order:
         cells = build_cells(records, registry, scale=var)
         usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
-        without = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()))
+        derived = set(derived_models(registry)) & set(cells["model"].to_list())
+        without = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()) - derived)
         n_models = usable["model"].n_unique()
         var_rule, rope_meaning = rope_for(rule, var, x_by_model(usable))
         head = {"label": var, "variable": var, "registry_column": SCALE_COLUMNS[var],
                 "units": SCALE_UNITS[var], "n_models": n_models, "models_without_variable": without,
                 "rope": var_rule.rope, "rope_meaning": rope_meaning}
+        if derived:
+            head["excluded_derived_checkpoints"] = {"models": sorted(derived),
+                                                    "reason": SCALE_EXCLUSION_REASON}
         reason = None
         if n_models < rule.min_models:
             reason = (f"only {n_models} model(s) have '{SCALE_COLUMNS[var]}'; "

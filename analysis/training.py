@@ -33,18 +33,13 @@ import numpy as np
 import polars as pl
 
 import models as model_registry
-from analysis.contract import InputError
+from analysis.contract import SCALE_EXCLUSION_REASON, InputError
 from analysis.fit import fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
 from analysis.registry import did_you_mean, format_input_error, model_lines
 
 Progress = Callable[[str], None]
 
-#: Why derived checkpoints are left out of the scale and SDT models.
-SCALE_EXCLUSION_REASON = (
-    "derived checkpoint (registry base_model): it has its base's size, so it would be an extra "
-    "point at one size on the scale axis; its effect is estimated in training_effect"
-)
 
 UNITS = (
     "log odds ratio of a correct self-prediction, trained checkpoint vs its base on the same "

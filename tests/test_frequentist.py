@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from analysis.cells import build_cells
+from analysis.cells import build_cells, derived_models
+from analysis.contract import SCALE_EXCLUSION_REASON
 from analysis.frequentist import (
     correlations,
     crosscheck_table,
@@ -51,7 +52,8 @@ def default_cells() -> pl.DataFrame:
 @pytest.fixture(scope="module")
 def default_freq(default_cells: pl.DataFrame) -> dict:
     t0 = time.perf_counter()
-    out = run_frequentist(default_cells, seed=20261130)
+    derived = derived_models(load_registry(ROOT / "data_raw" / "registry.csv"))
+    out = run_frequentist(default_cells, seed=20261130, derived=derived)
     out["_seconds"] = time.perf_counter() - t0
     return out
 
@@ -300,9 +302,25 @@ def test_default_data_runtime_and_json(default_freq: dict, default_cells: pl.Dat
     seconds = default_freq.pop("_seconds")
     assert seconds < 15
     json.dumps(default_freq)
-    assert run_frequentist(default_cells, seed=20261130) == default_freq
-    assert default_freq["n_models"] == 14 and default_freq["n_cells"] == 42
-    assert default_freq["models_without_scale_variable"] == ["ember-mini", "ember-pro", "falcata"]
+    reg = load_registry(ROOT / "data_raw" / "registry.csv")
+    derived = derived_models(reg)
+    assert run_frequentist(default_cells, seed=20261130, derived=derived) == default_freq
+    # expected from the registry: sized models that are not derived checkpoints are in the
+    # slope, one cell per task; unsized ones and derived checkpoints are listed apart
+    sized = reg.filter(pl.col("params_b").is_not_null() & pl.col("base_model").is_null())
+    n_tasks = default_cells["task"].n_unique()
+    assert default_freq["n_models"] == sized.height
+    assert default_freq["n_cells"] == sized.height * n_tasks
+    unsized = sorted(reg.filter(pl.col("params_b").is_null())["model"].to_list())
+    assert unsized and derived
+    assert default_freq["models_without_scale_variable"] == unsized
+    assert default_freq["excluded_derived_checkpoints"] == {
+        "models": derived, "reason": SCALE_EXCLUSION_REASON
+    }
+    # without the registry's list they would still be reported, only under the other reason
+    plain = run_frequentist(default_cells, seed=20261130, reps=99, permutations=99)
+    assert plain["models_without_scale_variable"] == sorted(unsized + derived)
+    assert "excluded_derived_checkpoints" not in plain
     wild = default_freq["wild_bootstrap"]
     assert wild["enumerated"] and wild["reps"] == 2**14
 

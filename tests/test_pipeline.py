@@ -278,9 +278,15 @@ def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_buil
     assert variables == ["params", "active_params", "capability"]
     closed = sorted(m["model"] for m in results["models"] if m["params_b"] is None)
     # derived checkpoints (issue 19) have a size but are kept off the scale axis
-    derived = (results["scale_effect"].get("excluded_derived_checkpoints") or {}).get("models", [])
-    without = sens["scale_variable"]["variants"][0]["models_without_variable"]
-    assert without == sorted(closed + derived)
+    # and are listed apart, with the same reason, wherever the scale axis drops models
+    drv = results["scale_effect"].get("excluded_derived_checkpoints")
+    for v in sens["scale_variable"]["variants"]:
+        assert v.get("excluded_derived_checkpoints") == drv
+    assert sens["scale_variable"]["variants"][0]["models_without_variable"] == closed
+    assert eff["models_without_scale_variable"] == closed
+    freq = results["frequentist"]
+    assert freq["models_without_scale_variable"] == closed
+    assert freq.get("excluded_derived_checkpoints") == drv
     changed = [v["label"] for v in sens["scale_variable"]["variants"] if v["matches_main"] is False]
     assert sens["scale_variable"]["changed"] == changed
     assert sens["scale_variable"]["verdict_holds"] == (not changed)

@@ -107,6 +107,15 @@ def test_missing_design_file(tmp_path: Path) -> None:
 def test_design_from_template_matches_data_raw() -> None:
     d = pw.design_from_template([DATA_RAW / "records.csv"], DATA_RAW / "registry.csv")
     assert len(d.models) == 14 and len(d.families) == 4  # closed models carry no size
+    # derived checkpoints carry a size but stay off the scale axis, named in the source
+    reg = pl.read_csv(DATA_RAW / "registry.csv")
+    unsized = sorted(reg.filter(pl.col("params_b").is_null())["model"].to_list())
+    derived = sorted(reg.filter(pl.col("base_model").is_not_null())["model"].to_list())
+    assert unsized and derived and not {m for m, *_ in d.models} & set(derived)
+    assert d.source.endswith(
+        f"; left off the scale axis: without the scale variable: {', '.join(unsized)};"
+        f" derived checkpoints (registry base_model): {', '.join(derived)}"
+    )
     assert {t.name: t.items for t in d.tasks} == {
         "difficulty": 250,
         "refusal": 250,
@@ -481,13 +490,17 @@ def test_more_models_beat_more_items() -> None:
 
 
 def _fake_results(cells: pl.DataFrame) -> dict:
+    """``results.json`` as the pipeline writes it: ``in_scale_fit`` marks the models whose
+    cells have an ``x`` (``cells``: the usable cells of the scale fit), so unsized models and
+    derived checkpoints (a size, but a registry ``base_model``) are not in it."""
     reg = pl.read_csv(DATA_RAW / "registry.csv")
+    in_fit = set(cells["model"].to_list())
     models = [
         {
             "model": r["model"],
             "family": r["family"],
             "params_b": r["params_b"],
-            "in_scale_fit": r["params_b"] is not None,
+            "in_scale_fit": r["model"] in in_fit,
         }
         for r in reg.iter_rows(named=True)
     ]
@@ -501,8 +514,10 @@ def _fake_results(cells: pl.DataFrame) -> dict:
         "sigma_cell": {"mean": 0.197},
         "sigma_delta": {"mean": 0.197},
     }
+    derived = sorted(reg.filter(pl.col("base_model").is_not_null())["model"].to_list())
     return {
         "models": models,
+        "scale_effect": {"excluded_derived_checkpoints": {"models": derived, "reason": "..."}},
         "by_model_task": bmt,
         "variance_components": vc,
         "settings": {"scale": "params", "seed": 7, "rule": DecisionRule().as_dict()},
@@ -512,7 +527,18 @@ def _fake_results(cells: pl.DataFrame) -> dict:
 def test_mde_from_fit(data_raw_cells: pl.DataFrame) -> None:
     res = _fake_results(data_raw_cells)
     d = pw.design_from_results(res)
-    assert len(d.models) == 14 and d.sigma_cell == 0.197 and d.repeats == 1
+    reg = pl.read_csv(DATA_RAW / "registry.csv")
+    derived = set(reg.filter(pl.col("base_model").is_not_null())["model"].to_list())
+    sized = reg.filter(pl.col("params_b").is_not_null())["model"].to_list()
+    assert derived and derived < set(sized)  # sized, yet off the scale axis
+    assert {m for m, *_ in d.models} == set(sized) - derived
+    assert d.sigma_cell == 0.197 and d.repeats == 1
+    # the models left off are named in the design's source, each with its reason
+    off = d.source.split("left off the scale axis: ")[1]
+    unsized = set(reg["model"].to_list()) - set(sized)
+    assert off.split("; derived checkpoints (registry base_model): ") == [
+        "without the scale variable: " + ", ".join(sorted(unsized)), ", ".join(sorted(derived))
+    ]
     out = pw.mde_from_fit(res, sims=60)
     # normal theory: rope + (z_0.97 + z_0.8) * sd with sd ~ the posterior sd on data_raw (0.068)
     assert out["expected_posterior_sd"] == pytest.approx(0.07, abs=0.015)

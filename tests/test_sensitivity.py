@@ -22,6 +22,8 @@ import pytest
 import xarray as xr
 
 from analysis import _arviz, sensitivity
+from analysis.cells import derived_models
+from analysis.contract import SCALE_EXCLUSION_REASON
 from analysis.fit import Fit, SamplerSettings
 from analysis.ingest import ingest
 from analysis.registry import load_registry
@@ -111,7 +113,16 @@ def test_scale_variable_sensitivity_compares_decisions_and_lists_dropouts(
     assert by["capability"]["decision"] == "not_estimable" and by["capability"]["matches_main"] is None
     assert "capability" in by["capability"]["reason"]
     assert by["params"]["decision"] == "improves" and by["params"]["matches_main"] is True
-    assert set(by["params"]["models_without_variable"]) == {"ember-pro", "ember-mini", "falcata"}
+    # expected from the registry: unsized models lack the variable; derived checkpoints have a
+    # size but are left off the scale axis, listed apart with the reason
+    unsized = registry.filter(pl.col("params_b").is_null())["model"].to_list()
+    derived = derived_models(registry)
+    assert unsized and derived
+    assert set(by["params"]["models_without_variable"]) == set(unsized)
+    for var in by:
+        assert by[var]["excluded_derived_checkpoints"] == {
+            "models": derived, "reason": SCALE_EXCLUSION_REASON
+        }
     assert by["params"]["units"] == "logits per 10x total parameters"
     assert len(stub.calls) == 2  # capability is never fitted
     assert by["active_params"]["decision"] in {"practically_null", "no_credible_effect"}

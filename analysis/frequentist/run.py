@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 import polars as pl
 
+from analysis.contract import SCALE_EXCLUSION_REASON
 from analysis.frequentist.glm import (
     DEFAULT_LEVEL,
     _f,
@@ -52,6 +53,7 @@ def run_frequentist(
     reps: int = 9999,
     permutations: int = 2000,
     exact_max_models: int = 8,
+    derived: Collection[str] = (),
 ) -> dict[str, Any]:
     """All frequentist cross-checks of the scale effect.
 
@@ -67,17 +69,24 @@ def run_frequentist(
         Wild bootstrap weights and replicates (see :func:`wild_bootstrap`).
     permutations, exact_max_models
         Permutation test settings (see :func:`permutation_test`).
+    derived
+        Derived checkpoints (registry ``base_model``; :func:`analysis.cells.derived_models`).
+        Their cells have no ``x`` either, but they are listed apart, with the reason, in
+        ``excluded_derived_checkpoints`` instead of ``models_without_scale_variable``.
 
     Returns
     -------
     dict
         ``estimable``, ``level``, ``seed``, ``n_models``, ``n_cells``,
-        ``models_without_scale_variable``, ``glm_common``, ``glm_task_slopes``,
+        ``models_without_scale_variable``, ``excluded_derived_checkpoints`` (when any
+        derived checkpoint is in the cells), ``glm_common``, ``glm_task_slopes``,
         ``wild_bootstrap``, ``two_stage``, ``correlations``, ``permutation`` and ``holm``
         (Holm-adjusted per-task p-values of the cluster-robust GLM, the wild bootstrap and
         the permutation test).
     """
     use, left_out = usable_cells(cells)
+    skipped = sorted(set(derived) & set(left_out))
+    left_out = [m for m in left_out if m not in set(skipped)]
     base: dict[str, Any] = {
         "level": level,
         "seed": seed,
@@ -86,6 +95,8 @@ def run_frequentist(
         "models_without_scale_variable": left_out,
         "tasks": sorted(use["task"].unique().to_list()),
     }
+    if skipped:
+        base["excluded_derived_checkpoints"] = {"models": skipped, "reason": SCALE_EXCLUSION_REASON}
     reason = _not_estimable(use)
     if reason:
         return {**base, "estimable": False, "reason": reason}

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from analysis.cells import build_cells
+from analysis.cells import build_cells, derived_models
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.hypotheses import DecisionRule
 from analysis.ingest import ingest
@@ -19,6 +19,18 @@ from analysis.power.design_file import _RULE_KEYS
 from analysis.registry import load_registry
 
 # --------------------------------------------------------------------------- templates
+
+
+def _left_off(models: list[str], derived: list[str]) -> str:
+    """``source`` suffix naming the models left off the scale axis, and why."""
+    parts = []
+    drv = sorted(set(models) & set(derived))
+    other = sorted(set(models) - set(drv))
+    if other:
+        parts.append(f"without the scale variable: {', '.join(other)}")
+    if drv:
+        parts.append(f"derived checkpoints (registry base_model): {', '.join(drv)}")
+    return f"; left off the scale axis: {'; '.join(parts)}" if parts else ""
 
 
 def _variance_from_results(results: Mapping[str, Any]) -> dict[str, float]:
@@ -130,7 +142,11 @@ def design_from_template(
         sigma_task_slope=sig.get("sigma_task_slope", d.sigma_task_slope),
         units=_units(scale),
         source=f"template: {', '.join(str(p) for p in records)} + {registry}"
-        + (" + fitted variance components" if sig else " (default variance components)"),
+        + (" + fitted variance components" if sig else " (default variance components)")
+        + _left_off(
+            sorted(set(cells["model"].to_list()) - set(per_model["model"].to_list())),
+            derived_models(reg),
+        ),
     )
 
 
@@ -179,11 +195,14 @@ def design_from_results(results: Mapping[str, Any]) -> Design:
     scale = settings.get("scale", "params")
     col = SCALE_COLUMNS.get(scale, "params_b")
     log = scale in ("params", "active_params")
-    models = []
+    models, off = [], []
     for m in results.get("models", []):
         v = m.get(col)
         if m.get("in_scale_fit") and v is not None:
             models.append((m["model"], m["family"], float(np.log10(v)) if log else float(v)))
+        else:
+            off.append(m["model"])
+    drv = ((results.get("scale_effect") or {}).get("excluded_derived_checkpoints") or {})
     names = {m for m, *_ in models}
     rows = [r for r in results.get("by_model_task", []) if r["model"] in names and r.get("n")]
     tasks = []
@@ -212,5 +231,5 @@ def design_from_results(results: Mapping[str, Any]) -> Design:
         sigma_task_slope=sig.get("sigma_task_slope", 0.1),
         rule=rule,
         units=_units(scale),
-        source="fitted design (results.json)",
+        source="fitted design (results.json)" + _left_off(off, drv.get("models") or []),
     )
