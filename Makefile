@@ -15,7 +15,7 @@ STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick validate calibration-data
+.PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick validate calibration-data pipeline-calibration
 
 help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -79,6 +79,9 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 validate: $(STAMP)  ## statistical validation (hours): calibration study of the decision rule, power fast-fit vs NUTS
 	$(BIN)/python validation/calibration.py
 	$(BIN)/python validation/power_validation.py
+
+pipeline-calibration: $(STAMP)  ## calibration of this analysis at the pipeline's sampler settings (~20-40 CPU-hours; resumes)
+	$(BIN)/python validation/pipeline_calibration.py --sims 200
 
 calibration-data: $(STAMP)  ## rewrite analysis/data/calibration_study.json (what the report shows) from validation/results/
 	$(BIN)/python validation/calibration.py --ship

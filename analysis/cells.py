@@ -30,6 +30,7 @@ model, task, predictor-agnostic (self-predictions only: ``predictor == model``)
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Final
 
 import numpy as np
@@ -148,12 +149,16 @@ def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.Data
     )
 
 
-def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
+def scale_values(
+    cells: pl.DataFrame, scale: str, *, derived: Collection[str] = ()
+) -> pl.DataFrame:
     r"""Add ``scale_raw`` (registry value) and ``x`` (model-level centred predictor).
 
     Sizes enter as :math:`\\log_{10}` billions of parameters, so a slope is "per 10x";
     capability enters on its own scale. ``x`` is centred on the mean over *models* (not
-    cells) that have the variable, and is null where the model lacks it.
+    cells) that have the variable, and is null where the model lacks it. Models in
+    ``derived`` (checkpoints with a registry ``base_model``) get a null ``x`` too: they share
+    their base's size and would be extra points at one size (``analysis/training.py``).
     """
     if scale not in SCALE_COLUMNS:
         raise InputError(f"unknown --scale '{scale}'. Use one of: {', '.join(SCALE_COLUMNS)}.")
@@ -168,6 +173,8 @@ def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
         val = raw.log10()
     else:
         val = raw
+    if derived:
+        val = pl.when(pl.col("model").is_in(list(derived))).then(None).otherwise(val)
     out = cells.with_columns(raw.alias("scale_raw"), val.alias("_v"))
     per_model = (
         out.select("model", "_v").unique().drop_nulls().sort("model")
@@ -183,8 +190,21 @@ def scale_values(cells: pl.DataFrame, scale: str) -> pl.DataFrame:
 def build_cells(
     records: pl.DataFrame, registry: pl.DataFrame | None, *, scale: str = "params"
 ) -> pl.DataFrame:
-    """Records -> cells with registry covariates and the centred scale predictor."""
-    return scale_values(join_registry(to_cells(records), registry), scale)
+    """Records -> cells with registry covariates and the centred scale predictor.
+
+    Derived checkpoints (a registry ``base_model``) have no scale value (see
+    :func:`scale_values`).
+    """
+    return scale_values(
+        join_registry(to_cells(records), registry), scale, derived=derived_models(registry)
+    )
+
+
+def derived_models(registry: pl.DataFrame | None) -> list[str]:
+    """Registry models with a ``base_model`` (derived checkpoints), sorted."""
+    if registry is None or "base_model" not in registry.columns:
+        return []
+    return sorted(registry.filter(pl.col("base_model").is_not_null())["model"].to_list())
 
 
 def to_item_cells(records: pl.DataFrame) -> pl.DataFrame:

@@ -91,6 +91,13 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         help="skip the robustness refits (LOO without the scale term, priors x0.5/x2, other scale variables)",
     )
     p.add_argument(
+        "--holdout",
+        choices=("model", "family"),
+        default=None,
+        help="also compare the models with and without the scale term by leaving each model "
+        "(or family) out and refitting both (two fits per group: slow)",
+    )
+    p.add_argument(
         "--models",
         default=None,
         help="comma-separated models to fit (default: scale,sdt,pooled,within_between, which is "
@@ -253,6 +260,7 @@ def _run_config(args: argparse.Namespace, *, report: bool):
         power=not args.no_power,
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,
+        holdout=getattr(args, "holdout", None),
     )
 
 

@@ -82,6 +82,12 @@ REGISTRY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "open_weights": pl.Boolean(),
     "reasoning": pl.Boolean(),
     "capability": pl.Float64(),
+    # derived checkpoints (issue 19): the checkpoint this model was derived from, the
+    # intervention that derived it (free label), and the tasks that intervention trained on
+    # (";"-separated; every other task in the data is held out)
+    "base_model": pl.Utf8(),
+    "intervention": pl.Utf8(),
+    "trained_tasks": pl.Utf8(),
 }
 
 #: Strings accepted as booleans (compared case-insensitively, whitespace stripped); the

@@ -309,6 +309,7 @@ def fit(
     seconds = time.perf_counter() - t0
     prov["sampling_seconds"] = round(seconds, 2)
     idata.attrs["selfmodel_provenance"] = json.dumps(prov, sort_keys=True)
+    _text_stats_as_str(idata)
     idata.attrs[CONTENT_ATTR] = content_sha256(idata)
     if path is not None:
 
@@ -349,6 +350,20 @@ def content_sha256(idata: _arviz.InferenceData) -> str:
             h.update(f"{group}/{name}/{values.dtype.str}/{values.shape}".encode())
             h.update(values.tobytes())
     return h.hexdigest()
+
+
+def _text_stats_as_str(idata: _arviz.InferenceData) -> None:
+    """Store text sampler statistics (nutpie's divergence messages) as strings, in place.
+
+    As Python objects (``None`` or text) netCDF would write them as numbers (``None`` -> NaN),
+    so a saved fit would not read back as it was sampled.
+    """
+    if "sample_stats" not in idata.children:
+        return
+    ds = idata["sample_stats"].to_dataset()
+    text = [str(v) for v in ds.data_vars if ds[v].dtype.kind == "O"]
+    if text:
+        idata["sample_stats"] = ds.assign({v: ds[v].astype(str) for v in text})
 
 
 def note(message: str) -> None:

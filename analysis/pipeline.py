@@ -10,6 +10,7 @@ stage to the module that owns it and the ``results.json`` keys it computes.
 from __future__ import annotations
 
 import json
+import math
 import platform
 import sys
 import time
@@ -23,19 +24,32 @@ import polars as pl
 
 import models as model_registry
 from analysis import atomic, describe
-from analysis.cells import build_cells
+from analysis.cells import build_cells, derived_models
 from analysis.confounds import scale_axis_confounds, without_family
 from analysis.contract import InputError
 from analysis.decisions import scale_effect
+from analysis.effect_sensitivity import effect_prior_sensitivity
+from analysis.elpd_words import elpd_sentence
+from analysis.fit import fit
 from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
+from analysis.holdout import leave_group_out
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.ingest.discover import FORMATS, walk_folder
+from analysis.missingness import missingness
+from analysis.mixed_check import (
+    draws_from_fit,
+    holdout_group_check,
+    mixed_check_of_fit,
+    most_extreme_family,
+)
 from analysis.model_stage import fit_info, fit_models, fit_verdict
+from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.power import mde_from_fit
 from analysis.registry import load_registry
 from analysis.report import render_report
+from analysis.rescoring import self_vs_other_rescored
 from analysis.results import build_results, data_section, rounded, write_results
 from analysis.robustness import (
     calibration_study,
@@ -43,6 +57,7 @@ from analysis.robustness import (
     hypotheses_section,
     robustness_refits,
 )
+from analysis.sdt_crosscheck import sdt_crosscheck
 from analysis.skill import calibration, skill_table
 from analysis.state import Inputs, RunConfig, RunState
 from analysis.summaries import (
@@ -53,6 +68,7 @@ from analysis.summaries import (
     variance_components,
 )
 from analysis.tables import Tables, models_per_task
+from analysis.training import SCALE_EXCLUSION_REASON, training_effect, validate_design
 
 __all__ = ["DEFAULT_DATA", "REPORT_QMD", "Inputs", "RunConfig", "RunState", "load_results",
            "resolve_inputs", "run"]
@@ -120,6 +136,7 @@ def _models_table(
             pl.col("n_total").sum(),
             pl.col("family").first(),
             pl.col("scale_raw").first(),
+            pl.col("x").first(),
             pl.col("params_b").first(),
             pl.col("active_params_b").first(),
             pl.col("capability").first(),
@@ -136,7 +153,8 @@ def _models_table(
             "capability": r["capability"],
             "records": int(r["n_total"]),
             "in_registry": r["model"] in reg_models,
-            "in_scale_fit": r["scale_raw"] is not None,
+            # derived checkpoints have a size but no x: not in the slope (analysis/training.py)
+            "in_scale_fit": r["x"] is not None,
         }
         for r in per_model.iter_rows(named=True)
     ]
@@ -176,6 +194,8 @@ def stage_cells(state: RunState, say: Progress) -> None:
     atomic.write_parquet(cfg.out / "cells.parquet", cells)
     state.cells = cells
     state.tasks = sorted(cells["task"].unique().to_list())
+    # a trained_tasks entry the records do not have stops the run here, before any sampling
+    validate_design(state.registry, state.inputs.registry, state.tasks)
     state.models_section = _models_table(cells, state.registry, cfg.scale)
     state.tasks_section = describe.by_task(cells)
     state.by_model_task_section = describe.by_model_task(cells)
@@ -197,7 +217,10 @@ def stage_verdict(state: RunState, say: Progress) -> None:
     state.tables = Tables(v.usable, state.ingest.records, state.registry, cfg.scale)
     module = model_registry.verdict()
     (effect,) = module.SPEC.decides
-    excluded = sorted(set(state.cells["model"].to_list()) - set(v.usable["model"].to_list()))
+    derived = set(derived_models(state.registry))
+    excluded = sorted(
+        set(state.cells["model"].to_list()) - set(v.usable["model"].to_list()) - derived
+    )
     state.effect_section = scale_effect(
         v.fit,
         scale=cfg.scale,
@@ -212,6 +235,11 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         per_task_var=effect.per_task,
         fit_data=v.usable,
     )
+    if derived:
+        state.effect_section["excluded_derived_checkpoints"] = {
+            "models": sorted(derived & set(state.cells["model"].to_list())),
+            "reason": SCALE_EXCLUSION_REASON,
+        }
     state.confounds_section = scale_axis_confounds(v.usable, cfg.scale) if v.fit else None
     state.diagnostics_section = diagnostics_section(v.fit)
     if v.fit is not None:
@@ -219,6 +247,7 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         state.curves_section = population_curves(v.fit, v.usable, hdi_prob=cfg.rule.hdi_prob)
         state.points_section = accuracy_points(v.fit, v.usable)
         state.variance_section = variance_components(v.fit)
+        state.mixed_predictive_section = mixed_check_of_fit(v.fit, v.usable, seed=cfg.seed)
 
 
 def stage_models(state: RunState, say: Progress) -> None:
@@ -241,6 +270,17 @@ def stage_models(state: RunState, say: Progress) -> None:
         )
         state.zoo_section = state.model_fits.summary
     state.headline_sections = _headlines(state)
+
+
+def stage_training(state: RunState, say: Progress) -> None:
+    """Stage 4b (``training_effect``): derived checkpoints against their bases (issue 19)."""
+    assert state.ingest is not None
+    cfg = state.config
+    truth = json.loads(state.inputs.truth.read_text()) if state.inputs.truth else None
+    state.training_section = training_effect(
+        state.ingest.records, state.registry, state.tasks, rule=cfg.rule, seed=cfg.seed,
+        settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say, truth=truth,
+    )
 
 
 def _headlines(state: RunState) -> dict[str, Any]:
@@ -289,13 +329,32 @@ def stage_frequentist(state: RunState, say: Progress) -> None:
         state.frequentist_section = not_estimable("the frequentist cross-checks", exc)
         say(f"not estimable: {state.frequentist_section['reason']}")
     state.crosscheck_section = crosscheck_table(state.frequentist_section, state.effect_section)
+    state.sdt_crosscheck_section = sdt_crosscheck(
+        state.cells, state.headline_sections.get("sdt_effect"), seed=state.config.seed
+    )
 
 
 def stage_skill(state: RunState, say: Progress) -> None:
-    """Stage 6 (``skill``, ``calibration``): skill beyond base rates, stated confidence."""
-    assert state.ingest is not None
+    """Stage 6 (``skill``, ``calibration``, ``self_vs_other_rescored``, ``missingness``).
+
+    Skill beyond base rates, stated confidence, self versus other by rescoring shared items,
+    and how missing / unreadable predictions depend on scale (all from the records, no fits).
+    """
+    assert state.ingest is not None and state.cells is not None
     state.skill_section = skill_table(state.ingest.records)
     state.calibration_section = calibration(state.ingest.records)
+    say("self versus other: rescoring each model's predictions against the others' outcomes")
+    sizes = _log10_sizes(state.cells)
+    state.self_vs_other_section = self_vs_other_rescored(
+        state.ingest.records, sizes, seed=state.config.seed
+    )
+    state.missingness_section = missingness(state.ingest.records, state.cells)
+
+
+def _log10_sizes(cells: pl.DataFrame) -> dict[str, float]:
+    """log10 billions of total parameters per model that has a size (closed models lack one)."""
+    per = cells.select("model", "params_b").unique("model").drop_nulls().sort("model")
+    return {m: math.log10(v) for m, v in per.iter_rows() if v and v > 0}
 
 
 def stage_truth(state: RunState, say: Progress) -> None:
@@ -329,8 +388,11 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         if isinstance(entry, dict) and entry.get("fitted") is False:
             not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
     say(f"declared hypotheses ({display_path(cfg.hypotheses)})")
-    section = hypotheses_section(
-        state.hypotheses, display_path(cfg.hypotheses), evidence_from(fits, data_for, not_fitted)
+    evidence = evidence_from(fits, data_for, not_fitted)
+    section = hypotheses_section(state.hypotheses, display_path(cfg.hypotheses), evidence)
+    add_bayes_factor_ranges(section["rows"], evidence, seed=cfg.seed)
+    section["multiplicity"] = multiplicity(
+        state.hypotheses, section["rows"], evidence, state.frequentist_section
     )
     if v.fit is not None and cfg.robustness:
         try:
@@ -349,6 +411,11 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         except NUMERICAL_ERRORS as exc:
             loo = sensitivity = not_estimable("the robustness refits", exc)
             say(f"not estimable: {sensitivity['reason']}")
+        if isinstance(loo, dict) and loo.get("elpd_diff") is not None and loo.get("dse") is not None:
+            loo["sentence"] = elpd_sentence(
+                float(loo["elpd_diff"]), float(loo["dse"]),
+                better="model with the scale term", worse="model without the scale term", unit="cells",
+            )
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
         if state.confounds_section is not None:
@@ -362,8 +429,82 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                 cache_dir=cfg.cache_dir,
                 progress=say,
             )
+        _holdout_family_check(state, say)
+        _companion_prior_sensitivity(state, say)
+        if cfg.holdout:
+            section["scale_term_holdout"] = _leave_group_out(state, cfg.holdout, say)
     state.hypotheses_section = section
     state.calibration_study_section = calibration_study()
+
+
+def _companion_prior_sensitivity(state: RunState, say: Progress) -> None:
+    """``sensitivity.effects``: prior x0.5 / x2 refits of each companion model's effects."""
+    mf, cfg = state.model_fits, state.config
+    if mf is None or state.sensitivity_section is None or state.verdict is None:
+        return
+    out = {}
+    for name, f in sorted(mf.fits.items()):
+        if state.verdict.fit is not None and name == state.verdict.fit.model:
+            continue
+        if not model_registry.get(name).SPEC.decides or name not in mf.data_for:
+            continue
+        out[name] = effect_prior_sensitivity(
+            name, f, mf.data_for[name], rule=cfg.rule, scale=cfg.scale, seed=cfg.seed,
+            settings=cfg.sampler,
+            cache_dir=cfg.cache_dir, progress=say,
+        )
+    state.sensitivity_section["effects"] = out
+
+
+def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, Any]:
+    """``hypotheses.scale_term_holdout``: exact leave-one-``group``-out refits of both models."""
+    cfg, v = state.config, state.verdict
+    assert v is not None and v.fit is not None
+    comparison = model_registry.get(v.fit.model).SPEC.without_effect
+    if comparison is None:
+        return {"status": "not_estimable", "reason": f"model '{v.fit.model}' declares no model without its effect"}
+
+    def refit(name: str, rest: pl.DataFrame) -> Any:
+        opts = dict(comparison.options) if name == comparison.model else None
+        say(f"leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
+        return fit(name, rest, seed=cfg.seed, settings=cfg.sampler, options=opts,
+                   cache_dir=cfg.cache_dir)
+
+    return leave_group_out(v.usable, group=group, fit_without=refit, with_name=v.fit.model,
+                           without_name=comparison.model, seed=cfg.seed,
+                           min_models=cfg.rule.min_models)
+
+
+def _holdout_family_check(state: RunState, say: Progress) -> None:
+    """The mixed check's most extreme family, judged by an exact refit without it."""
+    mixed, v, cfg = state.mixed_predictive_section, state.verdict, state.config
+    if not mixed or mixed.get("status") != "estimated" or v is None:
+        return
+    family = most_extreme_family(mixed)
+    if family is None:
+        mixed["holdout_family"] = {"status": "not_estimable", "reason": "fewer than 3 families"}
+        return
+    rest = v.usable.filter(pl.col("family") != family)
+    if rest["model"].n_unique() < cfg.rule.min_models or rest["x"].n_unique() < 2:
+        mixed["holdout_family"] = {"status": "not_estimable", "family": family,
+                                   "reason": f"too few models without the {family} family"}
+        return
+    name = model_registry.verdict().NAME
+    say(f"predictive check: refitting '{name}' without the {family} family")
+    f = fit(name, rest, seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir)
+    got = draws_from_fit(f.idata)
+    held = v.usable.filter(pl.col("family") == family)
+    if got is None:
+        return
+    out = holdout_group_check(got[0], {c: held[c].to_list() for c in held.columns}, got[1],
+                              seed=cfg.seed)
+    out.update({"family": family, "refit_diagnostics_passed": bool(f.diagnostics.get("passed"))})
+    mixed["holdout_family"] = out
+    if out.get("flagged"):
+        mixed["passed"] = False
+        mixed["flagged"] = [*mixed["flagged"], {"kind": "family (held out)", "group": family,
+                                                "p_value": min(out["p_value_discrepancy"],
+                                                               out["p_value_accuracy"])}]
 
 
 def _table_of(state: RunState, name: str) -> pl.DataFrame:
@@ -428,6 +569,7 @@ STAGES: tuple[Callable[[RunState, Progress], None], ...] = (
     stage_cells,
     stage_verdict,
     stage_models,
+    stage_training,
     stage_frequentist,
     stage_skill,
     stage_truth,

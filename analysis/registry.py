@@ -19,7 +19,11 @@ TOML uses an array of tables named ``model`` with the same keys::
 
 Sizes (``params_b``, ``active_params_b``) are billions of parameters and must be positive
 finite numbers or empty (closed models may have no size); ``active_params_b`` may not exceed
-``params_b``. ``capability`` is any finite number. ``open_weights`` and ``reasoning`` accept
+``params_b``. ``capability`` is any finite number. A derived checkpoint (e.g. a fine-tuned model)
+names the registry model it was derived from in ``base_model``, the intervention in
+``intervention`` (a free label such as ``rl-selfmodel-v1``) and the tasks it was trained on
+in ``trained_tasks`` (``;``-separated); a ``base_model`` missing from the registry or a
+cycle of derivations is an error (see ``docs/registry.md``). ``open_weights`` and ``reasoning`` accept
 true/false/1/0/yes/no in any case. A bad row raises :class:`~analysis.contract.InputError`
 whose one-line message names the file, the line (a CSV data line as a text editor counts it,
 header = line 1; the line of the key in TOML) and the column, and says what to do.
@@ -50,13 +54,14 @@ __all__ = [
     "did_you_mean",
     "format_input_error",
     "load_registry",
+    "model_lines",
     "registry_report",
 ]
 
 _SIZE_COLUMNS = ("params_b", "active_params_b")
 _NUMBER_COLUMNS = ("params_b", "active_params_b", "capability")
 _BOOL_COLUMNS = ("open_weights", "reasoning")
-_TEXT_COLUMNS = ("model", "family")
+_TEXT_COLUMNS = ("model", "family", "base_model", "intervention", "trained_tasks")
 
 
 def format_input_error(
@@ -187,6 +192,7 @@ def _build_rows(
     """Validate ``(line, {column: value}, {column: line})`` entries into a registry frame."""
     out: dict[str, list[Any]] = {c: [] for c in REGISTRY_SCHEMA}
     seen: dict[str, int | None] = {}
+    base_lines: dict[str, int | None] = {}
     for line, values, key_lines in entries:
         parsed: dict[str, Any] = {}
         for col in REGISTRY_SCHEMA:
@@ -232,9 +238,92 @@ def _build_rows(
                     column="active_params_b",
                 )
             )
+        if parsed["base_model"] is None and (parsed["intervention"] or parsed["trained_tasks"]):
+            col = "intervention" if parsed["intervention"] else "trained_tasks"
+            raise InputError(
+                format_input_error(
+                    path,
+                    f"model '{model}' has {col} but no base_model",
+                    "Name the checkpoint it was derived from in base_model, or clear "
+                    f"{col}",
+                    line=key_lines.get(col, line),
+                    column=col,
+                )
+            )
+        if parsed["base_model"] is not None:
+            base_lines[model] = key_lines.get("base_model", line)
         for col in REGISTRY_SCHEMA:
             out[col].append(parsed[col])
+    _check_bases(path, dict(zip(out["model"], out["base_model"], strict=True)), base_lines)
     return pl.DataFrame(out, schema=REGISTRY_SCHEMA)
+
+
+def _check_bases(
+    path: Path, base_of: Mapping[str, str | None], lines: Mapping[str, int | None]
+) -> None:
+    """Every ``base_model`` names a registry model, and derivation has no cycle."""
+    for model, base in base_of.items():
+        if base is None:
+            continue
+        if base not in base_of:
+            raise InputError(
+                format_input_error(
+                    path,
+                    f"base_model '{base}' of '{model}' is not in the registry."
+                    f"{did_you_mean(base, base_of)}",
+                    "Add a row for the base checkpoint, or correct the name",
+                    line=lines.get(model),
+                    column="base_model",
+                )
+            )
+    for model in base_of:
+        chain, current = [model], base_of[model]
+        while current is not None:
+            if current in chain:
+                loop = " -> ".join([*chain[chain.index(current):], current])
+                raise InputError(
+                    format_input_error(
+                        path,
+                        f"base_model forms a cycle ({loop})",
+                        "A checkpoint cannot be derived from itself or its descendants; "
+                        "fix base_model",
+                        line=lines.get(model),
+                        column="base_model",
+                    )
+                )
+            chain.append(current)
+            current = base_of[current]
+
+
+def model_lines(path: Path | str) -> dict[str, int | None]:
+    """The line of each model's row (CSV) or ``[[model]]`` table (TOML) in a registry file.
+
+    For messages about a row found wrong only after the records are read (e.g. a
+    ``trained_tasks`` entry naming a task the data do not have).
+    """
+    path = Path(path)
+    text = _read_text(path)
+    out: dict[str, int | None] = {}
+    if path.suffix.lower() == ".csv":
+        reader = csv.reader(io.StringIO(text, newline=""))
+        header: list[str] | None = None
+        last = 0
+        for row in reader:
+            line, last = last + 1, reader.line_num
+            if header is None:
+                if any(cell.strip() for cell in row):
+                    header = [cell.strip() for cell in row]
+                continue
+            values = dict(zip(header, row, strict=False))
+            name = (values.get("model") or "").strip()
+            if name:
+                out.setdefault(name, line)
+        return out
+    lines = text.splitlines()
+    starts = [i + 1 for i, ln in enumerate(lines) if re.match(r"\s*\[\[\s*model\s*\]\]", ln)]
+    for model, start in zip(load_registry(path)["model"].to_list(), starts, strict=False):
+        out[model] = start
+    return out
 
 
 def _read_text(path: Path) -> str:

@@ -38,6 +38,7 @@ DATA_KEYS = (
 #: model's declared headline section (``SPEC.headline``, e.g. ``sdt_effect``) adds its key.
 RESULT_KEYS = (
     "schema_version",
+    "training_effect",
     "data",
     "models",
     "tasks",
@@ -61,6 +62,10 @@ RESULT_KEYS = (
     "calibration_study",
     "design_sensitivity",
     "confounds",
+    "self_vs_other_rescored",
+    "missingness",
+    "mixed_predictive",
+    "sdt_crosscheck",
     "verdict",
 )
 
@@ -120,6 +125,11 @@ def build_results(state: RunState) -> dict[str, Any]:
             "calibration_study": state.calibration_study_section,
             "design_sensitivity": state.design_sensitivity_section,
             "confounds": state.confounds_section,
+            "training_effect": state.training_section,
+            "self_vs_other_rescored": state.self_vs_other_section,
+            "missingness": state.missingness_section,
+            "mixed_predictive": state.mixed_predictive_section,
+            "sdt_crosscheck": state.sdt_crosscheck_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)

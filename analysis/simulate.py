@@ -79,6 +79,30 @@ DEFAULT_TASKS: dict[str, tuple[float, float, float, float, int]] = {
 
 
 @dataclass(frozen=True)
+class TrainedCheckpoint:
+    """A derived checkpoint: ``base`` (a model name), name suffix, and what it predicts from.
+
+    ``knows = "self"``: its predictions follow its own (possibly changed) outcome, as a model
+    with privileged access would; ``"either"``: they follow its own or its base's outcome
+    with equal probability, so they predict the base exactly as well as itself (behavioural
+    knowledge; true privileged-access contrast 0).
+    """
+
+    base: str
+    suffix: str = "rl"
+    knows: str = "self"
+
+
+#: One trained checkpoint per open family; ``cirrus-14b-rl`` has no privileged access.
+DEFAULT_TRAINED: list[TrainedCheckpoint] = [
+    TrainedCheckpoint("aurora-8b"),
+    TrainedCheckpoint("borealis-9b"),
+    TrainedCheckpoint("cirrus-14b", knows="either"),
+    TrainedCheckpoint("dynamo-8x22b"),
+]
+
+
+@dataclass(frozen=True)
 class SimulationConfig:
     """Settings of :func:`simulate` (all defaults produce ``data_raw/``)."""
 
@@ -96,6 +120,19 @@ class SimulationConfig:
     sigma_item: float = 1.0
     unreadable_rate: float = 0.02
     repeats: int = 1
+    #: Derived checkpoints (issue 19): one per open family, appended after the base models
+    #: (their draws come from a separate generator, so the base models' records do not move);
+    #: an entry whose base the design does not have is not simulated.
+    trained: list[TrainedCheckpoint] = field(default_factory=lambda: list(DEFAULT_TRAINED))
+    intervention: str = "rl-selfmodel-v1"
+    trained_tasks: tuple[str, ...] = ("refusal",)
+    #: d' added by the intervention, per task (trained: refusal; held out: the others).
+    training_dprime: dict[str, float] = field(
+        default_factory=lambda: {"refusal": 0.8, "difficulty": 0.35, "word_association": 0.0}
+    )
+    #: Fraction of items on which a trained checkpoint's outcome is redrawn (its behaviour
+    #: changed); only on those items can self- and other-prediction differ.
+    behaviour_change: float = 0.5
 
 
 def _models(cfg: SimulationConfig, rng: np.random.Generator) -> pl.DataFrame:
@@ -197,6 +234,8 @@ def simulate(
 
     truth_cells: list[dict[str, Any]] = []
     frames: list[pl.DataFrame] = []
+    kept: dict[tuple[str, str], dict[str, Any]] = {}  # (model, task) -> draws trained pairs reuse
+    bases = {t.base for t in cfg.trained}
     for t_idx, (task, (base, gamma, d_t, c_t, n_items)) in enumerate(cfg.tasks.items()):
         eps = rng.normal(0, cfg.sigma_item, n_items)
         items = np.array([f"{task[:3]}-{i:04d}" for i in range(n_items)])
@@ -226,6 +265,12 @@ def simulate(
                 p_yes = norm.cdf(dprime * (y.astype(float) - 0.5) - crit)
                 pred = rng.random(n_items) < p_yes
                 unread = rng.random(n_items) < unread_model[m]
+                if rep == 0 and row["model"] in bases:
+                    kept[(row["model"], task)] = {
+                        "y": y, "p_out": expit(base_logit + eps), "dprime": float(dprime),
+                        "crit": float(crit), "base_logit": base_logit, "items": items,
+                        "clusters": clusters, "unread_rate": float(unread_model[m]),
+                    }
                 conf = np.clip(
                     norm.cdf(np.abs(dprime * (y - 0.5) - crit) + rng.normal(0, 0.5, n_items)),
                     0.5,
@@ -234,15 +279,24 @@ def simulate(
                 frames.append(
                     _record_frame(row["model"], task, items, clusters, pred, y, unread, conf, rep)
                 )
+    train_frames, train_rows, training_truth = _trained_checkpoints(cfg, models, kept, seed)
+    frames.extend(train_frames)
     records = pl.concat(frames).with_columns(
         pl.col("confidence").fill_nan(None),
         pl.col("prediction").cast(pl.Utf8),
     )
     registry = models.select(
         "model", "family", "params_b", "active_params_b", "open_weights", "reasoning", "capability"
+    ).with_columns(
+        *[pl.lit(None, dtype=pl.Utf8).alias(c)
+          for c in ("base_model", "intervention", "trained_tasks")]
     )
+    if train_rows:
+        registry = pl.concat([registry, pl.DataFrame(train_rows, schema=registry.schema)])
 
-    return records, registry, _truth(seed, cfg, pl.DataFrame(truth_cells))
+    truth = _truth(seed, cfg, pl.DataFrame(truth_cells))
+    truth["training"] = training_truth
+    return records, registry, truth
 
 
 def _record_frame(
@@ -304,6 +358,142 @@ def _truth(seed: int, cfg: SimulationConfig, cells: pl.DataFrame) -> dict[str, A
         "accuracy_slope_per_task": dict(zip(task_names, per_task, strict=True)),
         "cells": cells.drop("task_index").to_dicts(),
     }
+
+
+def _joint_terms(
+    p: np.ndarray, r: float, knows: str, hit: float, fa: float, base_hit: float, base_fa: float
+) -> dict[str, np.ndarray]:
+    """Per item: expected counts of the discordant patterns the training model uses.
+
+    Enumerates the base outcome ``ob``, the checkpoint's outcome ``ot`` (equal to ``ob``
+    with probability ``1 - r``, else redrawn), the outcome the checkpoint's prediction
+    follows (``ot``, or ``ob``/``ot`` with probability 1/2), its prediction and the base's.
+    """
+    out = {k: np.zeros_like(p) for k in ("tt_not_bb", "bb_not_tt", "tt_not_tb", "tb_not_tt")}
+    for ob in (0, 1):
+        p_ob = p if ob else 1 - p
+        for ot in (0, 1):
+            p_ot = (1 - r) * (ot == ob) + r * (p if ot else 1 - p)
+            for src in (ob, ot) if knows == "either" else (ot,):
+                w_src = 0.5 if knows == "either" else 1.0
+                for pred in (0, 1):
+                    p_pred = (hit if src else fa) if pred else 1 - (hit if src else fa)
+                    w = p_ob * p_ot * w_src * p_pred
+                    tt, tb = pred == ot, pred == ob
+                    p_bb = base_hit if ob else 1 - base_fa  # base right about itself
+                    out["tt_not_bb"] += w * (1 - p_bb) * tt
+                    out["bb_not_tt"] += w * p_bb * (not tt)
+                    out["tt_not_tb"] += w * (tt and not tb)
+                    out["tb_not_tt"] += w * (tb and not tt)
+    return out
+
+
+def _trained_checkpoints(
+    cfg: SimulationConfig,
+    models: pl.DataFrame,
+    kept: dict[tuple[str, str], dict[str, Any]],
+    seed: int,
+) -> tuple[list[pl.DataFrame], list[dict[str, Any]], dict[str, Any]]:
+    """Records, registry rows and truth of the trained checkpoints (see the config)."""
+    present = set(models["model"].to_list())
+    # a design with other families (tests, studies) keeps only the checkpoints it can derive
+    trained = [c for c in cfg.trained if c.base in present]
+    if not trained:
+        return [], [], {}
+    rng = np.random.default_rng([seed, 19])  # its own stream: base draws do not move
+    nodes, weights = np.polynomial.hermite_e.hermegauss(41)
+    weights = weights / weights.sum()
+    frames, rows = [], []
+    effect: dict[str, list[float]] = {}
+    privileged: dict[str, float] = {}
+    for ckpt in trained:
+        name = f"{ckpt.base}-{ckpt.suffix}"
+        base_row = models.filter(pl.col("model") == ckpt.base).row(0, named=True)
+        rows.append(_checkpoint_row(cfg, name, ckpt.base, base_row))
+        priv_num = priv_den = 0.0
+        for task in cfg.tasks:
+            k = kept[(ckpt.base, task)]
+            n_items = len(k["y"])
+            d_new = k["dprime"] + cfg.training_dprime.get(task, 0.0)
+            crit = k["crit"]
+            changed = rng.random(n_items) < cfg.behaviour_change
+            y_new = np.where(changed, rng.random(n_items) < k["p_out"], k["y"])
+            if ckpt.knows == "either":
+                src = np.where(rng.random(n_items) < 0.5, k["y"], y_new)
+            else:
+                src = y_new
+            pred = rng.random(n_items) < norm.cdf(d_new * (src.astype(float) - 0.5) - crit)
+            unread = rng.random(n_items) < k["unread_rate"]
+            conf = np.clip(
+                norm.cdf(np.abs(d_new * (src - 0.5) - crit) + rng.normal(0, 0.5, n_items)),
+                0.5, 0.99,
+            )
+            frames.append(pl.DataFrame({
+                "model": [name] * n_items,
+                "task": [task] * n_items,
+                "item_id": k["items"],
+                "prediction": pl.Series(np.where(pred, "true", "false"), dtype=pl.Utf8)
+                .scatter(np.flatnonzero(unread), None),
+                "outcome": np.where(y_new, "true", "false"),
+                "confidence": np.where(unread, np.nan, np.round(conf, 3)),
+                "cluster": k["clusters"],
+                "status": np.where(unread, "unparsed", "ok"),
+                "sample": np.zeros(n_items, dtype=np.int64),
+            }))
+            # truth: the estimands of models/training.py, by quadrature over item difficulty
+            p_node = expit(k["base_logit"] + cfg.sigma_item * nodes)
+            terms = _joint_terms(
+                p_node, cfg.behaviour_change, ckpt.knows,
+                hit=float(norm.cdf(d_new / 2 - crit)), fa=float(norm.cdf(-d_new / 2 - crit)),
+                base_hit=float(norm.cdf(k["dprime"] / 2 - crit)),
+                base_fa=float(norm.cdf(-k["dprime"] / 2 - crit)),
+            )
+            e = {key: float(np.sum(weights * v)) for key, v in terms.items()}
+            effect.setdefault(f"{cfg.intervention}|{task}", []).append(
+                float(np.log(e["tt_not_bb"] / e["bb_not_tt"]))
+            )
+            priv_num += e["tt_not_tb"] * n_items
+            priv_den += e["tb_not_tt"] * n_items
+        privileged[name] = float(np.log(priv_num / priv_den))
+    return frames, rows, _training_truth(cfg, trained, effect, privileged)
+
+
+def _checkpoint_row(
+    cfg: SimulationConfig, name: str, base: str, base_row: dict[str, Any]
+) -> dict[str, Any]:
+    """The registry row of a trained checkpoint: its base's family and size, and the split."""
+    return {
+        "model": name, "family": base_row["family"], "params_b": base_row["params_b"],
+        "active_params_b": base_row["active_params_b"], "open_weights": True,
+        "reasoning": False, "capability": base_row["capability"],
+        "base_model": base, "intervention": cfg.intervention,
+        "trained_tasks": ";".join(cfg.trained_tasks),
+    }
+
+
+def _training_truth(
+    cfg: SimulationConfig,
+    trained: list[Any],
+    effect: dict[str, list[float]],
+    privileged: dict[str, float],
+) -> dict[str, Any]:
+    """``truth.json["training"]``: the estimands of ``models/training.py`` for the design."""
+    truth = {
+        "intervention": cfg.intervention,
+        "trained_tasks": list(cfg.trained_tasks),
+        "training_dprime": dict(cfg.training_dprime),
+        "behaviour_change": cfg.behaviour_change,
+        "checkpoints": {f"{c.base}-{c.suffix}": {"base_model": c.base, "knows": c.knows}
+                        for c in trained},
+        "effect_definition": "log(E[items only the checkpoint is right] / E[items only the "
+        "base is right]) per checkpoint x task; effect_per_arm is its mean over checkpoints",
+        "effect_per_checkpoint_arm": effect,
+        "effect_per_arm": {arm: float(np.mean(v)) for arm, v in effect.items()},
+        "privileged_definition": "log(E[prediction matches own outcome, not base's] / "
+        "E[matches base's, not own]), items of all tasks pooled",
+        "privileged_per_checkpoint": privileged,
+    }
+    return truth
 
 
 def write_dataset(

@@ -56,6 +56,7 @@ class RunConfig:
     power: bool = True
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
+    holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)
 
     @property
     def cache_dir(self) -> Path | None:
@@ -102,4 +103,9 @@ class RunState:
     calibration_study_section: dict[str, Any] | None = None  # calibration_study
     design_sensitivity_section: dict[str, Any] | None = None  # design_sensitivity
     confounds_section: dict[str, Any] | None = None  # confounds
+    training_section: dict[str, Any] | None = None  # training_effect
+    self_vs_other_section: dict[str, Any] | None = None  # self_vs_other_rescored
+    missingness_section: dict[str, Any] | None = None  # missingness
+    mixed_predictive_section: dict[str, Any] | None = None  # mixed_predictive
+    sdt_crosscheck_section: dict[str, Any] | None = None  # sdt_crosscheck
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings

@@ -7,7 +7,10 @@
 ``item_cells``
     model x item counts with the scale variable (``analysis.cells.to_item_cells``);
 ``pair_cells``
-    predictor x target x task counts (``analysis.cells.to_pair_cells``).
+    predictor x target x task counts (``analysis.cells.to_pair_cells``);
+``training_pairs``
+    discordant-item counts of each derived checkpoint against its base
+    (``analysis.training.training_table``).
 
 A table is built the first time a requested model needs it and reused after that.
 """
@@ -18,7 +21,14 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analysis.cells import join_registry, scale_values, to_item_cells, to_pair_cells
+from analysis.cells import (
+    derived_models,
+    join_registry,
+    scale_values,
+    to_item_cells,
+    to_pair_cells,
+)
+from analysis.training import training_table
 
 
 def sdt_cells(cells: pl.DataFrame) -> pl.DataFrame:
@@ -54,8 +64,17 @@ class Tables:
         if kind == "binary_cells":
             return sdt_cells(self.usable)
         if kind == "item_cells":
-            items = scale_values(join_registry(to_item_cells(self.records), self.registry), self.scale)
+            items = scale_values(
+                join_registry(to_item_cells(self.records), self.registry), self.scale,
+                derived=derived_models(self.registry),
+            )
             return items.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
         if kind == "pair_cells":
             return to_pair_cells(self.records).filter(pl.col("n") > 0)
-        raise ValueError(f"unknown data table '{kind}' (cells, binary_cells, item_cells, pair_cells)")
+        if kind == "training_pairs":
+
+            return training_table(self.records, self.registry, sorted(self.records["task"].unique()))
+        raise ValueError(
+            f"unknown data table '{kind}' (cells, binary_cells, item_cells, pair_cells, "
+            "training_pairs)"
+        )

@@ -287,6 +287,99 @@ def confounds_finding(R: Results) -> str | None:
     return "Confounds of the scale axis: " + "; ".join(parts) + "."
 
 
+def self_other_finding(R: Results) -> str | None:
+    """Per task: whether models predict themselves better than others (d') and the trend."""
+    sec = R.get("self_vs_other_rescored") or {}
+    parts = []
+    for task, t in sorted((sec.get("per_task") or {}).items()):
+        if t.get("status") != "estimated":
+            continue
+        d = t["summary"]["dprime"]
+        lo, hi = d["mean_advantage_ci"]
+        better = {"positive": "models predict themselves better than other models",
+                  "negative": "models predict other models better than themselves",
+                  }.get(d["mean_direction"], "no clear self advantage")
+        sl = d["slope_on_scale"]["direction"]
+        trend = {"positive": "growing with scale", "negative": "shrinking with scale",
+                 "unclear": "not shown to change with scale"}.get(sl, "its trend not estimable")
+        parts.append(f"in {_task(task)}, {better} (d' {d['mean_advantage']:+.2f} "
+                     f"[{_n(lo)}, {_n(hi)}]), {trend}")
+    if not parts:
+        return None
+    return "Self versus other (each model's predictions rescored against the others' outcomes): " + "; ".join(parts) + "."
+
+
+def mixed_check_finding(R: Results) -> str | None:
+    """Said only when the predictive check on new families, models and cells fails."""
+    sec = R.get("mixed_predictive") or {}
+    if sec.get("status") != "estimated" or sec.get("passed"):
+        return None
+    groups = [f"{f['kind']} {f['group']}" for f in sec.get("flagged", [])]
+    where = f": flagged {_list(groups)}" if groups else f" (overall p = {_n(sec['overall']['p_value'], '.3f')})"
+    return ("The accuracy model fails its predictive check on new families, models and cells"
+            f"{where}; the population it assumes does not reproduce these data.")
+
+
+def sdt_crosscheck_finding(R: Results) -> str | None:
+    """Whether the frequentist meta-regressions agree with the d' and criterion decisions."""
+    sec = R.get("sdt_crosscheck") or {}
+    if not R.get("sdt_effect"):
+        return None
+    held: list[str] = []
+    failed: list[str] = []
+    for task, row in sorted((sec.get("per_task") or {}).items()):
+        for q, word in (("dprime", "d'"), ("criterion", "criterion")):
+            e = row.get(q) or {}
+            if e.get("agrees") is None:
+                continue
+            label = f"{word} in {_task(task)}"
+            (held if e["agrees"] else failed).append(
+                label if e["agrees"] else f"{label} (frequentist slope {_n(e['estimate'], '+.2f')}, "
+                f"p = {_n(e['p_value'], '.3f')}, Holm {_n(e.get('p_holm'), '.3f')})")
+    if not held and not failed:
+        return None
+    text = "Frequentist cross-check of the signal-detection slopes (meta-regression of per-model values): "
+    text += f"agrees for {_list(held)}" if held else "agrees for none"
+    return text + (f"; differs for {_list(failed)}." if failed else ".")
+
+
+def effect_priors_finding(R: Results) -> str | None:
+    """Whether each companion model's decisions survive priors halved and doubled."""
+    eff = (R.get("sensitivity") or {}).get("effects") or {}
+    names = {"sensitivity": "d'", "bias": "criterion"}
+    held: list[str] = []
+    changed: list[str] = []
+    for model, entry in sorted(eff.items()):
+        for key, ok in sorted((entry.get("holds") or {}).items()):
+            label = f"{names.get(key, key)} ({model})"
+            (held if ok else changed).append(label)
+    if not held and not changed:
+        return None
+    text = "Prior sensitivity beyond the accuracy model (every prior scale halved and doubled): "
+    parts = []
+    if held:
+        parts.append(f"decisions unchanged for {_list(held)}")
+    if changed:
+        parts.append(f"some decision changes for {_list(changed)}, so those rest on the prior")
+    return text + "; ".join(parts) + "."
+
+
+def missingness_finding(R: Results) -> str | None:
+    """Said only when missing or unreadable predictions depend on scale."""
+    sec = R.get("missingness") or {}
+    dep = [t for t, v in sorted((sec.get("depends_on_scale") or {}).items()) if v]
+    if not dep:
+        return None
+    per = (sec.get("slope_of_missingness") or {}).get("per_task") or {}
+    words = []
+    for t in dep:
+        e = per.get(t) or {}
+        way = "falls" if (e.get("estimate") or 0) < 0 else "rises"
+        words.append(f"in {_task(t)} it {way} with scale (p = {_n(e.get('p_value'), '.3f')})")
+    return ("Missing and unreadable predictions depend on scale, so accuracy on readable predictions "
+            "is not missing at random: " + "; ".join(words) + ". See the strict-accuracy sensitivity.")
+
+
 def findings(R: Results) -> list[dict[str, str]]:
     """The first screen's findings, in order (``key``, ``text``)."""
     out: list[tuple[str, str | None]] = [
@@ -299,6 +392,11 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("detectable", detectable_finding(R)),
         ("checks", checks_finding(R)),
         ("confounds", confounds_finding(R)),
+        ("self_vs_other", self_other_finding(R)),
+        ("missingness", missingness_finding(R)),
+        ("mixed_predictive", mixed_check_finding(R)),
+        ("sdt_crosscheck", sdt_crosscheck_finding(R)),
+        ("effect_priors", effect_priors_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 

@@ -14,6 +14,7 @@ Nothing here imports ``analysis``. Adding a model is one new file plus a line he
 ``sdt``            signal detection: sensitivity d' and criterion on scale
 ``items``          ``scale`` plus crossed item effects, on per-item counts
 ``self_vs_other``  cross-prediction: the privileged-access effect of predicting oneself
+``training``       trained checkpoint vs its base: training effect, transfer, privileged access
 =================  ==================================================================
 """
 
@@ -21,10 +22,10 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from models import items, pooled, scale, sdt, self_vs_other, within_between
+from models import items, pooled, scale, sdt, self_vs_other, training, within_between
 
 REGISTRY: dict[str, ModuleType] = {
-    m.NAME: m for m in (scale, pooled, within_between, sdt, items, self_vs_other)
+    m.NAME: m for m in (scale, pooled, within_between, sdt, items, self_vs_other, training)
 }
 
 #: The models ``selfmodel run`` fits (in this order) unless ``--models`` says otherwise.

@@ -21,8 +21,9 @@ Prior = tuple[str, dict[str, float]]
 #: The data tables a model can be fitted to (built by ``analysis/tables.py``):
 #: ``cells`` model x task counts of the models with the scale variable; ``binary_cells`` the
 #: cells of binary tasks with signal/noise counts; ``item_cells`` model x item counts;
-#: ``pair_cells`` predictor x target x task counts.
-Table = Literal["cells", "binary_cells", "item_cells", "pair_cells"]
+#: ``pair_cells`` predictor x target x task counts; ``training_pairs`` the discordant-item
+#: counts of each derived checkpoint against its base (``analysis/training.py``).
+Table = Literal["cells", "binary_cells", "item_cells", "pair_cells", "training_pairs"]
 Role = Literal["verdict", "baseline", "companion"]
 
 

@@ -239,10 +239,11 @@ def test_saved_fits_are_verified_on_read(
 
     # edited draws, provenance intact: not reused, sampled again with a note
     idata = _arviz.load(nc)
-    var = sorted(str(v) for v in idata.posterior.data_vars)[0]
-    idata.posterior[var] = idata.posterior[var] + 1.0  # e.g. a slope's sign flipped
+    post = _arviz.posterior(idata)
+    var = sorted(str(v) for v in post.data_vars)[0]
+    idata["posterior"] = post.assign({var: post[var] + 1.0})  # e.g. a slope's sign flipped
     edited = folder / "edited.nc"
-    idata.to_netcdf(str(edited), engine="h5netcdf")
+    _arviz.save(idata, edited)
     edited.replace(nc)
     again = _refit(folder, data)
     assert again.reused is False

@@ -52,7 +52,7 @@ def test_structure_key_ignores_data_values_only():
     key = cc.structure_key(cc.data_as_shared(scale.build(cells(1))))
     assert cc.structure_key(cc.data_as_shared(scale.build(cells(2)))) == key
     assert cc.structure_key(cc.data_as_shared(scale.build(cells(1, tasks=4)))) != key
-    wider = {"beta": ("Normal", {"mu": 0.0, "sigma": 2.0})}
+    wider = {"slope_task": ("Normal", {"mu": 0.0, "sigma": 2.0})}
     assert cc.structure_key(cc.data_as_shared(scale.build(cells(1), priors=wider))) != key
     assert cc.structure_key(
         cc.data_as_shared(scale.build(cells(1), family_slopes=True))) != key

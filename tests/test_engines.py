@@ -36,7 +36,7 @@ CASES = tomllib.loads((CORPUS / "cases.toml").read_text())["case"]
 SUMMARY_KEYS = (
     "records_read", "records_used", "records_quarantined", "records_duplicate",
     "quarantine_reasons", "statuses", "unreadable_predictions", "models", "tasks",
-    "ignored_columns", "mapping", "defaults", "allowed_tasks",
+    "ignored_columns", "mapping", "defaults", "allowed_tasks", "predictions_not_boolean",
 )
 
 
@@ -133,7 +133,9 @@ def test_bad_input_corpus_same_error(case, engine):
 # ----------------------------------------------------------------------------- messy logs
 
 _WS = ["", " ", "\t", "\u00a0", " \u3000"]
-_BOOLS = ["true", "false", "TRUE", "False", "yes", "No", "Y", "n", "1", "0", "t", "F"]
+_BOOLS = ["true", "false", "TRUE", "False", "yes", "No", "Y", "n", "1", "0", "t", "F",
+          "1.0", "0.0"]
+_MISSING = ["NaN", "nan", "None", "NULL", "null", "nOnE"]
 _TEXT = ["lion", "Lion", "mane", "<b>x</b>", "=1+1", "a,b", 'say "hi"', "中文", "x\ny"]
 
 
@@ -156,19 +158,22 @@ def _messy(rng: np.random.Generator, n: int, *, models: int = 4) -> list[dict]:
             "model": pad(f"m{int(rng.integers(models))}"),
             "task": pad(task),
             "item_id": pad(f"i{int(rng.integers(n // 3 + 1))}"),
-            "prediction": pad(pred) if rng.random() > 0.08 else pick([None, "", "  "]),
+            "prediction": pad(pred) if rng.random() > 0.08 else pick([None, "", "  ", *_MISSING]),
             "outcome": pad(out) if rng.random() > 0.03 else None,
             "confidence": pick([None, "0.5", "0.25", ".75", "1", "0", "1e-1", "1.7", "-0.2",
-                                "nan", "inf", "high", " 0.9 "]),
-            "sample": pick([None, "0", "1", "2", "1.0", "+1", "1.5", "-1", "x", "1e0"]),
+                                "nan", "NaN", "inf", "high", " 0.9 ", "None"]),
+            "sample": pick([None, "0", "1", "2", "1.0", "+1", "1.5", "-1", "x", "1e0", "NaN"]),
             "status": pick([None, "ok", "OK", " Refused ", "unparsed", "error", "bogus", ""]),
             "predictor": pick([None, None, None, "m0", "other"]),
             "cluster": pick([None, "c1", "c2"]),
+            "run_id": pick([None, "r1", "r2", " r1 ", "None"]),
         }
         if rng.random() < 0.15:
             row["correct"] = pick(_BOOLS + ["maybe", ""])
         if rng.random() < 0.02:
-            row["model"] = pick([None, "", " "])
+            row["model"] = pick([None, "", " ", "None", "NaN"])
+        if binary and rng.random() < 0.03:  # not a boolean in a task of boolean outcomes
+            row["prediction"] = pick(["maybe", "unsure"])
         rows.append(row)
     # exact copies and conflicting copies of earlier rows
     for _ in range(n // 10):
@@ -184,7 +189,7 @@ def _write_messy(tmp: Path, seed: int) -> list[Path]:
     rng = np.random.default_rng(seed)
     rows = _messy(rng, 1500)
     cols = ["model", "task", "item_id", "prediction", "outcome", "correct", "confidence",
-            "sample", "status", "predictor", "cluster"]
+            "sample", "status", "predictor", "cluster", "run_id"]
     frame = pl.DataFrame([{c: r.get(c) for c in cols} for r in rows],
                          schema={c: pl.Utf8 for c in cols}, orient="row")
     third = frame.height // 3
@@ -196,7 +201,7 @@ def _write_messy(tmp: Path, seed: int) -> list[Path]:
     )
     b.write_csv(tmp / "b.csv")
     with (tmp / "b.csv").open("a") as fh:
-        fh.write("m1,refusal,i1,true,true,,,,,,,extra\n,,,,,,,,,,\n")
+        fh.write("m1,refusal,i1,true,true,,,,,,,,extra\n,,,,,,,,,,,\n")
     # Parquet with typed columns: booleans, doubles and integers as stored
     typed = c.with_columns(
         pl.col("confidence").cast(pl.Float64, strict=False),
@@ -218,6 +223,7 @@ def test_messy_logs_same_cells_and_accounting(tmp_path, engine, seed):
     assert s["quarantine_reasons"].get("conflicting duplicate", 0) > 0
     assert s["records_duplicate"] > 0 and s["unreadable_predictions"] > 0
     assert got.cells["binary"].n_unique() == 2
+    assert set(s["predictions_not_boolean"]) == {"refusal", "difficulty"}
 
 
 def test_messy_logs_with_config(tmp_path, engine):
@@ -243,6 +249,155 @@ def test_cell_without_readable_record_has_nan_mode_share(tmp_path, engine):
     got = _assert_same([p], engine)
     row = got.cells.filter(pl.col("task") == "t").row(0, named=True)
     assert row["n"] == 0 and row["n_unreadable"] == 2 and math.isnan(row["mode_outcome_share"])
+
+
+# ----------------------------------------------------------------------------- issue 14 rules
+
+_HEAD = "model,task,item_id,prediction,outcome,run_id\n"
+
+
+def test_runs_are_separate_samples(tmp_path, engine):
+    """run_id is part of the key: runs never collapse; a conflict within one run keeps neither."""
+    (tmp_path / "a.csv").write_text(_HEAD + "m,t,1,yes,true,r1\nm,t,2,no,true,r1\n"
+                                    "m,t,3,yes,true,\n")
+    (tmp_path / "b.jsonl").write_text(
+        '{"model": "m", "task": "t", "item_id": "1", "prediction": "no", "outcome": true, '
+        '"run_id": "r2"}\n'  # another run, another answer: a second sample
+        '{"model": "m", "task": "t", "item_id": "2", "prediction": "no", "outcome": true, '
+        '"run_id": " r1 "}\n'  # the same run, the same answer: an exact duplicate
+        '{"model": "m", "task": "t", "item_id": "3", "prediction": "no", "outcome": true}\n'
+        '{"model": "m", "task": "t", "item_id": "4", "prediction": "no", "outcome": true, '
+        '"run_id": "r3"}\n{"model": "m", "task": "t", "item_id": "4", "prediction": "yes", '
+        '"outcome": true, "run_id": "r3"}\n')  # two answers within one run: a conflict
+    got = _assert_same([tmp_path / "a.csv", tmp_path / "b.jsonl"], engine)
+    s = got.summary
+    assert (s["records_used"], s["records_duplicate"]) == (3, 1)
+    assert s["quarantine_reasons"] == {"conflicting duplicate": 4}
+    assert got.cells.row(0, named=True)["n"] == 3
+
+
+def test_value_spellings(tmp_path, engine):
+    """1.0/0.0 are booleans; null/NaN/nan/None in any case are missing in every column."""
+    p = tmp_path / "v.csv"
+    p.write_text("model,task,item_id,prediction,outcome,confidence,sample,status,predictor\n"
+                 "m,t,1,1.0,TRUE,NaN,nan,,None\n"
+                 "m,t,2, 0.0 ,false,none,NULL,NaN,\n"
+                 "m,t,3,NaN,true,0.5,,,\n"
+                 "m,t,4, nULL ,false,,,,\n"
+                 "None,t,5,yes,true,,,,\n"
+                 "m,nan,6,yes,true,,,,\n"
+                 "m,u,1,lion,NaN,,,,\n")
+    got = _assert_same([p], engine)
+    s = got.summary
+    assert s["quarantine_reasons"] == {"missing value": 2, "no outcome": 1}
+    assert s["statuses"] == {"ok": 2, "unparsed": 2}
+    row = got.cells.row(0, named=True)
+    assert (row["n"], row["k"], row["hits"]) == (2, 2, 1)
+
+
+def test_typed_nan_confidence_and_sample_are_missing(tmp_path, engine):
+    """A NaN double confidence is no confidence (not quarantined); a NaN sample is sample 0."""
+    p = tmp_path / "t.parquet"
+    pl.DataFrame({
+        "model": ["m", "m", "m", "m"], "task": ["t"] * 4, "item_id": ["1", "2", "3", "1"],
+        "prediction": [1.0, 0.0, float("nan"), 1.0], "outcome": ["true", "true", "true", "true"],
+        "confidence": [float("nan"), 0.5, 1.5, None], "sample": [float("nan"), 1.0, 0.0, 0.0],
+    }).write_parquet(p)
+    got = _assert_same([p], engine)
+    s = got.summary
+    assert s["quarantine_reasons"] == {"invalid confidence": 1}
+    assert (s["records_used"], s["records_duplicate"]) == (2, 1)
+
+
+def test_json_nan_and_infinity_literals(tmp_path, engine):
+    """NaN written as a JSON literal is missing (confidence, prediction, sample); Infinity fails."""
+    p = tmp_path / "n.jsonl"
+    head = '{"model": "m", "task": "t", "outcome": "true", '
+    p.write_text(head + '"item_id": "1", "prediction": "yes", "confidence": NaN}\n'
+                 + head + '"item_id": "2", "prediction": "yes", "confidence": Infinity}\n'
+                 + head + '"item_id": "3", "prediction": NaN, "sample": NaN}\n'
+                 + head + '"item_id": "4", "prediction": "no", "confidence": -Infinity}\n')
+    got = _assert_same([p], engine)
+    assert got.summary["quarantine_reasons"] == {"invalid confidence": 2}
+    assert got.summary["statuses"] == {"ok": 1, "unparsed": 1}
+
+
+def test_row_with_only_correct_keeps_it(tmp_path, engine):
+    p = tmp_path / "c.csv"
+    p.write_text("model,task,item_id,prediction,outcome,correct\n"
+                 "m,t,1,,,true\nm,t,2,,,no\nm,t,3,,true,1.0\nm,t,4,,,\nm,t,5,yes,,0\n")
+    got = _assert_same([p], engine)
+    row = got.cells.row(0, named=True)
+    assert (row["n"], row["k"], row["n_unreadable"]) == (4, 2, 0)
+    assert got.summary["quarantine_reasons"] == {"no outcome": 1}
+
+
+def test_non_boolean_prediction_in_a_binary_task_is_unparsed(tmp_path, engine):
+    """Counted per task; a task with a text outcome, or a conflicting copy, does not count."""
+    p = tmp_path / "b.csv"
+    p.write_text("model,task,item_id,prediction,outcome,predictor,status\n"
+                 "m,b,1,maybe,true,,\nm,b,2,yes,false,,\nm,b,3,Unsure,,,refused\n"
+                 "m,b,4,perhaps,false,other,\n"  # another predictor's record counts too
+                 "m,w,1,maybe,true,,\nm,w,2,lion,lion,,\n"  # w has a text outcome
+                 "m,c,1,maybe,true,,\nm,c,1,maybe,dog,,\nm,c,2,x,false,,\n")  # c: 1 conflict
+    got = _assert_same([p], engine)
+    s = got.summary
+    assert s["predictions_not_boolean"] == {"b": 2, "c": 1}
+    assert s["statuses"] == {"ok": 3, "refused": 1, "unparsed": 3}
+    b = got.cells.filter(pl.col("task") == "b").row(0, named=True)
+    assert (b["n"], b["n_unreadable"], b["binary"]) == (1, 2, True)
+
+
+def test_uint64_sample_beyond_int64_is_invalid(tmp_path, engine):
+    p = tmp_path / "u.parquet"
+    pl.DataFrame({
+        "model": ["m", "m", "m"], "task": ["t"] * 3, "item_id": ["1", "2", "3"],
+        "prediction": ["yes"] * 3, "outcome": ["true"] * 3,
+        "sample": pl.Series([2**64 - 1, 2**63, 3], dtype=pl.UInt64),
+    }).write_parquet(p)
+    got = _assert_same([p], engine)
+    assert got.summary["quarantine_reasons"] == {"invalid sample": 2}
+
+
+def test_gzip_logs_are_read(tmp_path, engine):
+    """.jsonl.gz and .csv.gz are read like their plain files; a corrupt one is ingest's error."""
+    import gzip
+
+    files = _write_messy(tmp_path, 5)
+    zipped = []
+    for f in files[:2]:
+        z = f.with_name(f.name + ".gz")
+        z.write_bytes(gzip.compress(f.read_bytes()))
+        f.unlink()
+        zipped.append(z)
+    got = _assert_same([tmp_path], engine)
+    assert [f["path"] for f in got.summary["files"]] == [z.as_posix() for z in zipped] + [
+        files[2].as_posix()]
+    assert got.summary["records_read"] > 1000
+    bad = tmp_path / "bad.csv.gz"
+    bad.write_bytes(gzip.compress(b"model,task\n")[:-6])
+    with pytest.raises(InputError) as ref:
+        ingest([bad])
+    name, options = engine
+    with pytest.raises(InputError) as err:
+        reduce_records([bad], engine=name, engine_options=options)
+    assert str(err.value) == str(ref.value) and "gzip" in str(err.value)
+
+
+def test_folder_walk_follows_links(tmp_path, engine):
+    """A linked subfolder is read (each real folder once), as ingest reads it."""
+    data = tmp_path / "data"
+    (data / "sub").mkdir(parents=True)
+    shutil.copy(CORPUS / "valid.jsonl", data / "sub" / "v.jsonl")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(CORPUS / "valid.csv", outside / "w.csv")
+    (data / "linked").symlink_to(outside, target_is_directory=True)
+    (data / "loop").symlink_to(data, target_is_directory=True)
+    (data / "dangling.jsonl").symlink_to(tmp_path / "nowhere.jsonl")
+    got = _assert_same([data], engine)
+    assert [f["path"] for f in got.summary["files"]] == [
+        (data / "linked" / "w.csv").as_posix(), (data / "sub" / "v.jsonl").as_posix()]
 
 
 def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
@@ -299,6 +454,25 @@ def test_reduce_command_writes_the_pipelines_cells(tmp_path):
     assert_frame_equal(pl.read_parquet(out / "cells.parquet"), expected)
     summary = json.loads((out / "reduce.json").read_text())
     assert summary["engine"] == "duckdb" and summary["records_used"] == summary["records_read"]
+    assert summary["files_not_read"] == inputs.not_read
+
+
+def test_reduce_command_lists_files_not_read(tmp_path):
+    """reduce.json lists every entry of an input folder it did not read, as ingest.json does."""
+    _need("duckdb", "duckdb")
+    from analysis.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(CORPUS / "valid.csv", data / "v.csv")
+    (data / "notes.txt").write_text("x")
+    (data / ".hidden.jsonl").write_text("{}")
+    (data / "gone.csv").symlink_to(tmp_path / "nowhere.csv")
+    assert main(["reduce", str(data), "--out", str(tmp_path / "o")]) == 0
+    assert main(["ingest", str(data), "--out", str(tmp_path / "i")]) == 0
+    got = json.loads((tmp_path / "o" / "reduce.json").read_text())["files_not_read"]
+    assert got == json.loads((tmp_path / "i" / "ingest.json").read_text())["files_not_read"]
+    assert {f["reason"] for f in got} == {"hidden", "dangling link", "unsupported type '.txt'"}
 
 
 def test_reduce_command_bad_input_is_one_line_exit_2(tmp_path, capsys):

@@ -67,14 +67,24 @@ def _pairs(seed: int = 0) -> pl.DataFrame:
     ])
 
 
+def _training(seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame([
+        {"model": f"{b}-rl", "task": t, "arm": f"iv|{t}",
+         "status": "trained" if t == "t1" else "held_out", "comparison": c,
+         "n": 40, "k": int(rng.integers(0, 41))}
+        for b in ("a", "b", "c") for t in TASKS for c in ("gain", "privileged")
+    ])
+
+
 DATA = {
     "scale": _cells, "pooled": _cells, "within_between": _cells, "sdt": _cells,
-    "items": _items, "self_vs_other": _pairs,
+    "items": _items, "self_vs_other": _pairs, "training": _training,
 }
 #: build options that switch every optional part on (so every prior is used)
 ALL_OPTIONS = {"scale": {"family_slopes": True}, "pooled": {"random_effects": True}}
 #: dimension of the observed variable(s)
-OBS_DIM = {"items": "obs", "self_vs_other": "pair"}
+OBS_DIM = {"items": "obs", "self_vs_other": "pair", "training": "row"}
 
 
 def _build(name: str, **kw):
@@ -137,7 +147,7 @@ def test_effect_variables_and_dims(name):
 
 def test_registry_lookup_and_hint():
     assert set(models.REGISTRY) == {"scale", "pooled", "within_between", "sdt", "items",
-                                    "self_vs_other"}
+                                    "self_vs_other", "training"}
     with pytest.raises(KeyError, match="Did you mean 'within_between'"):
         models.get("within_betwen")
 

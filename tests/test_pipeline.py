@@ -277,7 +277,10 @@ def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_buil
     variables = [v["variable"] for v in sens["scale_variable"]["variants"]]
     assert variables == ["params", "active_params", "capability"]
     closed = sorted(m["model"] for m in results["models"] if m["params_b"] is None)
-    assert sens["scale_variable"]["variants"][0]["models_without_variable"] == closed
+    # derived checkpoints (issue 19) have a size but are kept off the scale axis
+    derived = (results["scale_effect"].get("excluded_derived_checkpoints") or {}).get("models", [])
+    without = sens["scale_variable"]["variants"][0]["models_without_variable"]
+    assert without == sorted(closed + derived)
     changed = [v["label"] for v in sens["scale_variable"]["variants"] if v["matches_main"] is False]
     assert sens["scale_variable"]["changed"] == changed
     assert sens["scale_variable"]["verdict_holds"] == (not changed)

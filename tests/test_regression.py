@@ -25,6 +25,15 @@ decision has ``meaning``), ROPEs in each scale variable's own units (``rope_mean
 slopes with their own priors in the scale and SDT models, SDT standard deviations
 ``HalfNormal(1)``, and the new sections ``confounds`` and ``verdict``.
 
+It was remade once more for issue 19 (did training help?), whose changes were: the default data gain
+one trained checkpoint per open family (appended; the verdict fit's cells stay byte-identical,
+same ``fit.data_sha256``), so ``data`` (16800 records, 21 models), ``models``,
+``by_model_task``, ``tasks``, ``skill`` and ``calibration`` have their rows;
+``frequentist.models_without_scale_variable`` and ``scale_effect.excluded_derived_checkpoints``
+list them (derived checkpoints are off the scale axis), as do the scale-variable sensitivity
+variants' ``models_without_variable``; new section ``training_effect``; the first-screen
+``verdict`` sentences follow.
+
 The run samples eight fits at the default settings (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
 (e.g. ``build/fits``) to seed the fit cache: fits are reused only when their cache key

@@ -206,3 +206,50 @@ def test_confounds_top_family_share_and_moe() -> None:
     R2 = copy.deepcopy(R)
     R2["confounds"]["top"]["one_family"] = False
     assert "are all D" not in _text(R2, "confounds")
+
+
+def _svo(direction: str, slope_dir: str) -> dict:
+    d = {"mean_advantage": 0.3 if direction == "positive" else 0.01,
+         "mean_advantage_ci": [0.1, 0.5] if direction == "positive" else [-0.1, 0.12],
+         "mean_direction": direction,
+         "slope_on_scale": {"direction": slope_dir}}
+    return {"per_task": {"refusal": {"status": "estimated", "summary": {"dprime": d}},
+                         "other": {"status": "not_estimable", "reason": "x"}}}
+
+
+def test_self_other_finding_follows_the_numbers() -> None:
+    from analysis.verdict import self_other_finding
+
+    assert self_other_finding({}) is None
+    pos = self_other_finding({"self_vs_other_rescored": _svo("positive", "positive")})
+    assert "predict themselves better" in pos and "growing with scale" in pos
+    null = self_other_finding({"self_vs_other_rescored": _svo("unclear", "unclear")})
+    assert "no clear self advantage" in null and "not shown to change" in null
+    assert "other" not in null.split(":", 1)[1]  # the not-estimable task is not spoken of
+
+
+def test_missingness_finding_only_when_it_depends_on_scale() -> None:
+    from analysis.verdict import missingness_finding
+
+    base = {"slope_of_missingness": {"per_task": {"t": {"estimate": -1.0, "p_value": 0.01}}}}
+    assert missingness_finding({"missingness": {**base, "depends_on_scale": {"t": False}}}) is None
+    text = missingness_finding({"missingness": {**base, "depends_on_scale": {"t": True}}})
+    assert "falls with scale" in text and "p = 0.010" in text
+
+
+def test_mixed_check_finding_only_when_the_check_fails() -> None:
+    from analysis.verdict import mixed_check_finding
+
+    sec = {"status": "estimated", "passed": True, "flagged": [], "overall": {"p_value": 0.5}}
+    assert mixed_check_finding({"mixed_predictive": sec}) is None
+    bad = {**sec, "passed": False, "flagged": [{"kind": "family", "group": "llama", "p_value": 1e-4}]}
+    assert "family llama" in mixed_check_finding({"mixed_predictive": bad})
+
+
+def test_effect_priors_finding_names_what_held() -> None:
+    from analysis.verdict import effect_priors_finding
+
+    assert effect_priors_finding({}) is None
+    R = {"sensitivity": {"effects": {"sdt": {"holds": {"sensitivity": True, "bias": False}}}}}
+    text = effect_priors_finding(R)
+    assert "unchanged for d' (sdt)" in text and "changes for criterion (sdt)" in text

@@ -11,11 +11,14 @@ the engines differ in how they read files (:mod:`~analysis.engines.duckdb_engine
 
 What is the same as ingest
 --------------------------
-File discovery and names, column mapping (``--map``, a config's ``[map]``, ``tasks`` and
-``[defaults]``), the missing-column and mapped-column errors, rules 1-8 of
-:mod:`analysis.ingest`, unreadable rows of JSONL (``invalid JSON``, ``not a JSON object``,
-``invalid UTF-8``) and CSV (``wrong number of fields``, ``invalid UTF-8``), exact and
-conflicting duplicates across files, and the "no records to analyse" error.
+File discovery and names (folders walked following links, ``.jsonl.gz``/``.csv.gz``
+read), column mapping (``--map``, a config's ``[map]``, ``tasks`` and ``[defaults]``),
+the missing-column and mapped-column errors, the reading of values (``null``/``NaN``/
+``None`` missing, ``1.0``/``0.0`` booleans), rules 1-8 of :mod:`analysis.ingest`,
+unreadable rows of JSONL (``invalid JSON``, ``not a JSON object``, ``invalid UTF-8``) and
+CSV (``wrong number of fields``, ``invalid UTF-8``), exact and conflicting duplicates
+across files (``run_id`` in the key), the binary-task rule (``predictions_not_boolean``),
+and the "no records to analyse" error.
 
 What it does not produce
 ------------------------
@@ -92,7 +95,8 @@ class EngineResult:
         ``records_duplicate``, ``quarantine_reasons`` (``{category: count}``), ``files``
         (``[{path, format, rows}]``), ``models``, ``tasks``, ``statuses``,
         ``unreadable_predictions``, ``mapping``, ``defaults``, ``allowed_tasks``,
-        ``ignored_columns`` -- the keys of ingest's summary that do not need the rows.
+        ``ignored_columns``, ``predictions_not_boolean`` (``{task: count}``) -- the keys
+        of ingest's summary that do not need the rows.
     """
 
     cells: pl.DataFrame
@@ -386,4 +390,5 @@ def _summary(
         "defaults": dict(sorted(options.defaults.items())),
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,
         "ignored_columns": sorted(ignored),
+        "predictions_not_boolean": dict(sorted(part("not_boolean").items())),
     }

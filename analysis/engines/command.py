@@ -71,8 +71,9 @@ def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     )
     registry = load_registry(inputs.registry) if inputs.registry else None
     cells = scale_values(join_registry(res.cells, registry), args.scale)
-    summary = {**res.summary, "registry": str(inputs.registry) if inputs.registry else None, "scale": args.scale,
-               "cells": cells.height}
+    summary = {**res.summary, "files_not_read": inputs.not_read,
+               "registry": str(inputs.registry) if inputs.registry else None,
+               "scale": args.scale, "cells": cells.height}
     args.out.mkdir(parents=True, exist_ok=True)
     atomic.write_parquet(args.out / "cells.parquet", cells)
     atomic.write_json(args.out / "reduce.json", summary)

@@ -15,6 +15,10 @@ the shared SQL of :mod:`analysis.engines.sql`):
   a ``map<string,string>``: NULL is ``invalid JSON`` unless ``get_json_object(line, '$')``
   parses it (``not a JSON object``).
 
+A ``NaN``, ``Infinity`` or ``-Infinity`` literal comes out of ``from_json`` quoted
+(``"NaN"``) and is unquoted, so that it reads as ingest reads it (``NaN`` missing,
+``Infinity`` not a valid confidence).
+
 Spark decodes text with replacement characters and cannot tell invalid UTF-8 from a real
 U+FFFD: a JSONL line or CSV row holding U+FFFD is quarantined as ``invalid UTF-8`` (ingest
 quarantines invalid bytes and keeps a genuine U+FFFD).
@@ -165,7 +169,7 @@ class SparkEngine:
         if inp.format == "jsonl":
             self._text(inp).createOrReplaceTempView(view)
             cols = ", ".join(
-                f"{_value(f'try_element_at(_m, {SPARK.literal(s)})' if s else None, c, defaults)}"
+                f"{_value(_json_value(s) if s else None, c, defaults)}"
                 f" AS {c}" for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
             )
             err = (f"CASE WHEN instr(line, {SPARK.literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} "
@@ -218,6 +222,18 @@ class SparkEngine:
             self.spark.catalog.dropTempView(view)
         if self._own:
             self.spark.stop()
+
+
+#: JSON literals Python's parser reads as numbers (ingest), which ``from_json`` hands back
+#: quoted (``"NaN"``) when it reads them into a string.
+_NON_NUMERIC: Final = ("NaN", "Infinity", "-Infinity")
+
+
+def _json_value(key: str) -> str:
+    """The value of ``key`` in the parsed line ``_m``; a ``NaN``/``Infinity`` literal unquoted."""
+    v = f"try_element_at(_m, {SPARK.literal(key)})"
+    quoted = ", ".join(SPARK.literal(f'"{w}"') for w in _NON_NUMERIC)
+    return f"CASE WHEN {v} IN ({quoted}) THEN substring({v}, 2, length({v}) - 2) ELSE {v} END"
 
 
 def _value(expr: str | None, canonical: str, defaults: Mapping[str, str]) -> str:

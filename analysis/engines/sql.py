@@ -7,17 +7,21 @@ no such column). The queries below then do what :func:`analysis.ingest.ingest` a
 :func:`analysis.cells.to_cells` do, in this order:
 
 1. :func:`checked_sql` -- normalise each row exactly as ingest does (text stripped of
-   Unicode white space, empty = NULL; booleans written any way become ``'true'``/``'false'``;
-   ``status`` lower-cased, default ``ok``, ``unparsed`` for an ``ok`` row without a
-   prediction; ``correct`` derived from ``prediction = outcome`` when absent and NULL when
-   unreadable; ``predictor`` defaults to ``model``; ``sample`` defaults to 0) and name the
-   first failing validation rule in ``_cat`` (the numbering of :mod:`analysis.ingest`).
+   Unicode white space; empty and ``null``/``NaN``/``None`` in any case = NULL; booleans
+   written any way, ``1.0``/``0.0`` too, become ``'true'``/``'false'``; ``status``
+   lower-cased, default ``ok``, ``unparsed`` for an ``ok`` row with neither a prediction
+   nor a ``correct``; ``correct`` derived from ``prediction = outcome`` when absent and
+   NULL when unreadable; ``predictor`` defaults to ``model``; ``sample`` defaults to 0) and
+   name the first failing validation rule in ``_cat`` (the numbering of
+   :mod:`analysis.ingest`).
 2. :func:`grouped_sql` -- one GROUP BY over the checked rows: valid rows per (file, key)
    with their copies and the count, smallest and largest value of each compared column;
    failing rows per (file, category). Everything after this reads that table.
 3. :func:`variants_sql` -- copies summed over files; a key whose copies differ in a
    compared value is a conflicting duplicate (all its copies are quarantined), a key whose
-   copies agree is used once and its other copies are exact duplicates.
+   copies agree is used once and its other copies are exact duplicates (the key includes
+   ``run_id``: runs are separate samples). Then ingest's binary-task rule: in a task whose
+   outcomes are all booleans, a non-boolean ``ok`` prediction becomes ``unparsed``.
 4. :func:`cells_sql` -- the GROUP BY to model x task cells of :func:`analysis.cells.to_cells`
    (self-predictions only), and :func:`accounting_sql` -- the row accounting.
 
@@ -31,7 +35,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from analysis.contract import FALSE_STRINGS, KEY, REQUIRED, STATUSES, TRUE_STRINGS
+from analysis.contract import (
+    FALSE_STRINGS,
+    KEY,
+    MISSING_STRINGS,
+    REQUIRED,
+    STATUSES,
+    TRUE_STRINGS,
+)
 from analysis.ingest import COMPARED, INPUT_COLUMNS
 
 __all__ = [
@@ -58,8 +69,9 @@ WHITE_SPACE: Final = (
 INT_PATTERN: Final = "^[+-]?[0-9]+$"
 #: Decimal numbers (no ``_`` separators, no hex): what polars' ``cast(Float64)`` reads.
 FLOAT_PATTERN: Final = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
-#: Special values polars reads as floats (they fail the confidence rule anyway).
-FLOAT_SPECIAL: Final = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity", "nan")
+#: Special values polars reads as floats (they fail the confidence rule anyway); ``nan``
+#: never gets here: it is a spelling of a missing value (:data:`MISSING_STRINGS`).
+FLOAT_SPECIAL: Final = ("inf", "+inf", "-inf", "infinity", "+infinity", "-infinity")
 
 #: Columns of a used record that the cells and the accounting read.
 RECORD_COLUMNS: Final = (*KEY, *COMPARED)
@@ -150,7 +162,6 @@ def checked_sql(raw: str, d: Dialect, *, tasks: tuple[str, ...] | None = None) -
     valid rows, :data:`RECORD_COLUMNS` as ingest writes them to ``records.parquet``.
     """
     i = d.ident
-    text = ",\n    ".join(f"{d.strip(i(c))} AS {i(c)}" for c in INPUT_COLUMNS)
     true_s, false_s = sorted(TRUE_STRINGS), sorted(FALSE_STRINGS)
 
     def binary(c: str) -> str:
@@ -194,12 +205,13 @@ SELECT source_file, _cat,
   {i('task')} AS task, {i('item_id')} AS item_id, COALESCE(_smp, 0) AS sample,
   _pred AS prediction, _out AS outcome,
   CASE WHEN _eff <> 'ok' THEN NULL WHEN _corr IS NOT NULL THEN _corr ELSE _eq END AS correct,
-  _conf AS confidence, _eff AS status
+  _conf AS confidence, _eff AS status, {i('run_id')} AS run_id
 FROM (
   SELECT *, {cat} AS _cat
   FROM (
     SELECT *,
-      CASE WHEN _status = 'ok' AND _pred IS NULL THEN 'unparsed' ELSE _status END AS _eff,
+      CASE WHEN _status = 'ok' AND _pred IS NULL AND _corr IS NULL THEN 'unparsed'
+           ELSE _status END AS _eff,
       (_pred = _out) AS _eq,
       {smp_num} AS _smp
     FROM (
@@ -211,15 +223,32 @@ FROM (
         COALESCE(lower({i('status')}), 'ok') AS _status,
         {conf_num} AS _conf,
         {smp_f} AS _sf
-      FROM (
-        SELECT source_file, _err,
-    {text}
-        FROM {raw}
-      ) AS stripped
+      FROM {_text_sql(raw, d)}
     ) AS parsed
   ) AS derived
 ) AS ruled
 """
+
+
+def _text_sql(raw: str, d: Dialect) -> str:
+    """Every input column of ``raw`` as ingest's text: stripped, empty and null/NaN/None NULL."""
+    i = d.ident
+    text = ",\n    ".join(f"{d.strip(i(c))} AS {i(c)}" for c in INPUT_COLUMNS)
+    lengths = sorted({len(m) for m in MISSING_STRINGS})
+    present = ",\n    ".join(
+        f"CASE WHEN length({i(c)}) BETWEEN {lengths[0]} AND {lengths[-1]} AND "
+        f"{_in(f'lower({i(c)})', MISSING_STRINGS, d)} THEN NULL ELSE {i(c)} END AS {i(c)}"
+        for c in INPUT_COLUMNS
+    )
+    return f"""(
+        SELECT source_file, _err,
+    {present}
+        FROM (
+          SELECT source_file, _err,
+    {text}
+          FROM {raw}
+        ) AS stripped
+      ) AS present"""
 
 
 def _as_number(c: str) -> str:
@@ -253,6 +282,11 @@ def variants_sql(grouped: str) -> str:
     The copies of a key agree on a compared column when the column is NULL in all of them
     or in none and its smallest and largest values are equal (NULLs compare equal, as in
     ingest). A key whose copies agree is used once, with those values.
+
+    Then the rule ingest applies to the used records (``binary_task_rule``): in a task
+    whose outcomes are all ``true``/``false``, an ``ok`` record whose prediction is some
+    other text (``maybe``) becomes ``unparsed`` without ``correct``; ``not_boolean`` marks
+    it, for the count per task (``predictions_not_boolean``).
     """
     key = ", ".join(KEY)
     agree = " AND ".join(
@@ -264,9 +298,26 @@ def variants_sql(grouped: str) -> str:
         for c in COMPARED
     )
     return f"""
-SELECT {key}, SUM(copies) AS copies, NOT ({agree}) AS conflicting, {values}
-FROM {grouped} WHERE _cat IS NULL
-GROUP BY {key}
+WITH v AS (
+  SELECT {key}, SUM(copies) AS copies, NOT ({agree}) AS conflicting, {values}
+  FROM {grouped} WHERE _cat IS NULL
+  GROUP BY {key}
+),
+binary_tasks AS (
+  SELECT task AS binary_task FROM v
+  WHERE NOT conflicting AND outcome IS NOT NULL
+  GROUP BY task
+  HAVING MIN(CASE WHEN outcome IN ('true', 'false') THEN 1 ELSE 0 END) = 1
+),
+flagged AS (
+  SELECT v.*, COALESCE(binary_task IS NOT NULL AND NOT conflicting AND status = 'ok'
+                       AND prediction NOT IN ('true', 'false'), FALSE) AS not_boolean
+  FROM v LEFT JOIN binary_tasks ON v.task = binary_tasks.binary_task
+)
+SELECT {key}, copies, conflicting, prediction, outcome,
+  CASE WHEN not_boolean THEN NULL ELSE correct END AS correct, confidence,
+  CASE WHEN not_boolean THEN 'unparsed' ELSE status END AS status, not_boolean
+FROM flagged
 """
 
 
@@ -322,7 +373,8 @@ def accounting_sql(grouped: str, variants: str) -> str:
 
     ``what`` is ``file`` (rows read per file), ``reason`` (quarantined rows per category,
     conflicting duplicates included), ``used``, ``duplicate``, ``status`` (used records per
-    status), ``model`` and ``task`` (used records per model and task).
+    status), ``model`` and ``task`` (used records per model and task) and ``not_boolean``
+    (per task, used records made ``unparsed`` by the binary-task rule).
     """
     used = f"(SELECT * FROM {variants} WHERE NOT conflicting) AS u"
     return f"""
@@ -341,6 +393,8 @@ UNION ALL
 SELECT 'model', model, COUNT(*) FROM {used} GROUP BY model
 UNION ALL
 SELECT 'task', task, COUNT(*) FROM {used} GROUP BY task
+UNION ALL
+SELECT 'not_boolean', task, COUNT(*) FROM {used} WHERE not_boolean GROUP BY task
 """
 
 

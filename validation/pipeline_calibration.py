@@ -1,0 +1,281 @@
+"""Calibration of *this analysis*: the pipeline's own fits, rule and diagnostics on null designs.
+
+``validation/calibration.py`` checks the models' intervals on synthetic designs with reduced
+sampler settings. This study asks what the pipeline itself would report: every data set is
+fitted by :func:`analysis.fit.fit` at the pipeline's sampler settings
+(:class:`analysis.fit.SamplerSettings`, 4 x 2000 draws, ``target_accept=0.99``), decided by
+the pipeline's rule (:func:`analysis.hypotheses.decide` with the ROPE of
+:func:`analysis.decisions.rope_for`), and a fit that fails the pipeline's diagnostics counts
+as what the pipeline would report: *not a finding* (so it is never a false "improves").
+
+Designs
+-------
+``default``
+    the shipped data's shape: 4 families x 4 sizes, 3 tasks, 300 predictions per cell
+    (``analysis.simulate.simulate_scale_cells``).
+``seb``
+    shaped like the Self-Execution Benchmark: 2 tasks, 22 models in 8 families on one task
+    and 19 on the other, unequal cells (120-1800 predictions), sizes 3B-671B with the
+    largest three in one family.
+
+Arms (``design x effect``): the true slope of the decided effect is 0 in every task
+(``accuracy``: ``models/scale.py``; ``dprime`` and ``criterion``: ``models/sdt.py``, both
+slopes 0); the other parameters are drawn per data set from the generative model with the
+variance components below. Per arm: the rate of "credibly positive and larger than the ROPE"
+(``improves``) per task and for the average over tasks, with a Clopper-Pearson interval;
+the coverage of the 94% HDI (the rule's interval); the rate of diagnostics failures.
+Targets (issue 16): false ``improves`` at most 5%; 94% HDI coverage between 91% and 97%;
+at least 200 data sets per null arm, so a 5% rate is known to about +-3 points.
+
+Cost: each data set is one pipeline fit. Measured on this 2-core machine under load, a
+scale fit of the default shape takes ~40-90 s (compile included) and an SDT fit ~2-4 min,
+so 200 data sets x 6 arms is ~20-40 CPU-hours: run it on a free machine, e.g.
+``--workers 8`` on 8 cores. Results are appended per data set to ``OUT/<arm>.jsonl``
+(a rerun resumes) and summarised in ``OUT/pipeline_calibration.json``.
+
+Usage::
+
+    .venv/bin/python validation/pipeline_calibration.py --sims 200            # full study
+    .venv/bin/python validation/pipeline_calibration.py --quick --out /tmp/pc # smoke run
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from analysis.fit import SamplerSettings  # noqa: E402
+from analysis.hypotheses import DecisionRule  # noqa: E402
+
+DESIGNS = ("default", "seb")
+EFFECTS = ("accuracy", "dprime", "criterion")
+#: Posterior variable and per-task variable decided for each effect, and the model fitted.
+EFFECT_VARS = {
+    "accuracy": ("scale", "beta", "slope_task"),
+    "dprime": ("sdt", "beta_dprime", "dprime_slope_task"),
+    "criterion": ("sdt", "beta_criterion", "criterion_slope_task"),
+}
+#: Variance components of the simulated data (logit / d' / criterion units).
+SIGMA = {"family": 0.3, "model": 0.25, "cell": 0.15}
+QUICK = SamplerSettings(draws=200, tune=200, chains=2, cores=1, target_accept=0.9)
+
+
+@dataclass(frozen=True)
+class Design:
+    """Models (with family and log10 size) and tasks with predictions per cell."""
+
+    models: tuple[tuple[str, str, float], ...]
+    cells: tuple[tuple[str, str, int], ...]  # model, task, n
+
+
+def seb_design() -> Design:
+    """Two tasks, 22 / 19 models, unequal cells, the top of the size axis one family."""
+    rng = np.random.default_rng(16)
+    sizes = [3.2, 7, 7.6, 8, 8, 12, 14, 24, 27, 32, 46, 70, 70, 109, 123, 176, 235, 400,
+             405, 671, 671, 671]
+    fams = ["llama", "mistral", "qwen", "llama", "llama", "gemma", "phi", "mistral", "gemma",
+            "qwen", "mixtral", "llama", "qwen", "llama", "mistral", "mixtral", "qwen", "llama",
+            "llama", "deepseek", "deepseek", "deepseek"]
+    models = tuple((f"m{i:02d}", fams[i], float(np.log10(s))) for i, s in enumerate(sizes))
+    cells = []
+    for i, (m, _, _) in enumerate(models):
+        cells.append((m, "word_association", int(rng.integers(700, 1800))))
+        if i not in (1, 8, 16):  # three models did not run the second task
+            cells.append((m, "refusal", int(rng.integers(120, 450))))
+    return Design(models, tuple(cells))
+
+
+def default_design() -> Design:
+    """4 families x 4 sizes, 3 tasks x 300 predictions (the shipped data's shape)."""
+    models = tuple(
+        (f"f{f}s{s}", f"fam{f}", float(np.log10(size)))
+        for f in range(4) for s, size in enumerate((1, 8, 70, 400))
+    )
+    cells = tuple((m, t, 300) for m, _, _ in models for t in ("t0", "t1", "t2"))
+    return Design(models, cells)
+
+
+def design(name: str) -> Design:
+    """The named design."""
+    return seb_design() if name == "seb" else default_design()
+
+
+def simulate(d: Design, effect: str, seed: int) -> pl.DataFrame:
+    """One null data set: true slope 0 in every task for ``effect``'s model.
+
+    ``accuracy``: binomial cells of ``models/scale.py``. ``dprime`` / ``criterion``:
+    signal-detection cells of ``models/sdt.py`` (d' and c with family, model and cell
+    effects; both slopes 0; half of the predictions are signal trials).
+    """
+    rng = np.random.default_rng(seed)
+    fams = sorted({f for _, f, _ in d.models})
+    tasks = sorted({t for _, t, _ in d.cells})
+    x_raw = {m: x for m, _, x in d.models}
+    centre = float(np.mean(list(x_raw.values())))
+    fam_of = {m: f for m, f, _ in d.models}
+
+    def effects() -> tuple[dict[str, float], dict[str, float]]:
+        u = dict(zip(fams, rng.normal(0, SIGMA["family"], len(fams)), strict=True))
+        v = {m: float(rng.normal(0, SIGMA["model"])) for m, _, _ in d.models}
+        return u, v
+
+    rows = []
+    if effect == "accuracy":
+        alpha = dict(zip(tasks, rng.normal(0.3, 0.5, len(tasks)), strict=True))
+        u, v = effects()
+        for m, t, n in d.cells:
+            eta = alpha[t] + u[fam_of[m]] + v[m] + rng.normal(0, SIGMA["cell"])
+            k = int(rng.binomial(n, 1 / (1 + np.exp(-eta))))
+            rows.append({"model": m, "family": fam_of[m], "task": t, "x": x_raw[m] - centre,
+                         "n": n, "k": k})
+        return pl.DataFrame(rows)
+    from scipy.stats import norm
+
+    a_d = dict(zip(tasks, rng.normal(1.5, 0.5, len(tasks)), strict=True))
+    a_c = dict(zip(tasks, rng.normal(0.0, 0.4, len(tasks)), strict=True))
+    ud, vd = effects()
+    uc, vc = effects()
+    for m, t, n in d.cells:
+        dp = a_d[t] + ud[fam_of[m]] + vd[m] + rng.normal(0, SIGMA["cell"])
+        c = a_c[t] + uc[fam_of[m]] + vc[m] + rng.normal(0, SIGMA["cell"])
+        n_s = n // 2
+        n_n = n - n_s
+        hits = int(rng.binomial(n_s, norm.cdf(dp / 2 - c)))
+        fas = int(rng.binomial(n_n, norm.cdf(-dp / 2 - c)))
+        rows.append({"model": m, "family": fam_of[m], "task": t, "x": x_raw[m] - centre,
+                     "n_signal": n_s, "n_noise": n_n, "hits": hits, "false_alarms": fas})
+    return pl.DataFrame(rows)
+
+
+def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
+        reuse_compiled: bool = True) -> dict[str, Any]:
+    """Fit data set ``i`` of ``arm`` as the pipeline would and record its decisions."""
+    from analysis.decisions import rope_for, x_by_model
+    from analysis.fit import fit
+    from analysis.hypotheses import decide
+
+    design_name, effect = arm.split(":")
+    model, overall, per_task = EFFECT_VARS[effect]
+    data = simulate(design(design_name), effect, seed0 + i)
+    # one compiled model per arm (the design's shape is fixed; only the counts change)
+    f = fit(model, data, seed=seed0 + i, settings=settings, reuse_compiled=reuse_compiled)
+    rule, _ = rope_for(DecisionRule(), "params", x_by_model(data))
+    passed = bool(f.diagnostics.get("passed"))
+    post = f.idata["posterior"]
+    out: dict[str, Any] = {"arm": arm, "i": i, "seed": seed0 + i, "diagnostics_passed": passed}
+    n_models = data["model"].n_unique()
+    res = decide(post[overall].values, rule, n_models=n_models)
+    out["overall"] = _record(res, passed)
+    out["per_task"] = {}
+    for t in [str(v) for v in post[per_task].coords["task"].values]:
+        n_t = data.filter(pl.col("task") == t)["model"].n_unique()
+        r = decide(post[per_task].sel(task=t).values, rule, n_models=n_t)
+        out["per_task"][t] = _record(r, passed)
+    return out
+
+
+def _record(res: dict[str, Any], passed: bool) -> dict[str, Any]:
+    covered = res["hdi_low"] is not None and res["hdi_low"] <= 0.0 <= res["hdi_high"]
+    return {"decision": res["decision"], "reported_decision": res["decision"] if passed else
+            "not_a_finding", "hdi_covers_truth": bool(covered), "mean": res["mean"]}
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact binomial interval."""
+    from scipy.stats import beta
+
+    a = (1 - level) / 2
+    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
+    return lo, hi
+
+
+def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """Rates with intervals for one arm."""
+    n = len(records)
+    out: dict[str, Any] = {"n": n, "diagnostics_failed": sum(not r["diagnostics_passed"]
+                                                              for r in records)}
+    keys = ["overall"] + sorted({t for r in records for t in r["per_task"]})
+    for key in keys:
+        recs = [r["overall"] if key == "overall" else r["per_task"].get(key) for r in records]
+        recs = [r for r in recs if r is not None]
+        k_imp = sum(r["reported_decision"] == "improves" for r in recs)
+        k_cov = sum(r["hdi_covers_truth"] for r in recs)
+        out[key] = {
+            "false_improves": k_imp / len(recs) if recs else None,
+            "false_improves_ci": clopper_pearson(k_imp, len(recs)) if recs else None,
+            "hdi94_coverage": k_cov / len(recs) if recs else None,
+            "hdi94_coverage_ci": clopper_pearson(k_cov, len(recs)) if recs else None,
+            "meets_targets": bool(recs) and k_imp / len(recs) <= 0.05
+            and 0.91 <= k_cov / len(recs) <= 0.97,
+        }
+    return out
+
+
+def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
+        workers: int = 1, seed0: int = 16_000) -> dict[str, Any]:
+    """Run (or resume) every arm; returns and writes the summary."""
+    out.mkdir(parents=True, exist_ok=True)
+    summary: dict[str, Any] = {"settings": asdict(settings), "sims": sims, "arms": {}}
+    for arm in arms:
+        path = out / f"{arm.replace(':', '-')}.jsonl"
+        done = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
+        todo = [i for i in range(sims) if i not in {r["i"] for r in done}]
+        with path.open("a") as fh:
+            if workers > 1:
+                with ProcessPoolExecutor(workers) as ex:
+                    for rec in ex.map(one, [arm] * len(todo), todo, [settings] * len(todo),
+                                      [seed0] * len(todo)):
+                        fh.write(json.dumps(rec) + "\n")
+                        done.append(rec)
+            else:
+                for i in todo:
+                    rec = one(arm, i, settings, seed0)
+                    fh.write(json.dumps(rec) + "\n")
+                    fh.flush()
+                    done.append(rec)
+        summary["arms"][arm] = summarise([r for r in done if r["i"] < sims])
+    (out / "pipeline_calibration.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    return summary
+
+
+ALL_ARMS = tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line (module docstring)."""
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    ap.add_argument("--sims", type=int, default=200, help="data sets per arm (default 200)")
+    ap.add_argument("--arms", nargs="+", choices=ALL_ARMS, default=list(ALL_ARMS))
+    ap.add_argument("--workers", type=int, default=1, help="parallel fits")
+    ap.add_argument("--quick", action="store_true",
+                    help="smoke run: 2 data sets per arm, 2 x 200 draws (not the pipeline's settings)")
+    ap.add_argument("--out", type=Path, default=ROOT / "validation" / "results" / "pipeline_calibration")
+    a = ap.parse_args(argv)
+    settings = SamplerSettings()
+    sims = a.sims
+    if a.quick:
+        settings, sims = QUICK, min(sims, 2)
+    s = run(a.arms, sims, settings, a.out, workers=a.workers)
+    for arm, r in s["arms"].items():
+        o = r["overall"]
+        print(f"{arm}: n={r['n']} false improves {o['false_improves']:.3f} "
+              f"94% HDI coverage {o['hdi94_coverage']:.3f} diagnostics failed {r['diagnostics_failed']}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
