@@ -72,7 +72,6 @@ class Tables:
         if kind == "pair_cells":
             return to_pair_cells(self.records).filter(pl.col("n") > 0)
         if kind == "training_pairs":
-
             return training_table(self.records, self.registry, sorted(self.records["task"].unique()))
         raise ValueError(
             f"unknown data table '{kind}' (cells, binary_cells, item_cells, pair_cells, "

@@ -152,9 +152,7 @@ def test_checks_recompute_when_the_code_changes(
     tmp_path: Path, counted: dict[str, int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     zoo.run_checks("scale", _fit("k1"), CELLS, seed=3, loo=False, cache_dir=tmp_path)
-    import analysis.fit
-
-    monkeypatch.setattr(analysis.fit, "source_sha256", lambda paths: "edited")
+    monkeypatch.setattr(checks, "source_sha256", lambda paths: "edited")
     zoo.run_checks("scale", _fit("k1"), CELLS, seed=3, loo=False, cache_dir=tmp_path)
     assert counted["posterior_predictive"] == 2
 
