@@ -52,7 +52,7 @@ def add_reduce_parser(sub: Any) -> None:
 
 def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     """Run ``selfmodel reduce``; returns the exit status."""
-    from analysis.cells import join_registry, scale_values
+    from analysis.cells import derived_models, join_registry, scale_values
     from analysis.pipeline import resolve_inputs
 
     inputs = resolve_inputs(args.paths, args.registry)
@@ -70,7 +70,10 @@ def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
         config=args.config, engine_options=options,
     )
     registry = load_registry(inputs.registry) if inputs.registry else None
-    cells = scale_values(join_registry(res.cells, registry), args.scale)
+    # as the pipeline: checkpoints derived from a base are off the scale axis (no x)
+    cells = scale_values(
+        join_registry(res.cells, registry), args.scale, derived=derived_models(registry)
+    )
     summary = {**res.summary, "files_not_read": inputs.not_read,
                "registry": str(inputs.registry) if inputs.registry else None,
                "scale": args.scale, "cells": cells.height}
