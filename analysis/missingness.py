@@ -18,11 +18,13 @@ accuracy. ``depends_on_scale`` is true when a task's missingness slope has p < 0
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Final
 
 import polars as pl
+from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
-from analysis.frequentist.glm import glm_slope
+from analysis.frequentist.glm import NUMERICAL_ERRORS, glm_slope
 
 #: Two-sided level below which the missingness slope is said to depend on scale.
 ALPHA: Final = 0.05
@@ -53,6 +55,21 @@ def missingness_cells(records: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFram
     return out
 
 
+def _glm(cells: pl.DataFrame, *, task_slopes: bool) -> dict[str, Any]:
+    """Fit :func:`glm_slope`, or return ``estimable: False`` with the reason.
+
+    Perfect separation on a small design or a singular matrix is never a silent estimate.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", PerfectSeparationWarning)
+        try:
+            return glm_slope(cells, task_slopes=task_slopes)
+        except PerfectSeparationWarning:
+            return {"estimable": False, "reason": "perfect separation: the GLM slope is not identified"}
+        except NUMERICAL_ERRORS as exc:
+            return {"estimable": False, "reason": f"GLM failed ({type(exc).__name__}: {exc})"}
+
+
 def _slope_summary(fit: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
     if not fit.get("estimable"):
         return {"estimable": False, "reason": fit.get("reason")}
@@ -80,10 +97,10 @@ def missingness(records: pl.DataFrame, cells: pl.DataFrame) -> dict[str, Any]:
     miss_cells = mc.with_columns(
         pl.col("n_unusable").alias("k"), pl.col("n_possible").alias("n")
     )
-    miss_fit = _slope_summary(glm_slope(miss_cells, task_slopes=len(tasks) > 1), tasks)
-    readable_fit = glm_slope(cells, task_slopes=len(tasks) > 1)
+    miss_fit = _slope_summary(_glm(miss_cells, task_slopes=len(tasks) > 1), tasks)
+    readable_fit = _glm(cells, task_slopes=len(tasks) > 1)
     strict_cells = mc.with_columns(pl.col("n_possible").alias("n"))
-    strict_fit = glm_slope(strict_cells, task_slopes=len(tasks) > 1)
+    strict_fit = _glm(strict_cells, task_slopes=len(tasks) > 1)
     depends: dict[str, bool | None] = {}
     for t in tasks:
         est = (miss_fit.get("per_task") or {}).get(t) if miss_fit.get("estimable") else None
