@@ -18,6 +18,8 @@ from analysis.contract import (
     InputError,
     parse_bool,
 )
+from analysis.ingest.rules import _bool_of as _ingest_bool
+from analysis.ingest.rules import _text as _ingest_text
 from analysis.importers.mapping.paths import _convert, _describe, _PathError, _resolve, _text
 from analysis.importers.mapping.spec import (
     HYPOTHETICAL_FIELDS,
@@ -84,15 +86,40 @@ class _Reader:
             )
 
 
-def _matches(sample: LogSample, where: dict[str, Any]) -> bool:
+def _matches(sample: LogSample, where: dict[str, tuple[Any, ...]]) -> bool:
+    """Whether ``sample`` has, at every ``[where]`` path, one of the accepted values."""
     for path, wanted in where.items():
-        try:
-            value = _resolve(sample.data, path)
-        except _PathError:
+        value = _where_value(sample, path)
+        if value is _ABSENT:
             return False
-        if value != wanted and _text(value) != _text(wanted):
+        if not any(value == w or _text(value) == _text(w) for w in wanted):
             return False
     return True
+
+
+_ABSENT: Any = object()
+
+
+def _where_value(sample: LogSample, path: str) -> Any:
+    target, inner = (
+        (sample.meta, path[len(META_PREFIX) :])
+        if path.startswith(META_PREFIX)
+        else (sample.data, path)
+    )
+    try:
+        return _resolve(target, inner)
+    except _PathError:
+        return _ABSENT
+
+
+def _where_seen(samples: Sequence[LogSample], where: dict[str, tuple[Any, ...]]) -> str:
+    """The values the ``[where]`` paths have in ``samples`` (for a message), a few each."""
+    parts = []
+    for path in where:
+        seen = sorted({_text(v) for s in samples if (v := _where_value(s, path)) is not _ABSENT})
+        shown = ", ".join(repr(v) for v in seen[:8]) + (" ..." if len(seen) > 8 else "")
+        parts.append(f"{path!r}: {shown}" if seen else f"{path!r}: no sample has this path")
+    return "; ".join(parts)
 
 
 def _record(
@@ -134,10 +161,8 @@ def _record(
     if conf is not None and not (math.isfinite(conf) and 0.0 <= conf <= 1.0):
         stats["confidence_out_of_range"] = stats.get("confidence_out_of_range", 0) + 1
         rec["confidence"] = None
-    if rec["correct"] is not None:
+    if rec["correct"] is not None:  # derived later, on values read as ingest reads them
         rec["correct"] = parse_bool(rec["correct"])
-    elif rec["prediction"] is not None and rec["outcome"] is not None:
-        rec["correct"] = rec["prediction"] == rec["outcome"]
     if status is not None:
         rec["status"] = status
     return rec
@@ -149,6 +174,7 @@ def apply_mapping(
     *,
     joined: Sequence[tuple[Sequence[LogSample], Sequence[LogSample]]] = (),
     log_name: Callable[[Sequence[LogSample]], str] | None = None,
+    join_specs: Sequence[JoinSpec] | None = None,
 ) -> MappedImport:
     """Turn logged samples into canonical records with a mapping.
 
@@ -159,9 +185,12 @@ def apply_mapping(
     samples
         Samples of single logs (no join), in order.
     joined
-        ``(object_samples, hypothetical_samples)`` pairs, one per :class:`JoinSpec`.
+        ``(object_samples, hypothetical_samples)`` pairs, one per join spec.
     log_name
         How to name a log in messages (default: the first sample's ``source_file``).
+    join_specs
+        The join spec of each pair (default: ``mapping.joins``; a glob in a join gives
+        several pairs with one spec).
 
     Returns
     -------
@@ -170,21 +199,35 @@ def apply_mapping(
     Raises
     ------
     InputError
-        When a mapped path resolves in none of a log's samples, or no record has a required
-        field (model, task, item_id).
+        When a mapped path resolves in none of a log's samples, ``[where]`` matches no
+        sample, or a record lacks a required field (model, task, item_id).
     """
     name = log_name or (lambda s: s[0].source_file if s else "<empty log>")
     run = _Applier(mapping)
     if samples:
         run.single_logs(samples, name)
-    for spec, (obj_samples, hyp_samples) in zip(mapping.joins, joined, strict=True):
+    specs = join_specs if join_specs is not None else mapping.joins
+    for spec, (obj_samples, hyp_samples) in zip(specs, joined, strict=True):
         run.join(spec, obj_samples, hyp_samples, name)
+    everything = [*(samples or ()), *(s for pair in joined for side in pair for s in side)]
+    if mapping.where and everything and not run.records:
+        raise InputError(
+            f"{mapping.source}: [where] matches none of the {len(everything)} samples read; "
+            f"values there: {_where_seen(everything, mapping.where)}."
+        )
     run.reader.check()
     frame, duplicates = _checked_frame(mapping, run.records)
     notes: list[str] = []
     counts: dict[str, Any] = {}
     _summarise(run, frame, duplicates, notes, counts)
-    return MappedImport(records=frame, notes=notes, counts=counts, registry=_registry(frame))
+    sizes = {
+        str(s.meta["model"]): s.meta["params_b"]
+        for s in everything
+        if s.meta.get("params_b") is not None and s.meta.get("model") is not None
+    }
+    return MappedImport(
+        records=frame, notes=notes, counts=counts, registry=_registry(frame, sizes)
+    )
 
 
 @dataclass
@@ -334,6 +377,7 @@ def _checked_frame(mapping: Mapping, records: list[dict[str, Any]]) -> tuple[pl.
             f"{mapping.source}: status values {bad_status} are not {', '.join(STATUSES)}; "
             "recode them with fields.status.map."
         )
+    frame = read_values_as_ingest(frame)
     before = frame.height
     # exact repeats only: records that differ in their answer are left to ingest, which
     # quarantines them as conflicts (never resolved by file order)
@@ -341,6 +385,38 @@ def _checked_frame(mapping: Mapping, records: list[dict[str, Any]]) -> tuple[pl.
     frame = frame.unique(subset=[*KEY, *answer], keep="first", maintain_order=True)
     duplicates = before - frame.height
     return frame, duplicates
+
+
+def read_values_as_ingest(frame: pl.DataFrame) -> pl.DataFrame:
+    """Prediction and outcome read by ingest's own rule, then ``correct`` derived from them.
+
+    The rule is ingest's (:mod:`analysis.ingest.rules`): stripped text, the spellings of a
+    missing value null, a boolean spelling (``yes``/``no``, ``1``/``0``, any case) read as
+    ``"true"``/``"false"``, anything else kept as text. So a ``yes``/``no`` prediction
+    against ``true``/``false`` outcomes is scored as ingest scores it and a mapped
+    ``correct`` is never contradicted by ingest's ``prediction == outcome``. ``correct`` is
+    derived only on ``ok`` records that have both values and no mapped ``correct``.
+    """
+    read = {}
+    for col in ("prediction", "outcome"):
+        text = _ingest_text(col, frame.schema[col])
+        flag = _ingest_bool(text)
+        read[col] = (
+            pl.when(flag).then(pl.lit("true")).when(~flag).then(pl.lit("false")).otherwise(text)
+        )
+    derived = (
+        pl.when(
+            pl.col("correct").is_null()
+            & (pl.col("status") == "ok")
+            & pl.col("prediction").is_not_null()
+            & pl.col("outcome").is_not_null()
+        )
+        .then(pl.col("prediction") == pl.col("outcome"))
+        .otherwise(pl.col("correct"))
+    )
+    return frame.with_columns(
+        read["prediction"].alias("prediction"), read["outcome"].alias("outcome")
+    ).with_columns(derived.alias("correct"))
 
 
 def _summarise(
@@ -387,16 +463,21 @@ def _summarise(
         )
 
 
-def _registry(frame: pl.DataFrame) -> pl.DataFrame:
-    """A registry with every model and predictor of ``frame`` and no covariates."""
+def _registry(frame: pl.DataFrame, sizes: dict[str, float] | None = None) -> pl.DataFrame:
+    """A registry with every model and predictor of ``frame``; ``params_b`` where the logs
+    state a size (``sizes``: model -> billions of parameters), other covariates null."""
     models = sorted(set(frame["model"].to_list()) | set(frame["predictor"].to_list()))
-    return pl.DataFrame({"model": models}, schema={"model": pl.Utf8()}).with_columns(
+    sizes = sizes or {}
+    return pl.DataFrame(
+        {"model": models, "params_b": [sizes.get(m) for m in models]},
+        schema={"model": pl.Utf8(), "params_b": REGISTRY_SCHEMA["params_b"]},
+    ).with_columns(
         [
             pl.lit(None, dtype=dtype).alias(col)
             for col, dtype in REGISTRY_SCHEMA.items()
-            if col != "model"
+            if col not in ("model", "params_b")
         ]
-    )
+    ).select(list(REGISTRY_SCHEMA))
 
 
 def _side(name: str, spec: FieldSpec) -> Side:

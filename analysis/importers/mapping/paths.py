@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from analysis.contract import parse_bool
-from analysis.importers.mapping.spec import FieldSpec, _suggest
+from analysis.importers.mapping.spec import FieldSpec, _suggest, normalize_text
 
 # ----------------------------------------------------------------------------------------------
 # resolving paths
@@ -107,15 +107,27 @@ def _describe(exc: _PathError) -> str:
 
 
 def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
-    """Return (value, readable). ``readable`` is False when a present value could not be read."""
+    """Return (value, readable). ``readable`` is False when a present value could not be read.
+
+    Order: ``regex`` extraction, ``normalize`` steps (text values), ``map``, then ``type``.
+    """
     if raw is None:
         return None, True
+    if spec.regex is not None:
+        found = spec.regex.search(raw if isinstance(raw, str) else _text(raw))
+        if found is None:
+            return None, False
+        raw = found.group(1) if spec.regex.groups else found.group(0)
+    if isinstance(raw, str) and spec.normalize:
+        raw = normalize_text(raw, spec.normalize)
     if spec.map is not None:
         key = raw if isinstance(raw, str) else _text(raw)
         key = key.strip()
         if key in spec.map:
             return spec.map[key], True
         return None, False
+    if spec.type == "score":
+        return _score(raw)
     if spec.type == "bool":
         flag = parse_bool(raw.strip() if isinstance(raw, str) else raw)
         if flag is None:
@@ -133,6 +145,24 @@ def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
         except (TypeError, ValueError):
             return None, False
     return raw, True
+
+
+#: Inspect AI's score values (``inspect_ai.scorer``: CORRECT, INCORRECT, PARTIAL, NOANSWER).
+INSPECT_CORRECT, INSPECT_INCORRECT = "C", "I"
+
+
+def _score(raw: Any) -> tuple[Any, bool]:
+    """An Inspect score value as a boolean: ``C``/``I``, or 1/0 and true/false.
+
+    ``P`` (partial credit), ``N`` (no answer) and any other number are not a yes/no
+    verdict: null and counted as unreadable.
+    """
+    if isinstance(raw, str) and raw.strip() in (INSPECT_CORRECT, INSPECT_INCORRECT):
+        return ("true" if raw.strip() == INSPECT_CORRECT else "false"), True
+    flag = parse_bool(raw)
+    if flag is None:
+        return None, False
+    return ("true" if flag else "false"), True
 
 
 def _text(value: Any) -> str:

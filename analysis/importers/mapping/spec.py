@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,7 +16,8 @@ from analysis.toml_errors import did_you_mean
 
 Format = Literal["lmeval", "inspect"]
 Side = Literal["object", "hypothetical"]
-ValueType = Literal["str", "bool", "float", "int"]
+ValueType = Literal["str", "bool", "float", "int", "score"]
+NormalizeStep = Literal["strip", "casefold", "punctuation"]
 
 FORMATS: Final = ("lmeval", "inspect")
 #: Canonical fields a mapping may fill (``correct`` is derived when not mapped).
@@ -36,8 +39,16 @@ FIELDS: Final = (
 TOP_KEYS: Final = ("format", "task", "model", "predictor", "run_id", "fields", "where", "join")
 #: Constants allowed at the top level.
 CONSTANTS: Final = ("task", "model", "predictor", "run_id")
-FIELD_KEYS: Final = ("path", "map", "type", "default")
+FIELD_KEYS: Final = ("path", "map", "type", "default", "normalize", "regex")
 JOIN_KEYS: Final = ("object", "hypothetical", "key", "object_key", "hypothetical_key")
+#: Value types of ``fields.<name>.type``.
+VALUE_TYPES: Final = ("str", "bool", "float", "int", "score")
+#: Steps of ``fields.<name>.normalize``, applied in the order written.
+NORMALIZE_STEPS: Final = ("strip", "casefold", "punctuation")
+#: Where the item id lives when a mapping does not say (the formats' own sample id).
+DEFAULT_ITEM_ID: Final = {"inspect": "id", "lmeval": "doc_id"}
+#: The task when a mapping does not say: the log's own task name.
+DEFAULT_TASK: Final = "@task"
 #: Fields read from the hypothetical log in a join unless prefixed.
 HYPOTHETICAL_FIELDS: Final = frozenset({"prediction", "confidence", "predictor"})
 META_PREFIX: Final = "@"
@@ -58,9 +69,15 @@ class FieldSpec:
     map
         Optional recoding of the raw value (stringified, stripped) into a canonical string.
     type
-        Optional conversion: ``"str"``, ``"bool"``, ``"float"`` or ``"int"``.
+        Optional conversion: ``"str"``, ``"bool"``, ``"float"``, ``"int"`` or ``"score"``
+        (Inspect score values: ``C``/``I`` and 1/0 are booleans).
     default
         Value used when the path is absent in a sample (``None`` = absent is null).
+    normalize
+        Text steps applied, in order, to a text value before ``map`` and ``type``.
+    regex
+        A compiled pattern: the value becomes its first match (group 1 when the pattern has
+        a group); no match makes the value unreadable.
     """
 
     path: str
@@ -68,6 +85,8 @@ class FieldSpec:
     map: dict[str, str] | None = None
     type: ValueType | None = None
     default: Any = None
+    normalize: tuple[NormalizeStep, ...] = ()
+    regex: re.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,7 +120,8 @@ class Mapping:
     fields
         Canonical field -> :class:`FieldSpec`.
     where
-        Path -> required value; other samples are skipped (counted).
+        Path (``@`` paths read the log's metadata) -> accepted values; other samples are
+        skipped (counted).
     joins
         Zero or more :class:`JoinSpec`.
     source
@@ -113,7 +133,7 @@ class Mapping:
     format: Format
     constants: dict[str, str]
     fields: dict[str, FieldSpec]
-    where: dict[str, Any] = field(default_factory=dict)
+    where: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     joins: tuple[JoinSpec, ...] = ()
     source: str = "<mapping>"
     base: Path = field(default_factory=Path)
@@ -231,49 +251,72 @@ def parse_mapping(
         raise InputError(
             f'{source}: \'format\' is {fmt!r}; write format = "lmeval" or format = "inspect".'
         )
-    constants: dict[str, str] = {}
-    for key in CONSTANTS:
-        if key in data:
-            if not isinstance(data[key], str) or not data[key]:
-                raise InputError(f"{source}: '{key}' must be a non-empty string.")
-            constants[key] = data[key]
     raw_fields = data.get("fields", {})
     if not isinstance(raw_fields, dict):
         raise InputError(f'{source}: [fields] must be a table of field = "path".')
     _unknown_keys(raw_fields, FIELDS, "[fields]", source)
-    fields: dict[str, FieldSpec] = {}
+    constants, fields = _constants(data, source)
     for name, spec in raw_fields.items():
-        if name in constants:
+        if name in constants or name in fields:
             raise InputError(
-                f"{source}: '{name}' is given both as a constant and in [fields]; keep one."
+                f"{source}: '{name}' is given both at the top level and in [fields]; keep one."
             )
         fields[name] = _field_spec(name, spec, source)
-    where = data.get("where", {})
-    if not isinstance(where, dict):
-        raise InputError(f"{source}: [where] must be a table of path = value.")
+    where = _where(data.get("where", {}), source)
     joins = _joins(data.get("join"), source)
     if not joins and any(f.side is not None for f in fields.values()):
         raise InputError(f"{source}: 'object:'/'hypothetical:' prefixes need a [join] table.")
-    has_task = "task" in constants or "task" in fields
-    if not has_task:
-        raise InputError(
-            f'{source}: no task; add task = "refusal" (a constant) or fields.task = "path".'
-        )
+    if "task" not in constants and "task" not in fields:
+        fields["task"] = FieldSpec(DEFAULT_TASK, side="object" if joins else None)
     if "item_id" not in fields and not joins:
-        raise InputError(f'{source}: no item_id; add fields.item_id = "path.to.id".')
-    if "prediction" not in fields and "confidence" not in fields:
-        raise InputError(f'{source}: no prediction; add fields.prediction = "path".')
+        fields["item_id"] = FieldSpec(DEFAULT_ITEM_ID[fmt])
+    if not {"prediction", "confidence", "correct"} & set(fields):
+        raise InputError(
+            f'{source}: nothing to score; add fields.prediction = "path" (or fields.correct).'
+        )
     if "outcome" not in fields and "correct" not in fields:
         raise InputError(f'{source}: no outcome; add fields.outcome = "path" (or fields.correct).')
     return Mapping(
         format=fmt,
         constants=constants,
         fields=fields,
-        where=dict(where),
+        where=where,
         joins=joins,
         source=source,
         base=Path(base),
     )
+
+
+def _constants(data: dict[str, Any], source: str) -> tuple[dict[str, str], dict[str, FieldSpec]]:
+    """Top-level ``task``/``model``/``predictor``/``run_id``: a constant, or an ``@`` path."""
+    constants: dict[str, str] = {}
+    fields: dict[str, FieldSpec] = {}
+    for key in CONSTANTS:
+        if key in data:
+            value = data[key]
+            if not isinstance(value, str) or not value:
+                raise InputError(f"{source}: '{key}' must be a non-empty string.")
+            if value.startswith(META_PREFIX):
+                fields[key] = FieldSpec(value)
+            else:
+                constants[key] = value
+    return constants, fields
+
+
+def _where(raw: Any, source: str) -> dict[str, tuple[Any, ...]]:
+    """``[where]``: path -> accepted values (a value, or a list of values any of which)."""
+    if not isinstance(raw, dict):
+        raise InputError(f"{source}: [where] must be a table of path = value.")
+    out: dict[str, tuple[Any, ...]] = {}
+    for path, wanted in raw.items():
+        values = tuple(wanted) if isinstance(wanted, list) else (wanted,)
+        if not values or any(isinstance(v, dict | list) for v in values):
+            raise InputError(
+                f"{source}: [where] {path!r} must be a value or a list of values "
+                '(e.g. "@task" = ["a", "b"]).'
+            )
+        out[str(path)] = values
+    return out
 
 
 def _field_spec(name: str, spec: Any, source: str) -> FieldSpec:
@@ -298,12 +341,99 @@ def _field_spec(name: str, spec: Any, source: str) -> FieldSpec:
             raise InputError(f'{source}: fields.{name}.map must be a table raw = "value".')
         mapping = {str(k).strip(): str(v) for k, v in mapping.items()}
     vtype = table.get("type")
-    if vtype is not None and vtype not in ("str", "bool", "float", "int"):
+    if vtype is not None and vtype not in VALUE_TYPES:
         raise InputError(
-            f"{source}: fields.{name}.type is {vtype!r}; use str, bool, float or int."
-            + _suggest(str(vtype), ("str", "bool", "float", "int"))
+            f"{source}: fields.{name}.type is {vtype!r}; use {', '.join(VALUE_TYPES)}."
+            + _suggest(str(vtype), VALUE_TYPES)
         )
-    return FieldSpec(path=path, side=side, map=mapping, type=vtype, default=table.get("default"))
+    steps = _normalize_steps(table.get("normalize", ()), name, source)
+    if mapping is not None:
+        mapping = {normalize_text(k, steps): v for k, v in mapping.items()}
+    return FieldSpec(
+        path=path,
+        side=side,
+        map=mapping,
+        type=vtype,
+        default=table.get("default"),
+        normalize=steps,
+        regex=_regex(table.get("regex"), name, source),
+    )
+
+
+def _normalize_steps(raw: Any, name: str, source: str) -> tuple[NormalizeStep, ...]:
+    steps = [raw] if isinstance(raw, str) else raw
+    if not isinstance(steps, list | tuple) or not all(isinstance(x, str) for x in steps):
+        raise InputError(
+            f'{source}: fields.{name}.normalize must be a list such as ["strip", "casefold"].'
+        )
+    for step in steps:
+        if step not in NORMALIZE_STEPS:
+            raise InputError(
+                f"{source}: fields.{name}.normalize has {step!r}; use "
+                f"{', '.join(NORMALIZE_STEPS)}.{_suggest(step, NORMALIZE_STEPS)}"
+            )
+    return tuple(steps)  # type: ignore[arg-type]
+
+
+def _regex(raw: Any, name: str, source: str) -> re.Pattern[str] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, str) or not raw:
+        raise InputError(f"{source}: fields.{name}.regex must be a non-empty pattern string.")
+    try:
+        pattern = re.compile(raw)
+    except re.error as exc:
+        col = f" (column {exc.pos + 1})" if exc.pos is not None else ""
+        raise InputError(
+            f"{source}: fields.{name}.regex {raw!r} is not a valid pattern{col}: {exc.msg}; "
+            "TOML strings need doubled backslashes, or write it in single quotes."
+        ) from None
+    if pattern.groups > 1:
+        raise InputError(
+            f"{source}: fields.{name}.regex has {pattern.groups} groups; keep one (the "
+            "answer) and make the others non-capturing, (?:...)."
+        )
+    return pattern
+
+
+def normalize_text(text: str, steps: Sequence[str]) -> str:
+    """Apply ``normalize`` steps to a text (``map`` keys go through the same steps).
+
+    ``strip`` removes surrounding white space, ``casefold`` folds case (``"YES"`` ->
+    ``"yes"``), ``punctuation`` removes punctuation and white space at both ends
+    (``"No."`` -> ``"No"``; ``"3.5"`` is kept).
+
+    Examples
+    --------
+    >>> normalize_text("  Yes.\n", ["punctuation", "casefold"])
+    'yes'
+    """
+    for step in steps:
+        if step == "strip":
+            text = text.strip()
+        elif step == "casefold":
+            text = text.casefold()
+        elif step == "punctuation":
+            text = _strip_punctuation(text)
+    return text
+
+
+def _edge(ch: str) -> bool:
+    return ch.isspace() or unicodedata.category(ch).startswith("P")
+
+
+def _strip_punctuation(text: str) -> str:
+    """Punctuation (Unicode category P) and white space off both ends; a sign before a
+    digit is kept (``"-3."`` -> ``"-3"``)."""
+    end = len(text)
+    while end and _edge(text[end - 1]):
+        end -= 1
+    start = 0
+    while start < end and _edge(text[start]):
+        if text[start] in "-+" and start + 1 < end and text[start + 1].isdigit():
+            break
+        start += 1
+    return text[start:end]
 
 
 def _key_paths(value: Any, what: str, source: str) -> tuple[str, ...]:
