@@ -357,15 +357,19 @@ def test_inspect_join_and_folder(tmp_path: Path) -> None:
         "q2::1": ("openai/gpt-4o", "anthropic/claude-3-5-haiku", "false", "false", True),
     }
     assert r.counts["cross_predictions"] == 2
-    # a folder of logs without a join reads both (each sample its own model)
-    both = import_inspect(
-        tmp_path,
-        mapping=parse_mapping(
-            {**INSPECT_MAPPING, "fields": {**INSPECT_MAPPING["fields"], "outcome": "target"}}
-        ),
+    # a folder is listed as Inspect lists it: .eval files, and .json files named as Inspect
+    # names logs (timestamp first); another .json is said not to be read
+    folder_mapping = parse_mapping(
+        {**INSPECT_MAPPING, "fields": {**INSPECT_MAPPING["fields"], "outcome": "target"}}
     )
+    one = import_inspect(tmp_path, mapping=folder_mapping)
+    assert set(one.records["model"]) == {"openai/gpt-4o"}
+    assert one.counts["files_not_read"] == ["hyp.json"]
+    assert any("not Inspect logs" in n and "hyp.json" in n for n in one.notes)
+    (tmp_path / "hyp.json").rename(tmp_path / "2025-03-01T00-00-00+00-00_self-pred_x.json")
+    both = import_inspect(tmp_path, mapping=folder_mapping)
     assert set(both.records["model"]) == {"openai/gpt-4o", "anthropic/claude-3-5-haiku"}
-    assert both.counts["files"] == 2
+    assert both.counts["files"] == 2 and both.counts["files_not_read"] == []
 
 
 def test_inspect_unreadable_file(tmp_path: Path) -> None:

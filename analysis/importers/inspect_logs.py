@@ -10,19 +10,27 @@ Inspect's field names, e.g. ``id``, ``epoch``, ``input``, ``target``, ``output.c
 ``output.choices.0.message.content``, ``scores.<scorer>.value``, ``scores.<scorer>.answer``,
 ``metadata.<key>``.
 
-Metadata for ``@`` paths: ``@model`` (``eval.model``, e.g. ``openai/gpt-4o``), ``@task``,
-``@run_id``, ``@status`` and ``@eval.<path>`` (the whole ``EvalSpec``: ``task_args``,
-``metadata``, ...).
+Metadata for ``@`` paths: ``@model`` (``eval.model``, e.g. ``openai/gpt-4o``), ``@task``
+(``eval.task``), ``@run_id``, ``@eval_id``, ``@status`` (``success``, ``cancelled``,
+``error``), ``@scorers`` (the scorer names of ``results.scores``) and ``@eval.<path>`` (the
+whole ``EvalSpec``: ``task_args``, ``metadata``, ...).
 
-Defaults when the mapping does not say otherwise: ``sample`` = ``epoch - 1``; ``status`` =
-``"error"`` for a sample that carries an ``error``. ``source_line`` is the sample's 1-based
-position in the log.
+Score values are Inspect's: ``scores.<scorer>.value`` is ``"C"`` (correct), ``"I"``
+(incorrect), ``"P"`` (partial), ``"N"`` (no answer) or a number; ``type = "score"`` reads
+``C``/``I`` and 1/0 as booleans and counts ``P``, ``N`` and other numbers as unreadable.
+
+Defaults when the mapping does not say otherwise: ``task`` = ``@task``; ``item_id`` =
+``id``; ``sample`` = ``epoch - 1`` (epochs are repeats of one item); ``status`` =
+``"error"`` for a sample that carries an ``error``; ``run_id`` = the log file (each log is its
+own run). A folder is searched with ``inspect_ai.log.list_eval_logs``; other ``.json`` files
+in it are listed as not read. ``source_line`` is the sample's 1-based position in the log.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Final
+from urllib.parse import unquote, urlparse
 
 from analysis.contract import InputError
 from analysis.importers.mapping import (
@@ -92,7 +100,9 @@ def read_inspect_log(
         "model": spec.model,
         "task": spec.task,
         "run_id": spec.run_id,
+        "eval_id": spec.eval_id,
         "status": log.status,
+        "scorers": [s.name for s in (log.results.scores if log.results else [])],
         "eval": spec.model_dump(mode="json"),
     }
     notes: list[str] = []
@@ -120,8 +130,23 @@ def read_inspect_log(
     return samples, notes
 
 
-def _find(folder: Path) -> list[Path]:
+def _candidates(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
+
+
+def _find(folder: Path) -> list[Path]:
+    """The Inspect logs in ``folder`` (recursively), as ``list_eval_logs`` finds them.
+
+    Other ``.json`` files are not logs.
+    """
+    try:
+        from inspect_ai.log import list_eval_logs
+    except ImportError:
+        raise InputError(INSTALL_HINT) from None
+    found = {Path(unquote(urlparse(info.name).path)).resolve() for info in list_eval_logs(
+        str(folder), recursive=True
+    )}
+    return [p for p in _candidates(folder) if p.resolve() in found]
 
 
 def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> MappedImport:
@@ -150,10 +175,21 @@ def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> 
     """
     m = as_mapping(mapping, fmt="inspect")
     _reader()  # fail early, with the install hint, before looking at files
-    return import_logs(
+    result = import_logs(
         src,
         mapping=m,
         find=_find,
         read=lambda path, root: read_inspect_log(path, root=root),
         what="Inspect logs (.eval, .json)",
     )
+    if src is not None and Path(src).is_dir() and not m.joins:
+        logs = set(_find(Path(src)))
+        others = [p.relative_to(src).as_posix() for p in _candidates(Path(src)) if p not in logs]
+        result.counts["files_not_read"] = others
+        if others:
+            result.notes.insert(
+                0,
+                f"{len(others)} .json/.eval file(s) are not Inspect logs and were not read: "
+                f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}.",
+            )
+    return result

@@ -18,8 +18,10 @@ which the outcome depends on how the task was written, so a mapping
 
 Metadata for ``@`` paths: ``@model`` (``model_name`` of the results file, else ``pretrained=``
 or ``model=`` in ``config.model_args``, else the folder name with ``__`` read as ``/``),
-``@task`` (from the file name), ``@date``, and ``@results.<path>`` (the results file).
-``source_line`` is the 1-based JSONL line.
+``@task`` (from the file name: the default task), ``@date``, ``@params_b``
+(``config.model_num_parameters`` / 1e9, which also fills the registry's ``params_b``) and
+``@results.<path>`` (the results file). ``source_line`` is the 1-based JSONL line; the item
+id defaults to ``doc_id``. A folder tree with many models and tasks is read in one import.
 """
 
 from __future__ import annotations
@@ -58,6 +60,15 @@ def _model_from_args(model_args: Any) -> str | None:
             key, _, value = part.partition("=")
             if key.strip() in ("pretrained", "model", "model_name") and value.strip():
                 return value.strip()
+    return None
+
+
+def _params_b(results: dict[str, Any]) -> float | None:
+    """``config.model_num_parameters`` in billions (lm-eval records it for HF models), or None."""
+    config = results.get("config")
+    n = config.get("model_num_parameters") if isinstance(config, dict) else None
+    if isinstance(n, int | float) and not isinstance(n, bool) and n > 0:
+        return float(n) / 1e9
     return None
 
 
@@ -124,7 +135,13 @@ def read_lmeval_samples(
             f"{rel}: no results_*.json with the model name beside it; model taken from the "
             f"folder name: {model!r}."
         )
-    meta = {"model": model, "task": task, "date": date, "results": results}
+    meta = {
+        "model": model,
+        "task": task,
+        "date": date,
+        "results": results,
+        "params_b": _params_b(results),
+    }
     opener = gzip.open if p.suffix == ".gz" else open
     samples: list[LogSample] = []
     bad: list[int] = []

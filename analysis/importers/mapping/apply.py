@@ -18,8 +18,6 @@ from analysis.contract import (
     InputError,
     parse_bool,
 )
-from analysis.ingest.rules import _bool_of as _ingest_bool
-from analysis.ingest.rules import _text as _ingest_text
 from analysis.importers.mapping.paths import _convert, _describe, _PathError, _resolve, _text
 from analysis.importers.mapping.spec import (
     HYPOTHETICAL_FIELDS,
@@ -33,6 +31,8 @@ from analysis.importers.mapping.spec import (
     Side,
     load_mapping,
 )
+from analysis.ingest.rules import _bool_of as _ingest_bool
+from analysis.ingest.rules import _text as _ingest_text
 
 
 @dataclass
@@ -448,7 +448,11 @@ def _summarise(
         notes.append(f"{n} record(s): {what.replace('_', ' ')}; set to null (or the default).")
     counts["value_problems"] = dict(sorted(value_stats.items()))
     if skipped_where:
-        notes.append(f"{skipped_where} sample(s) skipped by [where] {mapping.where}.")
+        wanted = "; ".join(
+            f"{path} = {' or '.join(repr(v) for v in values)}"
+            for path, values in mapping.where.items()
+        )
+        notes.append(f"{skipped_where} sample(s) skipped by [where] {wanted}.")
     if duplicates:
         notes.append(
             f"{duplicates} exact duplicate record(s) (same model, predictor, task, item_id, "
@@ -464,8 +468,11 @@ def _summarise(
 
 
 def _registry(frame: pl.DataFrame, sizes: dict[str, float] | None = None) -> pl.DataFrame:
-    """A registry with every model and predictor of ``frame``; ``params_b`` where the logs
-    state a size (``sizes``: model -> billions of parameters), other covariates null."""
+    """A registry with every model and predictor of ``frame``.
+
+    ``params_b`` where the logs state a size (``sizes``: model -> billions of parameters),
+    other covariates null.
+    """
     models = sorted(set(frame["model"].to_list()) | set(frame["predictor"].to_list()))
     sizes = sizes or {}
     return pl.DataFrame(
@@ -499,6 +506,72 @@ def as_mapping(mapping: Mapping | Path | str, *, fmt: Format) -> Mapping:
             f'set format = "{fmt}" or use the {m.format} importer.'
         )
     return m
+
+
+_GLOB_CHARS = frozenset("*?[")
+
+
+def _join_files(mapping: Mapping, label: str, loc: str, base: Path) -> list[Path]:
+    """The log files of one side of a join: a path, or a glob (relative to ``base``)."""
+    if _GLOB_CHARS & set(loc):
+        if Path(loc).is_absolute():
+            anchor, pattern = Path(Path(loc).anchor), str(Path(loc).relative_to(Path(loc).anchor))
+        else:
+            anchor, pattern = base, loc
+        files = sorted(p for p in anchor.glob(pattern) if p.is_file())
+        if not files:
+            raise InputError(
+                f"{mapping.source}: [join] {label} = {loc!r} matches no file under {anchor}; "
+                "globs are relative to SRC when it is a folder, else to the mapping file."
+            )
+        return files
+    path = Path(loc) if Path(loc).is_absolute() else base / loc
+    if not path.is_file():
+        raise InputError(
+            f"{mapping.source}: [join] {label} = {loc!r} not found (looked at "
+            f"{path}); paths are relative to SRC when it is a folder, else to the "
+            "mapping file."
+        )
+    return [path]
+
+
+def _join_pairs(
+    mapping: Mapping,
+    spec: JoinSpec,
+    base: Path,
+    read: Callable[[Path, Path], tuple[list[LogSample], list[str]]],
+    notes: list[str],
+) -> list[tuple[list[LogSample], list[LogSample]]]:
+    """(object samples, hypothetical samples) of each pair of logs one join names.
+
+    One object log pairs with every hypothetical log (and one hypothetical log with every
+    object log); several on both sides pair by model (the object log's ``@model`` with the
+    hypothetical log's), each model's self-predictions.
+    """
+    sides: list[list[tuple[Path, list[LogSample]]]] = []
+    for label, loc in (("object", spec.object), ("hypothetical", spec.hypothetical)):
+        logs = []
+        for path in _join_files(mapping, label, loc, base):
+            samples, more = read(path, base)
+            notes.extend(more)
+            logs.append((path, samples))
+        sides.append(logs)
+    objs, hyps = sides
+    if len(objs) == 1 or len(hyps) == 1:
+        return [(o, h) for _, o in objs for _, h in hyps]
+    by_model = {o[0].meta.get("model"): o for _, o in objs if o}
+    pairs = []
+    for path, h in hyps:
+        model = h[0].meta.get("model") if h else None
+        if model not in by_model:
+            raise InputError(
+                f"{mapping.source}: [join] hypothetical log {path} (model {model!r}) has no "
+                f"object log of the same model among the {len(objs)} that "
+                f"{spec.object!r} matches; name the object log of each model, or one object "
+                "log for all."
+            )
+        pairs.append((by_model[model], h))
+    return pairs
 
 
 def import_logs(
@@ -536,22 +609,14 @@ def import_logs(
         raise InputError(f"{root}: no such file or folder; give a {what} file or a folder of them.")
     if mapping.joins:
         base = root if root is not None and root.is_dir() else mapping.base
-        pairs = []
+        specs: list[JoinSpec] = []
+        pairs: list[tuple[list[LogSample], list[LogSample]]] = []
         for spec in mapping.joins:
-            sides = []
-            for label, loc in (("object", spec.object), ("hypothetical", spec.hypothetical)):
-                path = Path(loc) if Path(loc).is_absolute() else base / loc
-                if not path.is_file():
-                    raise InputError(
-                        f"{mapping.source}: [join] {label} = {loc!r} not found (looked at "
-                        f"{path}); paths are relative to SRC when it is a folder, else to the "
-                        "mapping file."
-                    )
-                samples, more = read(path, base)
-                notes.extend(more)
-                sides.append(samples)
-            pairs.append((sides[0], sides[1]))
-        result = apply_mapping(mapping, joined=pairs)
+            for obj, hyp in _join_pairs(mapping, spec, base, read, notes):
+                specs.append(spec)
+                pairs.append((obj, hyp))
+        result = apply_mapping(mapping, joined=pairs, join_specs=specs)
+        result.counts["joined_log_pairs"] = len(pairs)
     else:
         if root is None:
             raise InputError(f"{mapping.source}: no logs given; pass SRC or add a [join] table.")

@@ -397,7 +397,7 @@ def _regex(raw: Any, name: str, source: str) -> re.Pattern[str] | None:
 
 
 def normalize_text(text: str, steps: Sequence[str]) -> str:
-    """Apply ``normalize`` steps to a text (``map`` keys go through the same steps).
+    r"""Apply ``normalize`` steps to a text (``map`` keys go through the same steps).
 
     ``strip`` removes surrounding white space, ``casefold`` folds case (``"YES"`` ->
     ``"yes"``), ``punctuation`` removes punctuation and white space at both ends
@@ -423,8 +423,10 @@ def _edge(ch: str) -> bool:
 
 
 def _strip_punctuation(text: str) -> str:
-    """Punctuation (Unicode category P) and white space off both ends; a sign before a
-    digit is kept (``"-3."`` -> ``"-3"``)."""
+    """Punctuation (Unicode category P) and white space off both ends.
+
+    A sign before a digit is kept (``"-3."`` -> ``"-3"``).
+    """
     end = len(text)
     while end and _edge(text[end - 1]):
         end -= 1
