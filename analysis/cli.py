@@ -130,7 +130,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("format", choices=["seb", "lmeval", "inspect"])
     p.add_argument("src", type=Path, help="repository clone (seb) or log file/folder")
     p.add_argument("--mapping", type=Path, help="TOML mapping (lmeval, inspect)")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, help="output folder (required unless --preview)")
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        help="print the first mapped records, counts per model and task and a registry "
+        "template; write nothing",
+    )
 
 
     add_reduce_parser(sub)  # selfmodel reduce (DuckDB/Spark)
@@ -355,6 +361,15 @@ def _import(args: argparse.Namespace, say) -> int:
         else:
             from analysis.importers.inspect_logs import import_inspect as importer
         res = importer(args.src, mapping=args.mapping)
+    if args.preview:
+        from analysis.importers.preview import preview_text
+
+        for note in res.notes:
+            say(note)
+        print(preview_text(res))
+        return 0
+    if args.out is None:
+        raise InputError(f"import {args.format} needs --out DIR (or --preview to only look).")
     write_import(res, args.out)
     for note in res.notes:
         say(note)

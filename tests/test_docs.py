@@ -68,3 +68,22 @@ def test_readme_points_to_docs_and_its_layout_matches() -> None:
     for folder in ("analysis/", "models/", "reports/", "data_raw/", "tests/", "bench/",
                    "validation/", "docs/"):
         assert folder in layout, folder
+
+
+def _doc_keys(doc: str, heading: str) -> set[str]:
+    """The backticked first-column names of the table under ``heading`` in a doc."""
+    section = doc.split(heading, 1)[1]
+    table = section.split("\n\n", 2)[1]
+    return set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.M))
+
+
+def test_mapping_doc_lists_exactly_the_parsers_keys() -> None:
+    from analysis.importers.mapping import spec
+
+    doc = (DOCS / "mapping.md").read_text()
+    assert _doc_keys(doc, "## Top-level keys") == set(spec.TOP_KEYS)
+    assert _doc_keys(doc, "## `[fields]`: the record fields") == set(spec.FIELDS)
+    assert _doc_keys(doc, "### Field table keys") == set(spec.FIELD_KEYS)
+    assert _doc_keys(doc, "### `normalize` steps") == set(spec.NORMALIZE_STEPS)
+    assert _doc_keys(doc, "### `type` values") == set(spec.VALUE_TYPES)
+    assert _doc_keys(doc, "## `[join]`: predictions in one log") == set(spec.JOIN_KEYS)
