@@ -16,6 +16,7 @@ from typing import NoReturn
 from analysis import atomic
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.engines.command import add_reduce_parser
+from analysis.importers.preview import preview_text
 from analysis.ingest import ingest, parse_map_options, write_ingest
 from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 from analysis.registry import load_registry
@@ -362,8 +363,6 @@ def _import(args: argparse.Namespace, say) -> int:
             from analysis.importers.inspect_logs import import_inspect as importer
         res = importer(args.src, mapping=args.mapping)
     if args.preview:
-        from analysis.importers.preview import preview_text
-
         for note in res.notes:
             say(note)
         print(preview_text(res))

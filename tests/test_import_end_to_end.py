@@ -18,12 +18,16 @@ from pathlib import Path
 import pytest
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "importers" / "real"
-#: Sizes (billions) a user fills into the registry template for the Inspect models the logs
-#: do not size (the lm-eval models are sized by their logs); gpt-4o-mini stays unsized.
-HAND_SIZES = {
-    "ollama/llama3.1": "8",
-    "ollama/gemma3": "4",
-    "azureai/Meta-Llama-3-1-405B-Instruct-jqf": "405",
+#: What a user fills into the registry template: the family of every model, and the sizes
+#: (billions) of the Inspect models, which the logs do not state (the lm-eval models are
+#: sized by their logs); gpt-4o-mini stays unsized (listed as left out of the slope).
+HAND = {
+    "ollama/llama3.1": ("llama", "8"),
+    "ollama/gemma3": ("gemma", "4"),
+    "azureai/Meta-Llama-3-1-405B-Instruct-jqf": ("llama", "405"),
+    "meta-llama/Meta-Llama-3-8B-Instruct": ("llama", ""),
+    "Qwen/Qwen3-8B": ("qwen", ""),
+    "openai/gpt-4o-mini": ("gpt", ""),
 }
 QUICK = ["--draws", "200", "--tune", "200", "--chains", "2", "--no-power", "--no-robustness"]
 
@@ -100,7 +104,9 @@ def import_and_run(selfmodel: Sequence[str], workdir: Path, fixtures: Path = REA
         with (workdir / kind / "registry.csv").open(encoding="utf-8", newline="") as fh:
             rows += list(csv.DictReader(fh))
     for row in rows:
-        row["params_b"] = row["params_b"] or HAND_SIZES.get(row["model"], "")
+        family, size = HAND[row["model"]]
+        row["family"] = family
+        row["params_b"] = row["params_b"] or size
     with (workdir / "registry.csv").open("w", encoding="utf-8", newline="") as fh:
         writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
         writer.writeheader()

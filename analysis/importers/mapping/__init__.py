@@ -20,22 +20,28 @@ Layout::
     cluster = "doc.type"
     model = "@model"                  # '@' reads the log's metadata: @model, @task, @<path>
 
-    [where]                           # optional: keep only samples whose path equals a value
-    filter = "strict-match"
+    [where]                           # optional: keep only samples whose path has a value
+    filter = "strict-match"           # (a list: any of them; "@task" = [...] reads metadata)
 
     [join]                            # optional: an object-level and a hypothetical log
     object = "object/samples_x.jsonl" # what the model did        (relative to SRC or this file)
-    hypothetical = "hyp/samples_y.jsonl"  # what a model predicted it would do
+    hypothetical = "hyp/samples_y.jsonl"  # what a model predicted it would do (or a glob;
+                                      # [[join]] for several pairs)
     key = "doc.id"                    # item key, same path in both (or object_key/
                                       # hypothetical_key; a list of paths for a compound key)
 
 Field values
-    A string is a path; a table has ``path`` and optionally ``map`` (raw value, stripped, ->
-    canonical string; a value not in the map becomes null), ``type`` (``"str"``, ``"bool"``:
-    read with :func:`analysis.contract.parse_bool` into ``"true"``/``"false"``, ``"float"``,
-    ``"int"``) and ``default`` (used when the path is absent in a sample). Canonical fields:
-    ``model, task, item_id, prediction, outcome, correct, predictor, confidence, cluster,
-    status, run_id, sample``.
+    A string is a path; a table has ``path`` and optionally ``regex`` (extract the answer:
+    the first match or its one group), ``normalize`` (``strip``, ``casefold``,
+    ``punctuation``, in order), ``map`` (raw value, normalised, -> canonical string; a value
+    not in the map becomes null), ``type`` (``"str"``, ``"bool"``: read with
+    :func:`analysis.contract.parse_bool` into ``"true"``/``"false"``, ``"float"``, ``"int"``,
+    ``"score"``: Inspect's ``C``/``I``) and ``default`` (used when the path is absent in a
+    sample). Canonical fields: ``model, task, item_id, prediction, outcome, correct,
+    predictor, confidence, cluster, status, run_id, sample``. ``task`` defaults to ``@task``
+    and ``item_id`` to the format's sample id. Prediction and outcome are then read by
+    ingest's rule (:func:`~analysis.importers.mapping.apply.read_values_as_ingest`) and
+    ``correct`` derived from them. The reference of every key is ``docs/mapping.md``.
 
 Joined logs
     Each field is read from one side. ``prediction``, ``confidence`` and ``predictor`` come
