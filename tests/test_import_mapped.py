@@ -125,6 +125,40 @@ def test_apply_mapping_values_and_status() -> None:
     assert (r.records["predictor"] == "m").all()
 
 
+def test_value_steps_regex_normalize_map_type_and_scores() -> None:
+    from analysis.importers.mapping.paths import _convert
+    from analysis.importers.mapping.spec import _field_spec
+
+    def read(value: object, **table: object) -> tuple[object, bool]:
+        return _convert(value, _field_spec("prediction", {"path": "p", **table}, "m"))
+
+    score = {"type": "score"}
+    got = [read(v, **score) for v in ("C", "I", "P", "N", 1.0, 0, True, 0.5, " C ")]
+    assert got == [
+        ("true", True),
+        ("false", True),
+        (None, False),  # partial credit is not a yes/no verdict
+        (None, False),  # no answer
+        ("true", True),
+        ("false", True),
+        ("true", True),
+        (None, False),
+        ("true", True),
+    ]
+    yes_no = {"normalize": ["punctuation", "casefold"], "map": {"YES": "true", "No": "false"}}
+    assert read("Yes.\n", **yes_no) == ("true", True)  # map keys normalised the same way
+    assert read("no!", **yes_no) == ("false", True)
+    assert read("maybe", **yes_no) == (None, False)
+    answer = {"regex": r"ANSWER:\s*([A-D])", "normalize": ["casefold"]}
+    assert read("I think... ANSWER: B.", **answer) == ("b", True)
+    assert read("no answer given", **answer) == (None, False)
+    assert read(42, regex=r"\d") == ("4", True)  # a number is searched as its text
+    with pytest.raises(InputError, match="normalize has 'lower'.*casefold"):
+        read("x", normalize=["lower"])
+    with pytest.raises(InputError, match="type is 'boolean'"):
+        read("x", type="boolean")
+
+
 # ----------------------------------------------------------------------------------------------
 # lm-evaluation-harness
 

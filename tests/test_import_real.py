@@ -83,6 +83,20 @@ def test_inspect_real_folder_task_epochs_runs() -> None:
     assert scored.records["correct"].to_list() == [v == "C" for v in values]
 
 
+def test_inspect_scorer_names_in_messages() -> None:
+    m = parse_mapping(
+        {
+            "format": "inspect",
+            "fields": {"prediction": "output.completion", "outcome": "scores.match.value"},
+        }
+    )
+    with pytest.raises(InputError) as err:
+        import_inspect(INSPECT / "mmlu-no-summary-choices.eval", mapping=m)
+    msg = str(err.value)
+    assert "fields.outcome = 'scores.match.value'" in msg and "Keys there: choice" in msg
+    assert "mmlu-no-summary-choices.eval (line 1)" in msg and "\n" not in msg
+
+
 def test_inspect_regex_and_scores_and_top_level_task() -> None:
     mmlu = INSPECT / "mmlu-no-summary-choices.eval"
     m = parse_mapping(
@@ -189,6 +203,28 @@ def test_yes_no_against_true_false_reads_as_ingest_does(tmp_path: Path) -> None:
         ("false", "false", True),
         ("false", "false", True),
     ]
+    # a yes/no self-prediction against Inspect's verdict (C/I read as true/false)
+    verdict = parse_mapping(
+        {
+            "format": "inspect",
+            "fields": {
+                "prediction": {"path": "output.completion", "normalize": ["punctuation"]},
+                "outcome": {"path": "scores.match.value", "type": "score"},
+            },
+        }
+    )
+    v = import_inspect(INSPECT / "log_streaming.eval", mapping=verdict)
+    assert v.records.sort("item_id", "sample").select(
+        "prediction", "outcome", "correct"
+    ).rows() == [
+        ("false", "false", True),  # "No", scored I
+        ("true", "true", True),  # "Yes.", scored C
+        ("false", "true", False),  # "No.", scored C
+        ("false", "true", False),  # "No", scored C
+    ]
+    write_import(v, tmp_path / "verdict")
+    ing_v = ingest([tmp_path / "verdict" / "records.parquet"])
+    assert ing_v.quarantine.height == 0 and ing_v.records.height == 4
     write_import(r, tmp_path / "imp")
     ing = ingest([tmp_path / "imp" / "records.parquet"])
     assert ing.quarantine.height == 0

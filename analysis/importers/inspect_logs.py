@@ -94,7 +94,10 @@ def read_inspect_log(
         log = read_eval_log(str(p))
     except Exception as exc:  # inspect raises several types for a file it cannot read
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        raise InputError(f"{p}: not a readable Inspect log ({first}).") from None
+        raise InputError(
+            f"{p}: not a readable Inspect log ({first}); a log cut short or not written by "
+            "Inspect: move it out of the folder or re-run its eval."
+        ) from None
     spec = log.eval
     meta: dict[str, Any] = {
         "model": spec.model,

@@ -148,7 +148,7 @@ def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
 
 
 #: Inspect AI's score values (``inspect_ai.scorer``: CORRECT, INCORRECT, PARTIAL, NOANSWER).
-INSPECT_CORRECT, INSPECT_INCORRECT = "C", "I"
+INSPECT_CORRECT, INSPECT_INCORRECT, INSPECT_PARTIAL, INSPECT_NOANSWER = "C", "I", "P", "N"
 
 
 def _score(raw: Any) -> tuple[Any, bool]:
@@ -159,6 +159,8 @@ def _score(raw: Any) -> tuple[Any, bool]:
     """
     if isinstance(raw, str) and raw.strip() in (INSPECT_CORRECT, INSPECT_INCORRECT):
         return ("true" if raw.strip() == INSPECT_CORRECT else "false"), True
+    if isinstance(raw, str) and raw.strip() in (INSPECT_PARTIAL, INSPECT_NOANSWER):
+        return None, False  # "N" is not the boolean spelling "n" here
     flag = parse_bool(raw)
     if flag is None:
         return None, False
