@@ -297,3 +297,59 @@ def test_preview_prints_and_writes_nothing(tmp_path: Path) -> None:
     bad = subprocess.run([*cmd[:-1]], cwd=tmp_path, capture_output=True, text=True)
     assert bad.returncode == 2 and "--out DIR (or --preview" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_join_list_and_globs_paired_by_model(tmp_path: Path) -> None:
+    """[[join]] tables, and globs with several logs on both sides paired by model."""
+    for side in ("object", "hyp"):
+        (tmp_path / side).mkdir()
+        for name in ("log_formats.eval", "log_read_sample.eval"):
+            (tmp_path / side / name).write_bytes((INSPECT / name).read_bytes())
+    fields = {
+        "outcome": {"path": "target", "type": "bool"},
+        "prediction": {"path": "output.completion", "normalize": ["punctuation"]},
+    }
+    by_model = parse_mapping(
+        {
+            "format": "inspect",
+            "fields": fields,
+            "join": {"object": "object/*.eval", "hypothetical": "hyp/*.eval", "key": "id"},
+        }
+    )
+    r = import_inspect(tmp_path, mapping=by_model)
+    assert r.counts["joined_log_pairs"] == 2
+    assert r.records.select("model", "predictor", "prediction", "correct").sort("model").rows() == [
+        ("ollama/gemma3", "ollama/gemma3", "true", True),  # "Yes\n" against " Yes"
+        ("ollama/llama3.1", "ollama/llama3.1", "false", False),  # "No" against " Yes"
+    ]
+    listed = parse_mapping(
+        {
+            "format": "inspect",
+            "fields": fields,
+            "join": [
+                {
+                    "object": "object/log_formats.eval",
+                    "hypothetical": "hyp/log_read_sample.eval",
+                    "key": "id",
+                },
+                {
+                    "object": "object/log_read_sample.eval",
+                    "hypothetical": "hyp/log_formats.eval",
+                    "key": "id",
+                },
+            ],
+        }
+    )
+    cross = import_inspect(tmp_path, mapping=listed)
+    assert cross.counts["cross_predictions"] == 2
+    assert set(cross.records.select("model", "predictor").rows()) == {
+        ("ollama/llama3.1", "ollama/gemma3"),
+        ("ollama/gemma3", "ollama/llama3.1"),
+    }
+    (tmp_path / "hyp" / "log_streaming.eval").write_bytes(
+        (INSPECT / "log_streaming.eval").read_bytes()
+    )
+    with pytest.raises(
+        InputError, match=r"hyp/log_streaming.eval \(model 'azureai/.*no object log"
+    ):
+        import_inspect(tmp_path, mapping=by_model)
