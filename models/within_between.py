@@ -135,6 +135,29 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
 
+
+def unfit_reason(data: Any) -> str | None:
+    """Why ``data`` cannot identify the within-family slope, or ``None``.
+
+    The model needs ``x`` for every cell and at least one family with two or more differently
+    sized models (``build`` raises on the same conditions; this lets the pipeline skip the model
+    with the reason instead).
+
+    Examples
+    --------
+    >>> unfit_reason({"model": ["a1", "b1"], "family": ["a", "b"], "x": [0.0, 1.0]})
+    'every family has a single size, so the within-family slope is not identified'
+    >>> unfit_reason({"model": ["a1", "a2"], "family": ["a", "a"], "x": [0.0, 1.0]}) is None
+    True
+    """
+    x = np.asarray(data["x"], dtype=float)
+    if np.isnan(x).any():
+        return "some models have no value of the scale variable"
+    x_w, _ = split_scale(data["model"], data["family"], x)
+    if np.allclose(x_w, 0.0):
+        return "every family has a single size, so the within-family slope is not identified"
+    return None
+
 #: What the pipeline does with this model (see ``models/_common.py``).
 SPEC = ModelSpec(
     table="cells",
@@ -148,6 +171,7 @@ SPEC = ModelSpec(
     },
     loo="cell",
     sections=("sec-within", "sec-checks", "sec-richer"),
+    unfit_reason=unfit_reason,
 )
 
 

@@ -226,6 +226,9 @@ def test_within_between_split_and_identification_error():
     one_size = _cells().with_columns(pl.lit(0.0).alias("x"))
     with pytest.raises(ValueError, match="within-family slope is not identified"):
         within_between.build(one_size)
+    # the pipeline asks first and skips the model with the reason (it was a traceback)
+    assert "not identified" in within_between.SPEC.unfit_reason(one_size)
+    assert within_between.SPEC.unfit_reason(_cells()) is None
     with pytest.raises(ValueError, match="must be \\('Normal'"):
         within_between.build(_cells(), priors={"beta_between": ("StudentT", {"nu": 3, "sigma": 1})})
 
