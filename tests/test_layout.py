@@ -10,6 +10,7 @@ every page of its PDF, and what the renderer says it did. Page images are kept i
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from analysis.render import PAGE, RenderResult, render
+from analysis.report import REPORT_QMD
 
 try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
     import layout_util as lu
@@ -305,3 +307,94 @@ def test_page_images_are_kept_for_a_look(hard_pdf) -> None:
     assert all(r.image is not None and r.image.is_file() for r in reports)
     assert reports[0].image.parent == ARTIFACTS / "hard"
     shutil.copyfile(reports[0].image, ARTIFACTS / "hard-first-page.png")
+
+
+# ------------------------------------------------------------------ text inside the figures
+
+# Run first in the report's kernel: every figure matplotlib draws into a PNG (the inline backend
+# calls the canvas's print_figure) has its visible texts read after the draw, when tick labels
+# hold their formatted strings, and those that are mathtext markup are written to PROBE_FILE.
+# With text.parse_math off (names are data) such a label prints literally, e.g. a log axis's
+# default "$\mathdefault{10^{1}}$", which pdftotext cannot see (figures are images).
+FIGURE_PROBE = """
+```{python}
+#| include: false
+import json as _sm_json
+import re as _sm_re
+import matplotlib.backend_bases as _sm_bb
+import matplotlib.text as _sm_text
+
+_sm_seen = []
+_sm_print = _sm_bb.FigureCanvasBase.print_figure
+_sm_raw = _sm_re.compile(r"\\\\mathdefault|\\\\times|^\\$.*\\$$", _sm_re.S)
+
+def _sm_probe(self, *args, **kwargs):
+    out = _sm_print(self, *args, **kwargs)
+    texts = [t.get_text() for t in self.figure.findobj(_sm_text.Text)
+             if t.get_visible() and t.get_text().strip()]
+    _sm_seen.append({"titles": [ax.get_title() for ax in self.figure.axes],
+                     "texts": len(texts), "raw": [t for t in texts if _sm_raw.search(t)]})
+    with open(PROBE_FILE, "w") as fh:
+        _sm_json.dump(_sm_seen, fh)
+    return out
+
+_sm_bb.FigureCanvasBase.print_figure = _sm_probe
+```
+"""
+
+
+def _with_probe(qmd_text: str, probe_file: Path) -> str:
+    """``qmd_text`` with :data:`FIGURE_PROBE` as its first cell (after the front matter)."""
+    probe = FIGURE_PROBE.replace("PROBE_FILE", repr(str(probe_file)))
+    m = re.match(r"---\n.*?\n---\n", qmd_text, re.S)
+    assert m, "the report has no front matter"
+    return qmd_text[: m.end()] + probe + qmd_text[m.end() :]
+
+
+def figure_texts(qmd: Path, folder: Path, params: dict | None = None) -> list[dict]:
+    """Render ``qmd`` (a copy beside its own folder's files, probe added) to HTML; per figure
+    drawn: its axes titles, how many texts it shows and which of them are raw mathtext."""
+    src = folder / "src"
+    shutil.copytree(qmd.parent, src, ignore=shutil.ignore_patterns("*.html", "*.pdf"))
+    probe_file = folder / "figure-texts.json"
+    (src / qmd.name).write_text(_with_probe(qmd.read_text(), probe_file))
+    render(src / qmd.name, out_file=folder / "probed.html", params=params)
+    return json.loads(probe_file.read_text()) if probe_file.is_file() else []
+
+
+RAW_LABELS_QMD = """\
+---
+title: Raw tick labels
+---
+
+```{python}
+import matplotlib.pyplot as plt
+plt.rcParams["text.parse_math"] = False
+fig, ax = plt.subplots()
+ax.plot([1, 10, 100], [1, 2, 3])
+ax.set_xscale("log")
+ax.set_title("LOG-AXIS")
+plt.show()
+```
+"""
+
+
+def test_figure_probe_sees_raw_mathtext_tick_labels(tmp_path: Path) -> None:
+    """Negative control: a log axis with mathtext off prints $\\mathdefault{10^{k}}$ labels."""
+    qmd = tmp_path / "in" / "raw.qmd"
+    qmd.parent.mkdir()
+    qmd.write_text(RAW_LABELS_QMD)
+    seen = figure_texts(qmd, tmp_path / "out")
+    assert [s["titles"] for s in seen] == [["LOG-AXIS"]]
+    assert any("mathdefault" in t for t in seen[0]["raw"]), seen
+
+
+@pytest.mark.e2e
+def test_no_report_figure_prints_raw_mathtext(quick_build: Path, tmp_path: Path) -> None:
+    """Every figure of the real report (default data): no tick label or other text is raw
+    mathtext markup (the report turns mathtext off so that names stay data)."""
+    seen = figure_texts(REPORT_QMD, tmp_path, {"results_dir": str(quick_build)})
+    assert len(seen) >= 8, "the probe saw too few figures: is it still installed first?"
+    assert all(s["texts"] > 5 for s in seen), seen  # tick labels were read after the draw
+    raw = [(s["titles"], s["raw"][:3]) for s in seen if s["raw"]]
+    assert raw == [], raw
