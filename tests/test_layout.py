@@ -175,6 +175,26 @@ for i in range(4):
     print("| " + " | ".join(f"cell_{i}_{k}_text" for k in range(17)) + " |")
 ```
 
+# Tables of long names
+
+```{python}
+#| output: asis
+# shaped like the self-versus-other tables: one long unbreakable name beside eight short
+# columns with two-word headers (their one-line widths left the name less than its width)
+print("| model | others | d' self | d' others | advantage | interval | target side | interval | acc. advantage |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for i in range(8):
+    name = "mistral-small-3.1-24b-instruct" if i == 3 else f"model-{i}-instruct"
+    print(f"| {name} | 18 | 1.{i}9 | 1.49 | -0.30 | [-0.70, +0.0{i}] | -0.02 | [-0.42, +0.3{i}] | +0.067 |")
+print()
+# a column of hyphenated names that must wrap between names, never inside one
+names = ", ".join(f"gemini-2.{k}-flash" for k in range(12))
+print("| variable | models | models without it | mean | HDI | decision | per task |")
+print("|---|---:|---|---:|---:|---|---|")
+for v in ("params", "active_params"):
+    print(f"| {v} | 13 | {names} | -0.019 | [-0.209, 0.171] | no_credible_effect | refusal: no_credible_effect |")
+```
+
 # Figures
 
 ```{python}
@@ -268,6 +288,28 @@ def test_wide_tables_get_a_smaller_font_or_a_landscape_page(hard_pdf) -> None:
     assert sum(w.text == "column_number_0" for w in on_it) >= 2
     cell_heights = {round(w.y1 - w.y0, 1) for w in on_it if w.text.startswith("cell_")}
     assert len(cell_heights) == 1 and min(cell_heights) >= 0.75 * heights["value_0_0"]
+
+
+@pytest.mark.e2e
+def test_tables_of_long_names_stay_in_the_text_block(hard_pdf) -> None:
+    """The table that ran 5 pt past the text block (its columns' one-line widths left its
+    unbreakable name less than its width) fits, every row on one line; hyphenated names in a
+    wrapping column are never broken inside."""
+    result, reports = hard_pdf
+    text_right = (PAGE.margin_x_mm + PAGE.text_width_in() * 25.4) / 25.4 * 72
+    page = next(k for k, (_, _, ws) in enumerate(lu.page_words(result.out_file))
+                if any(w.text == "mistral-small-3.1-24b-instruct" for w in ws))
+    words = lu.page_words(result.out_file)[page][2]
+    assert lu.faults([reports[page]]) == ""
+    assert max(w.x1 for w in words) <= text_right + 0.5
+    rows = [w for w in words if re.fullmatch(r"model-\d-instruct|mistral-small-3.1-24b-instruct", w.text)]
+    assert len(rows) == 8
+    for row in rows:  # the row's last cell is on the row's line: nothing wrapped
+        last = [w for w in words if w.text == "+0.067" and abs(w.y0 - row.y0) < 1]
+        assert len(last) == 1, row.text
+    texts = [w.text.rstrip(",") for _, _, ws in lu.page_words(result.out_file) for w in ws]
+    for k in range(12):
+        assert texts.count(f"gemini-2.{k}-flash") == 2, k  # whole, in both rows
 
 
 @pytest.mark.e2e
