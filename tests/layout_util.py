@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import functools
 import html
+import os
 import re
 import shutil
 import subprocess
@@ -205,7 +206,15 @@ def seb_results() -> Path:
     """Results of a quick run on the Self-Execution Benchmark (imported from :data:`SEB_DATA`,
     short sampler run, no report), made once per process and shared by the layout and browser
     tests: a report with SEB's shape (two binary tasks, long model names, closed models, the
-    self-versus-other tables). Read-only for callers: copy before writing into it."""
+    self-versus-other tables). Read-only for callers: copy before writing into it.
+
+    ``SELFMODEL_SEB_RESULTS`` names a folder of saved SEB results to use instead (no run), e.g.
+    a ``selfmodel run`` of ``selfmodel import seb`` output kept from an earlier session."""
+    saved = os.environ.get("SELFMODEL_SEB_RESULTS")
+    if saved:
+        if not (Path(saved) / "results.json").is_file():
+            raise FileNotFoundError(f"SELFMODEL_SEB_RESULTS={saved}: no results.json there")
+        return Path(saved)
     if not SEB_DATA.is_dir():
         raise FileNotFoundError(f"shared Self-Execution Benchmark data not found at {SEB_DATA}")
     base = Path(tempfile.mkdtemp(prefix="selfmodel-seb-"))

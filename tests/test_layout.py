@@ -11,6 +11,7 @@ every page of its PDF, and what the renderer says it did. Page images are kept i
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -451,7 +452,7 @@ def test_no_report_figure_prints_raw_mathtext(quick_build: Path, tmp_path: Path)
 
 @pytest.fixture(scope="module")
 def seb_build(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    if not lu.SEB_DATA.is_dir():
+    if not lu.SEB_DATA.is_dir() and not os.environ.get("SELFMODEL_SEB_RESULTS"):
         pytest.skip(f"shared Self-Execution Benchmark data not found at {lu.SEB_DATA}")
     dst = tmp_path_factory.mktemp("seb") / "build"
     shutil.copytree(lu.seb_results(), dst)
