@@ -4,8 +4,13 @@ The first group proves the two PDF checks of ``tests/layout_util.py`` fail on th
 exist for (a figure wider than the page, words printed over words) and pass a clean page. The
 second renders a report built to be hard to lay out (a long table, a wide table, a table too
 wide for any portrait page, a figure drawn too wide, one drawn at the default size) and checks
-every page of its PDF, and what the renderer says it did. Page images are kept in
-``tests/artifacts/layout/`` (git-ignored) for a person to look at.
+every page of its PDF, and what the renderer says it did. The third reads the text inside
+every figure of the real report (a probe in the kernel: figures are images to pdftotext) for
+raw mathtext tick labels. The last renders a report with the Self-Execution Benchmark's shape
+from a quick SEB run (slow, needs ../shared/data; ``SELFMODEL_SEB_RESULTS`` may name saved
+results instead) and checks every page. The default-data report's pages and first screen are
+checked in ``tests/test_report.py``. Page images are kept in ``tests/artifacts/layout/``
+(git-ignored) for a person to look at.
 """
 
 from __future__ import annotations
