@@ -5,7 +5,8 @@
 --   the template can report one that is too wide and put it on a landscape page when asked.
 --   `top` is false inside a container (a div with an id becomes a Typst block), where no page
 --   can start.
--- * A `.table-caption` div becomes a block that stays on the page of the table below it.
+-- * A `.table-caption` div becomes a block that stays on the page of the table below it; so
+--   does a paragraph that ends with a colon before a list or a table (the lead-in of a list).
 -- * `::: {.running-header}` and `::: {.running-footer}` divs become metadata the page header
 --   and footer show on every page (their text, without markup).
 -- * A paragraph or table cell that starts with `=` (or with `-`, `+`, `/` and a space) starts
@@ -37,10 +38,23 @@ local function table_unit(block, top)
   }
 end
 
+local function introduces(b, nxt)
+  -- a paragraph ending with a colon right before a list or a table ("**Where they differ:**")
+  if b.t ~= "Para" or nxt == nil then return false end
+  local text = pandoc.utils.stringify(b)
+  if text:sub(-1) ~= ":" then return false end
+  return nxt.t == "BulletList" or nxt.t == "OrderedList" or nxt.t == "Table"
+    or (nxt.t == "Div" and nxt.classes:includes("quarto-table"))
+end
+
 wrap = function(blocks, top, in_unit)
   local out = pandoc.List()
-  for _, b in ipairs(blocks) do
-    if b.t == "Div" and (b.classes:includes("running-header") or b.classes:includes("running-footer")) then
+  for i, b in ipairs(blocks) do
+    if introduces(b, blocks[i + 1]) then
+      out:insert(raw("#block(sticky: true, width: 100%)["))
+      out:insert(b)
+      out:insert(raw("]"))
+    elseif b.t == "Div" and (b.classes:includes("running-header") or b.classes:includes("running-footer")) then
       local key = b.classes:includes("running-header") and "running-header" or "running-footer"
       out:insert(raw("#metadata(" .. typst_string(pandoc.utils.stringify(b)) .. ") <" .. key .. ">"))
     elseif b.t == "Div" and b.classes:includes("table-caption") then

@@ -18,11 +18,14 @@ Run as a script to check any PDF and keep the page images:
 from __future__ import annotations
 
 import argparse
+import functools
 import html
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -31,7 +34,13 @@ from PIL import Image
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analysis.cli import main as selfmodel_cli  # noqa: E402
 from analysis.render import PAGE, PageGeometry  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+# the shared copy of the Self-Execution Benchmark (read in place; see tests/test_import_seb.py)
+SEB_DATA = ROOT.parent / "shared" / "data" / "self-execution-benchmark"
+QUICK = ("--draws", "300", "--tune", "300", "--chains", "2")  # as tests/conftest.py's quick build
 
 INK_LEVEL = 200  # 0-255 grey: table zebra stripes (247) and light rules (190+) are lighter
 DPI = 72
@@ -190,6 +199,33 @@ def check_pdf(pdf: Path | str, image_dir: Path | str) -> list[PageReport]:
 def faults(reports: list[PageReport]) -> str:
     """All faults of all pages, one per line ("" when every page passes)."""
     return "\n".join(r.describe() for r in reports if not r.ok)
+
+
+@functools.cache
+def seb_results() -> Path:
+    """Results of a quick run on the Self-Execution Benchmark (imported from :data:`SEB_DATA`,
+    short sampler run, no report), made once per process and shared by the layout and browser
+    tests: a report with SEB's shape (two binary tasks, long model names, closed models, the
+    self-versus-other tables). Read-only for callers: copy before writing into it.
+
+    ``SELFMODEL_SEB_RESULTS`` names a folder of saved SEB results to use instead (no run), e.g.
+    a ``selfmodel run`` of ``selfmodel import seb`` output kept from an earlier session."""
+    saved = os.environ.get("SELFMODEL_SEB_RESULTS")
+    if saved:
+        if not (Path(saved) / "results.json").is_file():
+            raise FileNotFoundError(f"SELFMODEL_SEB_RESULTS={saved}: no results.json there")
+        return Path(saved)
+    if not SEB_DATA.is_dir():
+        raise FileNotFoundError(f"shared Self-Execution Benchmark data not found at {SEB_DATA}")
+    base = Path(tempfile.mkdtemp(prefix="selfmodel-seb-"))
+    if selfmodel_cli(["import", "seb", str(SEB_DATA), "--out", str(base / "import")]) != 0:
+        raise RuntimeError("selfmodel import seb failed")
+    out = base / "run"
+    args = ["run", str(base / "import" / "records.parquet"), "--registry",
+            str(base / "import" / "registry.csv"), "--out", str(out), *QUICK, "--no-report"]
+    if selfmodel_cli(args) != 0:
+        raise RuntimeError("selfmodel run on the SEB import failed")
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 from pathlib import Path
@@ -9,11 +10,14 @@ from pathlib import Path
 import pytest
 
 from analysis.render import render
+from analysis.report import render_report
 
 try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
-    from browser_util import find_chromium, open_in_chromium
+    import layout_util as lu
+    from browser_util import find_chromium, layout_problems, open_in_chromium
 except ImportError:  # tests/ became a package
-    from tests.browser_util import find_chromium, open_in_chromium
+    from tests import layout_util as lu
+    from tests.browser_util import find_chromium, layout_problems, open_in_chromium
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render"
 ARTIFACTS = Path(__file__).parent / "artifacts"
@@ -70,8 +74,6 @@ def test_probe_catches_a_broken_page(tmp_path: Path) -> None:
 
 def test_layout_probe_catches_a_wide_page_and_a_late_verdict(tmp_path: Path) -> None:
     """Negative control for the layout checks: each fault is seen, a clean page passes."""
-    from browser_util import layout_problems
-
     bad = tmp_path / "bad.html"
     bad.write_text(
         "<!doctype html><html><head><title>t</title></head><body>"
@@ -97,8 +99,6 @@ def test_layout_probe_catches_a_wide_page_and_a_late_verdict(tmp_path: Path) -> 
 
 @pytest.mark.parametrize("window", [(1280, 800), (800, 1200)], ids=["1280x800", "800x1200"])
 def test_mini_report_fits_the_screen(tmp_path: Path, window: tuple[int, int]) -> None:
-    from browser_util import layout_problems
-
     shutil.copytree(FIXTURE, tmp_path / "mini")
     html = render(tmp_path / "mini" / "mini.qmd", out_file=tmp_path / "mini.html").out_file
     shot = ARTIFACTS / f"mini_report_{window[0]}x{window[1]}.png"
@@ -110,3 +110,29 @@ def test_mini_report_fits_the_screen(tmp_path: Path, window: tuple[int, int]) ->
         assert toc["right"] <= main["left"] and toc["top"] < 100
     else:  # a compact list above it
         assert toc["bottom"] <= main["top"] and toc["bottom"] - toc["top"] < 200
+
+
+@pytest.mark.slow
+@pytest.mark.shared_data
+@pytest.mark.e2e
+@pytest.mark.parametrize("window", [(1280, 800), (800, 1200)], ids=["1280x800", "800x1200"])
+def test_seb_report_leads_with_the_verdict(tmp_path: Path, window: tuple[int, int]) -> None:
+    """The SEB-shaped report (see tests/layout_util.py): the question and the verdict block in
+    the first screen, nothing wider than the screen, offline and without errors. The
+    default-data report has the same test in tests/test_report.py. Screenshots:
+    tests/artifacts/seb_report_WxH.png (look at them)."""
+    if not lu.SEB_DATA.is_dir() and not os.environ.get("SELFMODEL_SEB_RESULTS"):
+        pytest.skip(f"shared Self-Execution Benchmark data not found at {lu.SEB_DATA}")
+    build = tmp_path / "build"
+    shutil.copytree(lu.seb_results(), build)
+    html = render_report(build)
+    shot = ARTIFACTS / f"seb_report_{window[0]}x{window[1]}.png"
+    report = open_in_chromium(html, shot, window=window)
+    assert report["console_errors"] == [] and report["page_errors"] == []
+    assert report["requests"] == [] and report["failed_requests"] == []
+    assert _png_size(shot) == window
+    wide = window[0] >= 1100
+    problems = layout_problems(report, first_screen=("title-block-header", "sec-verdict", "verdict"),
+                               sideways_scroll=not wide)
+    assert problems == []
+    assert "Question:" in html.read_text()
