@@ -1,0 +1,116 @@
+"""JSON objects that name a key twice: found cheaply, quarantined whatever else the file holds.
+
+A JSONL line whose top-level object has the same key twice (``{"prediction": "yes", ...,
+"prediction": "no"}``) has no one reading: polars keeps the first value, Python's
+:mod:`json` the last. Such a line is quarantined as ``duplicate key`` by every reader
+(the fast polars path and the line-by-line path of :mod:`analysis.ingest.readers` alike,
+and the SQL engines of :mod:`analysis.engines`). Keys of nested objects are not checked:
+ingest reads only the top-level keys.
+
+The check costs little on ordinary logs. Every top-level key of a line is followed by a
+``":`` token, so a line whose number of ``":`` tokens equals the number of non-null values
+polars read from it cannot repeat a key (vectorised, one literal count per line). Only the
+other lines (a null value, a nested object, a key outside the columns read, a ``"`` followed
+by white space) are parsed again in Python to look at their keys.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Final
+
+import polars as pl
+
+#: Quarantine category of a line whose JSON object names a key twice.
+DUPLICATE_KEY: Final = "duplicate key"
+
+_TEXT: Final = "__text"
+
+
+def top_level_duplicates(text: str) -> list[str]:
+    """Keys named more than once in the top-level object of one JSON text, in order.
+
+    ``[]`` when there is none, or when ``text`` is not a JSON object Python can read.
+
+    >>> top_level_duplicates('{"a": 1, "b": {"c": 1, "c": 2}, "a": 2}')
+    ['a']
+    """
+    calls: list[list[str]] = []
+
+    def hook(pairs: list[tuple[str, object]]) -> dict[str, object]:
+        calls.append([k for k, _ in pairs])
+        return dict(pairs)
+
+    try:
+        obj = json.loads(text, object_pairs_hook=hook)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(obj, dict) or not calls:
+        return []
+    keys = calls[-1]  # the hook runs innermost first: the top-level object comes last
+    seen: set[str] = set()
+    repeated: dict[str, None] = {}
+    for key in keys:
+        if key in seen:
+            repeated.setdefault(key, None)
+        seen.add(key)
+    return list(repeated)
+
+
+def duplicate_key_reason(keys: list[str]) -> str:
+    """The quarantine reason of a line whose object names ``keys`` twice."""
+    shown = ", ".join(f"'{k}'" for k in keys[:5]) + (", ..." if len(keys) > 5 else "")
+    return f"duplicate key {shown} in one JSON object (it has no single value; keep one)"
+
+
+def split_duplicate_keys(
+    frame: pl.DataFrame,
+    line_column: str,
+    texts: Callable[[], pl.DataFrame],
+    clip: Callable[[str], str],
+) -> tuple[pl.DataFrame, list[tuple[int, str, str, str]]]:
+    """Remove the rows of ``frame`` whose JSON line names a key twice.
+
+    Parameters
+    ----------
+    frame
+        Rows parsed from JSON lines: text columns (one per key read) and ``line_column``.
+    line_column
+        The column with each row's line number.
+    texts
+        Returns ``(line_column, "__text")``: the raw text of (at least) every line in
+        ``frame``; called only when some line may repeat a key.
+    clip
+        Shortens a raw text for the quarantine.
+
+    Returns
+    -------
+    The frame without those rows, and ``(line, category, reason, raw)`` for each.
+    """
+    if frame.height == 0:
+        return frame, []
+    values = [c for c in frame.columns if c != line_column]
+    present = pl.sum_horizontal([pl.col(c).is_not_null() for c in values]) if values else pl.lit(0)
+    lines = texts()
+    counted = frame.select(line_column, present.alias("__n"))
+    if lines.height == frame.height and lines[line_column].equals(frame[line_column]):
+        joined = counted.with_columns(lines.get_column(_TEXT))  # the usual case: same rows
+    else:
+        joined = counted.join(lines, on=line_column, how="left")
+    t = pl.col(_TEXT)
+    maybe = joined.filter(
+        (t.str.count_matches('":', literal=True) > pl.col("__n"))
+        | t.str.contains_any(['" ', '"\t', '"\r'])  # white space before a colon?
+    )
+    if maybe.height == 0:
+        return frame, []
+    bad: list[tuple[int, str, str, str]] = []
+    for number, text in maybe.select(line_column, _TEXT).iter_rows():
+        keys = top_level_duplicates(text) if text is not None else []
+        if keys:
+            bad.append((int(number), DUPLICATE_KEY, duplicate_key_reason(keys), clip(text)))
+    if not bad:
+        return frame, []
+    drop = pl.Series([b[0] for b in bad], dtype=pl.Int64)
+    return frame.filter(~pl.col(line_column).is_in(drop.implode())), bad
