@@ -9,9 +9,11 @@ ingest reads only the top-level keys.
 
 The check costs little on ordinary logs. Every top-level key of a line is followed by a
 ``":`` token, so a line whose number of ``":`` tokens equals the number of non-null values
-polars read from it cannot repeat a key (vectorised, one literal count per line). Only the
-other lines (a null value, a nested object, a key outside the columns read, a ``"`` followed
-by white space) are parsed again in Python to look at their keys.
+polars read from it cannot repeat a key (vectorised, one literal count per line). On the
+other lines (a null value, a nested object, a key outside the columns read, a ``"``
+followed by white space) the key tokens are listed by a regular expression, also
+vectorised; only a line on which some key name occurs twice (at any depth) is parsed
+again in Python to look at its top-level keys.
 """
 
 from __future__ import annotations
@@ -26,6 +28,12 @@ import polars as pl
 DUPLICATE_KEY: Final = "duplicate key"
 
 _TEXT: Final = "__text"
+#: A key token: a JSON string followed by a colon. Scanning a line for these finds every key
+#: of every object on it, except after a key whose text starts with a colon, and except keys
+#: with white space before their colon (those lines are parsed in any case).
+_KEY_TOKEN: Final = r'"(?:[^"\\]|\\.)*":'
+#: A key whose text starts with a colon (``{":k": 1}``): such lines are always parsed.
+_COLON_FIRST: Final = r'[,{][ \t\r]*"[ \t\r]*:'
 
 
 def top_level_duplicates(text: str) -> list[str]:
@@ -67,7 +75,7 @@ def duplicate_key_reason(keys: list[str]) -> str:
 def split_duplicate_keys(
     frame: pl.DataFrame,
     line_column: str,
-    texts: Callable[[], pl.DataFrame],
+    texts: Callable[[], pl.LazyFrame],
     clip: Callable[[str], str],
 ) -> tuple[pl.DataFrame, list[tuple[int, str, str, str]]]:
     """Remove the rows of ``frame`` whose JSON line names a key twice.
@@ -79,8 +87,9 @@ def split_duplicate_keys(
     line_column
         The column with each row's line number.
     texts
-        Returns ``(line_column, "__text")``: the raw text of (at least) every line in
-        ``frame``; called only when some line may repeat a key.
+        Returns ``(line_column, "__text")`` lazily: the raw text of (at least) every line
+        in ``frame``. It is scanned twice, for per-line counts and then for the few lines
+        that need a closer look, so a file's text is never held in memory whole.
     clip
         Shortens a raw text for the quarantine.
 
@@ -92,24 +101,31 @@ def split_duplicate_keys(
         return frame, []
     values = [c for c in frame.columns if c != line_column]
     present = pl.sum_horizontal([pl.col(c).is_not_null() for c in values]) if values else pl.lit(0)
-    lines = texts()
-    counted = frame.select(line_column, present.alias("__n"))
-    if lines.height == frame.height and lines[line_column].equals(frame[line_column]):
-        joined = counted.with_columns(lines.get_column(_TEXT))  # the usual case: same rows
-    else:
-        joined = counted.join(lines, on=line_column, how="left")
     t = pl.col(_TEXT)
-    maybe = joined.filter(
-        (t.str.count_matches('":', literal=True) > pl.col("__n"))
-        | t.str.contains_any(['" ', '"\t', '"\r'])  # white space before a colon?
-    )
-    if maybe.height == 0:
+    spaced = t.str.contains_any(['" ', '"\t', '"\r'])  # white space before a colon, maybe
+    counts = texts().select(
+        line_column, t.str.count_matches('":', literal=True).alias("__tokens"),
+        spaced.alias("__spaced"),
+    ).collect(engine="streaming")
+    counted = frame.select(line_column, present.alias("__n"))
+    if counts.height == frame.height and counts[line_column].equals(frame[line_column]):
+        joined = counted.hstack(counts.drop(line_column))  # the usual case: same rows
+    else:
+        joined = counted.join(counts, on=line_column, how="left")
+    first = joined.filter((pl.col("__tokens") > pl.col("__n")) | pl.col("__spaced"))
+    if first.height == 0:
         return frame, []
+    keys = t.str.extract_all(_KEY_TOKEN)
+    maybe = (  # a key name repeats somewhere on the line (nested keys too)
+        texts().filter(pl.col(line_column).is_in(first.get_column(line_column).implode()))
+        .filter((keys.list.n_unique() < keys.list.len()) | t.str.contains(_COLON_FIRST) | spaced)
+        .select(line_column, _TEXT).collect(engine="streaming")
+    )
     bad: list[tuple[int, str, str, str]] = []
-    for number, text in maybe.select(line_column, _TEXT).iter_rows():
-        keys = top_level_duplicates(text) if text is not None else []
-        if keys:
-            bad.append((int(number), DUPLICATE_KEY, duplicate_key_reason(keys), clip(text)))
+    for number, text in maybe.iter_rows():
+        repeated = top_level_duplicates(text) if text is not None else []
+        if repeated:
+            bad.append((int(number), DUPLICATE_KEY, duplicate_key_reason(repeated), clip(text)))
     if not bad:
         return frame, []
     drop = pl.Series([b[0] for b in bad], dtype=pl.Int64)

@@ -231,7 +231,7 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
     n_lines = scan().lines
     if frame is not None and frame.height == n_lines:
         frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-        frame, dup = split_duplicate_keys(frame, _LINE, lambda: _jsonl_texts(inp, bom), _clip)
+        frame, dup = split_duplicate_keys(frame, _LINE, lambda: _jsonl_texts(inp), _clip)
         return _Read(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
     del frame
 
@@ -267,19 +267,22 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
     return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
 
 
-def _jsonl_texts(inp: _Input, bom: bool) -> pl.DataFrame:
-    """``(__line, __text)`` of every line of a JSONL file the fast path read whole."""
-    try:
-        lines = pl.read_csv(_source(inp, bom), has_header=False, separator="\x1f",
-                            quote_char=None, schema={"__text": pl.Utf8()})
-    except Exception:  # noqa: BLE001 - a raw U+001F in a line: split in Python instead
-        lines = pl.DataFrame({"__text": _file_bytes(inp).decode("utf-8", "replace").split("\n")})
-    return lines.with_columns(pl.int_range(1, lines.height + 1, dtype=pl.Int64).alias(_LINE))
+def _jsonl_texts(inp: _Input) -> pl.LazyFrame:
+    """``(__line, __text)`` of every line of a JSONL file the fast path read whole (lazily).
+
+    Read as one-column CSV split at U+001F: polars' JSON reader rejects a raw U+001F
+    anywhere in a line, so a file that took the fast path has none.
+    """
+    lines = pl.scan_csv(inp.path, has_header=False, separator="\x1f", quote_char=None,
+                        schema={"__text": pl.Utf8()})
+    return lines.with_row_index(_LINE, offset=1).select(
+        pl.col(_LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
+    )
 
 
-def _item_texts(items: list[tuple[int, str]]) -> pl.DataFrame:
+def _item_texts(items: list[tuple[int, str]]) -> pl.LazyFrame:
     """``(__line, __text)`` of the lines the line-by-line path parsed."""
-    return pl.DataFrame({_LINE: [n for n, _ in items], "__text": [t for _, t in items]},
+    return pl.LazyFrame({_LINE: [n for n, _ in items], "__text": [t for _, t in items]},
                         schema={_LINE: pl.Int64(), "__text": pl.Utf8()})
 
 
