@@ -244,12 +244,12 @@ def test_renderer_killed(previous: Path, tmp_path: Path, monkeypatch: pytest.Mon
     _unchanged(out, before, new_fits=("pooled-new.json",))
 
 
-@pytest.mark.parametrize("how", ["OSError", "polars"])
+@pytest.mark.parametrize("how", ["OSError", "polars", "h5py"])
 def test_full_disk_while_writing_results(
     how: str, previous: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    """A write that fails as on a full disk (an OSError, or polars' wrapped os error 28)."""
+    """A write that fails as on a full disk: an OSError, or a library's wrapped errno 28."""
     out = previous
     before = _snapshot(out)
     capsys.readouterr()
@@ -258,6 +258,9 @@ def test_full_disk_while_writing_results(
     def full(self, file, *a, **k):
         if how == "OSError":
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
+        if how == "h5py":  # what h5py raises: an OSError without an errno
+            raise OSError("Can't write data (file write failed: time = Tue, filename = "
+                          "'x.nc', errno = 28, error message = 'No space left on device')")
         raise pl.exceptions.ComputeError("parquet: underlying IO error: No space left on "
                                          "device (os error 28)")
 
