@@ -31,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import errno
 import os
 import re
 import shutil
@@ -179,13 +180,13 @@ def _discard(staging: Path, out: Path) -> None:
                 _merge_fits(staging / FITS, out / FITS)
             for entry in staging.iterdir():
                 if entry.name not in RUN_OUTPUTS and not (out / entry.name).exists():
-                    os.rename(entry, out / entry.name)
+                    _put(entry, out / entry.name)
     shutil.rmtree(staging, ignore_errors=True)
 
 
 def _swappable(out: Path) -> bool:
     """Whether ``out`` can be renamed: not a mount point, not holding the working folder."""
-    if os.path.ismount(out):
+    if out.is_symlink() or os.path.ismount(out):
         return False
     try:
         cwd = Path.cwd().resolve()
@@ -224,7 +225,7 @@ def _move_in(staging: Path, out: Path) -> None:
             continue
         if dst.is_dir() and not dst.is_symlink():
             shutil.rmtree(dst)
-        os.replace(src, dst)
+        _put(src, dst)
     shutil.rmtree(staging, ignore_errors=True)
 
 
@@ -249,7 +250,7 @@ def _merge_fits(src: Path, dst: Path) -> None:
         if entry.is_file() and not entry.name.startswith("."):
             target = dst / entry.name
             if not (target.exists() and os.path.samefile(entry, target)):
-                os.replace(entry, target)
+                _put(entry, target)
 
 
 def _remove(entry: Path) -> None:
@@ -257,3 +258,21 @@ def _remove(entry: Path) -> None:
         shutil.rmtree(entry)
     else:
         entry.unlink(missing_ok=True)
+
+
+def _put(src: Path, dst: Path) -> None:
+    """Move ``src`` onto ``dst`` in one rename; across file systems, copy beside it first."""
+    try:
+        os.replace(src, dst)
+        return
+    except OSError as exc:
+        if exc.errno != errno.EXDEV:
+            raise
+    tmp = dst.parent / f".{dst.name}.incoming"
+    _remove(tmp)
+    if src.is_dir() and not src.is_symlink():
+        shutil.copytree(src, tmp, symlinks=True)
+    else:
+        shutil.copy2(src, tmp, follow_symlinks=False)
+    os.replace(tmp, dst)
+    _remove(src)

@@ -331,3 +331,39 @@ def test_kernel_output_never_reaches_the_terminal() -> None:
         assert kernel_said(log) == "MemoryError: out of memory"
     with tempfile.TemporaryFile() as log:
         assert kernel_said(log) == ""
+
+
+@pytest.mark.parametrize("where", ["cwd inside out", "out is a link", "out is a mount point"])
+def test_rerun_where_out_cannot_be_swapped(
+    where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The files are moved in one by one (report last): the new set is complete all the same."""
+    real = tmp_path / "real"
+    out = real
+    if where == "out is a mount point" and not _mount_tmpfs(real, "8m"):
+        pytest.skip("cannot mount a tmpfs here (needs root and mount)")
+    try:
+        if where == "out is a link":
+            real.mkdir()
+            out = tmp_path / "link"
+            out.symlink_to(real, target_is_directory=True)
+        _fake_pipeline(monkeypatch, fit="pooled-old.json")
+        assert main(["run", str(OLD_DATA), "--out", str(out)]) == 0
+        (out / "notes.txt").write_text("my notes")
+        (out / "report.pdf").write_text("stale")
+        if where == "cwd inside out":
+            monkeypatch.chdir(out)
+        _fake_pipeline(monkeypatch, fit="pooled-new.json")
+        assert main(["run", str(_new_data(tmp_path)), "--out", str(out)]) == 0
+        assert out.is_symlink() == (where == "out is a link")  # still the user's link
+        assert json.loads((real / "results.json").read_text())["models"] == ["n1", "n2"]
+        assert (real / "report.html").read_text() == "<html>['n1', 'n2']</html>"
+        assert not (real / "report.pdf").exists()
+        assert (real / "notes.txt").read_text() == "my notes"
+        assert sorted(p.name for p in (real / "fits").iterdir()) == ["pooled-new.json",
+                                                                     "pooled-old.json"]
+        assert not outputs.staging_path(out).exists()
+    finally:
+        if where == "out is a mount point":
+            monkeypatch.chdir(tmp_path)
+            subprocess.run(["umount", str(real)], check=False)
