@@ -88,8 +88,8 @@ def split_duplicate_keys(
         The column with each row's line number.
     texts
         Returns ``(line_column, "__text")`` lazily: the raw text of (at least) every line
-        in ``frame``. It is scanned twice, for per-line counts and then for the few lines
-        that need a closer look, so a file's text is never held in memory whole.
+        in ``frame``. It is scanned once, keeping only the lines that need a closer look,
+        so a file's text is never held in memory whole.
     clip
         Shortens a raw text for the quarantine.
 
@@ -103,23 +103,17 @@ def split_duplicate_keys(
     present = pl.sum_horizontal([pl.col(c).is_not_null() for c in values]) if values else pl.lit(0)
     t = pl.col(_TEXT)
     spaced = t.str.contains_any(['" ', '"\t', '"\r'])  # white space before a colon, maybe
-    counts = texts().select(
-        line_column, t.str.count_matches('":', literal=True).alias("__tokens"),
-        spaced.alias("__spaced"),
-    ).collect(engine="streaming")
-    counted = frame.select(line_column, present.alias("__n"))
-    if counts.height == frame.height and counts[line_column].equals(frame[line_column]):
-        joined = counted.hstack(counts.drop(line_column))  # the usual case: same rows
-    else:
-        joined = counted.join(counts, on=line_column, how="left")
-    first = joined.filter((pl.col("__tokens") > pl.col("__n")) | pl.col("__spaced"))
+    counted = frame.lazy().select(line_column, present.alias("__n"))
+    first = (  # one streaming pass over the text: the lines that may repeat a key
+        texts().join(counted, on=line_column, how="inner")
+        .filter((t.str.count_matches('":', literal=True) > pl.col("__n")) | spaced)
+        .select(line_column, _TEXT).collect(engine="streaming")
+    )
     if first.height == 0:
         return frame, []
     keys = t.str.extract_all(_KEY_TOKEN)
-    maybe = (  # a key name repeats somewhere on the line (nested keys too)
-        texts().filter(pl.col(line_column).is_in(first.get_column(line_column).implode()))
-        .filter((keys.list.n_unique() < keys.list.len()) | t.str.contains(_COLON_FIRST) | spaced)
-        .select(line_column, _TEXT).collect(engine="streaming")
+    maybe = first.filter(  # a key name repeats somewhere on the line (nested keys too)
+        (keys.list.n_unique() < keys.list.len()) | t.str.contains(_COLON_FIRST) | spaced
     )
     bad: list[tuple[int, str, str, str]] = []
     for number, text in maybe.iter_rows():
