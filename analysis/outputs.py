@@ -35,6 +35,7 @@ import errno
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
@@ -166,7 +167,7 @@ def publish(staging: Path, out: Path) -> None:
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         os.rename(staging, out)
-    elif _swappable(out) and _exchange(staging, out):
+    elif _swappable(out) and _same_owner_and_mode(staging, out) and _exchange(staging, out):
         _discard(staging, out)  # now the previous outputs: the user's folders move across
     else:
         _move_in(staging, out)
@@ -194,6 +195,18 @@ def _swappable(out: Path) -> bool:
         return True
     real = out.resolve()
     return not (cwd == real or real in cwd.parents)
+
+
+def _same_owner_and_mode(staging: Path, out: Path) -> bool:
+    """Give the staging folder ``out``'s permissions and owner, so the swap keeps them."""
+    st = out.stat()
+    try:
+        os.chmod(staging, stat.S_IMODE(st.st_mode))
+        if (staging.stat().st_uid, staging.stat().st_gid) != (st.st_uid, st.st_gid):
+            os.chown(staging, st.st_uid, st.st_gid)
+    except OSError:
+        return False  # then the files are moved into ``out`` itself
+    return True
 
 
 def _exchange(a: Path, b: Path) -> bool:

@@ -111,6 +111,7 @@ def test_rerun_replaces_the_whole_set(previous: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     out = previous
     (out / "report.pdf").write_text("stale pdf of the old results")
+    out.chmod(0o750)
     _fake_pipeline(monkeypatch, fit="pooled-new.json")
     assert main(["run", str(_new_data(tmp_path)), "--out", str(out)]) == 0
     assert json.loads((out / "results.json").read_text())["models"] == ["n1", "n2"]
@@ -119,6 +120,7 @@ def test_rerun_replaces_the_whole_set(previous: Path, tmp_path: Path,
     assert pl.read_parquet(out / "cells.parquet").get_column("model").unique().sort().to_list() \
         == ["n1", "n2"]
     assert not (out / "report.pdf").exists()  # a report of other results is not carried over
+    assert (out.stat().st_mode & 0o777) == 0o750  # the folder keeps its permissions
     assert (out / "notes.txt").read_text() == "my notes"  # the user's file is
     assert sorted(p.name for p in (out / "fits").iterdir()) == ["pooled-new.json",
                                                                 "pooled-old.json"]
