@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from analysis import atomic
+from analysis import atomic, outputs
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.engines.command import add_reduce_parser
 from analysis.importers.preview import preview_text
@@ -279,7 +279,9 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         from analysis.pipeline import run
 
         cfg = _run_config(args, report=(args.command == "run" and not args.no_report))
-        results = run(cfg, progress=say, argv=["selfmodel", *argv])
+        with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
+            results = run(cfg, progress=outputs.relabel(say, cfg.out, args.out),
+                          argv=["selfmodel", *argv])
         eff = results["scale_effect"]
         line = f"scale effect ({eff['units']}): {eff['decision']}"
         if eff.get("mean") is not None:
@@ -288,7 +290,7 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
             line += "  (diagnostics FAILED: not a finding)"
         print(line)
         if cfg.report:
-            print(f"report: {cfg.out / 'report.html'}")
+            print(f"report: {args.out / 'report.html'}")
         return 0
     if args.command == "ingest":
         from analysis.pipeline import resolve_inputs
@@ -301,7 +303,8 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
             registry=inputs.registry,
         )
         res.summary["files_not_read"] = inputs.not_read
-        write_ingest(res, args.out)
+        with outputs.staged(args.out, say) as staging:
+            write_ingest(res, staging)
         s = res.summary
         print(
             f"read {s['records_read']}, used {s['records_used']}, quarantined "
@@ -482,10 +485,8 @@ def os_error_message(exc: OSError, args: argparse.Namespace) -> str:
 
 def interrupted_message(args: argparse.Namespace) -> str:
     """What an interruption left behind (one line)."""
-    if getattr(args, "command", None) in ("run", "fit"):
-        return (f"interrupted; {args.out} holds the files finished before the interruption "
-                "and no results.json or report (both are removed when a run starts and "
-                "written last, so no stale report sits beside new results). Rerun to finish.")
+    if getattr(args, "command", None) in ("run", "fit", "ingest"):
+        return outputs.interrupted_message(args.out)
     return "interrupted; each file is written atomically, so none is half-written."
 
 

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import difflib
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from analysis.render_base import FIG_DPI, INLINE, MARKER, PAGE, RenderError, last_line
 from analysis.render_qmd import Cell, QmdDoc
@@ -203,7 +204,11 @@ def execute(
     deadline = time.monotonic() + timeout
     code_cells = [c for c in doc.cells if c.kind == "code"]
     # cleanup_kc: nbclient only shuts down kernels it created itself; this one is ours too.
-    with client.setup_kernel(cwd=str(workdir), cleanup_kc=True):
+    # The kernel's own stdout/stderr go to a file, never to the user's terminal: on Ctrl-C
+    # it would print its traceback there; when it dies its last line names the cause.
+    with tempfile.TemporaryFile() as kernel_log, client.setup_kernel(
+        cwd=str(workdir), cleanup_kc=True, stdout=kernel_log, stderr=kernel_log
+    ):
         for index, nb_cell in enumerate(nb.cells):
             info = nb_cell.metadata.get("selfmodel", {})
             cell = doc.cells[info["cell"]] if "cell" in info else None
@@ -232,12 +237,24 @@ def execute(
                 ) from exc
             except DeadKernelError as exc:
                 what = _describe(doc, info, cell)
+                said = kernel_said(kernel_log)
                 raise RenderError(
-                    f"{doc.path.name}: the Python kernel died while running {what}",
+                    f"{doc.path.name}: the Python kernel died while running {what}"
+                    + (f" ({said})" if said else ""),
                     qmd=doc.path,
                     cell=what,
                     detail="kernel died",
                 ) from exc
+
+
+def kernel_said(log: IO[bytes]) -> str:
+    """The last non-empty line the kernel wrote to its stdout/stderr (``""`` if none)."""
+    try:
+        log.seek(0)
+        text = log.read()[-4096:].decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    return last_line(text) if text.strip() else ""
 
 
 def _describe(doc: QmdDoc, info: Mapping[str, Any], cell: Cell | None) -> str:

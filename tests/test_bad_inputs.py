@@ -7,6 +7,7 @@ exit 2) or ingests with the declared quarantine reasons and counts. Whatever hap
 
 from __future__ import annotations
 
+import json
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from analysis.cli import main
 from analysis.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
 from analysis.ingest import ingest, parse_map_options
 
@@ -103,3 +105,37 @@ def test_bad_input_case(case: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -
         )
         for value in case["values"]:
             assert value in cells, value
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
+def test_bad_input_case_through_the_cli(
+    case: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """The same case through ``selfmodel ingest``: exit status, one line, ``ingest.json``."""
+    monkeypatch.chdir(CORPUS)
+    out = tmp_path / "out"
+    argv = ["ingest", *case["files"], "--out", str(out)]
+    argv += [a for m in case.get("map", []) for a in ("--map", m)]
+    argv += ["--config", case["config"]] if "config" in case else []
+    argv += ["--registry", case["registry"]] if "registry" in case else []
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    if case["expect"] == "exit2":
+        errors = [line for line in err.splitlines() if line.startswith("selfmodel: error:")]
+        assert code == 2 and len(errors) == 1, err
+        assert case.get("cli_message", case["message"]) in errors[0]
+        assert not out.exists()  # nothing written, not even an empty folder
+        return
+    assert code == 0, err
+    s = json.loads((out / "ingest.json").read_text())
+    assert s["records_read"] == s["records_used"] + s["records_quarantined"] + s["records_duplicate"]
+    assert (s["records_read"], s["records_used"], s["records_quarantined"],
+            s["records_duplicate"]) == (case["read"], case["used"], case["quarantined"],
+                                        case["duplicate"])
+    quarantine = pl.read_parquet(out / "quarantine.parquet")
+    assert quarantine.height == s["records_quarantined"]
+    for expected in case["reasons"]:
+        assert any(expected in r for r in quarantine.get_column("reason").to_list()), expected
+    assert pl.read_parquet(out / "records.parquet").height == s["records_used"]

@@ -1,8 +1,9 @@
 """Hostile use through the CLI (issue 14): exit 2 and one line, never a traceback.
 
 Covers an unusable ``--out`` (a file, under a file, read-only), a full disk (a patched write
-raising ``ENOSPC``), an interrupted run (no stale report beside new results) and models
-without a family (each is its own family, never pooled).
+raising ``ENOSPC``), models without a family (each is its own family, never pooled), list
+and object identifiers and duplicate JSON keys through ``selfmodel ingest``. Interrupted
+runs (the outputs of a run belong together) are in ``tests/test_outputs.py``.
 """
 
 from __future__ import annotations
@@ -76,29 +77,6 @@ def test_full_disk_during_ingest(
     out = tmp_path / "out"
     assert main(["ingest", str(VALID), "--out", str(out)]) == 2
     _one_line_error(capsys, "No space left on device", "Free disk space")
-
-
-def test_interrupted_run_leaves_no_stale_report(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A rerun interrupted before its results: the old report and results are gone."""
-    import analysis.pipeline as pipeline
-
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "results.json").write_text('{"old": true}')
-    (out / "report.html").write_text("<html>old</html>")
-
-    def interrupted(state, say):
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(pipeline, "STAGES", (pipeline.stage_ingest, interrupted))
-    assert main(["run", str(VALID), "--out", str(out)]) == 130
-    err = capsys.readouterr().err
-    assert "Traceback" not in err and len(err.strip().splitlines()) >= 1
-    assert "no results.json or report" in err.strip().splitlines()[-1]
-    assert not (out / "report.html").exists() and not (out / "results.json").exists()
-    assert (out / "records.parquet").exists()  # the new ingest, finished before the interrupt
 
 
 def test_model_without_family_is_its_own_family(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@ File discovery and names (folders walked following links, ``.jsonl.gz``/``.csv.g
 read), column mapping (``--map``, a config's ``[map]``, ``tasks`` and ``[defaults]``),
 the missing-column and mapped-column errors, the reading of values (``null``/``NaN``/
 ``None`` missing, ``1.0``/``0.0`` booleans), rules 1-8 of :mod:`analysis.ingest`,
-unreadable rows of JSONL (``invalid JSON``, ``not a JSON object``, ``invalid UTF-8``) and
+unreadable rows of JSONL (``invalid JSON``, ``not a JSON object``, ``invalid UTF-8``,
+``duplicate key``), identifiers that are lists or objects (``invalid identifier``; a
+Parquet list or struct column is read as JSON text) and
 CSV (``wrong number of fields``, ``invalid UTF-8``), exact and conflicting duplicates
 across files (``run_id`` in the key), the binary-task rule (``predictions_not_boolean``),
 and the "no records to analyse" error.
@@ -53,6 +55,7 @@ from analysis.ingest import INPUT_COLUMNS, IngestConfig
 from analysis.ingest.columns import _closest
 from analysis.ingest.discover import _discover, _Input
 from analysis.ingest.readers import _csv_header
+from analysis.ingest.rules import ID_COLUMNS
 from analysis.ingest.run import _merge_options
 from analysis.registry import format_input_error
 
@@ -180,7 +183,8 @@ def csv_blank(inp: _Input) -> bool:
         return not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
 
 
-_NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
+#: Type names of columns that do not hold scalars (DuckDB and Spark spellings).
+NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
 
 
 def _resolve(
@@ -241,8 +245,10 @@ def _resolve(
             inp.name, f"required column '{c}' is missing (present: {shown or 'none'})",
             f"Map it with --map {c}={guess}" if guess else f"Add a '{c}' column",
             line=line, column=c))
-    for s in sources.values():
-        if s is not None and s in types and any(n in types[s].upper() for n in _NESTED):
+    for c, s in sources.items():
+        if c in ID_COLUMNS:  # a list or struct identifier: each row quarantined (SQL rule)
+            continue
+        if s is not None and s in types and any(n in types[s].upper() for n in NESTED):
             raise InputError(format_input_error(
                 inp.name, f"column '{s}' holds {types[s]} values, not scalars",
                 "Flatten it to text or numbers before reducing", column=s))

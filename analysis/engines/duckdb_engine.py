@@ -24,10 +24,11 @@ from typing import Any, Final
 import polars as pl
 
 from analysis.contract import InputError
-from analysis.engines import EngineUnavailable, csv_blank, csv_header, json_keys
+from analysis.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
 from analysis.engines.sql import DUCKDB
 from analysis.ingest import INPUT_COLUMNS
 from analysis.ingest.discover import _Input
+from analysis.ingest.duplicate_keys import DUPLICATE_KEY
 
 #: Field separator for reading JSONL as lines: a raw U+001F cannot occur in valid JSON.
 _LINE_SEP: Final = "\x1f"
@@ -39,6 +40,8 @@ _CSV_REJECTS: Final = {
     "INVALID ENCODING": "invalid UTF-8",
     "INVALID UNICODE": "invalid UTF-8",
 }
+#: A line whose top-level object names a key twice (``json_keys`` keeps every occurrence).
+_REPEATS_A_KEY: Final = "len(json_keys(line)) <> len(list_distinct(json_keys(line)))"
 _JSON_REJECTS: Final = {"INVALID ENCODING": "invalid UTF-8", "INVALID UNICODE": "invalid UTF-8"}
 #: Rejects of either format that are the engine's limit, not the row's fault.
 _LIMITS: Final = {"LINE SIZE OVER MAXIMUM": f"line longer than {MAX_LINE} bytes (engine limit)"}
@@ -151,7 +154,8 @@ class DuckDBEngine:
                 for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
             )
             err = ("CASE WHEN NOT json_valid(line) THEN 'invalid JSON' "
-                   "WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' END")
+                   "WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' "
+                   f"WHEN {_REPEATS_A_KEY} THEN {DUCKDB.literal(DUPLICATE_KEY)} END")
             return (f"SELECT {name} AS source_file, _err, {cols} FROM ("
                     f"SELECT _err, CASE WHEN _err IS NULL THEN json_extract_string(line, {paths}) "
                     f"END AS _v FROM (SELECT line, {err} AS _err FROM {self._lines(inp, index)}"
@@ -162,6 +166,12 @@ class DuckDBEngine:
         )
         if inp.format == "parquet":
             src = f"read_parquet({DUCKDB.literal(inp.path.as_posix())})"
+            nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
+            cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
+                f"{_value(_json_text(s) if s in nested else DUCKDB.ident(s), c, defaults)} AS {c}"
+                if s is not None else f"{_value(None, c, defaults)} AS {c}"
+                for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
+            )
             return f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, {cols} FROM {src}"
         blank = " AND ".join(f"{DUCKDB.strip(DUCKDB.ident(h))} IS NULL" for h in header)
         return (f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, {cols} "
@@ -224,6 +234,10 @@ class DuckDBEngine:
     def close(self) -> None:
         """Close the connection."""
         self.con.close()
+
+
+def _json_text(column: str) -> str:
+    return f"to_json({DUCKDB.ident(column)})"
 
 
 def _json_path(key: str) -> str:

@@ -33,12 +33,16 @@ from typing import Any, Final
 
 import polars as pl
 
-from analysis.engines import EngineUnavailable, csv_blank, csv_header, json_keys
+from analysis.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
 from analysis.engines.sql import SPARK
 from analysis.ingest import INPUT_COLUMNS
 from analysis.ingest.discover import _Input
+from analysis.ingest.duplicate_keys import DUPLICATE_KEY
 
 _REPLACEMENT: Final = "\ufffd"
+#: A line whose top-level object names a key twice (``json_object_keys`` keeps each one).
+_REPEATS_A_KEY: Final = ("size(json_object_keys(line)) <> "
+                         "size(array_distinct(json_object_keys(line)))")
 _BOM: Final = "\ufeff"
 #: A double-quoted CSV field (``""`` inside is an escaped quote).
 _QUOTED: Final = '"([^"]|"")*"'
@@ -173,6 +177,7 @@ class SparkEngine:
                 f" AS {c}" for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
             )
             err = (f"CASE WHEN instr(line, {SPARK.literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} "
+                   f"WHEN _m IS NOT NULL AND {_REPEATS_A_KEY} THEN {SPARK.literal(DUPLICATE_KEY)} "
                    "WHEN _m IS NOT NULL THEN NULL "
                    "WHEN get_json_object(line, '$') IS NOT NULL THEN 'not a JSON object' "
                    "ELSE 'invalid JSON' END")
@@ -185,6 +190,12 @@ class SparkEngine:
         )
         if inp.format == "parquet":
             self.spark.read.parquet(inp.path.as_posix()).createOrReplaceTempView(view)
+            nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
+            cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
+                f"{_value(f'to_json({SPARK.ident(s)})' if s in nested else SPARK.ident(s), c, defaults)}"
+                f" AS {c}" if s is not None else f"{_value(None, c, defaults)} AS {c}"
+                for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
+            )
             return f"SELECT {name} AS source_file, CAST(NULL AS STRING) AS _err, {cols} FROM {view}"
         rows = self._csv_rows(inp, header, view + "_csv")
         joined = "concat_ws('', " + ", ".join(SPARK.ident(h) for h in header) + ")"

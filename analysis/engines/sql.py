@@ -44,6 +44,7 @@ from analysis.contract import (
     TRUE_STRINGS,
 )
 from analysis.ingest import COMPARED, INPUT_COLUMNS
+from analysis.ingest.rules import ID_COLUMNS, NOT_AN_ID, OBJECT_START
 
 __all__ = [
     "DUCKDB",
@@ -181,6 +182,7 @@ def checked_sql(raw: str, d: Dialect, *, tasks: tuple[str, ...] | None = None) -
         f"CASE WHEN _sf = floor(_sf) THEN {d.cast('_sf', 'BIGINT')} END END END)"
     )  # nested CASEs: no floor or cast of a value too large for BIGINT (ANSI mode errors)
     rules: list[tuple[str, str]] = [("missing value", f"{i(c)} IS NULL") for c in REQUIRED]
+    rules += [(NOT_AN_ID, _nested(i(c), d)) for c in ID_COLUMNS]
     rules += [
         ("invalid status", f"NOT {_in('_status', STATUSES, d)}"),
         ("invalid confidence",
@@ -228,6 +230,12 @@ FROM (
   ) AS derived
 ) AS ruled
 """
+
+
+def _nested(x: str, d: Dialect) -> str:
+    """SQL of :func:`analysis.ingest.rules.looks_nested`: ``[...]`` or ``{"...}`` text."""
+    return (f"((left({x}, 1) = '[' AND right({x}, 1) = ']') OR "
+            f"(right({x}, 1) = '}}' AND {d.matches(x, OBJECT_START)}))")
 
 
 def _text_sql(raw: str, d: Dialect) -> str:

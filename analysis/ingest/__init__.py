@@ -26,6 +26,8 @@ chunks, with Python's :mod:`json` used only on small chunks that contain a bad l
 * Blank lines are skipped and not counted as read.
 * A JSONL line that is not valid JSON or not an object is quarantined
   (``invalid JSON``, ``not a JSON object``); the rest of the file is read.
+* A JSONL line whose object names a key twice is quarantined (``duplicate key``) on
+  every path, whatever else the file holds (:mod:`analysis.ingest.duplicate_keys`).
 * Bytes that are not valid UTF-8 are never replaced silently: the line (JSONL) or record
   (CSV) holding them is quarantined as ``invalid UTF-8``, its ``raw`` text shown with
   U+FFFD replacement characters. A CSV *header* that is not UTF-8 is an
@@ -52,7 +54,10 @@ Validation (first failing rule names the reason)
 ------------------------------------------------
 Text values are stripped of surrounding white space; an empty string is null.
 
-1. ``model``, ``task``, ``item_id`` must be non-empty (``missing value``).
+1. ``model``, ``task``, ``item_id`` must be non-empty (``missing value``); no identifier
+   (``model``, ``predictor``, ``task``, ``item_id``, ``run_id``, ``cluster``) may be a list
+   or an object: a JSON array/object, a Parquet list/struct, or text written like one
+   (``invalid identifier``, see :func:`analysis.ingest.rules.looks_nested`).
 2. ``status`` (case-insensitive, default ``ok``) must be one of
    :data:`~analysis.contract.STATUSES` (``invalid status``).
 3. ``confidence`` must be a finite number in [0, 1] (``invalid confidence``).
@@ -97,6 +102,8 @@ Modules
     Finding the record files of the input paths (file discovery, formats by suffix).
 ``readers``
     Readers of JSONL, CSV and Parquet record files, with line numbers and raw text for the quarantine.
+``duplicate_keys``
+    JSON objects that name a key twice: found cheaply, quarantined whatever else the file holds.
 ``columns``
     Resolving the columns of a file to the canonical record columns (mapping, case variants, suggestions).
 ``rules``

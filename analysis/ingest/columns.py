@@ -14,6 +14,7 @@ from analysis.contract import (
 from analysis.ingest.config import INPUT_COLUMNS
 from analysis.ingest.discover import _Input
 from analysis.ingest.readers import _LINE, _Read
+from analysis.ingest.rules import ID_COLUMNS
 from analysis.registry import format_input_error
 
 # --------------------------------------------------------------------------- columns
@@ -88,6 +89,9 @@ def _resolve(
         source = sources[canonical]
         if source is not None:
             dtype = schema[source]
+            if dtype.is_nested() and canonical in ID_COLUMNS:
+                exprs.append(_json_text(source).alias(canonical))  # quarantined by the ID rule
+                continue
             if dtype.is_nested() or dtype == pl.Binary:
                 raise InputError(
                     format_input_error(
@@ -104,3 +108,10 @@ def _resolve(
             exprs.append(pl.lit(None, dtype=pl.Utf8).alias(canonical))
     exprs.append(pl.col(_LINE))
     return read.frame.select(exprs), set(unused)
+
+
+def _json_text(column: str) -> pl.Expr:
+    """A list or struct column as the JSON text of each value (``null`` stays null)."""
+    encoded = pl.struct(pl.col(column).alias("v")).struct.json_encode()
+    text = encoded.str.slice(5).str.head(-1)  # {"v":<value>} -> <value>
+    return pl.when(pl.col(column).is_null()).then(None).otherwise(text)

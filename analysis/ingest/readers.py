@@ -18,6 +18,7 @@ from analysis.contract import (
     InputError,
 )
 from analysis.ingest.discover import _Input
+from analysis.ingest.duplicate_keys import split_duplicate_keys
 from analysis.registry import format_input_error
 
 #: Maximum length of the ``raw`` text kept in the quarantine table.
@@ -230,7 +231,8 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
     n_lines = scan().lines
     if frame is not None and frame.height == n_lines:
         frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-        return _Read(frame, n_lines, seen(frame, {}), raw=_line_raw(inp.path))
+        frame, dup = split_duplicate_keys(frame, _LINE, lambda: _jsonl_texts(inp), _clip)
+        return _Read(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
     del frame
 
     # Line by line: skip blanks, quarantine invalid UTF-8, parse the rest in chunks.
@@ -260,7 +262,28 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
         if frames
         else pl.DataFrame(schema={**schema, _LINE: pl.Int64()})
     )
+    frame, dup = split_duplicate_keys(frame, _LINE, lambda: _item_texts(items), _clip)
+    bad += dup
     return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
+
+
+def _jsonl_texts(inp: _Input) -> pl.LazyFrame:
+    """``(__line, __text)`` of every line of a JSONL file the fast path read whole (lazily).
+
+    Read as one-column CSV split at U+001F: polars' JSON reader rejects a raw U+001F
+    anywhere in a line, so a file that took the fast path has none.
+    """
+    lines = pl.scan_csv(inp.path, has_header=False, separator="\x1f", quote_char=None,
+                        schema={"__text": pl.Utf8()})
+    return lines.with_row_index(_LINE, offset=1).select(
+        pl.col(_LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
+    )
+
+
+def _item_texts(items: list[tuple[int, str]]) -> pl.LazyFrame:
+    """``(__line, __text)`` of the lines the line-by-line path parsed."""
+    return pl.LazyFrame({_LINE: [n for n, _ in items], "__text": [t for _, t in items]},
+                        schema={_LINE: pl.Int64(), "__text": pl.Utf8()})
 
 
 def _parse_json_chunks(

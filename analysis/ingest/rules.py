@@ -21,6 +21,27 @@ from analysis.ingest.readers import _FORM_PROBE, _LINE
 
 # --------------------------------------------------------------------------- validation
 
+#: Identifier columns: a value that is a list or an object is not an identifier.
+ID_COLUMNS: Final = ("model", "predictor", "task", "item_id", "run_id", "cluster")
+#: Quarantine category of an identifier that is a list or an object.
+NOT_AN_ID: Final = "invalid identifier"
+
+
+#: An object's text: ``{`` then (after white space) a quoted key or the closing ``}``.
+OBJECT_START: Final = r'^\{\s*["}]'
+
+
+def looks_nested(text: pl.Expr) -> pl.Expr:
+    """Whether stripped text is a list (``[...]``) or a JSON object (``{"...}``, ``{}``).
+
+    The one rule for every format: a JSON array or object, a Parquet list or struct (read
+    as its JSON text) and CSV text written like one are all the same to it. Text such as
+    ``{{ template }}`` is not an object.
+    """
+    return (text.str.starts_with("[") & text.str.ends_with("]")) | (
+        text.str.ends_with("}") & text.str.contains(OBJECT_START)
+    )
+
 
 def _text(name: str, dtype: pl.DataType) -> pl.Expr:
     """Stripped text of a column of any scalar dtype; empty, null, NaN, None become null."""
@@ -310,6 +331,19 @@ def _rule_list(
     rules: list[tuple[str, pl.Expr, pl.Expr]] = [
         ("missing value", c.tc(n).is_null(), pl.lit(f"missing value in required column '{n}'"))
         for n in REQUIRED
+    ]
+    rules += [
+        (
+            NOT_AN_ID,
+            looks_nested(c.tc(n)),
+            pl.format(
+                "invalid {} '{}' (a list or object is not an identifier; flatten it to text)",
+                pl.lit(n),
+                c.shown(n),
+            ),
+        )
+        for n in ID_COLUMNS
+        if n not in c.absent
     ]
     rules += _value_rules(c)
     if tasks is not None:
