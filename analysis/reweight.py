@@ -76,7 +76,9 @@ def log_prior_ratio(
             continue
         if name not in new_model.named_vars:
             continue  # a prior this form of the model does not use
-        if not (_root_prior(new_model, name) and _root_prior(old_model, name)) or name not in posterior:
+        if name not in posterior:
+            return None, f"the main fit has no draws of '{name}'"
+        if not (_root_prior(new_model, name) and _root_prior(old_model, name)):
             return None, f"the prior of '{name}' is not a free variable's own prior"
         values = np.asarray(posterior[name].values, dtype=float)
         diff = (pm.logp(new_model[name], values) - pm.logp(old_model[name], values)).eval()
