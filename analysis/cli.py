@@ -73,7 +73,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tune", type=int, default=1000)
     p.add_argument("--chains", type=int, default=4)
     p.add_argument(
-        "--no-cache", action="store_true", help="refit even when a matching fit is saved"
+        "--no-cache", action="store_true",
+        help="refit even when a matching fit is saved, and run even when nothing changed"
     )
     p.add_argument(
         "--no-power", action="store_true", help="skip the 'what this study could detect' simulation"
