@@ -283,7 +283,10 @@ def _render_report(out: Path, fmt: str, say) -> Path:
 def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     """``selfmodel run`` / ``fit``: the pipeline, or the saved outputs when nothing changed."""
     report = args.command == "run" and not args.no_report
-    key = None if args.no_cache else _rerun_key(args)
+    try:
+        key = None if args.no_cache else _rerun_key(args)
+    except OSError:  # an unreadable input: the pipeline reports it in its own words
+        key = None
     results = rerun.unchanged(args.out, key) if key is not None else None
     if results is not None:
         say(f"nothing this run reads has changed since the run that wrote {args.out / 'results.json'}: "

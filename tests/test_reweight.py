@@ -11,9 +11,9 @@ import numpy as np
 import pymc as pm
 import pytest
 import xarray as xr
+from arviz_stats.base import array_stats
 
 from analysis.reweight import k_threshold, log_prior_ratio, resample
-from arviz_stats.base import array_stats
 
 
 def _posterior(prior_sd: float, ybar: float, n: int, rng: np.random.Generator, shape=(4, 2000)):
