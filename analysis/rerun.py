@@ -223,8 +223,12 @@ def unchanged(out: Path, key: str) -> dict[str, Any] | None:
 
 
 def forget(out: Path) -> None:
-    """Drop the record (a run is starting: until it finishes, nothing is reusable)."""
+    """Drop the record (a run is starting: until it finishes, nothing is reusable).
+
+    An ``out`` that cannot hold it (a file, or under one) is left to the pipeline to report;
+    a record left behind could not be reused anyway, as the run changes the outputs.
+    """
     try:
         os.unlink(out / KEY_FILE)
-    except FileNotFoundError:
+    except OSError:
         pass
