@@ -74,6 +74,12 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 	$(BIN)/python bench/bench_pipeline.py --steps records_10x --name pipeline_r10
 	$(BIN)/python bench/bench_growth.py
 	$(BIN)/python bench/bench_growth.py --cell-effect
+	$(BIN)/python bench/bench_engines.py --n 1000000
+	$(BIN)/python bench/bench_engines.py --n 1000000 --formats parquet jsonl --readers polars duckdb_read reduce_duckdb reduce_spark --name engines_spark
+	$(BIN)/python bench/bench_pipeline.py --steps first second --name pipeline_issue18
+	rm -rf /tmp/selfmodel-bench/profile
+	PYTENSOR_FLAGS=base_compiledir=/tmp/selfmodel-bench/profile/pytensor $(BIN)/python bench/profile_run.py data_raw --out /tmp/selfmodel-bench/profile/out --name run_profile_cold
+	$(BIN)/python bench/profile_records.py
 	$(BIN)/python bench/render_docs.py
 
 validate: $(STAMP)  ## statistical validation (hours): calibration study of the decision rule, power fast-fit vs NUTS
@@ -92,6 +98,7 @@ bench-quick: $(STAMP)  ## smoke-test the benchmark scripts (a few minutes)
 	$(BIN)/python bench/bench_growth.py --quick
 	$(BIN)/python bench/bench_compile.py --quick
 	$(BIN)/python bench/bench_pipeline.py --quick
+	$(BIN)/python bench/bench_engines.py --quick
 
 clean:  ## remove build/ (keeps .venv)
 	rm -rf $(OUT)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from analysis import atomic, outputs
+from analysis import atomic, outputs, rerun
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.engines.command import add_reduce_parser
 from analysis.importers.preview import preview_text
@@ -74,7 +74,8 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tune", type=int, default=1000)
     p.add_argument("--chains", type=int, default=4)
     p.add_argument(
-        "--no-cache", action="store_true", help="refit even when a matching fit is saved"
+        "--no-cache", action="store_true",
+        help="refit even when a matching fit is saved, and run even when nothing changed"
     )
     p.add_argument(
         "--no-power", action="store_true", help="skip the 'what this study could detect' simulation"
@@ -271,27 +272,63 @@ def _run_config(args: argparse.Namespace, *, report: bool):
     )
 
 
+def _rerun_key(args: argparse.Namespace) -> str:
+    """:func:`analysis.rerun.run_key` of this command: its options and the files it reads."""
+    options = {k: v for k, v in sorted(vars(args).items()) if k != "handler"}
+    options["cwd"] = os.getcwd()  # results name the inputs relative to it
+    files = [*(args.paths or [DEFAULT_DATA]), args.hypotheses or DEFAULT_HYPOTHESES_FILE,
+             *(p for p in (args.registry, args.config) if p is not None)]
+    return rerun.run_key(options, files)
+
+
+def _render_report(out: Path, fmt: str, say) -> Path:
+    from analysis.report import render_report
+
+    return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
+
+
+def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
+    """``selfmodel run`` / ``fit``: the pipeline, or the saved outputs when nothing changed."""
+    report = args.command == "run" and not args.no_report
+    try:
+        key = None if args.no_cache else _rerun_key(args)
+    except OSError:  # an unreadable input: the pipeline reports it in its own words
+        key = None
+    results = rerun.unchanged(args.out, key) if key is not None else None
+    if results is not None:
+        say(f"nothing this run reads has changed since the run that wrote {args.out / 'results.json'}: "
+            "its results are reused (--no-cache runs everything again)")
+        if report and not rerun.report_is_current(args.out):
+            say("rendering report")
+            _render_report(args.out, "html", say)
+    else:
+        from analysis.pipeline import run
+
+        rerun.forget(args.out)
+        cfg = _run_config(args, report=report)
+        with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
+            results = run(cfg, progress=outputs.relabel(say, cfg.out, args.out),
+                          argv=["selfmodel", *argv])
+        if key is not None:
+            rerun.record(args.out, key)
+    eff = results["scale_effect"]
+    line = f"scale effect ({eff['units']}): {eff['decision']}"
+    if eff.get("mean") is not None:
+        line += f", mean {eff['mean']:.3f}, {eff['hdi_prob']:.0%} HDI [{eff['hdi_low']:.3f}, {eff['hdi_high']:.3f}]"
+    if not results["diagnostics"]["passed"]:
+        line += "  (diagnostics FAILED: not a finding)"
+    print(line)
+    if report:
+        print(f"report: {args.out / 'report.html'}")
+    return 0
+
+
 def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
     say = _progress()
     if getattr(args, "handler", None) is not None:  # subcommands defined in their own module
         return args.handler(args, say)
     if args.command in ("run", "fit"):
-        from analysis.pipeline import run
-
-        cfg = _run_config(args, report=(args.command == "run" and not args.no_report))
-        with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
-            results = run(cfg, progress=outputs.relabel(say, cfg.out, args.out),
-                          argv=["selfmodel", *argv])
-        eff = results["scale_effect"]
-        line = f"scale effect ({eff['units']}): {eff['decision']}"
-        if eff.get("mean") is not None:
-            line += f", mean {eff['mean']:.3f}, {eff['hdi_prob']:.0%} HDI [{eff['hdi_low']:.3f}, {eff['hdi_high']:.3f}]"
-        if not results["diagnostics"]["passed"]:
-            line += "  (diagnostics FAILED: not a finding)"
-        print(line)
-        if cfg.report:
-            print(f"report: {args.out / 'report.html'}")
-        return 0
+        return _run(args, argv, say)
     if args.command == "ingest":
         from analysis.pipeline import resolve_inputs
 
@@ -334,10 +371,7 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
         _print_table(rows)
         return 0
     if args.command == "report":
-        from analysis.report import render_report
-
-        path = render_report(args.out, fmt=args.format, progress=say)
-        print(f"report: {path}")
+        print(f"report: {_render_report(args.out, args.format, say)}")
         return 0
     if args.command == "simulate":
         from analysis.simulate import write_dataset

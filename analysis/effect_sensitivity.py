@@ -4,7 +4,8 @@
 doubled and compares its one effect. Here the same is done for each model of the zoo that
 decides effects beside the verdict (``SPEC.decides``; for ``sdt`` the sensitivity d' and the
 criterion), overall and per task: same data, sampler and seed, every prior ``sigma``
-multiplied by the factor (``models._common.scale_priors``), each effect with the ROPE of
+multiplied by the factor (``models._common.scale_priors``; by importance reweighting of the
+main fit where its Pareto k allows, else a refit: ``analysis/reweight.py``), each effect with the ROPE of
 ``analysis.decisions.rope_for`` in its own units. ``holds`` is true when every
 decision of the effect is unchanged.
 """
@@ -20,8 +21,9 @@ import polars as pl
 import models as model_registry
 from analysis import _arviz
 from analysis.decisions import rope_for, x_by_model
-from analysis.fit import Fit, SamplerSettings, fit
+from analysis.fit import Fit, SamplerSettings
 from analysis.hypotheses import DecisionRule, decide
+from analysis.reweight import prior_variant
 from models._common import scale_priors
 
 Progress = Callable[[str], None]
@@ -65,11 +67,13 @@ def effect_prior_sensitivity(
     base = {e.key: _decisions(main, e, rules[e.key], n_models, per_task) for e in effects}
     variants: list[dict[str, Any]] = []
     for fac in factors:
-        progress(f"prior sensitivity: refitting '{name}' with every prior scale x{fac:g}")
-        refit = fit(name, data, seed=seed, settings=settings,
-                    priors=scale_priors(module.DEFAULT_PRIORS, float(fac)), cache_dir=cache_dir)
+        progress(f"prior sensitivity: '{name}' with every prior scale x{fac:g}")
+        refit = prior_variant(main, data, seed=seed, settings=settings,
+                              priors=scale_priors(module.DEFAULT_PRIORS, float(fac)),
+                              cache_dir=cache_dir, progress=progress)
         variants.append({"factor": float(fac),
                          "diagnostics_passed": bool(refit.diagnostics.get("passed")),
+                         "reweighting": refit.provenance.get("prior_variant"),
                          **{e.key: _decisions(refit, e, rules[e.key], n_models, per_task)
                             for e in effects}})
     out: dict[str, Any] = {"model": name, "main": base, "variants": variants, "holds": {}}

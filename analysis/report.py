@@ -2,7 +2,9 @@
 
 The report reads ``OUT/results.json``, ``OUT/run.json``, ``OUT/cells.parquet`` and the saved
 fit named in ``results.json``; it is rendered by :func:`analysis.render.render` (Quarto when
-installed, the built-in engine otherwise).
+installed, the built-in engine otherwise). A report already rendered from exactly these
+files, by the same report sources, renderer and package versions, is reused rather than
+rendered again (:func:`analysis.rerun.report_key`; ``force=True`` renders anyway).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
+from analysis import rerun
 from analysis.contract import InputError
 from analysis.paths import REPORT_QMD
 from analysis.render import RenderError, render
@@ -21,6 +24,7 @@ def render_report(
     *,
     fmt: Literal["html", "pdf"] = "html",
     progress: Callable[[str], None] | None = None,
+    force: bool = False,
 ) -> Path:
     """Render the report for the results in ``out``; returns the written file."""
     out = Path(out).resolve()
@@ -29,6 +33,10 @@ def render_report(
             f"{out / 'results.json'}: no results. Run 'selfmodel run --out {out}' first."
         )
     target = out / f"report.{fmt}"
+    if not force and rerun.report_is_current(out, fmt):
+        if progress is not None:
+            progress(f"{target.name} is up to date with the results: reused")
+        return target
     try:
         render(
             REPORT_QMD,
@@ -39,4 +47,5 @@ def render_report(
         )
     except RenderError as e:
         raise InputError(f"report rendering failed: {e}") from None
+    rerun.mark_report(out, fmt)
     return target

@@ -15,9 +15,11 @@ Two refit families, each summarised with the same decision rule as the main fit
   decisions are compared, not the sizes; models lacking a variable drop out of that fit
   and are listed.
 
-Every refit goes through :func:`analysis.fit.fit`, so it has its own cache entry (the
-cache key includes priors and data) and is reused by the next run. Each refit costs a
-numba compile (~35 s here) plus sampling unless it is cached.
+A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
+:mod:`analysis.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
+variant says which. Every refit goes through :func:`analysis.fit.fit`, so it has its own
+cache entry (the cache key includes priors and data) and is reused by the next run. Each
+refit costs a numba compile (~35 s here) plus sampling unless it is cached.
 
 A prior variant "matches" when its decision equals the main fit's; a scale-variable variant
 when the direction its decision asserts is the same (:func:`direction_of`: the slopes are in
@@ -46,6 +48,7 @@ from analysis.contract import (
 from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
+from analysis.reweight import prior_variant
 from analysis.tables import models_per_task
 from models._common import scale_priors
 
@@ -196,11 +199,12 @@ def prior_sensitivity(
     variants = []
     for f in factors:
         priors = scale_priors(module.DEFAULT_PRIORS, float(f))
-        say(f"prior sensitivity: refitting '{model}' with every prior scale x{f:g}")
-        refit = fit(model, cells, seed=seed, settings=settings, priors=priors, options=options,
-                    cache_dir=cache_dir)
+        say(f"prior sensitivity: '{model}' with every prior scale x{f:g}")
+        refit = prior_variant(main, cells, priors=priors, seed=seed, settings=settings,
+                              options=options, cache_dir=cache_dir, progress=say)
         entry = {"label": f"priors x{f:g}", "factor": float(f),
                  "priors": {k: [v[0], v[1]] for k, v in sorted(priors.items())},
+                 "reweighting": refit.provenance.get("prior_variant"),
                  **summarise_fit(refit, rule=rule, n_models=n_models, models_per_task=models_per_task)}
         variants.append(_compare(entry, main_sum))
     return {

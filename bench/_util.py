@@ -129,10 +129,25 @@ def run_command(cmd: Sequence[str], *, env: dict[str, str] | None = None) -> dic
     }
 
 
+def provenance() -> dict[str, Any]:
+    """``measured_utc`` and ``commit`` (``+uncommitted`` when analysis/, models/ or bench/ differ)."""
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
+                                "analysis", "models", "bench/*.py"],
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit, dirty = "unknown", ""
+    return {"measured_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "commit": commit + ("+uncommitted" if dirty else "")}
+
+
 def write_results(name: str, payload: dict[str, Any], table: str | None = None) -> Path:
     """Write ``bench/results/<name>.json`` (and ``<name>.md`` when a table is given)."""
     RESULTS.mkdir(parents=True, exist_ok=True)
     path = RESULTS / f"{name}.json"
+    payload = {**provenance(), **payload}  # when and on which commit it was measured
     path.write_text(json.dumps(payload, indent=2, sort_keys=True, default=str) + "\n")
     if table is not None:
         (RESULTS / f"{name}.md").write_text(table.rstrip() + "\n")

@@ -50,8 +50,11 @@ def phases(out: Path) -> dict[str, object]:
         info = json.loads((out / "run.json").read_text())
     except OSError:
         return {}
-    return {k: info.get(k) for k in ("seconds_to_results", "seconds_total", "sampling_seconds",
-                                     "fit_reused")}
+    got: dict[str, object] = {k: info.get(k) for k in ("seconds_to_results", "seconds_total",
+                                                       "sampling_seconds", "fit_reused")}
+    # after a first run into an empty OUT: the number of fits it sampled
+    got["fits_saved"] = len(list(out.glob("fits/*.nc")))
+    return got
 
 
 def dataset(repeats: int) -> Path:
@@ -146,7 +149,7 @@ def main() -> None:
     by = {r["step"]: r for r in rows if "wall_s" in r}
     ratios = pipeline_ratios(by)
     table = md_table(rows, ["step", "wall_s", "cpu_s", "peak_rss_mib", "seconds_to_results",
-                            "seconds_total", "sampling_seconds", "fit_reused"])
+                            "seconds_total", "sampling_seconds", "fit_reused", "fits_saved"])
     table += "\n" + "\n".join(f"- {k}: {v}" for k, v in ratios.items()) + "\n"
     write_results(args.name or ("pipeline_quick" if args.quick else "pipeline"),
                   {**info, "rows": rows, "ratios": ratios}, table)

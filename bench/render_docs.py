@@ -10,6 +10,7 @@ saying which command produces it.
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -23,17 +24,31 @@ GIB = 2**30
 
 def load(name: str) -> dict[str, Any] | None:
     path = RESULTS / f"{name}.json"
-    return json.loads(path.read_text()) if path.exists() else None
+    return {**json.loads(path.read_text()), "_name": name} if path.exists() else None
 
 
 def missing(cmd: str) -> str:
     return f"*(not measured yet: run `{cmd}`)*\n"
 
 
+def when(res: dict[str, Any], name: str | None = None) -> str:
+    """When and at which commit a result was measured (older files: their last commit)."""
+    if res.get("measured_utc"):
+        return f"measured {res['measured_utc'][:16].replace('T', ' ')} UTC at commit {res.get('commit', '?')}"
+    path = RESULTS / f"{name or res.get('_name', '')}.json"
+    try:
+        got = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%cs %h", "--",
+                              str(path)], capture_output=True, text=True, check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        got = []
+    return (f"measured before results carried a date; file last committed {got[0]} ({got[1]})"
+            if len(got) == 2 else "date not recorded")
+
+
 def load_note(res: dict[str, Any]) -> str:
     m = res.get("machine", {})
     return (f"Command: `.venv/bin/python {res.get('command', '?')}`; load average at start "
-            f"{m.get('load_avg_1_5_15', '?')} on {m.get('cpus', '?')} cores.\n")
+            f"{m.get('load_avg_1_5_15', '?')} on {m.get('cpus', '?')} cores; {when(res)}.\n")
 
 
 def fmt_int(v: Any) -> str:
@@ -327,6 +342,66 @@ def section_growth(growth) -> str:
     return head + load_note(growth) + "\n" + fig + table
 
 
+def _row(res: dict[str, Any] | None, step: str) -> dict[str, Any] | None:
+    return one(res, step=step) if res else None
+
+
+def _leapfrog_line(rec: dict[str, Any]) -> str:
+    fits = [r for r in rec["rows"] if str(r["step"]).startswith("fit") and r.get("leapfrog_per_draw")]
+    if len(fits) < 2:
+        return ""
+    a, b = fits[0], fits[-1]
+    return (f"- the verdict model on the same cells with {b['records']} the trials: "
+            f"{b['leapfrog_per_draw'] / a['leapfrog_per_draw']:.2f}x the leapfrog steps per draw "
+            f"({a['leapfrog_per_draw']:.0f} -> {b['leapfrog_per_draw']:.0f}; the cost of one step "
+            "depends on the cells only), so its sampling costs that much more (its CPU row above "
+            "includes the compile at 1x only)\n")
+
+
+def section_issue18() -> str:
+    """The time targets of issue 18: cold run, unchanged rerun, 10x records; where time goes."""
+    head = "## A cold report in a minute (issue 18)\n\n"
+    pipe, prof, rec = load("pipeline_issue18"), load("run_profile_cold"), load("records_growth")
+    r1, r10 = _row(load("pipeline_r1"), "records_1x"), _row(load("pipeline_r10"), "records_10x")
+    lines = ["| target | measured | verdict |", "|---|---|---|"]
+    first, second = _row(pipe, "first"), _row(pipe, "second")
+    if first:
+        lines.append(
+            f"| first run <= 60 s (fresh process, empty compile cache, default data, robustness, "
+            f"report) | {first['wall_s']:.0f} s wall, {first['cpu_s']:.0f} CPU-s, "
+            f"{first.get('fits_saved')} fits saved"
+            + (f" (measured {first['measured_utc']} at commit {first['commit']}, machine loaded)"
+               if first.get("commit") else "")
+            + f" | {verdict(first['cpu_s'] <= 60)} |")
+    if second:
+        lines.append(
+            f"| unchanged rerun <= 3 s (fresh process, warm) | {second['wall_s']:.2f} s wall, "
+            f"{second['cpu_s']:.2f} CPU-s | {verdict(second['wall_s'] <= 3)} |")
+    if r1 and r10:
+        lines.append(
+            f"| 10x records, warm `selfmodel run` <= 1.2x | {r10['wall_s'] / r1['wall_s']:.2f}x wall, "
+            f"{r10['cpu_s'] / r1['cpu_s']:.2f}x CPU (`pipeline_r1`/`pipeline_r10`, not rerun) | "
+            f"{verdict(r10['cpu_s'] / r1['cpu_s'] <= 1.2)} |")
+    out = head + "\n".join(lines) + "\n\n"
+    if pipe:
+        out += load_note(pipe) + "\n"
+    if prof:
+        out += ("Where a cold run's time goes, by stage, with every `nutpie` compile and sample "
+                "call counted (`bench/profile_run.py`; " + when(prof) + "; load average "
+                f"{prof['machine'].get('load_avg_1_5_15')} at start):\n\n"
+                + md_table(prof["stages"], ["stage", "wall_s", "cpu_s", "fits", "compile_s",
+                                            "sample_s"]) + "\n")
+    if rec:
+        out += ("What grows with the records at fixed cells (`bench/profile_records.py`; "
+                + when(rec) + f"; load average {rec['machine'].get('load_avg_1_5_15')}):\n\n"
+                + md_table(rec["rows"], ["records", "step", "wall_s", "cpu_s",
+                                         "leapfrog_per_draw", "ess_bulk_beta"]) + "\n"
+                + "\n".join(f"- CPU 10x / 1x, {k}: {v}" for k, v in rec["ratios"].items()
+                            if not k.startswith("fit"))
+                + "\n" + _leapfrog_line(rec))
+    return out
+
+
 def merged_sampling() -> dict[str, Any] | None:
     """sampling.json with rows of sampling_extra.json and sampling_quiet.json merged in.
 
@@ -388,6 +463,7 @@ def main() -> None:
         "COMPILE": section_compile(comp),
         "PIPELINE": section_pipeline(pipe),
         "GROWTH": section_growth(growth),
+        "ISSUE18": section_issue18(),
     }
     for key, value in blocks.items():
         text = text.replace(f"@@{key}@@", value.rstrip())

@@ -145,7 +145,13 @@ def test_run_twice_is_byte_identical_and_reuses_the_fit(tmp_path, capsys):
     assert results["scale_effect"]["models_without_scale_variable"] == [HOSTILE]
     fit_file = tmp_path / "a" / results["fit"]["file"]
     assert fit_file.is_file()
-    # unchanged second run: the saved fit is reused and nothing changes
+    # unchanged second run: reuses the results without running the pipeline (analysis/rerun.py)
+    run_info = (tmp_path / "a" / "run.json").read_bytes()
+    assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
+    assert (tmp_path / "a" / "run.json").read_bytes() == run_info
+    assert (tmp_path / "a" / "results.json").read_bytes() == first
+    # the pipeline again (its record of the last run removed): the saved fit is reused
+    (tmp_path / "a" / "run-key.json").unlink()
     assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
     assert json.loads((tmp_path / "a" / "run.json").read_text())["fit_reused"] is True
     assert (tmp_path / "a" / "results.json").read_bytes() == first

@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from analysis import _arviz, sensitivity
+from analysis import _arviz, reweight, sensitivity
 from analysis.cells import derived_models
 from analysis.contract import SCALE_EXCLUSION_REASON
 from analysis.fit import Fit, SamplerSettings
@@ -63,6 +63,9 @@ def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.M
     # a narrower prior pulls the slope to 0.05 (no credible effect); otherwise 0.5 (improves)
     stub = StubFit(lambda priors, data: 0.05 if _beta_sigma(priors) < 1.0 else 0.5)
     monkeypatch.setattr(sensitivity, "fit", stub)
+    # the stub's posterior has no draws of the group scales, so no variant can be reweighted:
+    # each is refitted (analysis/reweight.py's fallback), which is what these tests count
+    monkeypatch.setattr(reweight, "fit", stub)
     cells, _ = simulate_scale_cells(seed=1)
     res = sensitivity.prior_sensitivity(cells, seed=3, factors=(0.5, 2.0))
     assert len(stub.calls) == 3  # main (no fit given) + two refits
@@ -78,11 +81,14 @@ def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.M
     assert res["variants"][0]["priors"]["slope_task"] == ["Normal", {"mu": 0.0, "sigma": 0.5}]
     assert {v["compared_on"] for v in res["variants"]} == {"decision"}
     assert len({v["cache_key"] for v in res["variants"]} | {res["main"]["cache_key"]}) == 3
+    assert {v["reweighting"]["method"] for v in res["variants"]} == {"refit"}
+    assert "no draws of" in res["variants"][0]["reweighting"]["reason"]
 
 
 def test_prior_sensitivity_reuses_the_main_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     stub = StubFit(lambda priors, data: 0.5)
     monkeypatch.setattr(sensitivity, "fit", stub)
+    monkeypatch.setattr(reweight, "fit", stub)
     cells, _ = simulate_scale_cells(seed=1)
     main = stub("scale", cells, seed=3)
     res = sensitivity.prior_sensitivity(cells, seed=3, main=main)

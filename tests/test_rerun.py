@@ -1,0 +1,115 @@
+"""An unchanged ``selfmodel run`` reuses its results and report (analysis/rerun.py).
+
+The pipeline itself is replaced by a stand-in that writes a minimal results.json, so these
+tests count how often the pipeline runs without sampling anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import analysis.pipeline
+from analysis import cli, rerun
+from analysis.paths import DEFAULT_DATA
+
+RESULTS = {
+    "scale_effect": {"units": "logit", "decision": "no_credible_effect", "mean": None},
+    "diagnostics": {"passed": True},
+    "fit": {"file": "fits/x.nc"},
+}
+
+
+@pytest.fixture
+def data(tmp_path: Path) -> Path:
+    folder = tmp_path / "data"
+    shutil.copytree(DEFAULT_DATA, folder)
+    return folder
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    seen: list[Path] = []
+
+    def fake_run(cfg, *, progress=None, argv=None):
+        seen.append(cfg.out)
+        cfg.out.mkdir(parents=True, exist_ok=True)
+        (cfg.out / "fits").mkdir(exist_ok=True)
+        (cfg.out / "fits" / "x.nc").write_bytes(b"draws")
+        (cfg.out / "results.json").write_text(json.dumps(RESULTS))
+        (cfg.out / "run.json").write_text(json.dumps({"started_utc": "t"}))
+        return RESULTS
+
+    monkeypatch.setattr(analysis.pipeline, "run", fake_run)
+    return seen
+
+
+def _run(data: Path, out: Path, *extra: str) -> int:
+    return cli.main(["run", str(data), "--out", str(out), "--no-report", *extra])
+
+
+def test_unchanged_run_is_reused_and_any_change_reruns(data, tmp_path, calls):
+    out = tmp_path / "out"
+    assert _run(data, out) == 0 and len(calls) == 1
+    assert _run(data, out) == 0 and len(calls) == 1  # nothing changed: not run again
+    with (data / "records.csv").open("a") as fh:  # one more byte in the records
+        fh.write("\n")
+    assert _run(data, out) == 0 and len(calls) == 2
+    assert _run(data, out, "--seed", "7") == 0 and len(calls) == 3  # another option
+    assert _run(data, out, "--seed", "7") == 0 and len(calls) == 3
+    assert _run(data, out, "--seed", "7", "--no-cache") == 0 and len(calls) == 4
+
+
+def test_touched_or_missing_outputs_rerun(data, tmp_path, calls):
+    out = tmp_path / "out"
+    _run(data, out)
+    fit_file = out / "fits" / "x.nc"
+    os.utime(fit_file, ns=(0, 0))  # a saved fit touched (or replaced) since the run
+    _run(data, out)
+    assert len(calls) == 2
+    fit_file.unlink()
+    _run(data, out)
+    assert len(calls) == 3
+    (out / "results.json").write_text(json.dumps({**RESULTS, "edited": True}))
+    _run(data, out)
+    assert len(calls) == 4
+    _run(data, out)
+    assert len(calls) == 4
+
+
+def test_run_key_covers_code_inputs_and_options(data, tmp_path):
+    k = rerun.run_key({"seed": 1}, [data])
+    assert rerun.run_key({"seed": 1}, [data]) == k
+    assert rerun.run_key({"seed": 2}, [data]) != k
+    (data / "new.csv").write_text("x\n")  # a new file in an input folder
+    assert rerun.run_key({"seed": 1}, [data]) != k
+    assert rerun.run_key({"seed": 1}, [tmp_path / "absent"]) != rerun.run_key({"seed": 1}, [])
+
+
+def test_report_key_follows_what_the_report_reads(tmp_path):
+    out = tmp_path
+    assert rerun.report_key(out) is None  # no results yet
+    (out / "results.json").write_text(json.dumps(RESULTS))
+    (out / "run.json").write_text(json.dumps({"started_utc": "t"}))
+    (out / "fits").mkdir()
+    (out / "fits" / "x.nc").write_bytes(b"draws")
+    (out / "report.html").write_text("<html>")
+    assert not rerun.report_is_current(out)  # never marked
+    rerun.mark_report(out)
+    assert rerun.report_is_current(out)
+    # the pipeline adds seconds_total after rendering: the report does not show it
+    (out / "run.json").write_text(json.dumps({"started_utc": "t", "seconds_total": 3.0}))
+    assert rerun.report_is_current(out)
+    (out / "run.json").write_text(json.dumps({"started_utc": "u"}))
+    assert not rerun.report_is_current(out)
+    rerun.mark_report(out)
+    (out / "fits" / "x.nc").write_bytes(b"other draws")  # the fit the report plots
+    assert not rerun.report_is_current(out)
+    rerun.mark_report(out)
+    assert not rerun.report_is_current(out, "pdf")  # another format: its own report
+    (out / "report.html").unlink()
+    assert not rerun.report_is_current(out)
