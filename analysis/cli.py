@@ -304,9 +304,9 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     else:
         from analysis.pipeline import run
 
-        rerun.forget(args.out)
         cfg = _run_config(args, report=report)
         with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
+            rerun.forget(cfg.out)  # an interrupted run leaves args.out (and its key) as it was
             results = run(cfg, progress=outputs.relabel(say, cfg.out, args.out),
                           argv=["selfmodel", *argv])
         if key is not None:
