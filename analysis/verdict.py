@@ -215,9 +215,14 @@ def detectable_finding(R: Results) -> str | None:
     if mde is None:
         return None
     E = R.get("scale_effect") or {}
+    drawn = D.get("variance_components") == "posterior_draws"
+    dp = (D.get("dprime") or {}).get("mde_80")
+    dprime = (f", and a d' slope of {_n(dp, '.2f')} {(D.get('dprime') or {}).get('units', '')} likewise"
+              if dp is not None else "")
+    how = ("variance components drawn from the fit's posterior, one draw per simulated data set"
+           if drawn else "simulated from the fitted variance components")
     return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {E.get('units', '')} "
-            f"would be declared 'improves' 80% of the time (simulated from the fitted variance "
-            f"components).")
+            f"would be declared 'improves' 80% of the time{dprime} ({how}).")
 
 
 def checks_finding(R: Results) -> str:
@@ -249,13 +254,54 @@ def checks_finding(R: Results) -> str:
         rob.append({True: f"the {on} is the same with {_list(others)} as the scale variable",
                     False: f"the {on} changes with {_list(V.get('changed') or [])} as the scale variable",
                     None: "the scale-variable refits could not be compared"}[held])
+    rob += companion_scale_variable_clauses(sens) + strict_accuracy_clauses(R)
     if rob:
         covered = P.get("model", "scale") if P else "scale"
         others = sorted((sens.get("effects") or {}).keys())
-        scope = (f"{covered} model; prior refits of the {_list(others)} effects are listed below"
+        scope = (f"{covered} model and, for the scale variable, the {_list(others)} effects; their "
+                 "prior refits are listed below"
                  if others else f"{covered} model only; the other models' slopes were not refitted")
         return diag + " Robustness (" + scope + "): " + "; ".join(rob) + "."
     return diag + " Robustness refits were not run."
+
+
+_EFFECT_WORDS = {"sensitivity": "d'", "bias": "criterion"}
+
+
+def companion_scale_variable_clauses(sens: Mapping[str, Any]) -> list[str]:
+    """Which companion effects (d', criterion) kept their direction with the other scale variables."""
+    out = []
+    for model, entry in sorted((sens.get("effects_scale_variable") or {}).items()):
+        others = [v["variable"] for v in entry.get("variants", [])]
+        if not others:
+            continue
+        held = [_EFFECT_WORDS.get(k, k) for k, ok in sorted((entry.get("holds") or {}).items()) if ok]
+        changed = [f"{_EFFECT_WORDS.get(k, k)} with {_list(v)}"
+                   for k, v in sorted((entry.get("changed") or {}).items()) if v]
+        if held:
+            out.append(f"the {_list(held)} direction ({model}) is the same with {_list(others)}")
+        if changed:
+            out.append(f"the {model} direction changes, overall or in a task, for {_list(changed)}")
+    return out
+
+
+def _strict_outcome(R: Results) -> str | None:
+    """What the strict-accuracy refit did to the accuracy decisions (a predicate), or ``None``."""
+    S = (R.get("missingness") or {}).get("strict_accuracy_refit") or {}
+    if "changes_answer" not in S:
+        return None
+    if not S["changes_answer"]:
+        return "leaves every accuracy decision unchanged"
+    where = [c if c == "overall" else _task(c) for c in S.get("changed") or []]
+    return (f"changes the accuracy decision ({_list(where)}; strict-accuracy slope: "
+            f"{_short(S.get('strict') or {})})")
+
+
+def strict_accuracy_clauses(R: Results) -> list[str]:
+    """Whether the Bayesian refit on strict accuracy (missing counted wrong) changes the decision."""
+    outcome = _strict_outcome(R)
+    return [] if outcome is None else [
+        f"counting absent and unreadable predictions as wrong (strict accuracy) {outcome}"]
 
 
 def confounds_finding(R: Results) -> str | None:
@@ -379,8 +425,11 @@ def missingness_finding(R: Results) -> str | None:
         e = per.get(t) or {}
         way = "falls" if (e.get("estimate") or 0) < 0 else "rises"
         words.append(f"in {_task(t)} it {way} with scale (p = {_n(e.get('p_value'), '.3f')})")
+    strict = _strict_outcome(R)
+    tail = (f" Refitted on strict accuracy (missing counted as wrong), the accuracy model {strict}."
+            if strict else " See the strict-accuracy sensitivity.")
     return ("Missing and unreadable predictions depend on scale, so accuracy on readable predictions "
-            "is not missing at random: " + "; ".join(words) + ". See the strict-accuracy sensitivity.")
+            "is not missing at random: " + "; ".join(words) + "." + tail)
 
 
 def findings(R: Results) -> list[dict[str, str]]:

@@ -27,16 +27,53 @@ the coverage of the 94% HDI (the rule's interval); the rate of diagnostics failu
 Targets (issue 16): false ``improves`` at most 5%; 94% HDI coverage between 91% and 97%;
 at least 200 data sets per null arm, so a 5% rate is known to about +-3 points.
 
-Cost: each data set is one pipeline fit. Measured on this 2-core machine under load, a
-scale fit of the default shape takes ~40-90 s (compile included) and an SDT fit ~2-4 min,
-so 200 data sets x 6 arms is ~20-40 CPU-hours: run it on a free machine, e.g.
-``--workers 8`` on 8 cores. Results are appended per data set to ``OUT/<arm>.jsonl``
-(a rerun resumes) and summarised in ``OUT/pipeline_calibration.json``.
+Cost, and compiling once per design
+-----------------------------------
+Each data set is one pipeline fit. Within a process the model is compiled once per design and
+model (``fit(..., reuse_compiled=True)``: :mod:`analysis.compile_cache` turns the data into
+shared variables, so a new data set of the same shape only swaps the data in) and every
+later data set is sampling only. Measured on this 2-core machine shared with other jobs
+(so upper bounds), arm ``default:accuracy`` at the pipeline's settings, seconds per fit::
+
+    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy --sims 4 --out A
+    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy --sims 3 --no-reuse --out B
+
+    reuse (A):    24.5 (first: compile), 6.0, 6.1, 4.9        -> ~5-6 s per further fit
+    no reuse (B): 14.5, 18.1, 12.6                            -> ~13-18 s every fit
+
+(the records are in ``validation/results/pipeline_calibration_cost/``; a first fit with reuse
+costs more because the shared-data graph is compiled cold). So with reuse 200 data sets of
+that arm are ~20 CPU-minutes instead of ~50; SDT arms cost several times more per fit (an
+SDT fit of the default shape samples in ~20 s here). The full study (200 data sets x 6 arms)
+is still ~1,200 fits: far more than one session's share of this machine. Run it in pieces.
+
+Running in pieces, on several machines, and merging
+---------------------------------------------------
+Every finished data set is appended at once, as one JSON line, to ``OUT/<design>-<effect>.jsonl``,
+keyed by ``arm`` and ``seed`` (16000 + index) and carrying its sampler settings, so
+
+* an interrupted run loses at most the fit in progress; rerunning the same command skips every
+  seed already in ``OUT`` (a torn last line is ignored and refitted);
+* ``--start I --sims N`` runs indices ``I .. I+N-1`` only: give each machine its own range (or its
+  own arms) and its own ``--out``;
+* ``--ship DIR [DIR ...]`` merges the records of those folders (one per ``(arm, seed)``;
+  repeated seeds with the same decisions are duplicates, with different ones conflicts, both
+  counted; records at other sampler settings, such as ``--quick``, are not counted) and writes
+  the summary to ``analysis/data/pipeline_calibration.json``, which ``selfmodel run`` ships
+  as ``results.json`` ``calibration_study.pipeline`` and the report's table reads. Each arm
+  there says how many data sets it has (``n`` of ``target_n``, ``complete``) and the exact
+  95% interval and its half-width (``*_pm``) of every rate, so a partial study is shown
+  as partial.
+
+The shipped summary is of the records in ``validation/results/pipeline_calibration/`` (the 4
+data sets of the cost measurement: a partial study, of one arm).
 
 Usage::
 
-    .venv/bin/python validation/pipeline_calibration.py --sims 200            # full study
-    .venv/bin/python validation/pipeline_calibration.py --quick --out /tmp/pc # smoke run
+    .venv/bin/python validation/pipeline_calibration.py --sims 200                 # full study (resumes)
+    .venv/bin/python validation/pipeline_calibration.py --start 100 --sims 50 --arms seb:dprime --out piece2
+    .venv/bin/python validation/pipeline_calibration.py --ship validation/results/pipeline_calibration piece2
+    .venv/bin/python validation/pipeline_calibration.py --quick --out /tmp/pc      # smoke run
 """
 
 from __future__ import annotations
@@ -273,14 +310,20 @@ def read_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
     return out
 
 
+def _outcome(r: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """What a record counts: decision and coverage, overall and per task (not the draws' mean)."""
+    parts = [("overall", r["overall"])] + sorted(r["per_task"].items())
+    return [(k, v["reported_decision"], v["hdi_covers_truth"]) for k, v in parts]
+
+
 def merge_records(records: Sequence[dict[str, Any]],
                   settings: SamplerSettings | None = None) -> dict[str, Any]:
     """Records of pieces run anywhere, merged: one per ``(arm, seed)``, at ``settings`` only.
 
     Returns ``{"records": {arm: [...]}, "duplicates": n, "conflicts": [...],
-    "other_settings": n}``: a repeated ``(arm, seed)`` with the same decisions is a
-    duplicate (kept once); with different decisions a conflict (the first is kept and the
-    key listed); records at other sampler settings (``--quick`` smoke runs) are not counted.
+    "other_settings": n}``: a repeated ``(arm, seed)`` with the same decisions and coverage is
+    a duplicate (kept once; a refit elsewhere differs in the last digits of its draws); with
+    different ones a conflict (the first is kept and the key listed); records at other sampler settings (``--quick`` smoke runs) are not counted.
     """
     want = asdict(settings or SamplerSettings())
     by_key: dict[tuple[str, int], dict[str, Any]] = {}
@@ -291,7 +334,7 @@ def merge_records(records: Sequence[dict[str, Any]],
             continue
         key = (r["arm"], int(r["seed"]))
         if key in by_key:
-            same = (by_key[key]["overall"], by_key[key]["per_task"]) == (r["overall"], r["per_task"])
+            same = _outcome(by_key[key]) == _outcome(r)
             dup += same
             if not same:
                 conflicts.append(f"{key[0]} seed {key[1]}")
@@ -356,8 +399,9 @@ SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"
 def ship(sources: Sequence[Path], target: Path = SHIPPED) -> dict[str, Any]:
     """Merge the records of ``sources`` and write their summary as package data."""
     summary = study_summary(read_records(sources))
-    summary["command"] = ("validation/pipeline_calibration.py --ship "
-                          + " ".join(p.name for p in sources))
+    shown = [p.resolve().relative_to(ROOT).as_posix() if p.resolve().is_relative_to(ROOT) else str(p)
+             for p in sources]
+    summary["command"] = ".venv/bin/python validation/pipeline_calibration.py --ship " + " ".join(shown)
     target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
 
