@@ -87,7 +87,7 @@ def design_from_sdt_fit(idata: Any, data: pl.DataFrame, rule: DecisionRule) -> D
     post = _arviz.posterior(idata)
     cells = data.filter((pl.col("n_signal") > 0) & (pl.col("n_noise") > 0)).select(
         "model", "family", "task", "x", "n_signal", "n_noise")
-    centre = float(cells.unique("model")["x"].mean())
+    centre = float(np.mean(cells.unique("model")["x"].to_numpy()))
     cells = cells.with_columns(pl.col("x") - centre)
 
     def by_task(name: str) -> dict[str, float]:
@@ -177,7 +177,8 @@ def sweep_dprime(design: DprimeDesign, slopes: Sequence[float], *, sims: int, se
     counts = [dict.fromkeys(OUTCOMES, 0) for _ in slopes]
     stats = np.zeros((3, len(slopes), sims))
     for s in range(sims):
-        d_s = replace(design, **components[s]) if components is not None else design
+        comp: dict[str, Any] = dict(components[s]) if components is not None else {}
+        d_s = replace(design, **comp) if comp else design
         rng = np.random.default_rng([seed, s, 8])
         u, zd = rng.random(N_DRAWS), rng.standard_normal(N_DRAWS)
         for j, slope in enumerate(slopes):

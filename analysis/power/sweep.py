@@ -93,7 +93,8 @@ def _sweep(
     covered = np.zeros((len(slopes), sims), dtype=bool)
     for s in range(sims):
         base = _base_draws(seed, s, layout, N_DRAWS)
-        design_s = replace(design, **components[s]) if components is not None else design
+        comp: dict[str, Any] = dict(components[s]) if components is not None else {}
+        design_s = replace(design, **comp) if comp else design
         for j, slope in enumerate(slopes):
             k = _simulate_k(layout, design_s, slope, base)
             wts, mu, var, _ = _posterior(layout, g, k)
