@@ -456,12 +456,15 @@ def companion_scale_variable_refits(
 ) -> dict[str, Any]:
     """``sensitivity.effects_scale_variable``: :func:`effect_scale_variable_sensitivity` per companion.
 
-    Companion models are the fitted models other than the verdict model that decide effects
-    (``SPEC.decides``; ``sdt``: d' and criterion).
+    Companion models here are the fitted models other than the verdict model that decide
+    effects and declare a headline section (``SPEC.decides`` and ``SPEC.headline``: the
+    findings of the first screen; ``sdt``: d' and criterion). Models without a headline
+    (``within_between``) keep their prior refits only, which keeps the added fits few.
     """
     out: dict[str, Any] = {}
     for name, f in sorted(fits.items()):
-        if name == verdict_model or not model_registry.get(name).SPEC.decides or name not in data_for:
+        spec = model_registry.get(name).SPEC
+        if name == verdict_model or not spec.decides or spec.headline is None or name not in data_for:
             continue
         out[name] = effect_scale_variable_sensitivity(
             name, f, data_for[name], records, registry, rule=rule, main_scale=scale, seed=seed,

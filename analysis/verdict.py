@@ -258,8 +258,9 @@ def checks_finding(R: Results) -> str:
     if rob:
         covered = P.get("model", "scale") if P else "scale"
         others = sorted((sens.get("effects") or {}).keys())
-        scope = (f"{covered} model and, for the scale variable, the {_list(others)} effects; their "
-                 "prior refits are listed below"
+        sv = sorted((sens.get("effects_scale_variable") or {}).keys())
+        scope = (f"{covered} model" + (f" and, for the scale variable, the {_list(sv)} effects" if sv else "")
+                 + f"; prior refits of the {_list(others)} effects are listed below"
                  if others else f"{covered} model only; the other models' slopes were not refitted")
         return diag + " Robustness (" + scope + "): " + "; ".join(rob) + "."
     return diag + " Robustness refits were not run."

@@ -215,10 +215,12 @@ def test_sdt_effects_are_refitted_with_each_scale_variable_and_changes_named(
     main = stub("sdt", main_data, seed=1)
     monkeypatch.setattr(sensitivity, "fit", stub)
     res = sensitivity.companion_scale_variable_refits(
-        {"sdt": main, "scale": main}, {"sdt": main_data, "scale": usable}, verdict_model="scale",
+        {"sdt": main, "scale": main, "within_between": main},
+        {"sdt": main_data, "scale": usable, "within_between": usable}, verdict_model="scale",
         records=records, registry=registry, scale="params", seed=1, settings=None,
         rule=sensitivity.DecisionRule(), cache_dir=None)
-    assert list(res) == ["sdt"]  # the verdict model is not a companion
+    # the verdict model is not a companion; within_between declares no headline: not refitted
+    assert list(res) == ["sdt"]
     out = res["sdt"]
     by = {v["variable"]: v for v in out["variants"]}
     assert list(by) == ["active_params", "capability"]
