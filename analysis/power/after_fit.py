@@ -78,7 +78,8 @@ def mde_from_fit(
         HDI fits inside the ROPE), ``plugin_sd`` and ``plugin_sd_unlimited_items`` (the
         slope's posterior sd at the fitted variance components, as observed and with
         unlimited items per cell: how much more items could help), ``power_curve``, ``design``, ``rule``, ``units``,
-        ``sims``, ``seed`` and ``method``.
+        ``sims``, ``seed``, ``method``, ``variance_components`` (``"posterior_means"`` or
+        ``"posterior_draws"``) and ``component_draws`` (quantiles of the draws used, or ``None``).
     """
     seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", DEFAULT_SEED))
     design = design_from_results(results)
