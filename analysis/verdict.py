@@ -217,12 +217,11 @@ def detectable_finding(R: Results) -> str | None:
     E = R.get("scale_effect") or {}
     drawn = D.get("variance_components") == "posterior_draws"
     dp = (D.get("dprime") or {}).get("mde_80")
-    dprime = (f", and a d' slope of {_n(dp, '.2f')} {(D.get('dprime') or {}).get('units', '')} likewise"
-              if dp is not None else "")
-    how = ("variance components drawn from the fit's posterior, one draw per simulated data set"
-           if drawn else "simulated from the fitted variance components")
+    dprime = f"d' slope: {_n(dp, '.2f')}; " if dp is not None else ""
+    how = ("variance components drawn from the posterior" if drawn
+           else "simulated from the fitted variance components")
     return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {E.get('units', '')} "
-            f"would be declared 'improves' 80% of the time{dprime} ({how}).")
+            f"would be declared 'improves' 80% of the time ({dprime}{how}).")
 
 
 def checks_finding(R: Results) -> str:
@@ -254,13 +253,10 @@ def checks_finding(R: Results) -> str:
         rob.append({True: f"the {on} is the same with {_list(others)} as the scale variable",
                     False: f"the {on} changes with {_list(V.get('changed') or [])} as the scale variable",
                     None: "the scale-variable refits could not be compared"}[held])
-    rob += companion_scale_variable_clauses(sens) + strict_accuracy_clauses(R)
     if rob:
         covered = P.get("model", "scale") if P else "scale"
         others = sorted((sens.get("effects") or {}).keys())
-        sv = sorted((sens.get("effects_scale_variable") or {}).keys())
-        scope = (f"{covered} model" + (f" and, for the scale variable, the {_list(sv)} effects" if sv else "")
-                 + f"; prior refits of the {_list(others)} effects are listed below"
+        scope = (f"{covered} model; prior refits of the {_list(others)} effects are listed below"
                  if others else f"{covered} model only; the other models' slopes were not refitted")
         return diag + " Robustness (" + scope + "): " + "; ".join(rob) + "."
     return diag + " Robustness refits were not run."
@@ -296,6 +292,19 @@ def _strict_outcome(R: Results) -> str | None:
     where = [c if c == "overall" else _task(c) for c in S.get("changed") or []]
     return (f"changes the accuracy decision ({_list(where)}; strict-accuracy slope: "
             f"{_short(S.get('strict') or {})})")
+
+
+def effect_robustness_finding(R: Results) -> str | None:
+    """The robustness line beyond the accuracy slope.
+
+    Which d' and criterion findings held with the other scale variables, and whether strict
+    accuracy (missing counted wrong) changes the accuracy answer.
+    """
+    parts = companion_scale_variable_clauses(R.get("sensitivity") or {}) + strict_accuracy_clauses(R)
+    if not parts:
+        return None
+    text = "; ".join(parts)
+    return "Robustness beyond the accuracy slope: " + text[0].lower() + text[1:] + "."
 
 
 def strict_accuracy_clauses(R: Results) -> list[str]:
@@ -450,6 +459,7 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("mixed_predictive", mixed_check_finding(R)),
         ("sdt_crosscheck", sdt_crosscheck_finding(R)),
         ("effect_priors", effect_priors_finding(R)),
+        ("effect_robustness", effect_robustness_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 
