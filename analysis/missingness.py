@@ -14,17 +14,28 @@ variable (``analysis.frequentist.glm.glm_slope``; log-odds per unit of ``x``, SE
 by model). As a sensitivity the same GLM of accuracy is refitted on *strict* accuracy (every
 unusable prediction, absent items included, counted as wrong) beside the GLM on readable
 accuracy. ``depends_on_scale`` is true when a task's missingness slope has p < 0.05.
+
+:func:`strict_accuracy_refit` (robustness stage, a Bayesian sensitivity of the verdict) refits
+the verdict model itself on strict counts and says whether its decision, overall or for any
+task, differs from the main fit's (``changes_answer``).
 """
 
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
+from analysis.decisions import rope_for, x_by_model
+from analysis.fit import Fit, SamplerSettings, fit
 from analysis.frequentist.glm import NUMERICAL_ERRORS, glm_slope
+from analysis.hypotheses import DecisionRule
+from analysis.sensitivity import summarise_fit
+from analysis.tables import models_per_task
 
 #: Two-sided level below which the missingness slope is said to depend on scale.
 ALPHA: Final = 0.05
@@ -126,4 +137,62 @@ def missingness(records: pl.DataFrame, cells: pl.DataFrame) -> dict[str, Any]:
             "readable": _slope_summary(readable_fit, tasks),
             "strict": _slope_summary(strict_fit, tasks),
         },
+    }
+
+
+def strict_accuracy_refit(
+    records: pl.DataFrame,
+    usable: pl.DataFrame,
+    main: Fit,
+    *,
+    scale: str,
+    rule: DecisionRule,
+    seed: int,
+    settings: SamplerSettings | None,
+    cache_dir: Path | str | None,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """The verdict model refitted on strict accuracy: every unusable prediction counted wrong.
+
+    The cells are the main fit's (``usable``: same models, tasks and scale values) with
+    ``n`` = records + absent items and ``k`` unchanged, so absent items and unreadable
+    predictions count as wrong answers. Fitted by :func:`analysis.fit.fit` with the main
+    fit's sampler and seed (its own cache entry) and decided with the main fit's rule and
+    ROPE, overall and per task.
+
+    Returns
+    -------
+    dict
+        ``model``, ``what``, ``n_missing``, ``n_unreadable``, ``main`` and ``strict``
+        (:func:`analysis.sensitivity.summarise_fit` of each), ``same_decision``,
+        ``same_per_task`` (task -> bool), ``changed`` (``"overall"`` and the tasks whose
+        decision differs) and ``changes_answer``.
+    """
+    mc = missingness_cells(records, usable)
+    strict = mc.with_columns(pl.col("n_possible").alias("n")).filter(pl.col("n") > 0)
+    strict = strict.select(usable.columns)
+    main_rule, _ = rope_for(rule, scale, x_by_model(usable))
+    per_task = models_per_task(usable)
+    n_models = usable["model"].n_unique()
+    if progress is not None:
+        progress(f"strict accuracy: refitting '{main.model}' with absent and unreadable predictions counted wrong")
+    refit = fit(main.model, strict, seed=seed, settings=settings, cache_dir=cache_dir)
+    a = summarise_fit(main, rule=main_rule, n_models=n_models, models_per_task=per_task)
+    b = summarise_fit(refit, rule=main_rule, n_models=n_models, models_per_task=per_task)
+    same_task = {t: r["decision"] == (b["per_task"].get(t) or {}).get("decision")
+                 for t, r in a["per_task"].items()}
+    changed = (["overall"] if a["decision"] != b["decision"] else []) + [
+        t for t, ok in same_task.items() if not ok]
+    return {
+        "model": main.model,
+        "what": ("the verdict model refitted on strict accuracy (absent items and unreadable "
+                 "predictions counted as wrong), same sampler, seed, rule and ROPE"),
+        "n_missing": int(mc["n_missing"].sum()),
+        "n_unreadable": int(mc["n_unreadable"].sum()),
+        "main": a,
+        "strict": b,
+        "same_decision": a["decision"] == b["decision"],
+        "same_per_task": same_task,
+        "changed": changed,
+        "changes_answer": bool(changed),
     }

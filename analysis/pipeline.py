@@ -36,7 +36,7 @@ from analysis.holdout import leave_group_out
 from analysis.hypotheses import load_hypotheses
 from analysis.ingest import IngestResult, ingest, write_ingest
 from analysis.ingest.discover import FORMATS, walk_folder
-from analysis.missingness import missingness
+from analysis.missingness import missingness, strict_accuracy_refit
 from analysis.mixed_check import (
     draws_from_fit,
     holdout_group_check,
@@ -46,7 +46,7 @@ from analysis.mixed_check import (
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
-from analysis.power import mde_from_fit
+from analysis.power.after_fit import power_after_fit
 from analysis.registry import load_registry
 from analysis.report import render_report
 from analysis.rescoring import self_vs_other_rescored
@@ -58,6 +58,7 @@ from analysis.robustness import (
     robustness_refits,
 )
 from analysis.sdt_crosscheck import sdt_crosscheck
+from analysis.sensitivity import companion_scale_variable_refits
 from analysis.skill import calibration, skill_table
 from analysis.state import Inputs, RunConfig, RunState
 from analysis.summaries import (
@@ -433,6 +434,7 @@ def stage_robustness(state: RunState, say: Progress) -> None:
             )
         _holdout_family_check(state, say)
         _companion_prior_sensitivity(state, say)
+        _strict_accuracy(state, say)
         if cfg.holdout:
             section["scale_term_holdout"] = _leave_group_out(state, cfg.holdout, say)
     state.hypotheses_section = section
@@ -456,6 +458,26 @@ def _companion_prior_sensitivity(state: RunState, say: Progress) -> None:
             cache_dir=cfg.cache_dir, progress=say,
         )
     state.sensitivity_section["effects"] = out
+    state.sensitivity_section["effects_scale_variable"] = companion_scale_variable_refits(
+        mf.fits, mf.data_for, verdict_model=state.verdict.fit.model if state.verdict.fit else None,
+        records=state.ingest.records if state.ingest else pl.DataFrame(), registry=state.registry,
+        scale=cfg.scale, seed=cfg.seed, settings=cfg.sampler, rule=cfg.rule,
+        cache_dir=cfg.cache_dir, progress=say,
+    )
+
+
+def _strict_accuracy(state: RunState, say: Progress) -> None:
+    """``missingness.strict_accuracy_refit``: the verdict model refitted on strict accuracy."""
+    v, cfg = state.verdict, state.config
+    if v is None or v.fit is None or state.missingness_section is None or state.ingest is None:
+        return
+    try:
+        state.missingness_section["strict_accuracy_refit"] = strict_accuracy_refit(
+            state.ingest.records, v.usable, v.fit, scale=cfg.scale, rule=cfg.rule, seed=cfg.seed,
+            settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say,
+        )
+    except NUMERICAL_ERRORS as exc:
+        state.missingness_section["strict_accuracy_refit"] = not_estimable("the strict-accuracy refit", exc)
 
 
 def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, Any]:
@@ -520,12 +542,18 @@ def stage_power(state: RunState, say: Progress) -> None:
     if v is None or v.fit is None or not state.config.power:
         return
 
-    say("what this design could detect (power simulation from the fitted variance components)")
+    say("what this design could detect (power simulation, variance components drawn from the posterior)")
     # the design is read from the results built so far (models, cells, variance components)
     try:
-        state.design_sensitivity_section = rounded(
-            mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
-        )
+        mf = state.model_fits
+        # the d' power simulates the model that declares the sensitivity effect (models/sdt.py)
+        sens = [n for n in sorted(mf.fits) if n in mf.data_for and any(
+            e.key == "sensitivity" for e in model_registry.get(n).SPEC.decides)] if mf else []
+        sdt = (mf.fits[sens[0]].idata, mf.data_for[sens[0]]) if mf and sens else None
+        state.design_sensitivity_section = rounded(power_after_fit(
+            build_results(state), v.fit.idata, sdt=sdt, seed=state.config.seed,
+            cache_dir=state.config.cache_dir,
+        ))
     except NUMERICAL_ERRORS as exc:
         state.design_sensitivity_section = not_estimable("the power simulation", exc)
         say(f"not estimable: {state.design_sensitivity_section['reason']}")

@@ -240,9 +240,21 @@ def write_calibration_package_data(
     return summary
 
 
-def calibration_study(path: Path = CALIBRATION_PACKAGE_DATA) -> dict[str, Any] | None:
-    """The calibration study's summary shipped with the package (``None`` when absent)."""
+#: The calibration study of this analysis at the pipeline's settings, merged and shipped by
+#: ``validation/pipeline_calibration.py --ship`` (possibly partial: each arm says its n).
+PIPELINE_CALIBRATION_PACKAGE_DATA = PACKAGE_DATA / "pipeline_calibration.json"
+
+
+def calibration_study(
+    path: Path = CALIBRATION_PACKAGE_DATA, pipeline: Path = PIPELINE_CALIBRATION_PACKAGE_DATA
+) -> dict[str, Any] | None:
+    """The calibration study's summary shipped with the package (``None`` when absent).
+
+    ``pipeline`` holds the summary of the pipeline-settings study when it is shipped
+    (``None`` otherwise).
+    """
     if not path.is_file():
         return None
     out: dict[str, Any] = json.loads(path.read_text())
+    out["pipeline"] = json.loads(pipeline.read_text()) if pipeline.is_file() else None
     return out

@@ -13,7 +13,10 @@ Two refit families, each summarised with the same decision rule as the main fit
   parameters, active parameters (mixture-of-experts) and the capability score. Slopes are
   in different units (logits per 10x parameters vs per capability unit), so only the
   decisions are compared, not the sizes; models lacking a variable drop out of that fit
-  and are listed.
+  and are listed;
+* :func:`effect_scale_variable_sensitivity`: the same scale-variable refits for a companion
+  model's effects (for ``models/sdt.py`` the d' and criterion slopes), overall and per task,
+  with each variable's ROPE in its own units and the direction compared.
 
 A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
 :mod:`analysis.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
@@ -46,10 +49,11 @@ from analysis.contract import (
     SCALE_EXCLUSION_REASON,
 )
 from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
+from analysis.effect_sensitivity import _decisions
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
 from analysis.reweight import prior_variant
-from analysis.tables import models_per_task
+from analysis.tables import Tables, models_per_task
 from models._common import scale_priors
 
 Progress = Callable[[str], None]
@@ -319,3 +323,155 @@ def scale_variable_sensitivity(
         "variants": variants,
         **_holds(others),
     }
+
+
+# --------------------------------------------------------------------------- companion effects
+
+
+def _effect_direction_match(main: Mapping[str, Any], other: Mapping[str, Any]) -> dict[str, Any]:
+    """``matches_main`` (direction) of one effect's decisions, overall and per task."""
+
+    def same(a: str | None, b: str | None) -> bool | None:
+        if a in (None, "not_estimable") or b in (None, "not_estimable"):
+            return None
+        return direction_of(a) == direction_of(b)
+
+    out = {**other, "matches_main": same(main.get("decision"), other.get("decision"))}
+    out["per_task"] = {
+        t: {**r, "matches_main": same((main.get("per_task") or {}).get(t, {}).get("decision"),
+                                      r.get("decision"))}
+        for t, r in (other.get("per_task") or {}).items()
+    }
+    return out
+
+
+def effect_scale_variable_sensitivity(
+    name: str,
+    main: Fit,
+    main_data: pl.DataFrame,
+    records: pl.DataFrame,
+    registry: pl.DataFrame | None,
+    *,
+    rule: DecisionRule,
+    main_scale: str,
+    seed: int,
+    settings: SamplerSettings | None = None,
+    variables: Sequence[str] = ("params", "active_params", "capability"),
+    cache_dir: Path | str | None = None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Refit companion model ``name`` (e.g. ``sdt``) with each other scale variable.
+
+    The same as :func:`scale_variable_sensitivity` for every effect the model decides
+    (``SPEC.decides``; for ``sdt`` d' and the criterion): the model's table
+    (``SPEC.table``) is rebuilt with the variable, refitted with the main fit's sampler and
+    seed, and each effect decided overall and per task with that variable's ROPE in its own
+    units (:func:`analysis.decisions.rope_for`); only the *direction* of each decision is
+    compared with the main fit's (the slopes are in other units). A variable that leaves the
+    table exactly as the main fit's (no mixture-of-experts model, so active = total
+    parameters) reuses the main fit (``same_data_as_main``) instead of a refit.
+
+    Returns
+    -------
+    dict
+        ``model``, ``main_scale``, ``compared_on = "direction"``, ``main`` (effect key ->
+        decisions of the main fit), ``variants`` (per variable: ``variable``, ``units``,
+        ``n_models``, ``models_without_variable``, ``same_data_as_main``,
+        ``diagnostics_passed`` and, per effect key, the decisions with ``matches_main``, or
+        ``decision = "not_estimable"`` with the ``reason``), ``holds`` (effect key -> every
+        comparable decision, overall and per task, kept its direction; ``None`` when none
+        was comparable) and ``changed`` (effect key -> variables whose direction changed).
+    """
+    say = progress or (lambda _m: None)
+    module = model_registry.get(name)
+    effects = module.SPEC.decides
+
+    def decisions(f: Fit, data: pl.DataFrame, var: str) -> dict[str, Any]:
+        per = {t: data.filter(pl.col("task") == t)["model"].n_unique()
+               for t in data["task"].unique().to_list()}
+        n = data["model"].n_unique()
+        return {e.key: _decisions(f, e, rope_for(rule, var, x_by_model(data), effect=e.key)[0], n, per)
+                for e in effects}
+
+    base = decisions(main, main_data, main_scale)
+    variants: list[dict[str, Any]] = []
+    for var in [v for v in variables if v != main_scale]:
+        cells = build_cells(records, registry, scale=var)
+        usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+        derived = set(derived_models(registry)) & set(cells["model"].to_list())
+        table = Tables(usable, records, registry, var).get(module.SPEC.table)
+        n_models = table["model"].n_unique()
+        head: dict[str, Any] = {
+            "variable": var, "registry_column": SCALE_COLUMNS[var], "units": SCALE_UNITS[var],
+            "n_models": n_models,
+            "models_without_variable": sorted(set(cells["model"].to_list())
+                                              - set(usable["model"].to_list()) - derived)}
+        reason = None
+        if n_models < rule.min_models:
+            reason = f"only {n_models} model(s) have '{SCALE_COLUMNS[var]}'; at least {rule.min_models} are needed"
+        elif table["x"].n_unique() < 2:
+            reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
+        if reason is not None:
+            variants.append({**head, "diagnostics_passed": False, "same_data_as_main": False,
+                             **{e.key: {"decision": "not_estimable", "reason": reason, "per_task": {},
+                                        "matches_main": None} for e in effects}})
+            continue
+        cols = [c for c in module.REQUIRED_COLUMNS if c in table.columns]
+        same = set(cols) <= set(main_data.columns) and main_data.select(cols).sort(
+            "model", "task").equals(table.select(cols).sort("model", "task"))
+        if same:
+            f = main
+        else:
+            say(f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
+            f = fit(name, table, seed=seed, settings=settings, cache_dir=cache_dir)
+        got = decisions(f, table, var)
+        variants.append({**head, "same_data_as_main": bool(same),
+                         "diagnostics_passed": bool(f.diagnostics.get("passed")),
+                         **{k: _effect_direction_match(base[k], got[k]) for k in got}})
+    holds: dict[str, bool | None] = {}
+    changed: dict[str, list[str]] = {}
+    for e in effects:
+        flags = [v[e.key]["matches_main"] for v in variants]
+        flags += [r["matches_main"] for v in variants for r in v[e.key].get("per_task", {}).values()]
+        known = [f for f in flags if f is not None]
+        holds[e.key] = all(known) if known else None
+        changed[e.key] = [v["variable"] for v in variants
+                          if v[e.key]["matches_main"] is False
+                          or any(r["matches_main"] is False for r in v[e.key].get("per_task", {}).values())]
+    return {"model": name, "main_scale": main_scale, "compared_on": "direction",
+            "what": ("the model refitted with each other scale variable; only the direction of each "
+                     "decision (positive, negative, null, unresolved) is compared, overall and per task"),
+            "main": base, "variants": variants, "holds": holds, "changed": changed}
+
+
+def companion_scale_variable_refits(
+    fits: Mapping[str, Fit],
+    data_for: Mapping[str, pl.DataFrame],
+    *,
+    verdict_model: str | None,
+    records: pl.DataFrame,
+    registry: pl.DataFrame | None,
+    scale: str,
+    seed: int,
+    settings: SamplerSettings | None,
+    rule: DecisionRule,
+    cache_dir: Path | str | None,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """``sensitivity.effects_scale_variable``: :func:`effect_scale_variable_sensitivity` per companion.
+
+    Companion models here are the fitted models other than the verdict model that decide
+    effects and declare a headline section (``SPEC.decides`` and ``SPEC.headline``: the
+    findings of the first screen; ``sdt``: d' and criterion). Models without a headline
+    (``within_between``) keep their prior refits only, which keeps the added fits few.
+    """
+    out: dict[str, Any] = {}
+    for name, f in sorted(fits.items()):
+        spec = model_registry.get(name).SPEC
+        if name == verdict_model or not spec.decides or spec.headline is None or name not in data_for:
+            continue
+        out[name] = effect_scale_variable_sensitivity(
+            name, f, data_for[name], records, registry, rule=rule, main_scale=scale, seed=seed,
+            settings=settings, cache_dir=cache_dir, progress=progress,
+        )
+    return out

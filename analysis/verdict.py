@@ -215,9 +215,13 @@ def detectable_finding(R: Results) -> str | None:
     if mde is None:
         return None
     E = R.get("scale_effect") or {}
+    drawn = D.get("variance_components") == "posterior_draws"
+    dp = (D.get("dprime") or {}).get("mde_80")
+    dprime = f"d' slope: {_n(dp, '.2f')}; " if dp is not None else ""
+    how = ("variance components drawn from the posterior" if drawn
+           else "simulated from the fitted variance components")
     return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {E.get('units', '')} "
-            f"would be declared 'improves' 80% of the time (simulated from the fitted variance "
-            f"components).")
+            f"would be declared 'improves' 80% of the time ({dprime}{how}).")
 
 
 def checks_finding(R: Results) -> str:
@@ -256,6 +260,58 @@ def checks_finding(R: Results) -> str:
                  if others else f"{covered} model only; the other models' slopes were not refitted")
         return diag + " Robustness (" + scope + "): " + "; ".join(rob) + "."
     return diag + " Robustness refits were not run."
+
+
+_EFFECT_WORDS = {"sensitivity": "d'", "bias": "criterion"}
+
+
+def companion_scale_variable_clauses(sens: Mapping[str, Any]) -> list[str]:
+    """Which companion effects (d', criterion) kept their direction with the other scale variables."""
+    out = []
+    for model, entry in sorted((sens.get("effects_scale_variable") or {}).items()):
+        others = [v["variable"] for v in entry.get("variants", [])]
+        if not others:
+            continue
+        held = [_EFFECT_WORDS.get(k, k) for k, ok in sorted((entry.get("holds") or {}).items()) if ok]
+        changed = [f"{_EFFECT_WORDS.get(k, k)} with {_list(v)}"
+                   for k, v in sorted((entry.get("changed") or {}).items()) if v]
+        if held:
+            out.append(f"the {_list(held)} direction ({model}) is the same with {_list(others)}")
+        if changed:
+            out.append(f"the {model} direction changes, overall or in a task, for {_list(changed)}")
+    return out
+
+
+def _strict_outcome(R: Results) -> str | None:
+    """What the strict-accuracy refit did to the accuracy decisions (a predicate), or ``None``."""
+    S = (R.get("missingness") or {}).get("strict_accuracy_refit") or {}
+    if "changes_answer" not in S:
+        return None
+    if not S["changes_answer"]:
+        return "leaves every accuracy decision unchanged"
+    where = [c if c == "overall" else _task(c) for c in S.get("changed") or []]
+    return (f"changes the accuracy decision ({_list(where)}; strict-accuracy slope: "
+            f"{_short(S.get('strict') or {})})")
+
+
+def effect_robustness_finding(R: Results) -> str | None:
+    """The robustness line beyond the accuracy slope.
+
+    Which d' and criterion findings held with the other scale variables, and whether strict
+    accuracy (missing counted wrong) changes the accuracy answer.
+    """
+    parts = companion_scale_variable_clauses(R.get("sensitivity") or {}) + strict_accuracy_clauses(R)
+    if not parts:
+        return None
+    text = "; ".join(parts)
+    return "Robustness beyond the accuracy slope: " + text[0].lower() + text[1:] + "."
+
+
+def strict_accuracy_clauses(R: Results) -> list[str]:
+    """Whether the Bayesian refit on strict accuracy (missing counted wrong) changes the decision."""
+    outcome = _strict_outcome(R)
+    return [] if outcome is None else [
+        f"counting absent and unreadable predictions as wrong (strict accuracy) {outcome}"]
 
 
 def confounds_finding(R: Results) -> str | None:
@@ -379,8 +435,11 @@ def missingness_finding(R: Results) -> str | None:
         e = per.get(t) or {}
         way = "falls" if (e.get("estimate") or 0) < 0 else "rises"
         words.append(f"in {_task(t)} it {way} with scale (p = {_n(e.get('p_value'), '.3f')})")
+    strict = _strict_outcome(R)
+    tail = (f" Refitted on strict accuracy (missing counted as wrong), the accuracy model {strict}."
+            if strict else " See the strict-accuracy sensitivity.")
     return ("Missing and unreadable predictions depend on scale, so accuracy on readable predictions "
-            "is not missing at random: " + "; ".join(words) + ". See the strict-accuracy sensitivity.")
+            "is not missing at random: " + "; ".join(words) + "." + tail)
 
 
 def findings(R: Results) -> list[dict[str, str]]:
@@ -400,6 +459,7 @@ def findings(R: Results) -> list[dict[str, str]]:
         ("mixed_predictive", mixed_check_finding(R)),
         ("sdt_crosscheck", sdt_crosscheck_finding(R)),
         ("effect_priors", effect_priors_finding(R)),
+        ("effect_robustness", effect_robustness_finding(R)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import numpy as np
 import polars as pl
 import pytest
+import xarray as xr
 
+import analysis.missingness as ms
+from analysis import _arviz
 from analysis.cells import build_cells
+from analysis.hypotheses import DecisionRule
 from analysis.missingness import missingness
 from analysis.registry import load_registry
 
@@ -50,3 +54,42 @@ def test_missingness_unrelated_to_scale_is_not_flagged(tmp_path):
     out = missingness(rec, cells)
     assert out["depends_on_scale"] == {"t": False}
     assert out["any_depends_on_scale"] is False
+
+
+class _FakeFit:
+    """What analysis.fit.fit returns, with a posterior chosen per call (no sampling)."""
+
+    def __init__(self, beta: float, model: str = "scale"):
+        rng = np.random.default_rng(0)
+        b = beta + 0.02 * rng.standard_normal((2, 500))
+        post = xr.Dataset({"beta": (("chain", "draw"), b),
+                           "slope_task": (("chain", "draw", "task"), b[..., None])},
+                          coords={"task": ["t"]})
+        self.model, self.idata = model, _arviz.from_datasets(posterior=post)
+        self.diagnostics = {"passed": True, "max_rhat": 1.0, "divergences": 0}
+        self.provenance = {"cache_key": "fake"}
+
+
+def test_strict_refit_fits_strict_counts_and_says_when_the_answer_changes(tmp_path, monkeypatch):
+    rec, cells = _data(tmp_path, np.linspace(0.6, 0.0, 10))
+    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+    seen = {}
+
+    def fake_fit(name, data, **kw):
+        seen["data"] = data
+        return _FakeFit(0.0)  # strict counts: no slope
+
+    monkeypatch.setattr(ms, "fit", fake_fit)
+    out = ms.strict_accuracy_refit(rec, usable, _FakeFit(0.5), scale="params", rule=DecisionRule(),
+                                   seed=1, settings=None, cache_dir=None)
+    strict = seen["data"].sort("model")
+    # every absent item is in n (200 items per model), k is the readable correct count
+    assert strict["n"].to_list() == [200] * 10
+    assert strict["k"].to_list() == usable.sort("model")["k"].to_list()
+    assert out["main"]["decision"] == "improves" and out["strict"]["decision"] != "improves"
+    assert out["changes_answer"] is True and out["changed"][0] == "overall"
+    assert out["n_missing"] == 2000 - int(usable["n_total"].sum())
+    monkeypatch.setattr(ms, "fit", lambda name, data, **kw: _FakeFit(0.5))
+    same = ms.strict_accuracy_refit(rec, usable, _FakeFit(0.5), scale="params", rule=DecisionRule(),
+                                    seed=1, settings=None, cache_dir=None)
+    assert same["changes_answer"] is False and same["same_per_task"] == {"t": True}

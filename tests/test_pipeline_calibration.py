@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 
 import pytest
+
+from analysis.robustness import PIPELINE_CALIBRATION_PACKAGE_DATA, calibration_study
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
 import pipeline_calibration as pc  # noqa: E402
@@ -58,3 +61,56 @@ def test_quick_smoke_run_writes_and_resumes(tmp_path):
     lines = (tmp_path / "seb-accuracy.jsonl").read_text().splitlines()
     assert pc.main(["--quick", "--arms", "seb:accuracy", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "seb-accuracy.jsonl").read_text().splitlines() == lines  # resumed, no refit
+
+
+def _rec(arm, seed, decision="no_credible_effect", covered=True, sampler=None):
+    r = pc._record({"decision": decision, "hdi_low": -1 if covered else 0.2, "hdi_high": 1,
+                    "mean": 0.0}, True)
+    return {"arm": arm, "seed": seed, "i": seed - 16_000, "diagnostics_passed": True,
+            "sampler": sampler or asdict(pc.SamplerSettings()), "seconds": 5.0,
+            "overall": r, "per_task": {"t0": r}}
+
+
+def test_pieces_from_several_machines_merge_by_arm_and_seed(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    lines_a = [_rec("seb:dprime", 16_000 + i) for i in range(5)]
+    lines_b = [_rec("seb:dprime", 16_000 + i) for i in range(3, 8)]  # seeds 3, 4 run twice
+    lines_b[1] = _rec("seb:dprime", 16_004, decision="improves")  # ... one with another answer
+    quick = _rec("seb:dprime", 16_100, sampler={"draws": 200})
+    (a / "seb-dprime.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines_a) + '{"arm": "se')
+    (b / "seb-dprime.jsonl").write_text("".join(json.dumps(r) + "\n" for r in [*lines_b, quick]))
+    s = pc.study_summary(pc.read_records([a, b]))
+    arm = s["arms"]["seb:dprime"]
+    assert arm["n"] == 8  # seeds 16000..16007 once each; the torn line and the quick record dropped
+    assert s["duplicates"] == 1 and s["conflicts"] == ["seb:dprime seed 16004"]
+    assert s["records_at_other_settings"] == 1
+    assert arm["complete"] is False and s["complete"] is False
+    assert s["arms"]["default:accuracy"]["n"] == 0  # every arm is listed, even without data
+    lo, hi = arm["overall"]["false_improves_ci"]
+    assert arm["overall"]["false_improves_pm"] == pytest.approx((hi - lo) / 2)
+    assert arm["overall"]["false_improves"] == 0.0  # the first record of seed 16004 is kept
+
+
+def test_a_piece_runs_only_its_seed_range_and_resumes(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_one(arm, i, settings, seed0, reuse_compiled=True):
+        calls.append(i)
+        return _rec(arm, seed0 + i)
+
+    monkeypatch.setattr(pc, "one", fake_one)
+    pc.run(["default:accuracy"], 3, pc.SamplerSettings(), tmp_path, start=10)
+    assert calls == [10, 11, 12]
+    s = pc.run(["default:accuracy"], 5, pc.SamplerSettings(), tmp_path, start=8)
+    assert calls == [10, 11, 12, 8, 9]  # 10-12 were done: skipped
+    assert s["arms"]["default:accuracy"]["n"] == 5
+
+
+def test_shipped_summary_is_read_by_the_pipeline_and_says_it_is_partial():
+    shipped = json.loads(PIPELINE_CALIBRATION_PACKAGE_DATA.read_text())
+    again = pc.study_summary(pc.read_records([pc.ROOT / "validation" / "results" / "pipeline_calibration"]))
+    assert json.loads(json.dumps(again)) == {k: v for k, v in shipped.items() if k != "command"}
+    assert calibration_study()["pipeline"] == shipped
+    assert shipped["complete"] is False and shipped["arms"]["default:accuracy"]["n"] >= 1

@@ -22,12 +22,13 @@ import pytest
 import xarray as xr
 
 from analysis import _arviz, reweight, sensitivity
-from analysis.cells import derived_models
+from analysis.cells import build_cells, derived_models
 from analysis.contract import SCALE_EXCLUSION_REASON
 from analysis.fit import Fit, SamplerSettings
 from analysis.ingest import ingest
 from analysis.registry import load_registry
 from analysis.simulate import simulate_scale_cells
+from analysis.tables import Tables
 from models.scale import DEFAULT_PRIORS
 
 DATA_RAW = Path(__file__).resolve().parents[1] / "data_raw"
@@ -166,7 +167,11 @@ def test_prior_sensitivity_real_fits_have_their_own_cache_entries(tmp_path: Path
     settings = replace(SamplerSettings(), draws=300, tune=300, chains=2, target_accept=0.95)
     res = sensitivity.prior_sensitivity(cells, seed=5, settings=settings, cache_dir=tmp_path)
     files = sorted(p.name for p in tmp_path.glob("scale-*.nc"))
-    assert len(files) == 3, files
+    # a variant is the main fit reweighted (no file of its own) or, when Pareto k is too
+    # high, a refit with its own cache entry
+    methods = [v["reweighting"]["method"] for v in res["variants"]]
+    assert set(methods) <= {"psis", "refit"}, methods
+    assert len(files) == 1 + methods.count("refit"), (files, methods)
     for entry in (res["main"], *res["variants"]):
         assert entry["decision"] in {"improves", "credibly_positive", "no_credible_effect"}
         assert entry["hdi_low"] < truth["beta"] + 0.5 and entry["hdi_high"] > truth["beta"] - 0.5
@@ -179,3 +184,83 @@ def test_prior_sensitivity_real_fits_have_their_own_cache_entries(tmp_path: Path
     # byte-identical on an unchanged rerun)
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("scale-*.nc")} == stamps
     assert again == res
+
+
+class SdtStubFit:
+    """An SDT fit whose d' slope is ``dprime_of(data)`` in every task and whose criterion slope is 0."""
+
+    def __init__(self, dprime_of):
+        self.dprime_of = dprime_of
+        self.calls: list[pl.DataFrame] = []
+
+    def __call__(self, model_name, data, *, seed, settings=None, priors=None, options=None, cache_dir=None):
+        self.calls.append(data)
+        rng = np.random.default_rng(len(self.calls))
+        tasks = sorted(data["task"].unique().to_list())
+        d = np.stack([rng.normal(self.dprime_of(data, t), 0.03, (2, 1000)) for t in tasks], axis=-1)
+        c = rng.normal(0.0, 0.03, (2, 1000, len(tasks)))
+        post = xr.Dataset({"beta_dprime": (("chain", "draw"), d.mean(-1)),
+                           "dprime_slope_task": (("chain", "draw", "task"), d),
+                           "beta_criterion": (("chain", "draw"), c.mean(-1)),
+                           "criterion_slope_task": (("chain", "draw", "task"), c)},
+                          coords={"task": tasks})
+        return Fit(model_name, _arviz.from_datasets(posterior=post),
+                   {"passed": True, "max_rhat": 1.0, "divergences": 0}, {"cache_key": str(len(self.calls))})
+
+
+def test_sdt_effects_are_refitted_with_each_scale_variable_and_changes_named(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    records = ingest([DATA_RAW / "records.csv"], registry=DATA_RAW / "registry.csv").records
+    registry = load_registry(DATA_RAW / "registry.csv")
+    cells = build_cells(records, registry, scale="params")
+    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+    main_data = Tables(usable, records, registry, "params").get("binary_cells")
+
+    def dprime_of(data, task):  # on capability the refusal d' slope turns negative
+        on_capability = data["model"].n_unique() > main_data["model"].n_unique()
+        return -0.5 if on_capability and task == "refusal" else 0.5
+
+    stub = SdtStubFit(dprime_of)
+    main = stub("sdt", main_data, seed=1)
+    monkeypatch.setattr(sensitivity, "fit", stub)
+    res = sensitivity.companion_scale_variable_refits(
+        {"sdt": main, "scale": main, "within_between": main},
+        {"sdt": main_data, "scale": usable, "within_between": usable}, verdict_model="scale",
+        records=records, registry=registry, scale="params", seed=1, settings=None,
+        rule=sensitivity.DecisionRule(), cache_dir=None)
+    # the verdict model is not a companion; within_between declares no headline: not refitted
+    assert list(res) == ["sdt"]
+    out = res["sdt"]
+    by = {v["variable"]: v for v in out["variants"]}
+    assert list(by) == ["active_params", "capability"]
+    assert len(stub.calls) == 1 + 2  # main + one refit per other variable
+    # each refit got the SDT table built on its own variable (capability: the closed models too)
+    assert stub.calls[2]["model"].n_unique() > main_data["model"].n_unique()
+    assert out["main"]["sensitivity"]["decision"] == "improves"
+    assert by["capability"]["sensitivity"]["per_task"]["refusal"]["matches_main"] is False
+    assert by["active_params"]["sensitivity"]["matches_main"] is True
+    assert out["holds"] == {"sensitivity": False, "bias": True}
+    assert out["changed"] == {"sensitivity": ["capability"], "bias": []}
+    # the capability ROPE is in capability units (per sd of the score), not the declared 0.1
+    assert by["capability"]["units"] == "logits per unit of capability score"
+
+
+def test_a_scale_variable_that_leaves_the_table_unchanged_reuses_the_main_fit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from analysis.cells import build_cells
+    records = ingest([DATA_RAW / "records.csv"], registry=DATA_RAW / "registry.csv").records
+    # no mixture-of-experts model: active parameters = total parameters
+    registry = load_registry(DATA_RAW / "registry.csv").with_columns(pl.col("params_b").alias("active_params_b"))
+    cells = build_cells(records, registry, scale="params")
+    usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+    main_data = Tables(usable, records, registry, "params").get("binary_cells")
+    stub = SdtStubFit(lambda data, t: 0.5)
+    main = stub("sdt", main_data, seed=1)
+    monkeypatch.setattr(sensitivity, "fit", stub)
+    out = sensitivity.effect_scale_variable_sensitivity(
+        "sdt", main, main_data, records, registry, rule=sensitivity.DecisionRule(), main_scale="params",
+        seed=1, variables=("params", "active_params"))
+    assert out["variants"][0]["same_data_as_main"] is True
+    assert len(stub.calls) == 1  # no refit

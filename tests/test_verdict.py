@@ -167,6 +167,26 @@ def test_robustness_changes_and_direction_comparison_are_said() -> None:
     assert "prior refits of the sdt effects are listed below" in _text(R, "checks")
 
 
+def test_robustness_line_names_the_sdt_effects_that_held_and_the_strict_refit() -> None:
+    R = _results()
+    R["sensitivity"]["effects_scale_variable"] = {"sdt": {
+        "variants": [{"variable": "active_params"}, {"variable": "capability"}],
+        "holds": {"bias": True, "sensitivity": False},
+        "changed": {"bias": [], "sensitivity": ["active_params"]}}}
+    R["missingness"] = {"strict_accuracy_refit": {"changes_answer": False, "changed": []}}
+    assert _text(R, "effect_robustness").startswith("Robustness beyond the accuracy slope: the criterion")
+    t = _text(R, "effect_robustness")
+    assert "the criterion direction (sdt) is the same with active_params and capability" in t
+    assert "the sdt direction changes, overall or in a task, for d' with active_params" in t
+    assert "(strict accuracy) leaves every accuracy decision unchanged" in t
+    R["missingness"]["strict_accuracy_refit"] = {
+        "changes_answer": True, "changed": ["overall", "refusal"],
+        "strict": {"decision": "no_credible_effect", "mean": 0.05, "hdi_low": -0.1, "hdi_high": 0.2}}
+    t = _text(R, "effect_robustness")
+    assert "changes the accuracy decision (overall and refusal; strict-accuracy slope:" in t
+    assert "unchanged" not in t.split("strict accuracy")[-1]
+
+
 def test_absent_sections_give_no_finding_not_a_placeholder() -> None:
     R = _results()
     for k in ("sdt_effect", "skill", "design_sensitivity", "confounds"):

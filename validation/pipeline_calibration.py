@@ -27,16 +27,53 @@ the coverage of the 94% HDI (the rule's interval); the rate of diagnostics failu
 Targets (issue 16): false ``improves`` at most 5%; 94% HDI coverage between 91% and 97%;
 at least 200 data sets per null arm, so a 5% rate is known to about +-3 points.
 
-Cost: each data set is one pipeline fit. Measured on this 2-core machine under load, a
-scale fit of the default shape takes ~40-90 s (compile included) and an SDT fit ~2-4 min,
-so 200 data sets x 6 arms is ~20-40 CPU-hours: run it on a free machine, e.g.
-``--workers 8`` on 8 cores. Results are appended per data set to ``OUT/<arm>.jsonl``
-(a rerun resumes) and summarised in ``OUT/pipeline_calibration.json``.
+Cost, and compiling once per design
+-----------------------------------
+Each data set is one pipeline fit. Within a process the model is compiled once per design and
+model (``fit(..., reuse_compiled=True)``: :mod:`analysis.compile_cache` turns the data into
+shared variables, so a new data set of the same shape only swaps the data in) and every
+later data set is sampling only. Measured on this 2-core machine shared with other jobs
+(so upper bounds), arm ``default:accuracy`` at the pipeline's settings, seconds per fit::
+
+    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy --sims 4 --out A
+    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy --sims 3 --no-reuse --out B
+
+    reuse (A):    24.5 (first: compile), 6.0, 6.1, 4.9        -> ~5-6 s per further fit
+    no reuse (B): 14.5, 18.1, 12.6                            -> ~13-18 s every fit
+
+(the records are in ``validation/results/pipeline_calibration_cost/``; a first fit with reuse
+costs more because the shared-data graph is compiled cold). So with reuse 200 data sets of
+that arm are ~20 CPU-minutes instead of ~50; SDT arms cost several times more per fit (an
+SDT fit of the default shape samples in ~20 s here). The full study (200 data sets x 6 arms)
+is still ~1,200 fits: far more than one session's share of this machine. Run it in pieces.
+
+Running in pieces, on several machines, and merging
+---------------------------------------------------
+Every finished data set is appended at once, as one JSON line, to ``OUT/<design>-<effect>.jsonl``,
+keyed by ``arm`` and ``seed`` (16000 + index) and carrying its sampler settings, so
+
+* an interrupted run loses at most the fit in progress; rerunning the same command skips every
+  seed already in ``OUT`` (a torn last line is ignored and refitted);
+* ``--start I --sims N`` runs indices ``I .. I+N-1`` only: give each machine its own range (or its
+  own arms) and its own ``--out``;
+* ``--ship DIR [DIR ...]`` merges the records of those folders (one per ``(arm, seed)``;
+  repeated seeds with the same decisions are duplicates, with different ones conflicts, both
+  counted; records at other sampler settings, such as ``--quick``, are not counted) and writes
+  the summary to ``analysis/data/pipeline_calibration.json``, which ``selfmodel run`` ships
+  as ``results.json`` ``calibration_study.pipeline`` and the report's table reads. Each arm
+  there says how many data sets it has (``n`` of ``target_n``, ``complete``) and the exact
+  95% interval and its half-width (``*_pm``) of every rate, so a partial study is shown
+  as partial.
+
+The shipped summary is of the records in ``validation/results/pipeline_calibration/`` (the 4
+data sets of the cost measurement: a partial study, of one arm).
 
 Usage::
 
-    .venv/bin/python validation/pipeline_calibration.py --sims 200            # full study
-    .venv/bin/python validation/pipeline_calibration.py --quick --out /tmp/pc # smoke run
+    .venv/bin/python validation/pipeline_calibration.py --sims 200                 # full study (resumes)
+    .venv/bin/python validation/pipeline_calibration.py --start 100 --sims 50 --arms seb:dprime --out piece2
+    .venv/bin/python validation/pipeline_calibration.py --ship validation/results/pipeline_calibration piece2
+    .venv/bin/python validation/pipeline_calibration.py --quick --out /tmp/pc      # smoke run
 """
 
 from __future__ import annotations
@@ -44,6 +81,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import asdict, dataclass
@@ -162,7 +200,13 @@ def simulate(d: Design, effect: str, seed: int) -> pl.DataFrame:
 
 def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
         reuse_compiled: bool = True) -> dict[str, Any]:
-    """Fit data set ``i`` of ``arm`` as the pipeline would and record its decisions."""
+    """Fit data set ``i`` of ``arm`` as the pipeline would and record its decisions.
+
+    The record is keyed by ``arm`` (``design:effect``) and ``seed`` (``seed0 + i``: the data
+    set's and the sampler's seed), and carries the sampler settings, whether the compiled
+    model was reused and the fit's seconds, so files from several machines can be merged
+    (:func:`merge_records`).
+    """
     from analysis.decisions import rope_for, x_by_model
     from analysis.fit import fit
     from analysis.hypotheses import decide
@@ -170,12 +214,17 @@ def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
     design_name, effect = arm.split(":")
     model, overall, per_task = EFFECT_VARS[effect]
     data = simulate(design(design_name), effect, seed0 + i)
-    # one compiled model per arm (the design's shape is fixed; only the counts change)
+    # one compiled model per design and model (the shape is fixed; only the counts change)
+    t0 = time.perf_counter()
     f = fit(model, data, seed=seed0 + i, settings=settings, reuse_compiled=reuse_compiled)
+    seconds = time.perf_counter() - t0
     rule, _ = rope_for(DecisionRule(), "params", x_by_model(data))
     passed = bool(f.diagnostics.get("passed"))
     post = f.idata["posterior"]
-    out: dict[str, Any] = {"arm": arm, "i": i, "seed": seed0 + i, "diagnostics_passed": passed}
+    out: dict[str, Any] = {"arm": arm, "design": design_name, "effect": effect, "i": i,
+                           "seed": seed0 + i, "diagnostics_passed": passed,
+                           "sampler": asdict(settings), "reuse_compiled": reuse_compiled,
+                           "seconds": round(seconds, 2)}
     n_models = data["model"].n_unique()
     res = decide(post[overall].values, rule, n_models=n_models)
     out["overall"] = _record(res, passed)
@@ -203,77 +252,197 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
+#: Null data sets per arm the study asks for (a 5% rate known to about +-3 points).
+TARGET_SIMS = 200
+
+
 def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Rates with intervals for one arm."""
+    """Rates with intervals for one arm.
+
+    ``n`` is the number of data sets; ``complete`` says whether it reached
+    :data:`TARGET_SIMS`; every rate has its exact 95% interval and ``*_pm`` its half-width
+    (the +- a partial study can claim).
+    """
     n = len(records)
-    out: dict[str, Any] = {"n": n, "diagnostics_failed": sum(not r["diagnostics_passed"]
-                                                              for r in records)}
+    out: dict[str, Any] = {"n": n, "target_n": TARGET_SIMS, "complete": n >= TARGET_SIMS,
+                           "diagnostics_failed": sum(not r["diagnostics_passed"] for r in records)}
+    secs = [r["seconds"] for r in records if r.get("seconds") is not None]
+    out["median_seconds_per_fit"] = float(np.median(secs)) if secs else None
     keys = ["overall"] + sorted({t for r in records for t in r["per_task"]})
     for key in keys:
         recs = [r["overall"] if key == "overall" else r["per_task"].get(key) for r in records]
         recs = [r for r in recs if r is not None]
         k_imp = sum(r["reported_decision"] == "improves" for r in recs)
         k_cov = sum(r["hdi_covers_truth"] for r in recs)
+        imp_ci = clopper_pearson(k_imp, len(recs)) if recs else None
+        cov_ci = clopper_pearson(k_cov, len(recs)) if recs else None
         out[key] = {
+            "n": len(recs),
             "false_improves": k_imp / len(recs) if recs else None,
-            "false_improves_ci": clopper_pearson(k_imp, len(recs)) if recs else None,
+            "false_improves_ci": imp_ci,
+            "false_improves_pm": (imp_ci[1] - imp_ci[0]) / 2 if imp_ci else None,
             "hdi94_coverage": k_cov / len(recs) if recs else None,
-            "hdi94_coverage_ci": clopper_pearson(k_cov, len(recs)) if recs else None,
+            "hdi94_coverage_ci": cov_ci,
+            "hdi94_coverage_pm": (cov_ci[1] - cov_ci[0]) / 2 if cov_ci else None,
             "meets_targets": bool(recs) and k_imp / len(recs) <= 0.05
             and 0.91 <= k_cov / len(recs) <= 0.97,
         }
     return out
 
 
+def arm_file(out: Path, arm: str) -> Path:
+    """The results file of ``arm`` in folder ``out`` (one JSON record per line)."""
+    return out / f"{arm.replace(':', '-')}.jsonl"
+
+
+def read_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
+    """Every record of the given ``.jsonl`` files or folders of them (a torn last line is skipped)."""
+    files: list[Path] = []
+    for p in paths:
+        files += sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+    out = []
+    for f in files:
+        for line in f.read_text().splitlines():
+            try:
+                out.append(json.loads(line))
+            except ValueError:  # a run killed mid-write leaves a partial line: refit it
+                continue
+    return out
+
+
+def _outcome(r: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """What a record counts: decision and coverage, overall and per task (not the draws' mean)."""
+    parts = [("overall", r["overall"])] + sorted(r["per_task"].items())
+    return [(k, v["reported_decision"], v["hdi_covers_truth"]) for k, v in parts]
+
+
+def merge_records(records: Sequence[dict[str, Any]],
+                  settings: SamplerSettings | None = None) -> dict[str, Any]:
+    """Records of pieces run anywhere, merged: one per ``(arm, seed)``, at ``settings`` only.
+
+    Returns ``{"records": {arm: [...]}, "duplicates": n, "conflicts": [...],
+    "other_settings": n}``: a repeated ``(arm, seed)`` with the same decisions and coverage is
+    a duplicate (kept once; a refit elsewhere differs in the last digits of its draws); with
+    different ones a conflict (the first is kept and the key listed); records at other sampler settings (``--quick`` smoke runs) are not counted.
+    """
+    want = asdict(settings or SamplerSettings())
+    by_key: dict[tuple[str, int], dict[str, Any]] = {}
+    dup, other, conflicts = 0, 0, []
+    for r in records:
+        if r.get("sampler", want) != want:
+            other += 1
+            continue
+        key = (r["arm"], int(r["seed"]))
+        if key in by_key:
+            same = _outcome(by_key[key]) == _outcome(r)
+            dup += same
+            if not same:
+                conflicts.append(f"{key[0]} seed {key[1]}")
+            continue
+        by_key[key] = r
+    arms: dict[str, list[dict[str, Any]]] = {}
+    for (arm, _), r in sorted(by_key.items()):
+        arms.setdefault(arm, []).append(r)
+    return {"records": arms, "duplicates": dup, "conflicts": conflicts, "other_settings": other}
+
+
+def study_summary(records: Sequence[dict[str, Any]], settings: SamplerSettings | None = None,
+                  arms: Sequence[str] | None = None) -> dict[str, Any]:
+    """The summary of merged records: every arm of ``arms`` (default all), even with 0 data sets."""
+    settings = settings or SamplerSettings()
+    m = merge_records(records, settings)
+    names = list(arms or ALL_ARMS) + sorted(set(m["records"]) - set(arms or ALL_ARMS))
+    return {"settings": asdict(settings), "target_n": TARGET_SIMS,
+            "complete": all(len(m["records"].get(a, [])) >= TARGET_SIMS for a in names),
+            "duplicates": m["duplicates"], "conflicts": m["conflicts"],
+            "records_at_other_settings": m["other_settings"],
+            "arms": {a: summarise(m["records"].get(a, [])) for a in names}}
+
+
 def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
-        workers: int = 1, seed0: int = 16_000) -> dict[str, Any]:
-    """Run (or resume) every arm; returns and writes the summary."""
+        workers: int = 1, seed0: int = 16_000, start: int = 0,
+        reuse_compiled: bool = True) -> dict[str, Any]:
+    """Run (or resume) data sets ``start .. start + sims - 1`` of every arm.
+
+    Each finished data set is appended to :func:`arm_file` at once, so an interrupted run
+    loses at most the fit in progress and a rerun skips what is done. Returns and writes
+    ``OUT/pipeline_calibration.json``, the summary of every record in ``out``.
+    """
     out.mkdir(parents=True, exist_ok=True)
-    summary: dict[str, Any] = {"settings": asdict(settings), "sims": sims, "arms": {}}
     for arm in arms:
-        path = out / f"{arm.replace(':', '-')}.jsonl"
-        done = [json.loads(line) for line in path.read_text().splitlines()] if path.is_file() else []
-        todo = [i for i in range(sims) if i not in {r["i"] for r in done}]
+        path = arm_file(out, arm)
+        done = {int(r["seed"]) for r in read_records([path])} if path.is_file() else set()
+        todo = [i for i in range(start, start + sims) if seed0 + i not in done]
         with path.open("a") as fh:
             if workers > 1:
                 with ProcessPoolExecutor(workers) as ex:
-                    for rec in ex.map(one, [arm] * len(todo), todo, [settings] * len(todo),
-                                      [seed0] * len(todo)):
+                    n = len(todo)
+                    for rec in ex.map(one, [arm] * n, todo, [settings] * n, [seed0] * n,
+                                      [reuse_compiled] * n):
                         fh.write(json.dumps(rec) + "\n")
-                        done.append(rec)
+                        fh.flush()
             else:
                 for i in todo:
-                    rec = one(arm, i, settings, seed0)
-                    fh.write(json.dumps(rec) + "\n")
+                    fh.write(json.dumps(one(arm, i, settings, seed0, reuse_compiled)) + "\n")
                     fh.flush()
-                    done.append(rec)
-        summary["arms"][arm] = summarise([r for r in done if r["i"] < sims])
+    summary = study_summary(read_records([out]), settings, arms)
     (out / "pipeline_calibration.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
     return summary
 
 
 ALL_ARMS = tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
+#: Where ``--ship`` writes the merged summary the pipeline reads (``results.json``
+#: ``calibration_study.pipeline``; :func:`analysis.robustness.calibration_study`).
+SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"
+
+
+def ship(sources: Sequence[Path], target: Path = SHIPPED) -> dict[str, Any]:
+    """Merge the records of ``sources`` and write their summary as package data."""
+    summary = study_summary(read_records(sources))
+    shown = [p.resolve().relative_to(ROOT).as_posix() if p.resolve().is_relative_to(ROOT) else str(p)
+             for p in sources]
+    summary["command"] = ".venv/bin/python validation/pipeline_calibration.py --ship " + " ".join(shown)
+    target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
 
 
 def main(argv: list[str] | None = None) -> int:
     """Command line (module docstring)."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--sims", type=int, default=200, help="data sets per arm (default 200)")
+    ap.add_argument("--sims", type=int, default=TARGET_SIMS, help="data sets per arm (default 200)")
+    ap.add_argument("--start", type=int, default=0,
+                    help="first data set index of this piece (seed = 16000 + index)")
     ap.add_argument("--arms", nargs="+", choices=ALL_ARMS, default=list(ALL_ARMS))
     ap.add_argument("--workers", type=int, default=1, help="parallel fits")
+    ap.add_argument("--no-reuse", action="store_true",
+                    help="compile every fit afresh (for the cost comparison only)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 2 data sets per arm, 2 x 200 draws (not the pipeline's settings)")
     ap.add_argument("--out", type=Path, default=ROOT / "validation" / "results" / "pipeline_calibration")
+    ap.add_argument("--ship", nargs="+", type=Path, metavar="DIR_OR_JSONL",
+                    help="merge these results (folders or .jsonl files) into "
+                    "analysis/data/pipeline_calibration.json and stop")
     a = ap.parse_args(argv)
-    settings = SamplerSettings()
-    sims = a.sims
-    if a.quick:
-        settings, sims = QUICK, min(sims, 2)
-    s = run(a.arms, sims, settings, a.out, workers=a.workers)
+    if a.ship:
+        s = ship(a.ship)
+    else:
+        settings = SamplerSettings()
+        sims = a.sims
+        if a.quick:
+            settings, sims = QUICK, min(sims, 2)
+        s = run(a.arms, sims, settings, a.out, workers=a.workers, start=a.start,
+                reuse_compiled=not a.no_reuse)
+        if a.quick:  # the summary counts pipeline-settings records only: show the smoke run's
+            s = study_summary(read_records([a.out]), settings, a.arms)
     for arm, r in s["arms"].items():
         o = r["overall"]
-        print(f"{arm}: n={r['n']} false improves {o['false_improves']:.3f} "
-              f"94% HDI coverage {o['hdi94_coverage']:.3f} diagnostics failed {r['diagnostics_failed']}")
+        if r["n"]:
+            print(f"{arm}: n={r['n']} false improves {o['false_improves']:.3f} "
+                  f"(+-{o['false_improves_pm']:.3f}) 94% HDI coverage {o['hdi94_coverage']:.3f} "
+                  f"diagnostics failed {r['diagnostics_failed']} "
+                  f"median {r['median_seconds_per_fit']:.1f} s per fit")
+        else:
+            print(f"{arm}: n=0")
     return 0
 
 

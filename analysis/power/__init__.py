@@ -116,6 +116,14 @@ Modules
     What the fitted design could detect: the minimum detectable slope from a finished run's variance components.
 ``output``
     Power output: the table, the summary lines, the plot and ``power.json``.
+``posterior_draws``
+    Variance components drawn from a fit's posterior, one draw per simulated data set.
+``dprime``
+    Power for the sensitivity (d') slope of the signal-detection model, simulated from its fit.
+
+After a fit the pipeline (:func:`analysis.power.after_fit.power_after_fit`) simulates with the
+variance components drawn from the fit's posterior rather than fixed at its mean, for the
+accuracy slope and for the d' slope, and keeps the posterior-means answer beside it.
 """
 
 from __future__ import annotations

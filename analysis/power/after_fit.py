@@ -3,18 +3,26 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from scipy.stats import norm
 
 from analysis import hypotheses
-from analysis.fit import cached_json, package_versions, source_sha256
+from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
+from analysis.fit import cached_json, frame_sha256, package_versions, source_sha256
+from analysis.hypotheses import DecisionRule
 from analysis.paths import DEFAULT_SEED
 from analysis.power.approximate_fit import _plugin_sd
 from analysis.power.design import TARGET_POWER, Design, Progress
 from analysis.power.design_from_data import design_from_results
+from analysis.power.dprime import design_from_sdt_fit, dprime_mde
+from analysis.power.posterior_draws import (
+    scale_component_draws,
+    sdt_component_draws,
+    summarise_draws,
+)
 from analysis.power.sweep import _mde, _sweep, _Ticker, normal_theory_mde
 
 # --------------------------------------------------------------------------- after a fit
@@ -27,6 +35,7 @@ def mde_from_fit(
     seed: int | None = None,
     progress: bool | Progress = False,
     cache_dir: Path | str | None = None,
+    components: Sequence[Mapping[str, float]] | None = None,
 ) -> dict[str, Any]:
     r"""What the fitted design could detect: the slope found with 80% power.
 
@@ -48,6 +57,10 @@ def mde_from_fit(
         Seed (default: the run's seed in ``results["settings"]``).
     progress
         As in :func:`run_power`.
+    components
+        Variance components per simulated data set (``Design`` field names), e.g. draws from
+        the fit's posterior (:func:`analysis.power.posterior_draws.scale_component_draws`);
+        at least ``sims`` entries. ``None``: every data set uses the posterior means.
     cache_dir
         Folder to save the result in (the run's fits folder) and reuse it from while the
         design read from ``results`` (:func:`design_from_results`), ``sims``, ``seed``, the
@@ -65,7 +78,8 @@ def mde_from_fit(
         HDI fits inside the ROPE), ``plugin_sd`` and ``plugin_sd_unlimited_items`` (the
         slope's posterior sd at the fitted variance components, as observed and with
         unlimited items per cell: how much more items could help), ``power_curve``, ``design``, ``rule``, ``units``,
-        ``sims``, ``seed`` and ``method``.
+        ``sims``, ``seed``, ``method``, ``variance_components`` (``"posterior_means"`` or
+        ``"posterior_draws"``) and ``component_draws`` (quantiles of the draws used, or ``None``).
     """
     seed = int(seed if seed is not None else (results.get("settings") or {}).get("seed", DEFAULT_SEED))
     design = design_from_results(results)
@@ -75,6 +89,7 @@ def mde_from_fit(
             "design": repr(design),  # all that is read from results (plain values: exact)
             "sims": sims,
             "seed": seed,
+            "components": repr(components),
             "sources": source_sha256(
                 [*sorted(Path(__file__).parent.glob("*.py")),
                  *sorted(Path(hypotheses.__file__).parent.glob("*.py"))]
@@ -83,18 +98,20 @@ def mde_from_fit(
         }
         return cached_json(
             cache_dir, "mde_from_fit", key,
-            lambda: mde_from_fit(results, sims=sims, seed=seed, progress=progress),
+            lambda: mde_from_fit(results, sims=sims, seed=seed, progress=progress,
+                                 components=components),
         )
     rule = design.rule
     pilot_sims = max(20, sims // 3)
     z_hdi = float(norm.ppf(0.5 + rule.hdi_prob / 2))
     ticker = _Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")
     try:
-        pilot = _sweep(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker)[0]
+        pilot = _sweep(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker,
+                       components=components)[0]
         s_bar = pilot["mean_posterior_sd"]
         normal = normal_theory_mde(s_bar, rule)
         slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
-        curve = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker)
+        curve = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker, components=components)
     finally:
         ticker.close()
     grid_mde, interp = _mde(curve)
@@ -118,8 +135,12 @@ def mde_from_fit(
         "units": design.units,
         "sims": sims,
         "seed": seed,
+        "variance_components": "posterior_means" if components is None else "posterior_draws",
+        "component_draws": None if components is None else summarise_draws(components[:sims]),
         "method": "analysis.power.mde_from_fit: simulated from the fitted variance components "
-        "(posterior means), each data set fitted by the approximate fit of analysis.power",
+        + ("(posterior means)" if components is None else
+           "(one posterior draw per simulated data set)")
+        + ", each data set fitted by the approximate fit of analysis.power",
     }
 
 
@@ -161,3 +182,54 @@ def _design_summary(design: Design) -> dict[str, Any]:
         "sigma_cell": design.sigma_cell,
         "sigma_task_slope": design.sigma_task_slope,
     }
+
+
+#: Keys of the posterior-means power kept beside the posterior-draws one.
+_PLUGIN_KEYS = ("mde_80", "mde_80_mc_se", "expected_posterior_sd", "variance_components")
+
+
+def power_after_fit(
+    results: Mapping[str, Any],
+    scale_idata: Any,
+    *,
+    sdt: tuple[Any, Any] | None = None,
+    sims: int = 100,
+    seed: int,
+    cache_dir: Path | str | None = None,
+) -> dict[str, Any]:
+    """``design_sensitivity``: accuracy and d' power of the fitted design.
+
+    The accuracy section is :func:`mde_from_fit` with one posterior draw of the variance
+    components per simulated data set (:func:`~analysis.power.posterior_draws.scale_component_draws`);
+    ``at_posterior_means`` holds the same at the posterior means for comparison. ``dprime``
+    is :func:`analysis.power.dprime.dprime_mde` of the signal-detection fit ``sdt`` (its
+    ``idata`` and table) with posterior-drawn components, or ``None`` without that fit.
+    """
+    comps = scale_component_draws(scale_idata, sims, seed=seed)
+    out = mde_from_fit(results, sims=sims, seed=seed, cache_dir=cache_dir, components=comps)
+    plain = mde_from_fit(results, sims=sims, seed=seed, cache_dir=cache_dir)
+    out["at_posterior_means"] = {k: plain.get(k) for k in _PLUGIN_KEYS}
+    out["dprime"] = None
+    if sdt is not None:
+        idata, data = sdt
+        scale = (results.get("settings") or {}).get("scale", "params")
+        rule = DecisionRule(**{k: v for k, v in ((results.get("settings") or {}).get("rule") or {}).items()
+                               if k in ("rope", "hdi_prob", "prob_threshold", "min_models")})
+        rule = rope_for(rule, scale, x_by_model(data), effect="sensitivity")[0]
+        design = design_from_sdt_fit(idata, data, rule)
+        dcomps = sdt_component_draws(idata, sims, seed=seed)
+
+        def compute() -> dict[str, Any]:
+            return dprime_mde(design, sims=sims, seed=seed, components=dcomps)
+
+        if cache_dir is None:
+            out["dprime"] = compute()
+        else:
+            key = {"cells": frame_sha256(design.cells), "design": repr({k: v for k, v in vars(design).items()
+                                                                       if k != "cells"}),
+                   "components": repr(dcomps), "sims": sims, "seed": seed,
+                   "sources": source_sha256(sorted(Path(__file__).parent.glob("*.py"))),
+                   "versions": package_versions(("scipy",))}
+            out["dprime"] = cached_json(cache_dir, "dprime_power", key, compute)
+        out["dprime"]["units"] = SCALE_UNITS.get(scale, "").replace("logits", "d' units")
+    return out

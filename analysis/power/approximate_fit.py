@@ -127,10 +127,14 @@ class _Grid:
     c: np.ndarray  # (p,) beta = c' (alpha, slopes)
 
     @classmethod
-    def make(cls, n_tasks: int, sizes: Mapping[str, int] | None = None) -> _Grid:
-        """The grid at the prior mid-quantiles (equal prior mass per point)."""
+    def make(cls, n_tasks: int, sizes: Mapping[str, int] | None = None,
+             prior: Mapping[str, float] | None = None) -> _Grid:
+        """The grid at the prior mid-quantiles (equal prior mass per point).
+
+        ``prior``: the prior scales (keys of :func:`_prior_sigmas`), default the scale model's.
+        """
         sizes = {**GRID, **(sizes or {})}
-        pr = _prior_sigmas()
+        pr = dict(prior) if prior is not None else _prior_sigmas()
         # the scale model gives every task slope its own prior: no spread to integrate over
         sd = np.array([pr["slope_task"]]) if n_tasks > 1 else np.array([0.0])
         return cls.at(
@@ -139,6 +143,7 @@ class _Grid:
             sigma_model=_halfnormal_grid(pr["sigma_model"], sizes["sigma_model"]),
             sigma_family=_halfnormal_grid(pr["sigma_family"], sizes["sigma_family"]),
             sigma_delta=sd,
+            prior=pr,
         )
 
     @classmethod
@@ -150,9 +155,10 @@ class _Grid:
         sigma_model: Any,
         sigma_family: Any,
         sigma_delta: Any,
+        prior: Mapping[str, float] | None = None,
     ) -> _Grid:
         """A grid at given values (a single point gives the plug-in posterior)."""
-        pr = _prior_sigmas()
+        pr = dict(prior) if prior is not None else _prior_sigmas()
         T = n_tasks
         sd = np.atleast_1d(np.asarray(sigma_delta, dtype=float)) if T > 1 else np.array([0.0])
         lam0 = []

@@ -73,7 +73,16 @@ def _sweep(
     seed: int,
     ticker: _Ticker,
     grid: Mapping[str, int] | None = None,
+    components: Sequence[Mapping[str, float]] | None = None,
 ) -> list[dict[str, Any]]:
+    """Decisions per true slope over ``sims`` simulated data sets.
+
+    ``components`` (optional, at least ``sims`` entries): the variance components of data
+    set ``s`` are ``components[s]`` (``Design`` field names, e.g. draws from a fit's
+    posterior) instead of the design's fixed values.
+    """
+    if components is not None and len(components) < sims:
+        raise ValueError(f"{len(components)} component draws for {sims} simulations")
     layout = _Layout.from_design(design)
     g = _Grid.make(len(layout.tasks), grid)
     rule = design.rule
@@ -84,8 +93,10 @@ def _sweep(
     covered = np.zeros((len(slopes), sims), dtype=bool)
     for s in range(sims):
         base = _base_draws(seed, s, layout, N_DRAWS)
+        comp: dict[str, Any] = dict(components[s]) if components is not None else {}
+        design_s = replace(design, **comp) if comp else design
         for j, slope in enumerate(slopes):
-            k = _simulate_k(layout, design, slope, base)
+            k = _simulate_k(layout, design_s, slope, base)
             wts, mu, var, _ = _posterior(layout, g, k)
             d = decide(
                 _mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models

@@ -1,0 +1,230 @@
+r"""Power for the sensitivity (d') slope of the signal-detection model (``models/sdt.py``).
+
+The design is the fitted one: the signal-detection fit's cells (model x task, with their
+signal and noise counts), the task d' and criterion at their posterior means (and each
+task's criterion slope), and variance components either at their posterior means or, per
+simulated data set, drawn from the fit's posterior (:mod:`analysis.power.posterior_draws`).
+
+Generative model of a simulated data set (as ``models/sdt.py``, d' slope :math:`\beta` the
+truth of the sweep)
+
+.. math::
+
+    d'_{mt} &= a^d_t + (\beta + \delta_t) x_m + u^d_{f[m]} + v^d_m + w^d_{mt},\qquad
+    c_{mt} = a^c_t + b^c_t x_m + u^c_{f[m]} + v^c_m + w^c_{mt},\\
+    H_{mt} &\sim \mathrm{Bin}(S_{mt}, \Phi(d'_{mt}/2 - c_{mt})),\qquad
+    F_{mt} \sim \mathrm{Bin}(N_{mt}, \Phi(-d'_{mt}/2 - c_{mt})),
+
+with normal family, model and cell effects of the given standard deviations and task slope
+deviations :math:`\delta_t` of spread ``sigma_task_slope`` (centred over tasks, so
+:math:`\beta` stays the mean task slope, the estimand ``beta_dprime``).
+
+Approximate fit: each cell's d' is estimated by the log-linear corrected rates
+(:math:`\hat d = \Phi^{-1}\frac{H + 1/2}{S + 1} - \Phi^{-1}\frac{F + 1/2}{N + 1}`; Hautus
+1995, *Behavior Research Methods* 27) with the delta-method variance
+:math:`h(1-h)/(S\,\phi(\Phi^{-1}h)^2) + f(1-f)/(N\,\phi(\Phi^{-1}f)^2)` evaluated at the
+task's pooled rates (not the cell's own, whose errors would correlate the weights with the
+estimates), and the nested family/model/cell model for :math:`\hat d` is integrated exactly
+over the task intercepts and slopes and on a grid over the d' variance components, with the
+priors of ``models/sdt.py`` (:func:`analysis.power.approximate_fit._grid_posterior`, as the
+accuracy power). Cells with only signal or only noise records carry no d' of their own and
+are left out. Each data set's 4,000 mixture draws go through
+:func:`analysis.hypotheses.decide` with the d' ROPE.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import polars as pl
+from scipy.stats import binom, norm
+
+from analysis import _arviz
+from analysis.hypotheses import DecisionRule, decide
+from analysis.power.approximate_fit import _Grid, _grid_posterior, _Layout, _mixture_draws
+from analysis.power.design import N_DRAWS, OUTCOMES, TARGET_POWER
+from analysis.power.posterior_draws import summarise_draws
+from analysis.power.sweep import _mde, normal_theory_mde
+from models.sdt import DEFAULT_PRIORS as SDT_PRIORS
+
+
+@dataclass(frozen=True)
+class DprimeDesign:
+    """Cells, task parameters and variance components of a d' power simulation."""
+
+    cells: pl.DataFrame  # model, family, task, x (centred), n_signal, n_noise
+    alpha_dprime: Mapping[str, float]
+    alpha_criterion: Mapping[str, float]
+    criterion_slope: Mapping[str, float]
+    sigma_dprime_family: float = 0.1
+    sigma_dprime_model: float = 0.1
+    sigma_dprime_cell: float = 0.1
+    sigma_criterion_family: float = 0.1
+    sigma_criterion_model: float = 0.1
+    sigma_criterion_cell: float = 0.1
+    sigma_task_slope: float = 0.0
+    rule: DecisionRule = field(default_factory=DecisionRule)
+
+
+#: The signal-detection model's standard deviations (``DprimeDesign`` fields of the same names).
+SDT_PRIOR_SIGMAS = tuple(f"sigma_{s}_{lv}" for s in ("dprime", "criterion") for lv in ("family", "model", "cell"))
+
+
+def _prior() -> dict[str, float]:
+    """The d' side's prior scales of ``models/sdt.py`` in the grid's names."""
+    return {"alpha": SDT_PRIORS["alpha_dprime"][1]["sigma"],
+            "slope_task": SDT_PRIORS["dprime_slope_task"][1]["sigma"],
+            "sigma_family": SDT_PRIORS["sigma_dprime_family"][1]["sigma"],
+            "sigma_model": SDT_PRIORS["sigma_dprime_model"][1]["sigma"],
+            "sigma_cell": SDT_PRIORS["sigma_dprime_cell"][1]["sigma"]}
+
+
+def design_from_sdt_fit(idata: Any, data: pl.DataFrame, rule: DecisionRule) -> DprimeDesign:
+    """The fitted design: cells with both outcomes, task parameters and components at posterior means."""
+    post = _arviz.posterior(idata)
+    cells = data.filter((pl.col("n_signal") > 0) & (pl.col("n_noise") > 0)).select(
+        "model", "family", "task", "x", "n_signal", "n_noise")
+    centre = float(np.mean(cells.unique("model")["x"].to_numpy()))
+    cells = cells.with_columns(pl.col("x") - centre)
+
+    def by_task(name: str) -> dict[str, float]:
+        da = post[name]
+        return {str(t): float(da.sel(task=t).mean()) for t in da["task"].values}
+
+    sig = {k: float(post[k].mean()) for k in SDT_PRIOR_SIGMAS if k in post}
+    slopes = post["dprime_slope_task"]
+    spread = float(slopes.std("task", ddof=1).mean()) if slopes.sizes["task"] > 1 else 0.0
+    return DprimeDesign(cells=cells, alpha_dprime=by_task("alpha_dprime"),
+                        alpha_criterion=by_task("alpha_criterion"),
+                        criterion_slope=by_task("criterion_slope_task"),
+                        sigma_task_slope=float(spread), rule=rule, **sig)
+
+
+@dataclass
+class _DLayout:
+    layout: _Layout
+    s: np.ndarray
+    n: np.ndarray
+    tasks: list[str]
+
+
+def _layout(design: DprimeDesign) -> _DLayout:
+    c = design.cells.sort("family", "model", "task")
+    families = list(dict.fromkeys(c["family"].to_list()))
+    models = list(dict.fromkeys(c["model"].to_list()))
+    tasks = sorted(set(c["task"].to_list()))
+    fam_of = dict(zip(c["model"].to_list(), c["family"].to_list(), strict=True))
+    lay = _Layout(models=models, families=families, tasks=tasks,
+                  cell_model=np.array([models.index(m) for m in c["model"].to_list()]),
+                  cell_task=np.array([tasks.index(t) for t in c["task"].to_list()]),
+                  model_family=np.array([families.index(fam_of[m]) for m in models]),
+                  x=c["x"].to_numpy().astype(float),
+                  n=(c["n_signal"] + c["n_noise"]).to_numpy().astype(np.int64))
+    return _DLayout(lay, c["n_signal"].to_numpy().astype(float), c["n_noise"].to_numpy().astype(float), tasks)
+
+
+def simulate_sdt_counts(design: DprimeDesign, slope: float, *, seed: int, sim: int,
+                        dl: _DLayout | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Hits and false alarms of every cell (sorted by family, model, task) of one data set."""
+    dl = dl or _layout(design)
+    lay = dl.layout
+    rng = np.random.default_rng([seed, sim, 7])
+    T, F, M, N = len(dl.tasks), len(lay.families), len(lay.models), lay.n_cells
+    z = {k: rng.standard_normal(size) for k, size in
+         (("df", F), ("dm", M), ("dc", N), ("cf", F), ("cm", M), ("cc", N), ("t", T))}
+    u_hit, u_fa = rng.random(N), rng.random(N)
+    t, m = lay.cell_task, lay.cell_model
+    fam = lay.model_family[m]
+    delta = design.sigma_task_slope * (z["t"] - z["t"].mean()) if T > 1 else np.zeros(T)
+    a_d = np.array([design.alpha_dprime[k] for k in dl.tasks])
+    a_c = np.array([design.alpha_criterion[k] for k in dl.tasks])
+    b_c = np.array([design.criterion_slope.get(k, 0.0) for k in dl.tasks])
+    d = (a_d[t] + (slope + delta[t]) * lay.x + design.sigma_dprime_family * z["df"][fam]
+         + design.sigma_dprime_model * z["dm"][m] + design.sigma_dprime_cell * z["dc"])
+    c = (a_c[t] + b_c[t] * lay.x + design.sigma_criterion_family * z["cf"][fam]
+         + design.sigma_criterion_model * z["cm"][m] + design.sigma_criterion_cell * z["cc"])
+    hits = binom.ppf(u_hit, dl.s, norm.cdf(d / 2 - c))
+    fas = binom.ppf(u_fa, dl.n, norm.cdf(-d / 2 - c))
+    return np.nan_to_num(hits).astype(float), np.nan_to_num(fas).astype(float)
+
+
+def dprime_estimates(dl: _DLayout, hits: np.ndarray, fas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Each cell's corrected d' and its variance at the task's pooled rates (module docstring)."""
+    h = (hits + 0.5) / (dl.s + 1.0)
+    f = (fas + 0.5) / (dl.n + 1.0)
+    y = norm.ppf(h) - norm.ppf(f)
+    t = dl.layout.cell_task
+    s2 = np.empty_like(y)
+    for j in range(len(dl.tasks)):
+        sel = t == j
+        hb = (hits[sel].sum() + 0.5) / (dl.s[sel].sum() + 1.0)
+        fb = (fas[sel].sum() + 0.5) / (dl.n[sel].sum() + 1.0)
+        s2[sel] = (hb * (1 - hb) / (dl.s[sel] * norm.pdf(norm.ppf(hb)) ** 2)
+                   + fb * (1 - fb) / (dl.n[sel] * norm.pdf(norm.ppf(fb)) ** 2))
+    return y, s2
+
+
+def sweep_dprime(design: DprimeDesign, slopes: Sequence[float], *, sims: int, seed: int,
+                 components: Sequence[Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
+    """Decisions on the d' slope per true slope, as :func:`analysis.power.sweep._sweep` for accuracy."""
+    dl = _layout(design)
+    g = _Grid.make(len(dl.tasks), prior=_prior())
+    mu0 = SDT_PRIORS["alpha_dprime"][1]["mu"]  # the grid's intercept prior is centred at 0
+    n_models = len(dl.layout.models)
+    counts = [dict.fromkeys(OUTCOMES, 0) for _ in slopes]
+    stats = np.zeros((3, len(slopes), sims))
+    for s in range(sims):
+        comp: dict[str, Any] = dict(components[s]) if components is not None else {}
+        d_s = replace(design, **comp) if comp else design
+        rng = np.random.default_rng([seed, s, 8])
+        u, zd = rng.random(N_DRAWS), rng.standard_normal(N_DRAWS)
+        for j, slope in enumerate(slopes):
+            hits, fas = simulate_sdt_counts(d_s, slope, seed=seed, sim=s, dl=dl)
+            y, s2 = dprime_estimates(dl, hits, fas)
+            wts, mu, var = _grid_posterior(dl.layout, g, y - mu0, s2)
+            r = decide(_mixture_draws(wts, mu, var, u, zd), design.rule, n_models=n_models)
+            counts[j][r["decision"]] = counts[j].get(r["decision"], 0) + 1
+            stats[:, j, s] = r["mean"], r["sd"], float(r["hdi_low"] <= slope <= r["hdi_high"])
+    rows = []
+    for j, slope in enumerate(slopes):
+        row: dict[str, Any] = {"slope": float(slope), "sims": sims}
+        for o in OUTCOMES:
+            p = counts[j][o] / sims
+            row[f"p_{o}"], row[f"se_{o}"] = p, float(np.sqrt(p * (1 - p) / sims))
+        row["mean_estimate"], row["mean_posterior_sd"], row["hdi_coverage"] = (
+            float(stats[0, j].mean()), float(stats[1, j].mean()), float(stats[2, j].mean()))
+        rows.append(row)
+    return rows
+
+
+def dprime_mde(design: DprimeDesign, *, sims: int = 100, seed: int,
+               components: Sequence[Mapping[str, float]] | None = None) -> dict[str, Any]:
+    """The d' slope found 'improves' with 80% power (pilot, normal theory, then a simulated curve)."""
+    pilot = sweep_dprime(design, [0.0], sims=max(20, sims // 3), seed=seed, components=components)[0]
+    normal = normal_theory_mde(pilot["mean_posterior_sd"], design.rule)
+    slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
+    curve = sweep_dprime(design, slopes, sims=sims, seed=seed, components=components)
+    grid_mde, interp = _mde(curve)
+    keep = ("slope", "p_improves", "se_improves", "p_credibly_positive", "p_no_credible_effect",
+            "p_practically_null", "mean_posterior_sd", "mean_estimate", "hdi_coverage")
+    return {
+        "target_power": TARGET_POWER,
+        "mde_80": interp if interp is not None else grid_mde,
+        "mde_80_normal_theory": normal,
+        "expected_posterior_sd": pilot["mean_posterior_sd"],
+        "p_improves_at_zero": pilot["p_improves"],
+        "power_curve": [{k: r[k] for k in keep} for r in curve],
+        "n_models": len(set(design.cells["model"].to_list())),
+        "n_cells": design.cells.height,
+        "rule": design.rule.as_dict(),
+        "sims": sims,
+        "seed": seed,
+        "variance_components": "posterior_means" if components is None else "posterior_draws",
+        "component_draws": None if components is None else summarise_draws(components[:sims]),
+        "units": "d' units per unit of the scale variable",
+        "method": "analysis.power.dprime: signal-detection cells simulated from the fit, each data "
+        "set fitted by the normal approximation of per-cell d' on a grid over its variance components",
+    }
