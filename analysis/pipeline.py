@@ -47,6 +47,7 @@ from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
 from analysis.paths import DEFAULT_DATA, REPORT_QMD
 from analysis.power import mde_from_fit
+from analysis.progress import counter, step_prefix
 from analysis.registry import load_registry
 from analysis.report import render_report
 from analysis.rescoring import self_vs_other_rescored
@@ -468,7 +469,7 @@ def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, An
 
     def refit(name: str, rest: pl.DataFrame) -> Any:
         opts = dict(comparison.options) if name == comparison.model else None
-        say(f"leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
+        say(f"{step_prefix()}leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
         return fit(name, rest, seed=cfg.seed, settings=cfg.sampler, options=opts,
                    cache_dir=cfg.cache_dir)
 
@@ -524,7 +525,8 @@ def stage_power(state: RunState, say: Progress) -> None:
     # the design is read from the results built so far (models, cells, variance components)
     try:
         state.design_sensitivity_section = rounded(
-            mde_from_fit(build_results(state), cache_dir=state.config.cache_dir)
+            mde_from_fit(build_results(state), cache_dir=state.config.cache_dir,
+                         progress=counter("power simulation") or False)
         )
     except NUMERICAL_ERRORS as exc:
         state.design_sensitivity_section = not_estimable("the power simulation", exc)
