@@ -292,7 +292,8 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _run_config(args: argparse.Namespace, *, report: bool):
+def run_config(args: argparse.Namespace, *, report: bool):
+    """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``analysis.api``)."""
     from analysis.fit import SamplerSettings
     from analysis.hypotheses import DecisionRule
     from analysis.pipeline import RunConfig
@@ -336,7 +337,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     if args.command in ("run", "fit"):
         from analysis.pipeline import run
 
-        cfg = _run_config(args, report=(args.command == "run" and not args.no_report))
+        cfg = run_config(args, report=(args.command == "run" and not args.no_report))
         results = run(cfg, progress=say, argv=["selfmodel", *argv])
         eff = results["scale_effect"]
         line = f"scale effect ({eff['units']}): {eff['decision']}"
