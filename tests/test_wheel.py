@@ -4,7 +4,8 @@ Builds the wheel of this checkout (offline, with the venv's setuptools), install
 ``--no-deps`` into a fresh venv that reuses this venv's locked packages (a ``.pth`` line: no
 registry access, seconds instead of minutes), and from an empty directory runs
 ``selfmodel run`` on the default data with quick sampler settings. The installed package must
-be the only top-level name: ``import analysis`` and ``import models`` fail there.
+be the only top-level name: the folder names ``analysis``, ``models``, ``reports`` are not
+importable there.
 
 :func:`import_and_run` is the helper for importer fixtures (a folder of logs and a mapping):
 ``selfmodel import`` then ``selfmodel run``, from an empty directory, in the installed venv.
