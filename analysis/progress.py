@@ -112,7 +112,8 @@ class _Throttle:
     """At most one update per ``interval`` seconds; the first and the final always pass."""
 
     def __init__(self, rep: Reporter) -> None:
-        self.rep, self.t0, self.last = rep, rep.clock(), None
+        self.rep, self.t0 = rep, rep.clock()
+        self.last: float | None = None
 
     def elapsed(self) -> float:
         return self.rep.clock() - self.t0
