@@ -29,8 +29,10 @@ PACKAGE: Final = __name__.rpartition(".")[0]
 REPO_ROOT: Final = Path(__file__).resolve().parents[1]
 #: The embedded default data set (``selfmodel simulate --out data_raw``), in a checkout.
 DEFAULT_DATA: Final = REPO_ROOT / "data_raw"
+#: The package's folder (``analysis/`` in a checkout, ``site-packages/selfmodel`` installed).
+PACKAGE_DIR: Final = package_path(PACKAGE)
 #: Package data shipped with the package (the calibration study's summary, the hypotheses).
-PACKAGE_DATA: Final = package_path(PACKAGE, "data")
+PACKAGE_DATA: Final = PACKAGE_DIR / "data"
 #: The declared hypotheses ``selfmodel run`` evaluates unless ``--hypotheses`` says otherwise
 #: (in the checkout, ``hypotheses.toml`` at the root; ``data/hypotheses.toml`` links to it).
 DEFAULT_HYPOTHESES_FILE: Final = PACKAGE_DATA / "hypotheses.toml"

@@ -45,7 +45,7 @@ from analysis.mixed_check import (
 )
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
-from analysis.paths import DEFAULT_DATA, REPORT_QMD
+from analysis.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
 from analysis.power import mde_from_fit
 from analysis.progress import counter, step_prefix
 from analysis.registry import load_registry
@@ -81,11 +81,19 @@ Progress = Callable[[str], None]
 
 
 def display_path(p: Path) -> Path:
-    """``p`` relative to the working directory when it lies inside it (stable results.json)."""
-    try:
-        return p.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return p
+    """``p`` as results.json names it: free of the machine's paths where it can be.
+
+    Relative to the working directory when it lies inside it, else relative to the folder
+    the package sits in (the shipped default hypotheses of an installed package:
+    ``selfmodel/data/hypotheses.toml``), else as given.
+    """
+    resolved = p.resolve()
+    for base in (Path.cwd(), PACKAGE_DIR.parent):
+        try:
+            return resolved.relative_to(base.resolve())
+        except ValueError:
+            continue
+    return p
 
 
 def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> Inputs:
@@ -392,7 +400,8 @@ def stage_robustness(state: RunState, say: Progress) -> None:
             not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
     say(f"declared hypotheses ({display_path(cfg.hypotheses)})")
     evidence = evidence_from(fits, data_for, not_fitted)
-    section = hypotheses_section(state.hypotheses, display_path(cfg.hypotheses), evidence)
+    section = hypotheses_section(state.hypotheses, cfg.hypotheses, evidence)
+    section["file"] = str(display_path(cfg.hypotheses))  # read above, named machine-free
     add_bayes_factor_ranges(section["rows"], evidence, seed=cfg.seed)
     section["multiplicity"] = multiplicity(
         state.hypotheses, section["rows"], evidence, state.frequentist_section
