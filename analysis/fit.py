@@ -226,6 +226,7 @@ def _sample(
     if settings.sampler == "nutpie":
         import nutpie
 
+        progress.status(f"compiling '{label}' (numba; cached on disk after the first run)")
         if reuse_compiled:
 
             compiled = compiled_model(pm_model)

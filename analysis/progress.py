@@ -163,6 +163,13 @@ class FitProgress:
         self.rep.update(self.line(), final=True)
 
 
+def status(text: str) -> None:
+    """One line (e.g. ``compiling 'scale'``) when someone reports; in a loop, with its ``[k/n]``."""
+    rep = _CURRENT.get()
+    if rep is not None:
+        rep.update(f"{_STEP.get()}{text}", final=True)
+
+
 def fit_callback(label: str, chains: int) -> FitProgress | None:
     """A progress callback for one fit, or ``None`` when nobody reports."""
     rep = _CURRENT.get()

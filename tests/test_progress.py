@@ -108,6 +108,14 @@ def test_the_power_counter_shows_k_of_n_and_elapsed() -> None:
     ]
 
 
+def test_a_status_line_carries_the_loop_step() -> None:
+    out = io.StringIO()
+    with progress.reporting(plain(out, Clock())), progress.steps("refits", 3) as st:
+        st.next()
+        progress.status("compiling 'scale'")
+    assert out.getvalue().splitlines()[0] == "selfmodel   [1/3] compiling 'scale'"
+
+
 def test_nobody_reporting_means_no_callbacks() -> None:
     assert progress.current() is None
     assert progress.fit_callback("x", 1) is None and progress.counter("x") is None
