@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,3 +58,17 @@ def test_no_report_source_or_doc_imports_the_folder_names() -> None:
     found = [f"{p.relative_to(ROOT)}:{p.read_text(encoding='utf-8')[:m.start()].count(chr(10)) + 1}"
              for p in texts for m in TEXT_IMPORT.finditer(p.read_text(encoding="utf-8"))]
     assert not found, "import these as selfmodel...:\n" + "\n".join(found)
+
+
+def test_every_package_folder_is_in_the_wheel() -> None:
+    """A subpackage left out of pyproject's list would be missing from the wheel, silently."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed = set(config["packages"])
+    folders = {"analysis": "selfmodel", "models": "selfmodel.models", "reports": "selfmodel.reports"}
+    expected = {
+        ".".join([name, *init.parent.relative_to(ROOT / folder).parts])
+        for folder, name in folders.items() for init in (ROOT / folder).rglob("__init__.py")
+    }
+    assert expected <= listed, f"add to [tool.setuptools] packages: {sorted(expected - listed)}"
+    assert {k: v for k, v in config["package-dir"].items() if k in folders.values()} == {
+        v: k for k, v in folders.items()}
