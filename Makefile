@@ -48,6 +48,9 @@ test-slow: $(STAMP)  ## only the slow statistical tests
 
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check analysis models tests bench validation
+	@# mypy sees the installed layout: selfmodel = analysis/, selfmodel.models = models/
+	rm -rf $(VENV)/typecheck && mkdir -p $(VENV)/typecheck/selfmodel
+	ln -s $(CURDIR)/analysis/* $(CURDIR)/models $(CURDIR)/reports $(VENV)/typecheck/selfmodel/
 	$(BIN)/mypy
 
 data: $(STAMP)  ## regenerate the embedded default data set in data_raw/ (seeded)

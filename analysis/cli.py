@@ -13,9 +13,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from analysis import atomic, outputs, rerun
+from analysis import atomic, outputs, progress, rerun
 from analysis.contract import SCALE_COLUMNS, InputError
 from analysis.engines.command import add_reduce_parser
+from analysis.importers.mapping import load_mapping
 from analysis.importers.preview import preview_text
 from analysis.ingest import ingest, parse_map_options, write_ingest
 from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
@@ -32,21 +33,34 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports usage errors as one line and exit 2."""
 
     def error(self, message: str) -> NoReturn:
-        sys.stderr.write(
-            f"selfmodel: error: {message}. See 'selfmodel {self.prog.split()[-1]} --help'.\n"
-        )
+        command = " ".join(["selfmodel", *self.prog.split()[1:]])
+        sys.stderr.write(f"selfmodel: error: {message}. See '{command} --help'.\n")
         raise SystemExit(2)
 
 
-def _progress():
+def _progress(quiet: bool = False):
+    """The step lines on stderr (nothing with ``--quiet``); a live progress line is ended first."""
+    if quiet:
+        return lambda _msg: None
     from rich.console import Console
 
     console = Console(stderr=True, highlight=False)
 
     def say(msg: str) -> None:
+        rep = progress.current()
+        if rep is not None:
+            rep.end_line()
         console.print(f"[dim]selfmodel[/dim] {msg}", markup=True, soft_wrap=True)
 
     return say
+
+
+def _quiet_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (steps, sampling, refits, simulation); errors still show",
+    )
 
 
 def _common_inputs(p: argparse.ArgumentParser) -> None:
@@ -105,6 +119,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         help="comma-separated models to fit (default: scale,sdt,pooled,within_between, which is "
         "models.DEFAULT_MODELS; scale always; items, self_vs_other on request)",
     )
+    _quiet_option(p)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -128,17 +143,13 @@ def build_parser() -> argparse.ArgumentParser:
     _common_inputs(p)
     p.add_argument("--out", type=Path, required=True)
 
-    p = sub.add_parser("import", help="convert a foreign log format into canonical records")
-    p.add_argument("format", choices=["seb", "lmeval", "inspect"])
-    p.add_argument("src", type=Path, help="repository clone (seb) or log file/folder")
-    p.add_argument("--mapping", type=Path, help="TOML mapping (lmeval, inspect)")
-    p.add_argument("--out", type=Path, help="output folder (required unless --preview)")
-    p.add_argument(
-        "--preview",
-        action="store_true",
-        help="print the first mapped records, counts per model and task and a registry "
-        "template; write nothing",
-    )
+    _import_parsers(sub.add_parser(
+        "import",
+        help="convert a foreign log format into canonical records",
+        description="Convert a foreign log format into canonical records (OUT/records.parquet) "
+        "and a model registry. One subcommand per format; 'selfmodel import FORMAT --help' "
+        "lists its options.",
+    ))
 
 
     add_reduce_parser(sub)  # selfmodel reduce (DuckDB/Spark)
@@ -174,6 +185,54 @@ def build_parser() -> argparse.ArgumentParser:
         )
     )
     return parser
+
+
+#: ``selfmodel import FORMAT``: (one-line help, description, what SRC is).
+IMPORT_FORMATS: dict[str, tuple[str, str, str]] = {
+    "seb": (
+        "the Self-Evaluation Benchmark's repository (results and models.csv)",
+        "Read a clone of the SEB repository: its result files become records and its "
+        "models.csv the registry (sizes, families). No mapping is needed.",
+        "a clone of the SEB repository",
+    ),
+    "lmeval": (
+        "lm-evaluation-harness output (samples_*.jsonl, results_*.json) through a mapping",
+        "Read lm-evaluation-harness output: samples_<task>_<date>.jsonl files (gzip too) "
+        "with the results_*.json beside them, mapped to canonical fields by a TOML mapping "
+        "(format = \"lmeval\").",
+        "a samples_*.jsonl file or an lm-eval output folder",
+    ),
+    "inspect": (
+        "Inspect AI eval logs (.eval, .json) through a mapping (needs the inspect extra)",
+        "Read Inspect AI eval logs (.eval or .json, read with inspect_ai's own reader; "
+        "pip install 'selfmodel[inspect]'), mapped to canonical fields by a TOML mapping "
+        "(format = \"inspect\").",
+        "an Inspect log file or a folder of logs",
+    ),
+    "mapped": (
+        "logs of the format named by the mapping's 'format' key (lmeval or inspect)",
+        "Read logs of whichever format the mapping names (format = \"lmeval\" or "
+        "\"inspect\"): the same as 'import lmeval' or 'import inspect' with that mapping.",
+        "a log file or folder of the mapping's format",
+    ),
+}
+
+
+def _import_parsers(p: argparse.ArgumentParser) -> None:
+    formats = p.add_subparsers(dest="format", required=True, parser_class=_Parser,
+                               metavar="FORMAT")
+    for name, (short, description, src) in IMPORT_FORMATS.items():
+        q = formats.add_parser(name, help=short, description=description)
+        q.add_argument("src", type=Path, help=src)
+        if name != "seb":
+            q.add_argument("--mapping", type=Path, help="TOML mapping (format, task, [fields] ...)")
+        q.add_argument("--out", type=Path, help="folder for records and registry (required unless --preview)")
+        q.add_argument(
+            "--preview",
+            action="store_true",
+            help="print the first mapped records, counts per model and task and a registry "
+            "template; write nothing",
+        )
 
 
 def _power_options(p: argparse.ArgumentParser) -> None:
@@ -220,6 +279,7 @@ def _power_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
     p.add_argument("--out", type=Path, required=True)
+    _quiet_option(p)
 
 
 def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
@@ -240,7 +300,8 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
-def _run_config(args: argparse.Namespace, *, report: bool):
+def run_config(args: argparse.Namespace, *, report: bool):
+    """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``analysis.api``)."""
     from analysis.fit import SamplerSettings
     from analysis.hypotheses import DecisionRule
     from analysis.pipeline import RunConfig
@@ -304,7 +365,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     else:
         from analysis.pipeline import run
 
-        cfg = _run_config(args, report=report)
+        cfg = run_config(args, report=report)
         with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
             rerun.forget(cfg.out)  # an interrupted run leaves args.out (and its key) as it was
             results = run(cfg, progress=outputs.relabel(say, cfg.out, args.out),
@@ -324,7 +385,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
 
 
 def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
-    say = _progress()
+    quiet = bool(getattr(args, "quiet", False))
+    with progress.reporting(progress.make_reporter(quiet=quiet)):
+        return _dispatch_command(args, argv, _progress(quiet))
+
+
+def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     if getattr(args, "handler", None) is not None:  # subcommands defined in their own module
         return args.handler(args, say)
     if args.command in ("run", "fit"):
@@ -394,7 +460,10 @@ def _import(args: argparse.Namespace, say) -> int:
             raise InputError(
                 f"import {args.format} needs --mapping FILE (a TOML mapping; see README)."
             )
-        if args.format == "lmeval":
+        fmt = args.format
+        if fmt == "mapped":
+            fmt = load_mapping(args.mapping).format
+        if fmt == "lmeval":
             from analysis.importers.lmeval import import_lmeval as importer
         else:
             from analysis.importers.inspect_logs import import_inspect as importer
@@ -453,11 +522,12 @@ def _power(args: argparse.Namespace, say) -> int:
         slopes=args.slopes or pw.DEFAULT_SLOPES,
         sims=args.sims,
         seed=args.seed,
-        progress=True,
+        progress=_power_progress("power simulation"),
     )
     if args.sweep_sims > 0:
         power["models_vs_items"] = pw.models_vs_items(
-            design, slope=pw.sweep_slope(power), sims=args.sweep_sims, seed=args.seed, progress=True
+            design, slope=pw.sweep_slope(power), sims=args.sweep_sims, seed=args.seed,
+            progress=_power_progress("models-vs-items sweep"),
         )
     paths = pw.write_power(power, args.out, design=design)
     Console(highlight=False).print(pw.power_table(power), markup=False)
@@ -486,6 +556,14 @@ def _print_table(rows: list[dict]) -> None:
             ),
         )
     Console(highlight=False).print(t, markup=False)
+
+
+def _power_progress(label: str):
+    """The power simulation's progress: a bar on a terminal, plain ``[k/n]`` lines otherwise."""
+    rep = progress.current()
+    if rep is None:
+        return False
+    return True if rep.live else (progress.counter(label) or False)
 
 
 def _quiet_library_warnings() -> None:

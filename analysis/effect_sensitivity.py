@@ -23,6 +23,7 @@ from analysis import _arviz
 from analysis.decisions import rope_for, x_by_model
 from analysis.fit import Fit, SamplerSettings
 from analysis.hypotheses import DecisionRule, decide
+from analysis.progress import steps
 from analysis.reweight import prior_variant
 from models._common import scale_priors
 
@@ -66,16 +67,17 @@ def effect_prior_sensitivity(
     rules = {e.key: rope_for(rule, scale, x_by_model(data), effect=e.key)[0] for e in effects}
     base = {e.key: _decisions(main, e, rules[e.key], n_models, per_task) for e in effects}
     variants: list[dict[str, Any]] = []
-    for fac in factors:
-        progress(f"prior sensitivity: '{name}' with every prior scale x{fac:g}")
-        refit = prior_variant(main, data, seed=seed, settings=settings,
-                              priors=scale_priors(module.DEFAULT_PRIORS, float(fac)),
-                              cache_dir=cache_dir, progress=progress)
-        variants.append({"factor": float(fac),
-                         "diagnostics_passed": bool(refit.diagnostics.get("passed")),
-                         "reweighting": refit.provenance.get("prior_variant"),
-                         **{e.key: _decisions(refit, e, rules[e.key], n_models, per_task)
-                            for e in effects}})
+    with steps(f"prior sensitivity ('{name}')", len(factors)) as st:
+        for fac in factors:
+            progress(f"{st.next()}prior sensitivity: '{name}' with every prior scale x{fac:g}")
+            refit = prior_variant(main, data, seed=seed, settings=settings,
+                                  priors=scale_priors(module.DEFAULT_PRIORS, float(fac)),
+                                  cache_dir=cache_dir, progress=progress)
+            variants.append({"factor": float(fac),
+                             "diagnostics_passed": bool(refit.diagnostics.get("passed")),
+                             "reweighting": refit.provenance.get("prior_variant"),
+                             **{e.key: _decisions(refit, e, rules[e.key], n_models, per_task)
+                                for e in effects}})
     out: dict[str, Any] = {"model": name, "main": base, "variants": variants, "holds": {}}
     for e in effects:
         main_e: dict[str, Any] = base[e.key]

@@ -43,7 +43,7 @@ import numpy as np
 import polars as pl
 
 import models as model_registry
-from analysis import _arviz, atomic
+from analysis import _arviz, atomic, progress
 from analysis.compile_cache import compiled_model
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
@@ -188,15 +188,21 @@ def _cache_key(prov: Mapping[str, Any]) -> str:
     return hashlib.sha256(json.dumps(stable, sort_keys=True).encode()).hexdigest()
 
 
-def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> _arviz.InferenceData:
+def sample_nutpie(
+    compiled: Any, settings: SamplerSettings, seed: int, *, label: str | None = None
+) -> _arviz.InferenceData:
     """Sample a compiled nutpie model with ``settings`` (the one place the call is spelled out).
 
     Used by :func:`fit` and by the benchmark scripts that swap data into one compiled model
-    (``compiled.with_data(...)``) for many simulated data sets.
+    (``compiled.with_data(...)``) for many simulated data sets. With ``label`` and a progress
+    reporter in this context (:mod:`analysis.progress`), the draws, chains and divergences
+    so far are shown while it samples.
     """
     import nutpie
 
-    return nutpie.sample(
+    watch = progress.fit_callback(label, settings.chains) if label else None
+    extra: dict[str, Any] = {"progress_callback": watch, "progress_rate": 250} if watch else {}
+    idata = nutpie.sample(
         compiled,
         draws=settings.draws,
         tune=settings.tune,
@@ -206,21 +212,27 @@ def sample_nutpie(compiled: Any, settings: SamplerSettings, seed: int) -> _arviz
         target_accept=settings.target_accept,
         progress_bar=False,
         save_warmup=False,
+        **extra,
     )
+    if watch is not None:
+        watch.finish()
+    return idata
 
 
 def _sample(
-    pm_model: Any, settings: SamplerSettings, seed: int, *, reuse_compiled: bool = False
+    pm_model: Any, settings: SamplerSettings, seed: int, *, reuse_compiled: bool = False,
+    label: str = "model",
 ) -> _arviz.InferenceData:
     if settings.sampler == "nutpie":
         import nutpie
 
+        progress.status(f"compiling '{label}' (numba; cached on disk after the first run)")
         if reuse_compiled:
 
             compiled = compiled_model(pm_model)
         else:
             compiled = nutpie.compile_pymc_model(pm_model)
-        return sample_nutpie(compiled, settings, seed)
+        return sample_nutpie(compiled, settings, seed, label=f"sampling '{label}'")
     if settings.sampler == "pymc":
         import pymc as pm
 
@@ -305,7 +317,7 @@ def fit(
             )
     t0 = time.perf_counter()
     pm_model = module.build(used, priors=priors, **(options or {}))
-    idata = _sample(pm_model, settings, seed, reuse_compiled="compile" in prov)
+    idata = _sample(pm_model, settings, seed, reuse_compiled="compile" in prov, label=model_name)
     seconds = time.perf_counter() - t0
     prov["sampling_seconds"] = round(seconds, 2)
     idata.attrs["selfmodel_provenance"] = json.dumps(prov, sort_keys=True)

@@ -28,6 +28,7 @@ from scipy.special import gammaln, logsumexp
 
 from analysis.elpd_words import elpd_sentence
 from analysis.mixed_check import draws_from_fit
+from analysis.progress import steps
 
 #: Inner draws of the new group's effects per posterior draw.
 INNER: Final = 64
@@ -86,27 +87,30 @@ def leave_group_out(
     model on ``rest``.
     """
     rows = []
-    for g in sorted(cells[group].unique().to_list()):
-        rest = cells.filter(pl.col(group) != g)
-        held = cells.filter(pl.col(group) == g)
-        if rest["model"].n_unique() < min_models or rest["x"].n_unique() < 2:
-            rows.append({"group": g, "status": "not_estimable", "reason": "too few models left"})
-            continue
-        entry: dict[str, Any] = {"group": g, "cells": held.height}
-        cols = {c: held[c].to_list() for c in ("model", "family", "task", "x", "n", "k")}
-        for label, name in (("with_scale", with_name), ("without_scale", without_name)):
-            f = fit_without(name, rest)
-            got = draws_from_fit(f.idata)
-            if got is None:
-                entry[label] = None
+    groups = sorted(cells[group].unique().to_list())
+    with steps(f"leave-one-{group}-out refits", 2 * len(groups)) as st:
+        for g in groups:
+            rest = cells.filter(pl.col(group) != g)
+            held = cells.filter(pl.col(group) == g)
+            if rest["model"].n_unique() < min_models or rest["x"].n_unique() < 2:
+                rows.append({"group": g, "status": "not_estimable", "reason": "too few models left"})
                 continue
-            entry[label] = heldout_log_density(_thin(got[0], DRAWS), cols, got[1], seed=seed)
-            entry[f"{label}_diagnostics_passed"] = bool(f.diagnostics.get("passed"))
-        ok = entry.get("with_scale") is not None and entry.get("without_scale") is not None
-        entry["status"] = "estimated" if ok else "not_estimable"
-        if ok:
-            entry["difference"] = entry["with_scale"] - entry["without_scale"]
-        rows.append(entry)
+            entry: dict[str, Any] = {"group": g, "cells": held.height}
+            cols = {c: held[c].to_list() for c in ("model", "family", "task", "x", "n", "k")}
+            for label, name in (("with_scale", with_name), ("without_scale", without_name)):
+                st.next()
+                f = fit_without(name, rest)
+                got = draws_from_fit(f.idata)
+                if got is None:
+                    entry[label] = None
+                    continue
+                entry[label] = heldout_log_density(_thin(got[0], DRAWS), cols, got[1], seed=seed)
+                entry[f"{label}_diagnostics_passed"] = bool(f.diagnostics.get("passed"))
+            ok = entry.get("with_scale") is not None and entry.get("without_scale") is not None
+            entry["status"] = "estimated" if ok else "not_estimable"
+            if ok:
+                entry["difference"] = entry["with_scale"] - entry["without_scale"]
+            rows.append(entry)
     diffs = np.array([r["difference"] for r in rows if r.get("status") == "estimated"])
     out: dict[str, Any] = {"group": group, "groups": rows, "n_groups": int(diffs.size)}
     if diffs.size >= 2:

@@ -45,8 +45,9 @@ from analysis.mixed_check import (
 )
 from analysis.model_stage import fit_info, fit_models, fit_verdict
 from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
-from analysis.paths import DEFAULT_DATA, REPORT_QMD
+from analysis.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
 from analysis.power.after_fit import power_after_fit
+from analysis.progress import counter, step_prefix
 from analysis.registry import load_registry
 from analysis.report import render_report
 from analysis.rescoring import self_vs_other_rescored
@@ -81,11 +82,19 @@ Progress = Callable[[str], None]
 
 
 def display_path(p: Path) -> Path:
-    """``p`` relative to the working directory when it lies inside it (stable results.json)."""
-    try:
-        return p.resolve().relative_to(Path.cwd().resolve())
-    except ValueError:
-        return p
+    """``p`` as results.json names it: free of the machine's paths where it can be.
+
+    Relative to the working directory when it lies inside it, else relative to the folder
+    the package sits in (the shipped default hypotheses of an installed package:
+    ``selfmodel/data/hypotheses.toml``), else as given.
+    """
+    resolved = p.resolve()
+    for base in (Path.cwd(), PACKAGE_DIR.parent):
+        try:
+            return resolved.relative_to(base.resolve())
+        except ValueError:
+            continue
+    return p
 
 
 def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> Inputs:
@@ -392,7 +401,8 @@ def stage_robustness(state: RunState, say: Progress) -> None:
             not_fitted[name] = f"model '{name}' was not fitted: {entry.get('reason')}"
     say(f"declared hypotheses ({display_path(cfg.hypotheses)})")
     evidence = evidence_from(fits, data_for, not_fitted)
-    section = hypotheses_section(state.hypotheses, display_path(cfg.hypotheses), evidence)
+    section = hypotheses_section(state.hypotheses, cfg.hypotheses, evidence)
+    section["file"] = str(display_path(cfg.hypotheses))  # read above, named machine-free
     add_bayes_factor_ranges(section["rows"], evidence, seed=cfg.seed)
     section["multiplicity"] = multiplicity(
         state.hypotheses, section["rows"], evidence, state.frequentist_section
@@ -490,7 +500,7 @@ def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, An
 
     def refit(name: str, rest: pl.DataFrame) -> Any:
         opts = dict(comparison.options) if name == comparison.model else None
-        say(f"leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
+        say(f"{step_prefix()}leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
         return fit(name, rest, seed=cfg.seed, settings=cfg.sampler, options=opts,
                    cache_dir=cfg.cache_dir)
 
@@ -552,7 +562,7 @@ def stage_power(state: RunState, say: Progress) -> None:
         sdt = (mf.fits[sens[0]].idata, mf.data_for[sens[0]]) if mf and sens else None
         state.design_sensitivity_section = rounded(power_after_fit(
             build_results(state), v.fit.idata, sdt=sdt, seed=state.config.seed,
-            cache_dir=state.config.cache_dir,
+            cache_dir=state.config.cache_dir, progress=counter("power simulation") or False,
         ))
     except NUMERICAL_ERRORS as exc:
         state.design_sensitivity_section = not_estimable("the power simulation", exc)

@@ -14,8 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-#: Folder of the report sources; the default stylesheet and the page templates live here.
-REPORTS_DIR = Path(__file__).resolve().parents[1] / "reports"
+from analysis.paths import REPORTS_DIR
 
 #: Default stylesheet, used when neither the front matter nor ``_quarto.yml`` names one.
 DEFAULT_CSS = REPORTS_DIR / "style.css"

@@ -52,6 +52,7 @@ from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
 from analysis.effect_sensitivity import _decisions
 from analysis.fit import Fit, SamplerSettings, fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
+from analysis.progress import steps
 from analysis.reweight import prior_variant
 from analysis.tables import Tables, models_per_task
 from models._common import scale_priors
@@ -201,16 +202,18 @@ def prior_sensitivity(
         main = fit(model, cells, seed=seed, settings=settings, options=options, cache_dir=cache_dir)
     main_sum = summarise_fit(main, rule=rule, n_models=n_models, models_per_task=models_per_task)
     variants = []
-    for f in factors:
-        priors = scale_priors(module.DEFAULT_PRIORS, float(f))
-        say(f"prior sensitivity: '{model}' with every prior scale x{f:g}")
-        refit = prior_variant(main, cells, priors=priors, seed=seed, settings=settings,
-                              options=options, cache_dir=cache_dir, progress=say)
-        entry = {"label": f"priors x{f:g}", "factor": float(f),
-                 "priors": {k: [v[0], v[1]] for k, v in sorted(priors.items())},
-                 "reweighting": refit.provenance.get("prior_variant"),
-                 **summarise_fit(refit, rule=rule, n_models=n_models, models_per_task=models_per_task)}
-        variants.append(_compare(entry, main_sum))
+    with steps(f"prior sensitivity ('{model}')", len(factors)) as st:
+        for f in factors:
+            priors = scale_priors(module.DEFAULT_PRIORS, float(f))
+            say(f"{st.next()}prior sensitivity: '{model}' with every prior scale x{f:g}")
+            refit = prior_variant(main, cells, priors=priors, seed=seed, settings=settings,
+                                  options=options, cache_dir=cache_dir, progress=say)
+            entry = {"label": f"priors x{f:g}", "factor": float(f),
+                     "priors": {k: [v[0], v[1]] for k, v in sorted(priors.items())},
+                     "reweighting": refit.provenance.get("prior_variant"),
+                     **summarise_fit(refit, rule=rule, n_models=n_models,
+                                     models_per_task=models_per_task)}
+            variants.append(_compare(entry, main_sum))
     return {
         "model": model,
         "parameter": module.EFFECT,
@@ -269,39 +272,41 @@ def scale_variable_sensitivity(
     say = progress or (lambda _m: None)
     order = [main_scale, *[v for v in variables if v != main_scale]]
     entries: dict[str, dict[str, Any]] = {}
-    for var in order:
-        cells = build_cells(records, registry, scale=var)
-        usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
-        derived = set(derived_models(registry)) & set(cells["model"].to_list())
-        without = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()) - derived)
-        n_models = usable["model"].n_unique()
-        var_rule, rope_meaning = rope_for(rule, var, x_by_model(usable))
-        head = {"label": var, "variable": var, "registry_column": SCALE_COLUMNS[var],
-                "units": SCALE_UNITS[var], "n_models": n_models, "models_without_variable": without,
-                "rope": var_rule.rope, "rope_meaning": rope_meaning}
-        if derived:
-            head["excluded_derived_checkpoints"] = {"models": sorted(derived),
-                                                    "reason": SCALE_EXCLUSION_REASON}
-        reason = None
-        if n_models < rule.min_models:
-            reason = (f"only {n_models} model(s) have '{SCALE_COLUMNS[var]}'; "
-                      f"at least {rule.min_models} are needed")
-        elif usable["x"].n_unique() < 2:
-            reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
-        if reason is not None:
-            ne = not_estimable(reason, rule)
-            entries[var] = {**head, "parameter": model_registry.verdict().EFFECT, **{k: ne[k] for k in _KEEP}, "per_task": {},
-                            "diagnostics_passed": False}
-            continue
-        per_task = models_per_task(usable)
-        if var == main_scale and main is not None:
-            fitted = main
-        else:
-            name = model_registry.verdict().NAME
-            say(f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
-            fitted = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
-        entries[var] = {**head, **summarise_fit(fitted, rule=var_rule, n_models=n_models,
-                                                models_per_task=per_task)}
+    with steps("scale-variable sensitivity", len(order)) as st:
+        for var in order:
+            prefix = st.next()
+            cells = build_cells(records, registry, scale=var)
+            usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+            derived = set(derived_models(registry)) & set(cells["model"].to_list())
+            without = sorted(set(cells["model"].to_list()) - set(usable["model"].to_list()) - derived)
+            n_models = usable["model"].n_unique()
+            var_rule, rope_meaning = rope_for(rule, var, x_by_model(usable))
+            head = {"label": var, "variable": var, "registry_column": SCALE_COLUMNS[var],
+                    "units": SCALE_UNITS[var], "n_models": n_models, "models_without_variable": without,
+                    "rope": var_rule.rope, "rope_meaning": rope_meaning}
+            if derived:
+                head["excluded_derived_checkpoints"] = {"models": sorted(derived),
+                                                        "reason": SCALE_EXCLUSION_REASON}
+            reason = None
+            if n_models < rule.min_models:
+                reason = (f"only {n_models} model(s) have '{SCALE_COLUMNS[var]}'; "
+                          f"at least {rule.min_models} are needed")
+            elif usable["x"].n_unique() < 2:
+                reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
+            if reason is not None:
+                ne = not_estimable(reason, rule)
+                entries[var] = {**head, "parameter": model_registry.verdict().EFFECT, **{k: ne[k] for k in _KEEP}, "per_task": {},
+                                "diagnostics_passed": False}
+                continue
+            per_task = models_per_task(usable)
+            if var == main_scale and main is not None:
+                fitted = main
+            else:
+                name = model_registry.verdict().NAME
+                say(f"{prefix}scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
+                fitted = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
+            entries[var] = {**head, **summarise_fit(fitted, rule=var_rule, n_models=n_models,
+                                                    models_per_task=per_task)}
     ref = entries[main_scale]
     variants = []
     for var in order:

@@ -196,6 +196,7 @@ def power_after_fit(
     sims: int = 100,
     seed: int,
     cache_dir: Path | str | None = None,
+    progress: bool | Progress = False,
 ) -> dict[str, Any]:
     """``design_sensitivity``: accuracy and d' power of the fitted design.
 
@@ -206,8 +207,9 @@ def power_after_fit(
     ``idata`` and table) with posterior-drawn components, or ``None`` without that fit.
     """
     comps = scale_component_draws(scale_idata, sims, seed=seed)
-    out = mde_from_fit(results, sims=sims, seed=seed, cache_dir=cache_dir, components=comps)
-    plain = mde_from_fit(results, sims=sims, seed=seed, cache_dir=cache_dir)
+    out = mde_from_fit(results, sims=sims, seed=seed, cache_dir=cache_dir, components=comps,
+                       progress=progress)
+    plain = mde_from_fit(results, sims=sims, seed=seed, cache_dir=cache_dir, progress=progress)
     out["at_posterior_means"] = {k: plain.get(k) for k in _PLUGIN_KEYS}
     out["dprime"] = None
     if sdt is not None:
