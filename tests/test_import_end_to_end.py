@@ -1,5 +1,9 @@
 """Done-when test of issue 13: real Inspect and lm-eval logs, imported and run end to end.
 
+The test itself is in ``test_wheel.py`` (``test_real_logs_from_an_empty_directory``): it runs
+:func:`import_and_run` with the entry point of the installed wheel, so the whole path is the
+one a new user takes (wheel, empty directory, real logs, a mapping of at most ten lines).
+
 :func:`import_and_run` is written for any way of calling ``selfmodel`` (the command prefix
 is an argument), so the wheel-install test can run it with the installed entry point from
 an empty working directory.
@@ -11,11 +15,8 @@ import csv
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Sequence
 from pathlib import Path
-
-import pytest
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "importers" / "real"
 #: What a user fills into the registry template: the family of every model, and the sizes
@@ -129,14 +130,9 @@ def import_and_run(selfmodel: Sequence[str], workdir: Path, fixtures: Path = REA
     return json.loads((workdir / "out" / "results.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.slow
-@pytest.mark.ci
-@pytest.mark.e2e
-def test_real_logs_import_and_run(tmp_path: Path) -> None:
-    selfmodel = [str(Path(sys.executable).with_name("selfmodel"))]
-    work = tmp_path / "work"
-    work.mkdir()
-    res = import_and_run(selfmodel, work)
+
+def check_real_logs_run(res: dict) -> None:
+    """What the run on the real logs must show (the wheel test runs it; see ``test_wheel.py``)."""
     data = res["data"]
     # every imported record is used: the importer and ingest read values the same way
     assert data["records_quarantined"] == 0

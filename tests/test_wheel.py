@@ -23,6 +23,13 @@ from pathlib import Path
 
 import pytest
 
+try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
+    from test_import_end_to_end import check_real_logs_run
+    from test_import_end_to_end import import_and_run as import_real_logs_and_run
+except ImportError:  # tests/ became a package
+    from tests.test_import_end_to_end import check_real_logs_run
+    from tests.test_import_end_to_end import import_and_run as import_real_logs_and_run
+
 ROOT = Path(__file__).resolve().parents[1]
 #: What the wheel is built from (copied, so that the build leaves nothing in the checkout).
 SOURCES = ("analysis", "models", "reports", "pyproject.toml", "README.md", "hypotheses.toml")
@@ -143,3 +150,11 @@ def test_selfmodel_runs_from_an_empty_directory(wheel_bin: Path, tmp_path: Path)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert res["scale_effect"]["decision"] in proc.stdout
     assert "reused saved fit" in proc.stderr
+
+
+def test_real_logs_from_an_empty_directory(wheel_bin: Path, tmp_path: Path) -> None:
+    """Issue 13's done-when: the installed wheel imports real Inspect ``.eval`` logs and a
+    real lm-eval output (mappings of at most ten lines), then runs, from an empty directory."""
+    work = tmp_path / "work"
+    work.mkdir()
+    check_real_logs_run(import_real_logs_and_run([str(wheel_bin / "selfmodel")], work))
