@@ -237,17 +237,17 @@ def decorrelated_slopes(
     s_c2 = 1.0 / prec
     var_bbar = s_b**2 / n_tasks
     p = names.prefix
-    gbar = pm.Normal(f"{p}slope_total", mu, pt.sqrt(var_bbar + s_c2))
+    gbar = pm.Normal(f"z_{p}slope_total", mu, pt.sqrt(var_bbar + s_c2))
     shrink = s_c2 / (var_bbar + s_c2)
     z_c = pm.Normal(f"z_{p}slope_shift", 0.0, 1.0)
     c = shrink * (gbar - mu) + pt.sqrt(shrink * var_bbar) * z_c
-    dev = pm.ZeroSumNormal(f"{p}slope_deviation", sigma=s_b, dims="task") if n_tasks >= 2 else 0.0
+    dev = pm.ZeroSumNormal(f"z_{p}slope_deviation", sigma=s_b, dims="task") if n_tasks >= 2 else 0.0
     slopes = pm.Deterministic(names.slopes, gbar + dev - c + pt.zeros(n_tasks), dims="task")
     pm.Deterministic(names.mean, pt.mean(slopes))
 
     def free(name: str, sigma: Any, dim: str) -> Any:
         if centred:
-            return pm.ZeroSumNormal(f"{name}_free", sigma=sigma, dims=dim)
+            return pm.ZeroSumNormal(f"z_{name}_free", sigma=sigma, dims=dim)
         return sigma * pm.ZeroSumNormal(f"z_{name}", sigma=1.0, dims=dim)
 
     v0 = free(names.model, sigma_model, "model")

@@ -100,17 +100,19 @@ benchmark the posterior correlation of :math:`\beta` with :math:`c` was -0.98, a
 along in small steps.
 
 ``slope_basis="decorrelated"`` (the default; ``models._common.decorrelated_slopes``) makes
-:math:`\bar g` a coordinate (``slope_total``, drawn from its marginal prior), draws
+:math:`\bar g` a coordinate (``z_slope_total``, drawn from its marginal prior), draws
 :math:`c` from its conditional prior given :math:`\bar g` (``z_slope_shift``, standard
 normal: the likelihood does not depend on it), the task deviations
-:math:`b_t - \beta \sim \mathrm{ZeroSumNormal}(1)` (``slope_deviation``) and the rest of
+:math:`b_t - \beta \sim \mathrm{ZeroSumNormal}(1)` (``z_slope_deviation``) and the rest of
 ``u`` and ``v`` as before. It is the same model: the prior of ``slope_task``, ``u_family``
 and ``v_model`` is exactly the plain one (independent ``Normal(0, 1)`` task slopes, so
 :math:`\beta` keeps its ``Normal(0, 1/\sqrt T)`` prior and its meaning, logits per 10x
 parameters; ``tests/test_slope_basis.py`` checks the prior and that the likelihood is flat
 in ``z_slope_shift``). It needs a ``Normal`` task-slope prior and independent task slopes;
 otherwise (or when :math:`x` does not vary) the plain basis is used.
-``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis.
+``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis; the
+coordinates are named ``z_*`` like the other sampler coordinates, so the diagnostics
+(``analysis.fit.diagnose``) judge the model's own quantities, not them.
 
 Measured on the 50 x 10 benchmark (``bench/bench_sampling.py --cases scale group_centred``,
 ``bench/results/sampling_decorrelated.json``, 4 x 1000 draws, ``target_accept=0.95``, a

@@ -118,7 +118,7 @@ total, the priors split it (the same ridge as in ``models/scale.py``, "Slope bas
 ``slope_basis="decorrelated"`` (the default) samples each side's total slope and draws the
 split from its conditional prior (``models._common.decorrelated_slopes``; the prior and so
 the model are unchanged, ``tests/test_slope_basis.py``; the new coordinates are
-``{side}_slope_total``, ``z_{side}_slope_shift``, ``{side}_slope_deviation``).
+``z_{side}_slope_total``, ``z_{side}_slope_shift``, ``z_{side}_slope_deviation``).
 Measured on the default data (``python bench/bench_sampling.py --sdt-seeds 1 2 3``,
 ``bench/results/sampling_sdt_basis.json``; 4 x 2000 draws, ``target_accept=0.99``):
 

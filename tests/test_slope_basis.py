@@ -45,7 +45,7 @@ def test_scale_prior_is_the_plain_prior(priors) -> None:
     names = ["slope_task", "beta", "u_family", "v_model", "sigma_family", "sigma_model"]
     plain = _draws(scale.build(data, priors, slope_basis="plain"), names)
     deco = _draws(scale.build(data, priors), names)
-    assert "slope_total" in scale.build(data, priors).named_vars  # the new basis is used
+    assert "z_slope_total" in scale.build(data, priors).named_vars  # the new basis is used
     sd = plain.std(0)
     np.testing.assert_allclose(deco.mean(0), plain.mean(0), atol=0.03 * sd.max())
     np.testing.assert_allclose(deco.std(0), sd, rtol=0.03)
@@ -85,12 +85,12 @@ def test_scale_likelihood_does_not_move_along_the_shift() -> None:
 def test_plain_basis_where_the_construction_does_not_apply() -> None:
     data = _cells()
     student = {"slope_task": ("StudentT", {"nu": 3.0, "mu": 0.0, "sigma": 1.0})}
-    assert "slope_total" not in scale.build(data, student).named_vars
-    assert "slope_total" not in scale.build(data, task_slopes="pooled").named_vars
+    assert "z_slope_total" not in scale.build(data, student).named_vars
+    assert "z_slope_total" not in scale.build(data, task_slopes="pooled").named_vars
     same_x = data.with_columns(pl.lit(0.0).alias("x"))
     x, fam = _per_model(same_x)
     assert not decorrelatable(scale.DEFAULT_PRIORS["slope_task"], x, fam)
-    assert "slope_total" not in scale.build(same_x).named_vars
+    assert "z_slope_total" not in scale.build(same_x).named_vars
 
 
 def test_sdt_prior_is_the_plain_prior() -> None:
@@ -110,7 +110,7 @@ def test_sdt_prior_is_the_plain_prior() -> None:
 
     plain = standardised(sdt.build(cells, slope_basis="plain"))
     deco_model = sdt.build(cells)
-    assert {"criterion_slope_total", "dprime_slope_total"} <= set(deco_model.named_vars)
+    assert {"z_criterion_slope_total", "z_dprime_slope_total"} <= set(deco_model.named_vars)
     deco = standardised(deco_model)
     np.testing.assert_allclose(deco.std(0), plain.std(0), rtol=0.03)
     # 729 correlations, each with a Monte Carlo sd of about 0.008 for the difference
