@@ -126,6 +126,12 @@ second. What still mixes slowly there is the family level (slowest parameter: bu
 family/model split is then the slowest direction): the family means of the model
 intercepts trade against the family intercepts, a ridge this basis does not touch.
 
+On the default data at the pipeline's settings (``python bench/zoo.py scale --target-accept
+0.99 --seed S``, 4 x 2000 draws, seeds 20261130 and 1) the decorrelated basis gave 0
+divergences, max R-hat 1.004 and 1.004, slowest bulk ESS 1,149 and 1,433, and
+:math:`\beta` = 0.197 (sd 0.066) both times; a pipeline run in the plain basis had 0.196
+(sd 0.065): equal within Monte Carlo error.
+
 References
 ----------
 Gelman & Hill (2007), *Data Analysis Using Regression and Multilevel/Hierarchical Models*,
