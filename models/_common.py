@@ -178,6 +178,16 @@ class SlopeNames:
     prefix: str = ""  # prefix of the new free variables (``slope_total`` ...)
 
 
+def model_level(model_idx: np.ndarray, x: np.ndarray, fam_of_cell: np.ndarray,
+                n_models: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per model (in code order): its ``x`` and its family code, from per-cell arrays."""
+    x_model = np.zeros(n_models)
+    x_model[model_idx] = x
+    fam_of_model = np.zeros(n_models, dtype="int64")
+    fam_of_model[model_idx] = fam_of_cell
+    return x_model, fam_of_model
+
+
 def decorrelatable(prior: Prior, x_model: np.ndarray, fam_of_model: np.ndarray) -> bool:
     """Whether :func:`decorrelated_slopes` applies.
 
@@ -229,11 +239,14 @@ def decorrelated_slopes(
 
     sigma_family, sigma_model = sigmas
     mu, s_b = float(prior[1].get("mu", 0.0)), float(prior[1]["sigma"])
-    d_u, d_v = shift_direction(x_model, fam_of_model)
-    has_u = d_u.size >= 2
-    prec = float(d_v @ d_v) / pt.sqr(sigma_model)  # prior precision of c
+    d_u_np, d_v_np = shift_direction(x_model, fam_of_model)
+    has_u = d_u_np.size >= 2
+    # one graph constant each, and no scalar computed from the data outside the graph, so
+    # that new data of the same shape keep the compiled structure (analysis/compile_cache.py)
+    d_u, d_v = pt.as_tensor(d_u_np), pt.as_tensor(d_v_np)
+    prec = pt.dot(d_v, d_v) / pt.sqr(sigma_model)  # prior precision of c
     if has_u:
-        prec = prec + float(d_u @ d_u) / pt.sqr(sigma_family)
+        prec = prec + pt.dot(d_u, d_u) / pt.sqr(sigma_family)
     s_c2 = 1.0 / prec
     var_bbar = s_b**2 / n_tasks
     p = names.prefix
@@ -241,8 +254,11 @@ def decorrelated_slopes(
     shrink = s_c2 / (var_bbar + s_c2)
     z_c = pm.Normal(f"z_{p}slope_shift", 0.0, 1.0)
     c = shrink * (gbar - mu) + pt.sqrt(shrink * var_bbar) * z_c
-    dev = pm.ZeroSumNormal(f"z_{p}slope_deviation", sigma=s_b, dims="task") if n_tasks >= 2 else 0.0
-    slopes = pm.Deterministic(names.slopes, gbar + dev - c + pt.zeros(n_tasks), dims="task")
+    if n_tasks >= 2:
+        dev = pm.ZeroSumNormal(f"z_{p}slope_deviation", sigma=s_b, dims="task")
+    else:
+        dev = pt.zeros(n_tasks)
+    slopes = pm.Deterministic(names.slopes, gbar + dev - c, dims="task")
     pm.Deterministic(names.mean, pt.mean(slopes))
 
     def free(name: str, sigma: Any, dim: str) -> Any:
@@ -258,6 +274,6 @@ def decorrelated_slopes(
         u = pm.Deterministic(names.family, u0 + d_u * (c - c0), dims="family")
     else:
         c0 = c0 * s_c2
-        u = pm.Deterministic(names.family, pt.zeros(d_u.size), dims="family")
+        u = pm.Deterministic(names.family, pt.zeros(d_u_np.size), dims="family")
     v = pm.Deterministic(names.model, v0 + d_v * (c - c0), dims="model")
     return slopes, u, v

@@ -157,6 +157,7 @@ from models._common import (
     decorrelated_slopes,
     factorize,
     merge_priors,
+    model_level,
     prior_rv,
     zero_sum_effect,
 )
@@ -286,10 +287,12 @@ def build(
         raise ValueError(
             "scale model needs x for every cell; drop models without the scale variable"
         )
-    x_model = np.zeros(len(models))
-    x_model[model_idx] = x
-    fam_of_model = np.zeros(len(models), dtype="int64")
-    fam_of_model[model_idx] = fam_of_cell
+    x_model, fam_of_model = model_level(model_idx, x, fam_of_cell, len(models))
+    decorrelate = (
+        slope_basis == "decorrelated"
+        and task_slopes == "independent"
+        and decorrelatable(p["slope_task"], x_model, fam_of_model)
+    )
     coords = {
         "task": tasks,
         "family": families,
@@ -301,11 +304,6 @@ def build(
     }
     with pm.Model(coords=coords) as model:
         alpha = prior_rv("alpha", p["alpha"], dims="task")
-        decorrelate = (
-            slope_basis == "decorrelated"
-            and task_slopes == "independent"
-            and decorrelatable(p["slope_task"], x_model, fam_of_model)
-        )
         if task_slopes == "independent" and not decorrelate:
             import pytensor.tensor as pt
 
@@ -320,16 +318,16 @@ def build(
             slopes = pm.Deterministic("slope_task", beta + delta, dims="task")
         sigma_family = prior_rv("sigma_family", p["sigma_family"])
         group = _centred_zero_sum if group_effects == "centred" else zero_sum_effect
-        sigma_model = prior_rv("sigma_model", p["sigma_model"])
         if decorrelate:
+            sigma_model = prior_rv("sigma_model", p["sigma_model"])
             slopes, u, v = decorrelated_slopes(
                 SlopeNames("slope_task", "beta", "u_family", "v_model"), p["slope_task"],
                 (sigma_family, sigma_model), x_model, fam_of_model, len(tasks),
                 centred=group_effects == "centred",
             )
-        else:
+        else:  # the plain basis, in the order of the variables before the slope basis
             u = group("u_family", sigma_family, "family", len(families))
-            v = group("v_model", sigma_model, "model", len(models))
+            v = group("v_model", prior_rv("sigma_model", p["sigma_model"]), "model", len(models))
         sigma_cell = prior_rv("sigma_cell", p["sigma_cell"])
         w = _cell_effects(model, sigma_cell, centred_cells(n, k, cell_effect))
 

@@ -178,6 +178,7 @@ from models._common import (
     decorrelated_slopes,
     factorize,
     merge_priors,
+    model_level,
     prior_rv,
     zero_sum_effect,
 )
@@ -350,10 +351,7 @@ def build(
     if (hits > n_signal).any() or (fas > n_noise).any() or min(hits.min(), fas.min()) < 0:
         raise ValueError("sdt model needs 0 <= hits <= n_signal and 0 <= false_alarms <= n_noise")
     cells = [f"{m}|{t}" for m, t in zip(data["model"], data["task"], strict=True)]
-    x_model = np.zeros(len(models))
-    x_model[model_idx] = x
-    fam_of_model = np.zeros(len(models), dtype="int64")
-    fam_of_model[model_idx] = fam_idx
+    x_model, fam_of_model = model_level(model_idx, x, fam_idx, len(models))
     coords = {"task": tasks, "family": families, "model": models, "cell": cells}
     with pm.Model(coords=coords) as model:
         parts = {}
