@@ -133,8 +133,18 @@ def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool 
     return model
 
 
+def scale_shift(data: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The slope's trade-off direction on the family and model intercepts of ``data``."""
+    from models._common import factorize, model_level, shift_direction
+
+    model_idx, models_ = factorize(data["model"])
+    fam_idx, _ = factorize(data["family"])
+    return shift_direction(*model_level(model_idx, data["x"].to_numpy(), fam_idx, len(models_)))
+
+
 def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
-            draws: int = DRAWS, tune: int = TUNE, seed: int = 1) -> dict[str, Any]:
+            draws: int = DRAWS, tune: int = TUNE, seed: int = 1,
+            shift: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     import arviz as az
 
     from analysis.fit import diagnose
@@ -174,6 +184,16 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
     ess = float(az.ess(idata, var_names=[effect], method="bulk")[effect].values.min())
     mcse = float(az.mcse(idata, var_names=[effect])[effect].values.max())
     post = idata.posterior[effect]
+    ess_all = az.ess(idata, method="bulk")
+    judged = [str(v) for v in ess_all.data_vars if not str(v).startswith("z_")]
+    row["slowest"] = min(judged, key=lambda v: float(ess_all[v].min()))
+    if shift is not None:  # posterior correlation of the slope with the intercepts' shift
+        d_u, d_v = shift
+        along = (idata.posterior["u_family"].values.reshape(-1, d_u.size) @ d_u
+                 + idata.posterior["v_model"].values.reshape(-1, d_v.size) @ d_v)
+        row["corr_effect_shift"] = round(float(np.corrcoef(post.values.ravel(), along)[0, 1]), 3)
+        total = (post.values.ravel() + along / float(d_u @ d_u + d_v @ d_v)).std()
+        row["sd_total_slope"] = round(float(total), 4)
     row.update(
         compile_s=round(tc.wall, 2), sample_wall_s=round(ts.wall, 2), sample_cpu_s=round(ts.cpu, 2),
         divergences=diag["divergences"], max_rhat=diag["max_rhat"],
@@ -354,7 +374,7 @@ def main() -> None:
     for case in args.cases:
         t0 = time.perf_counter()
         if case == "scale":
-            rows.append(measure("scale 50x10", scale.build(big), "beta"))
+            rows.append(measure("scale 50x10", scale.build(big), "beta", shift=scale_shift(big)))
         elif case == "sdt":
             try:
                 import models.sdt as sdt
@@ -364,7 +384,8 @@ def main() -> None:
             rows.append(measure("sdt 50x10", sdt.build(sdt_cells(big, 7)), sdt.EFFECT))
         elif case == "plain":
             rows.append(measure("scale 50x10 plain slope basis",
-                                scale.build(big, slope_basis="plain"), "beta"))
+                                scale.build(big, slope_basis="plain"), "beta",
+                                shift=scale_shift(big)))
         elif case == "plain_group_centred":
             rows.append(measure("scale 50x10 plain slope basis, group effects centred",
                                 scale.build(big, slope_basis="plain", group_effects="centred"),
@@ -381,7 +402,8 @@ def main() -> None:
             rows.append(measure("scale 50x10 centred", build_variant(big, centred=True), "beta"))
         elif case == "group_centred":
             rows.append(measure("scale 50x10 group effects centred",
-                                scale.build(big, group_effects="centred"), "beta"))
+                                scale.build(big, group_effects="centred"), "beta",
+                                shift=scale_shift(big)))
         elif case == "pymc":
             rows.append(measure("scale 50x10", scale.build(big), "beta", sampler="pymc"))
         elif case == "binomial":
@@ -398,7 +420,8 @@ def main() -> None:
         info["numpyro"] = "not installed in this interpreter (see docs/performance.md)"
     table = md_table(rows, ["case", "sampler", "compile_s", "sample_wall_s", "sample_cpu_s",
                             "divergences", "max_rhat", "ess_bulk_effect", "min_ess_bulk",
-                            "ess_per_s", "effect_mean", "effect_sd", "effect_mcse"])
+                            "slowest", "ess_per_s", "ess_per_cpu_s", "corr_effect_shift",
+                            "sd_total_slope", "effect_mean", "effect_sd", "effect_mcse"])
     write_results(args.name, {**info, "rows": rows}, table)
     print(table)
 

@@ -94,9 +94,10 @@ to a constant when :math:`x` is not centred over the data's families). The data 
 pin down the *total* slope :math:`\bar g = \beta + c`, where :math:`c` is the intercepts'
 component along that direction, and only the priors split it into :math:`\beta` and
 :math:`c`. In the plain coordinates this is a narrow ridge: on the 50-model x 10-task
-benchmark the posterior correlation of :math:`\beta` with :math:`c` was -0.98, and
-:math:`\bar g` had a posterior sd of 0.008 against 0.04 for :math:`\beta`
-(``bench/bench_sampling.py``, case ``plain``), which a diagonal mass matrix can only walk
+benchmark the posterior correlation of :math:`\beta` with the intercepts' component along
+that direction was -0.98, and the total slope had a posterior sd of 0.009 against 0.040 for
+:math:`\beta` (``bench/results/sampling_decorrelated.json``, columns ``corr_effect_shift``
+and ``sd_total_slope``), which a diagonal mass matrix can only walk
 along in small steps.
 
 ``slope_basis="decorrelated"`` (the default; ``models._common.decorrelated_slopes``) makes
@@ -114,17 +115,21 @@ otherwise (or when :math:`x` does not vary) the plain basis is used.
 coordinates are named ``z_*`` like the other sampler coordinates, so the diagnostics
 (``analysis.fit.diagnose``) judge the model's own quantities, not them.
 
-Measured on the 50 x 10 benchmark (``bench/bench_sampling.py --cases scale group_centred``,
-``bench/results/sampling_decorrelated.json``, 4 x 1000 draws, ``target_accept=0.95``, a
-machine loaded ~14 on 2 cores, so CPU seconds are the comparable figure): the bulk ESS of
-``beta`` went from 257 (plain basis, 34.1 sampling CPU-s on an idle machine,
-``bench/results/sampling_quiet.json``) to 5,923 in 12.7 CPU-s with non-centred group
-effects and 8,181 in 12.1 CPU-s with ``group_effects="centred"``, 0 divergences in all;
-at 2 CPU-s per wall second that is about 930 and 1,350 effective draws of the slope per
-second. What still mixes slowly there is the family level (slowest parameter: bulk ESS
-83, R-hat 1.04, non-centred; 255 and 1.02 with centred family and model intercepts, whose
-family/model split is then the slowest direction): the family means of the model
-intercepts trade against the family intercepts, a ridge this basis does not touch.
+Measured on the 50 x 10 benchmark in one run (``bench/bench_sampling.py --cases plain
+scale group_centred --name sampling_decorrelated``, ``bench/results/sampling_decorrelated.json``;
+4 x 1000 draws, ``target_accept=0.95``, load average about 4 on the 2 shared cores): bulk
+ESS of ``beta`` 184 in the plain basis (13.3 s sampling, 14 per second), 5,760 in the
+decorrelated basis with non-centred group effects (15.9 s, 362 per second; 464 per
+CPU-second) and 8,180 with ``group_effects="centred"`` (13.2 s, 619 per second); 0
+divergences in all three (an earlier run of the same three, load about 5: 10, 473 and 734
+per second). What still mixes slowly there is the family level (slowest parameter
+``sigma_family``, bulk ESS 112, R-hat 1.03, non-centred; ``u_family``, 272 and 1.02,
+centred): the family means of the model intercepts trade against the family intercepts, a
+ridge this basis does not touch. It shows in ``beta`` too: its posterior sd was 0.037
+with non-centred group effects against 0.039-0.040 in the other two runs, so on data with
+thousands of records per model ``group_effects="centred"`` is the better choice. The
+default keeps non-centred group effects (few, weakly informed groups in typical data,
+above).
 
 On the default data at the pipeline's settings (``python bench/zoo.py scale --target-accept
 0.99 --seed S``, 4 x 2000 draws, seeds 20261130 and 1) the decorrelated basis gave 0
