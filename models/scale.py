@@ -117,12 +117,11 @@ coordinates are named ``z_*`` like the other sampler coordinates, so the diagnos
 
 Measured on the 50 x 10 benchmark in one run (``bench/bench_sampling.py --cases plain
 scale group_centred --name sampling_decorrelated``, ``bench/results/sampling_decorrelated.json``;
-4 x 1000 draws, ``target_accept=0.95``, load average about 4 on the 2 shared cores): bulk
-ESS of ``beta`` 184 in the plain basis (13.3 s sampling, 14 per second), 5,760 in the
-decorrelated basis with non-centred group effects (15.9 s, 362 per second; 464 per
-CPU-second) and 8,180 with ``group_effects="centred"`` (13.2 s, 619 per second); 0
-divergences in all three (an earlier run of the same three, load about 5: 10, 473 and 734
-per second). What still mixes slowly there is the family level (slowest parameter
+4 x 1000 draws, ``target_accept=0.95``; its times and effective draws per second are in
+that file): bulk ESS of ``beta`` 184 in the plain basis, 5,760 in the decorrelated basis
+with non-centred group effects and 8,180 with ``group_effects="centred"``, at about the
+same sampling CPU time (so 25-45 times the effective draws per second); 0 divergences in
+all three. What still mixes slowly there is the family level (slowest parameter
 ``sigma_family``, bulk ESS 112, R-hat 1.03, non-centred; ``u_family``, 272 and 1.02,
 centred): the family means of the model intercepts trade against the family intercepts, a
 ridge this basis does not touch. It shows in ``beta`` too: its posterior sd was 0.037
