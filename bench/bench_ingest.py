@@ -12,6 +12,9 @@ For each size and format (JSONL, CSV, Parquet; files from bench/gen_records.py i
 * ``polars``  -- ``pl.read_ndjson`` / ``pl.read_csv`` / ``pl.read_parquet`` (reading only);
 * ``reduce``  -- ``analysis.reduce.reduce_cells([file])`` (streaming reduction to cells).
 
+``--formats parquet_sorted`` adds the records ingest writes for the Parquet file (already in
+key order: ingest checks that and skips its sort).
+
 ``--profile`` also writes a cProfile of ingest at the smallest size per format to
 ``bench/results/ingest_profile_<fmt>.txt`` (top 25 by cumulative time).
 Results: ``bench/results/ingest.json`` and ``ingest.md``.
@@ -98,12 +101,27 @@ def profile(path: Path, fmt: str) -> None:
     (RESULTS / f"ingest_profile_{fmt}.txt").write_text(text)
 
 
+def sorted_parquet(n: int) -> Path:
+    """``OUT/records.parquet`` as ``selfmodel ingest`` writes it for the ``n``-record file:
+    canonical columns, already in key order (ingest then skips its sort)."""
+    from analysis.ingest import ingest
+
+    path = gen_records.SCRATCH / f"records_{n}_sorted.parquet"
+    if not path.exists():
+        src = gen_records.write(n, ["parquet"])["parquet"]
+        tmp = path.with_suffix(".tmp")
+        ingest([src]).records.write_parquet(tmp)
+        tmp.replace(path)
+    return path
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs=2, metavar=("READER", "PATH"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", type=int, nargs="+")
-    ap.add_argument("--formats", nargs="+", default=["parquet", "csv", "jsonl"])
+    ap.add_argument("--formats", nargs="+", default=["parquet", "csv", "jsonl"],
+                    help="also parquet_sorted: ingest's own output of the parquet file")
     ap.add_argument("--readers", nargs="+", default=list(READERS))
     ap.add_argument("--skip-pandas-jsonl-above", type=int, default=2_000_000,
                     help="pandas' JSONL reader needs ~10x the file in memory; skip it above this")
@@ -117,7 +135,9 @@ def main() -> None:
     info = {"machine": machine(), "command": " ".join(["bench/bench_ingest.py", *sys.argv[1:]])}
     rows = []
     for n in sizes:
-        files = gen_records.write(n, args.formats)
+        files = gen_records.write(n, [f for f in args.formats if f != "parquet_sorted"])
+        if "parquet_sorted" in args.formats:
+            files["parquet_sorted"] = sorted_parquet(n)
         for fmt in args.formats:
             for reader in args.readers:
                 if reader == "pandas" and fmt == "jsonl" and n > args.skip_pandas_jsonl_above:

@@ -9,6 +9,9 @@ Cases (data from ``analysis.simulate.simulate_scale_cells``; 4 chains x 1000 dra
 * ``scale`` on 50 models x 10 tasks (10 families x 5 sizes), nutpie -- the target case;
 * ``sdt`` (``models/sdt.py``) on the same design, hits/false alarms drawn from an
   equal-variance signal-detection version of the same generative model;
+* ``scale`` in the decorrelated slope basis (the default of ``models/scale.py``), with
+  non-centred (``scale``) or centred (``group_centred``) family and model intercepts, and
+  the same in the plain basis (``plain``, ``plain_group_centred``); ``sdt_plain`` likewise;
 * ``scale`` with a **centred** parameterisation (written here; ``models/scale.py`` is
   non-centred) on the same data;
 * ``scale`` with PyMC's default NUTS sampler (``pm.sample``) on the same data;
@@ -130,8 +133,18 @@ def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool 
     return model
 
 
+def scale_shift(data: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The slope's trade-off direction on the family and model intercepts of ``data``."""
+    from models._common import factorize, model_level, shift_direction
+
+    model_idx, models_ = factorize(data["model"])
+    fam_idx, _ = factorize(data["family"])
+    return shift_direction(*model_level(model_idx, data["x"].to_numpy(), fam_idx, len(models_)))
+
+
 def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
-            draws: int = DRAWS, tune: int = TUNE, seed: int = 1) -> dict[str, Any]:
+            draws: int = DRAWS, tune: int = TUNE, seed: int = 1,
+            shift: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     import arviz as az
 
     from analysis.fit import diagnose
@@ -171,6 +184,16 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
     ess = float(az.ess(idata, var_names=[effect], method="bulk")[effect].values.min())
     mcse = float(az.mcse(idata, var_names=[effect])[effect].values.max())
     post = idata.posterior[effect]
+    ess_all = az.ess(idata, method="bulk")
+    judged = [str(v) for v in ess_all.data_vars if not str(v).startswith("z_")]
+    row["slowest"] = min(judged, key=lambda v: float(ess_all[v].min()))
+    if shift is not None:  # posterior correlation of the slope with the intercepts' shift
+        d_u, d_v = shift
+        along = (idata.posterior["u_family"].values.reshape(-1, d_u.size) @ d_u
+                 + idata.posterior["v_model"].values.reshape(-1, d_v.size) @ d_v)
+        row["corr_effect_shift"] = round(float(np.corrcoef(post.values.ravel(), along)[0, 1]), 3)
+        total = (post.values.ravel() + along / float(d_u @ d_u + d_v @ d_v)).std()
+        row["sd_total_slope"] = round(float(total), 4)
     row.update(
         compile_s=round(tc.wall, 2), sample_wall_s=round(ts.wall, 2), sample_cpu_s=round(ts.cpu, 2),
         divergences=diag["divergences"], max_rhat=diag["max_rhat"],
@@ -246,6 +269,65 @@ def gradient_costs(evals: int = 20000) -> list[dict[str, Any]]:
     return rows
 
 
+def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list[dict[str, Any]]:
+    """The default data's sdt fit in the plain and the decorrelated slope basis, per seed.
+
+    Pipeline settings (4 chains x ``draws`` after 1000 tuning, ``target``); for each fit
+    the divergences, max R-hat and slowest bulk ESS (``analysis.fit.diagnose``), bulk ESS
+    and R-hat of ``beta_criterion`` and ``beta_dprime``, the E-BFMI of the slowest chain and
+    the posterior correlation of each slope with the component of its family and model
+    intercepts along the slope's trade-off direction (``models._common.shift_direction``).
+    """
+    import arviz as az
+    import nutpie
+
+    import models.sdt as sdt
+    from analysis.fit import diagnose
+    from bench.bench_compile import default_cells
+    from models._common import factorize, shift_direction
+
+    data = default_cells("sdt").select(list(sdt.REQUIRED_COLUMNS))
+    model_idx, models_ = factorize(data["model"])
+    fam_idx, _ = factorize(data["family"])
+    x_model, fam_of_model = np.zeros(len(models_)), np.zeros(len(models_), dtype="int64")
+    x_model[model_idx], fam_of_model[model_idx] = data["x"].to_numpy(), fam_idx
+    d_u, d_v = shift_direction(x_model, fam_of_model)
+    rows = []
+    for basis in ("plain", "decorrelated"):
+        with Timer() as tc:
+            compiled = nutpie.compile_pymc_model(sdt.build(data, slope_basis=basis))
+        for seed in seeds:
+            with Timer() as ts:
+                idata = nutpie.sample(compiled, draws=draws, tune=1000, chains=CHAINS,
+                                      cores=CORES, seed=seed, target_accept=target,
+                                      progress_bar=False)
+            diag = diagnose(idata)
+            post = idata.posterior
+            row: dict[str, Any] = {
+                "basis": basis, "seed": seed, "draws": draws, "target_accept": target,
+                "compile_s": round(tc.wall, 1), "sample_wall_s": round(ts.wall, 1),
+                "sample_cpu_s": round(ts.cpu, 1), "divergences": diag["divergences"],
+                "max_rhat": diag["max_rhat"], "min_ess_bulk": diag["min_ess_bulk"],
+                "mean_steps": round(float(idata.sample_stats["n_steps"].values.mean()), 1),
+            }
+            energy = idata.sample_stats["energy"].values
+            row["min_bfmi"] = round(float(min(
+                np.mean(np.diff(e) ** 2) / np.var(e) for e in energy)), 3)
+            for side in ("criterion", "dprime"):
+                b = f"beta_{side}"
+                row[f"ess_{side}"] = round(float(az.ess(idata, var_names=[b])[b]))
+                row[f"rhat_{side}"] = round(float(az.rhat(idata, var_names=[b])[b]), 4)
+                u = post[f"u_{side}_family"].values.reshape(-1, d_u.size)
+                v = post[f"v_{side}_model"].values.reshape(-1, d_v.size)
+                shift = u @ d_u + v @ d_v
+                row[f"corr_{side}_shift"] = round(float(np.corrcoef(
+                    post[b].values.ravel(), shift)[0, 1]), 3)
+            row["ess_criterion_per_cpu_s"] = round(row["ess_criterion"] / ts.cpu, 1)
+            print(row, flush=True)
+            rows.append(row)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -254,8 +336,21 @@ def main() -> None:
                     default=["scale", "sdt", "centred", "pymc", "binomial", "bernoulli"])
     ap.add_argument("--gradient", action="store_true",
                     help="time log density + gradient of scale and sdt (module docstring)")
+    ap.add_argument("--sdt-seeds", type=int, nargs="+",
+                    help="fit sdt on the default data in both slope bases with these seeds")
     args = ap.parse_args()
     quiet_warnings()
+    if args.sdt_seeds:
+        srows = sdt_bases(args.sdt_seeds)
+        cols = ["basis", "seed", "divergences", "max_rhat", "min_ess_bulk", "ess_criterion",
+                "rhat_criterion", "ess_dprime", "rhat_dprime", "corr_criterion_shift",
+                "min_bfmi", "mean_steps", "sample_cpu_s", "ess_criterion_per_cpu_s"]
+        write_results(args.name if args.name != "sampling" else "sampling_sdt_basis",
+                      {"machine": machine(), "rows": srows,
+                       "command": " ".join(["bench/bench_sampling.py", *sys.argv[1:]])},
+                      md_table(srows, cols))
+        print(md_table(srows, cols))
+        return
     if args.gradient:
         grows = gradient_costs()
         write_results("sampling_gradient",
@@ -279,7 +374,7 @@ def main() -> None:
     for case in args.cases:
         t0 = time.perf_counter()
         if case == "scale":
-            rows.append(measure("scale 50x10", scale.build(big), "beta"))
+            rows.append(measure("scale 50x10", scale.build(big), "beta", shift=scale_shift(big)))
         elif case == "sdt":
             try:
                 import models.sdt as sdt
@@ -287,6 +382,19 @@ def main() -> None:
                 rows.append({"case": "sdt 50x10", "note": "models/sdt.py absent"})
                 continue
             rows.append(measure("sdt 50x10", sdt.build(sdt_cells(big, 7)), sdt.EFFECT))
+        elif case == "plain":
+            rows.append(measure("scale 50x10 plain slope basis",
+                                scale.build(big, slope_basis="plain"), "beta",
+                                shift=scale_shift(big)))
+        elif case == "plain_group_centred":
+            rows.append(measure("scale 50x10 plain slope basis, group effects centred",
+                                scale.build(big, slope_basis="plain", group_effects="centred"),
+                                "beta"))
+        elif case == "sdt_plain":
+            import models.sdt as sdt
+
+            rows.append(measure("sdt 50x10 plain slope basis",
+                                sdt.build(sdt_cells(big, 7), slope_basis="plain"), sdt.EFFECT))
         elif case == "orthogonal":
             rows.append(measure("scale 50x10 v orthogonal to x",
                                 build_variant(big, orthogonal=True), "beta"))
@@ -294,7 +402,8 @@ def main() -> None:
             rows.append(measure("scale 50x10 centred", build_variant(big, centred=True), "beta"))
         elif case == "group_centred":
             rows.append(measure("scale 50x10 group effects centred",
-                                scale.build(big, group_effects="centred"), "beta"))
+                                scale.build(big, group_effects="centred"), "beta",
+                                shift=scale_shift(big)))
         elif case == "pymc":
             rows.append(measure("scale 50x10", scale.build(big), "beta", sampler="pymc"))
         elif case == "binomial":
@@ -311,7 +420,8 @@ def main() -> None:
         info["numpyro"] = "not installed in this interpreter (see docs/performance.md)"
     table = md_table(rows, ["case", "sampler", "compile_s", "sample_wall_s", "sample_cpu_s",
                             "divergences", "max_rhat", "ess_bulk_effect", "min_ess_bulk",
-                            "ess_per_s", "effect_mean", "effect_sd", "effect_mcse"])
+                            "slowest", "ess_per_s", "ess_per_cpu_s", "corr_effect_shift",
+                            "sd_total_slope", "effect_mean", "effect_sd", "effect_mcse"])
     write_results(args.name, {**info, "rows": rows}, table)
     print(table)
 

@@ -109,13 +109,40 @@ bulk ESS 1288, max R-hat 1.004. Tried and rejected: centred model effects (1
 divergence per seed, no ESS gain); without cell effects (``cell_effects=False``) ESS
 rises to ~1800 but a divergence remains on one of two seeds.
 
-:math:`\beta_{d'}` = 0.25 (sd 0.09, 94% HDI 0.07 to 0.43) against the simulation's
-0.15 d' units per 10x (``truth.json["beta_dprime_per_10x"]``; a slope does not depend on
-where :math:`x` is centred). Posterior predictive coverage 1.0, :math:`\chi^2` p-value
-0.73 (hits 0.68, false alarms 0.66). PSIS-LOO puts 18 of 42 cells at Pareto k > 0.7:
-each cell has its own two effects, which ``analysis.checks.loo`` does not integrate out
-for a two-variable likelihood, so the SDT ELPD is not reliable (and is on other
-observations than the accuracy models', so it is never compared with theirs).
+**Why the criterion slope mixed slowly, and the slope basis.** Not a funnel: the E-BFMI of
+every chain was 0.76-0.82 and there were no divergences. The posterior of
+``beta_criterion`` is correlated -0.95 with the component of the criterion's family and
+model intercepts along the direction that trades against a common slope (family means of
+:math:`x` on ``u``, within-family deviations on ``v``; -0.88 for d'): the data fix the
+total, the priors split it (the same ridge as in ``models/scale.py``, "Slope basis").
+``slope_basis="decorrelated"`` (the default) samples each side's total slope and draws the
+split from its conditional prior (``models._common.decorrelated_slopes``; the prior and so
+the model are unchanged, ``tests/test_slope_basis.py``; the new coordinates are
+``z_{side}_slope_total``, ``z_{side}_slope_shift``, ``z_{side}_slope_deviation``).
+Measured on the default data (``python bench/bench_sampling.py --sdt-seeds 1 2 3``,
+``bench/results/sampling_sdt_basis.json``; 4 x 2000 draws, ``target_accept=0.99``; both
+bases in one run):
+
+===========================  =====================  =====================
+per seed 1 / 2 / 3           plain basis            decorrelated
+===========================  =====================  =====================
+bulk ESS ``beta_criterion``  502 / 575 / 393        1839 / 1376 / 1578
+R-hat ``beta_criterion``     1.014 / 1.011 / 1.012  1.002 / 1.003 / 1.001
+bulk ESS ``beta_dprime``     1255 / 1358 / 1268     3653 / 3743 / 4472
+max R-hat (all)              1.014 / 1.011 / 1.015  1.008 / 1.006 / 1.008
+slowest bulk ESS (all)       502 / 575 / 393        603 / 447 / 429
+divergences                  0 / 0 / 0              0 / 0 / 0
+leapfrog steps per draw      67 / 75 / 66           76 / 67 / 65
+===========================  =====================  =====================
+
+At the same cost per draw, the effective draws of the criterion slope per CPU-second rose
+about 2.7-fold (``ess_criterion_per_cpu_s`` in that file), and the R-hat gate (<= 1.01), failed by the plain basis on all three
+seeds, passed on all three. The slope is no longer the slowest quantity: the criterion's
+family and model intercepts and their sds are (the family means of ``v`` trade against
+``u``; 4 families here), with a slowest bulk ESS of 429-603 against the gate's 400, so a
+seed can still come close to the gates at 4 x 2000 draws. On the recovery design of
+``tests/test_recovery.py`` (20 models in 5 families, 4 x 1000 draws at 0.95) both bases
+showed divergences in some runs (1-2 per 4000 draws).
 
 References
 ----------
@@ -142,8 +169,12 @@ from models._common import (
     Headline,
     ModelSpec,
     Prior,
+    SlopeNames,
+    decorrelatable,
+    decorrelated_slopes,
     factorize,
     merge_priors,
+    model_level,
     prior_rv,
     zero_sum_effect,
 )
@@ -263,6 +294,7 @@ def build(
     *,
     cell_effects: bool = True,
     task_slopes: TaskSlopes = "independent",
+    slope_basis: Literal["decorrelated", "plain"] = "decorrelated",
 ) -> pm.Model:
     """Build the PyMC model.
 
@@ -277,6 +309,9 @@ def build(
     cell_effects
         Add the model x task deviations :math:`w^{d}, w^{c}` (default). Without them every
         record counts as independent evidence about the slopes.
+    slope_basis
+        ``"decorrelated"`` (default) or ``"plain"``: the sampler's coordinates for the
+        slopes and intercepts (module docstring); same model.
     task_slopes
         ``"independent"`` (default): each task's d' and criterion slope has its own prior
         (``dprime_slope_task``, ``criterion_slope_task``) and ``beta_*`` is their average
@@ -312,12 +347,21 @@ def build(
     if (hits > n_signal).any() or (fas > n_noise).any() or min(hits.min(), fas.min()) < 0:
         raise ValueError("sdt model needs 0 <= hits <= n_signal and 0 <= false_alarms <= n_noise")
     cells = [f"{m}|{t}" for m, t in zip(data["model"], data["task"], strict=True)]
+    x_model, fam_of_model = model_level(model_idx, x, fam_idx, len(models))
     coords = {"task": tasks, "family": families, "model": models, "cell": cells}
     with pm.Model(coords=coords) as model:
         parts = {}
         for side in ("dprime", "criterion"):
             alpha = prior_rv(f"alpha_{side}", p[f"alpha_{side}"], dims="task")
-            if task_slopes == "independent":
+            prior = p.get(f"{side}_slope_task")
+            decorrelate = (
+                slope_basis == "decorrelated"
+                and task_slopes == "independent"
+                and decorrelatable(prior, x_model, fam_of_model)
+            )
+            if decorrelate:
+                slope = None  # with the intercepts, below
+            elif task_slopes == "independent":
                 slope = prior_rv(f"{side}_slope_task", p[f"{side}_slope_task"], dims="task")
                 pm.Deterministic(f"beta_{side}", pt.mean(slope))
             else:
@@ -326,9 +370,16 @@ def build(
                 delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
                 slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
             s_fam = prior_rv(f"sigma_{side}_family", p[f"sigma_{side}_family"])
-            u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
-            s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
-            v = zero_sum_effect(f"v_{side}_model", s_mod, "model", len(models))
+            if decorrelate:
+                s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
+                names = SlopeNames(f"{side}_slope_task", f"beta_{side}", f"u_{side}_family",
+                                   f"v_{side}_model", prefix=f"{side}_")
+                slope, u, v = decorrelated_slopes(names, prior, (s_fam, s_mod), x_model,
+                                                  fam_of_model, len(tasks), centred=False)
+            else:  # the plain basis, in the order of the variables before the slope basis
+                u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
+                s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
+                v = zero_sum_effect(f"v_{side}_model", s_mod, "model", len(models))
             eta = alpha[task_idx] + slope[task_idx] * x + u[fam_idx] + v[model_idx]
             if cell_effects:
                 s_cell = prior_rv(f"sigma_{side}_cell", p[f"sigma_{side}_cell"])

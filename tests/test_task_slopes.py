@@ -29,10 +29,14 @@ def _cells():
 def test_independent_task_slopes_share_no_spread() -> None:
     cells, truth = _cells()
     assert truth["task_slopes"] == [0.0, 0.3]
-    m = scale.build(cells)
+    m = scale.build(cells, slope_basis="plain")
     names = {v.name for v in m.free_RVs}
     assert "slope_task" in names and "sigma_delta" not in names and "beta" not in names
     assert "beta" in {v.name for v in m.deterministics}
+    # the default (decorrelated) basis: the same task slopes, as deterministics, no spread
+    m = scale.build(cells)
+    assert "sigma_delta" not in m.named_vars
+    assert {"slope_task", "beta"} <= {v.name for v in m.deterministics}
     pooled = scale.build(cells, task_slopes="pooled")
     assert {"beta", "sigma_delta"} <= {v.name for v in pooled.free_RVs}
     with pytest.raises(ValueError, match="task_slopes"):

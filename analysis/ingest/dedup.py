@@ -82,7 +82,11 @@ def _order_and_deduplicate(
             (~same).cum_sum().alias("__key")
         )
     else:
-        ordered = records.with_columns(key.alias("__key")).sort("__key", maintain_order=True)
+        ordered = records.with_columns(key.alias("__key"))
+        # rows already in key order (e.g. records ingest wrote): a stable sort is the
+        # identity, so skip moving every column (one pass over the key instead)
+        if not ordered.get_column("__key").is_sorted():
+            ordered = ordered.sort("__key", maintain_order=True)
     k = pl.col("__key")
     in_group = ((k == k.shift(1)) | (k == k.shift(-1))).fill_null(False)
     flags = ordered.select(in_group.alias("__multi")).get_column("__multi")
