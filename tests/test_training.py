@@ -170,7 +170,7 @@ def test_model_likelihood_is_the_conditional_binomial():
         "n": [20, 10, 30, 12], "k": [15, 4, 18, 9],
     })
     m = training.build(tab)
-    assert set(m.coords) == {"arm", "pair", "row"}
+    assert set(m.coords) == {"arm", "pair", "row", "cell"}
     point = m.initial_point()
     point.update({"delta": np.array([0.4]), "z_delta_zerosum__": np.array([[0.0]]),
                   "pi_mean": np.array(-0.2), "z_pi_zerosum__": np.array([0.0])})
