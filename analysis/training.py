@@ -24,6 +24,7 @@ value; ``scale_effect.excluded_derived_checkpoints`` lists them with the reason)
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -36,6 +37,7 @@ import models as model_registry
 from analysis.contract import SCALE_EXCLUSION_REASON, InputError
 from analysis.fit import fit
 from analysis.hypotheses import DecisionRule, decide, not_estimable
+from analysis.paths import PACKAGE_DATA
 from analysis.registry import did_you_mean, format_input_error, model_lines
 from analysis.simulate import training_implied_truth
 
@@ -517,6 +519,23 @@ def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dic
     return rows
 
 
+#: The null-calibration study's summary (``validation/training_null.py --ship`` writes it).
+NULL_CALIBRATION_DATA = PACKAGE_DATA / "training_null.json"
+
+
+def null_calibration(path: Path = NULL_CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped null-calibration study: false ``improves`` rates with their intervals.
+
+    Measured on the default design (``validation/training_null.py``), not on the user's
+    data: it says how often the declared rule calls a null training effect ``improves``
+    with this model and these sampler settings. ``available`` is false without the file.
+    """
+    if not path.is_file():
+        return {"available": False, "reason": f"no null-calibration study shipped ({path.name})"}
+    study: dict[str, Any] = json.loads(path.read_text())
+    return {"available": True, **study}
+
+
 def training_effect(
     records: pl.DataFrame,
     registry: pl.DataFrame | None,
@@ -540,7 +559,9 @@ def training_effect(
             for r in rows
         ],
         "scale_models": SCALE_EXCLUSION_REASON,
-        "other": "the checkpoint's base: its outcome on the same item",
+        "other": "the checkpoint's base (its outcome on the same item), and separately the "
+        "other models: every registry model without a base_model other than the base, on the "
+        "items they share with the pair",
     }
     table = training_table(records, registry, tasks)
     # the model declared on this table (the stage reads declarations, not names)
@@ -557,6 +578,7 @@ def training_effect(
     f = fit(module.NAME, table, seed=seed, settings=settings, cache_dir=cache_dir)
     out = {**base, "diagnostics": f.diagnostics,
            **decide_training(f.idata, table, rule, passed=f.diagnostics["passed"])}
+    out["null_calibration"] = null_calibration()
     if truth is not None:
         out["truth_comparison"] = truth_rows(out, truth)
     return out

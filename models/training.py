@@ -15,6 +15,11 @@ counting the items on which the two scorings being compared disagree:
 ``privileged`` (self-gain minus other-gain)
     scoring 1 = :math:`T_p`'s self-prediction against :math:`T_p`'s outcome, scoring 0 = the
     same prediction against :math:`B_p`'s outcome on the item (the base as the "other").
+``others``, ``others_base`` (rescoring against the other models, below)
+    the checkpoint's (the base's) predictions scored against its own outcome on items
+    where that differs from another model's outcome.
+
+``gain`` rows also carry the signal-detection counts of both checkpoints (below).
 
 Paired at the item level: with an item effect :math:`e_i` on the logit of "scoring is
 right", shared by the two scorings of the item, the conditional likelihood given that
@@ -56,19 +61,99 @@ pi (pair)
 pi_mean
     :math:`\bar\pi`, the mean over pairs.
 
+Signal detection: d' and criterion (``gain`` rows carry the counts)
+--------------------------------------------------------------------
+On the same shared items, each checkpoint's binary self-predictions against its *own*
+outcomes give hits :math:`H` of :math:`S` signal items (outcome true) and false alarms
+:math:`F` of :math:`N` noise items, for the base (:math:`B`) and the checkpoint
+(:math:`T`), with the equal-variance model of ``models/sdt.py``:
+
+.. math::
+
+    H^{B}_{pt} &\sim \mathrm{Bin}\big(S^{B}_{pt}, \Phi(\tfrac12 d_{pt} - c_{pt})\big),\quad
+    F^{B}_{pt} \sim \mathrm{Bin}\big(N^{B}_{pt}, \Phi(-\tfrac12 d_{pt} - c_{pt})\big) \\
+    H^{T}_{pt}, F^{T}_{pt} &: \text{the same with } d_{pt} + D_{pj},\ c_{pt} + C_{pj},
+    \qquad D_{pj} = \delta^{d}_j + \sigma_{D} z^{D}_{pj},\ C_{pj} = \delta^{c}_j +
+    \sigma_{C} z^{C}_{pj}
+
+``dprime_base``, ``criterion_base`` (cell = pair x task)
+    the base's :math:`d_{pt}`, :math:`c_{pt}`: one free pair of nuisance parameters per
+    cell, so the effects are within-pair changes on the same items.
+``dprime_effect``, ``criterion_effect`` (arm); ``*_effect_pair`` (arm, pair)
+    the **training effect on sensitivity and on the criterion** of arm :math:`j` (the
+    in-sample mean over pairs, as for ``delta``), and each pair's own change.
+``trained_dprime_effect``, ``held_out_dprime_effect`` (and ``*_criterion_effect``)
+    unweighted means over the trained and over the held-out arms, never pooled.
+
+Pairing here is by *item set*, not conditional on the item: the two checkpoints' outcomes
+differ on some items, so signal and noise items are each checkpoint's own, and the hit and
+false-alarm counts of the two are treated as independent binomials. Their positive
+item-level dependence (same items, mostly the same outcomes) is left out, which can only
+widen the interval of the difference. An arm whose shared items have no binary
+prediction with both outcomes is ``not_estimable`` (``analysis.training``).
+
+Contrast against the other models (``others``, ``others_base`` rows)
+--------------------------------------------------------------------
+For each other model :math:`O` (the registry's models without a ``base_model``, other
+than the base) and each shared item where the predictor's own outcome differs from
+:math:`O`'s, count whether the predictor's prediction matches its own outcome: :math:`k^{T}`
+of :math:`n^{T}` for the checkpoint, :math:`k^{B}` of :math:`n^{B}` for its base, summed over
+the other models, with weight :math:`w = 1/|O|`:
+
+.. math::
+
+    \ell = \sum_{t} w\big[k^{B}_{pt}\log\sigma(\rho_{pt}) + (n^{B}_{pt}-k^{B}_{pt})
+    \log\sigma(-\rho_{pt}) + k^{T}_{pt}\log\sigma(\rho_{pt}+\lambda_p) + (n^{T}_{pt} -
+    k^{T}_{pt})\log\sigma(-\rho_{pt}-\lambda_p)\big],\quad \lambda_p = \bar\lambda +
+    \sigma_\lambda z^{\lambda}_p
+
+(a ``pm.Potential``). :math:`\rho_{pt}` (``rho``, per cell) is the base's self-advantage over
+the other models; ``others`` (:math:`\lambda_p`, per pair) the **contrast against the other
+models**: how much training raised the checkpoint's self-advantage over them, i.e. its gain in
+predicting itself minus its gain in predicting them, on the log-odds scale. With :math:`O`
+the base, the same construction gives ``pi`` (the base has no self-advantage over itself), so
+the two contrasts are one quantity against two kinds of "other". ``others_mean``:
+:math:`\bar\lambda`. The weight makes each item count once over the other models: the same
+predictions are rescored against every other model, so the counts are not independent
+(a composite likelihood; with one weight per item the interval is conservative, since
+several other models' outcomes carry more than one outcome's information).
+
+What is and is not modelled
+---------------------------
+Modelled: item difficulty cancels from the accuracy effect (conditional likelihood) and
+from the contrast against the base; the d'/criterion effects compare the two checkpoints on
+the same item set; effects vary by pair around the arm (partial pooling across families,
+one pair per family in the default data); trained and held-out tasks have separate effects.
+Not modelled: item-level dependence between base and checkpoint in the signal-detection
+part and between the other models in the ``others`` part (both handled conservatively, as
+above); a task- or item-specific contrast (one contrast per checkpoint over its tasks: with
+task-specific true contrasts it is their weighted average); the other models' own
+families (all others count alike); repeated samples beyond their counts; any change of the
+effect with scale (checkpoints are not on the scale axis); confidence ratings.
+
 Assumptions: items are independent given the pair; the effect is constant over the items
 of a pair x task (the conditional log odds ratio is the Mantel-Haenszel-type common effect);
 a pair with a single family has no deviation (a zero-sum effect of one level is 0).
 
 Measured on the default data (``data_raw/``: four trained checkpoints, one per open family,
 trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; truth in
-``truth.json["training"]``; nutpie, 4 chains x 2000 draws after 1000 tuning): R-hat 1.004,
-minimum bulk ESS 1589, no divergence, E-BFMI 0.69; all seven 94% HDIs (three arms, four
-contrasts) cover the truth, the trained task is ``improves``, both held-out tasks
-``no_credible_effect``, and the checkpoint built without privileged access
-(``cirrus-14b-rl``, true contrast 0) is the only one not ``improves``. The report's "Did
+``truth.json["training"]``, and for d', criterion and the contrast against the other models
+implied by its generative parameters, ``analysis.simulate.training_implied_truth``; nutpie,
+4 chains x 2000 draws after 1000 tuning, seed 1): R-hat 1.003, minimum bulk ESS 2052, no
+divergence, E-BFMI 0.81 (105 s on a loaded 2-core machine). All 17 94% HDIs cover the truth
+(three arms each for accuracy, d' and criterion; four contrasts against the base, four
+against the other models). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
+0.71 [0.44, 0.99] (truth 0.73), both ``improves``; held-out means ``no_credible_effect``;
+criterion effects all within about ±0.02 of 0 (truth 0). ``cirrus-14b-rl`` (built with
+no privileged access over its base): contrast against the base 0.10 [-0.23, 0.45] (truth
+0), against the other models 0.20 [-0.04, 0.44] (``no_credible_effect``; truth 0.13: its
+predictions follow its base's behaviour or its own, which it knows better than unrelated
+models'). The other three: contrast against the base ``improves``; against the other
+models 0.13-0.27 (truth 0.20-0.26), one ``credibly_positive``, the rest
+``no_credible_effect`` (the conservative weight costs power here). The report's "Did
 training help?" section shows the numbers; ``tests/test_training.py`` (slow) repeats the
-check on a fresh simulation.
+check on a fresh simulation, and ``validation/training_null.py`` measures the false
+``improves`` rate under a null effect (``analysis/data/training_null.json``).
 
 References
 ----------
