@@ -633,7 +633,8 @@ def training_implied_truth(truth: dict[str, Any]) -> dict[str, Any]:
         logit P(prediction matches own outcome | own and another model's outcome differ),
         checkpoint minus base, per task (the other models' items weighted equally), then
         averaged over tasks with inverse-variance weights (the common shift per
-        checkpoint that ``models/training.py`` fits).
+        checkpoint that ``models/training.py`` fits); ``others_per_checkpoint_task`` holds
+        the per-task shifts before that average.
     """
     tr = truth.get("training") or {}
     if not tr:
@@ -645,6 +646,7 @@ def training_implied_truth(truth: dict[str, Any]) -> dict[str, Any]:
     d_arm: dict[str, list[float]] = {}
     c_arm: dict[str, list[float]] = {}
     others: dict[str, float] = {}
+    others_task: dict[str, dict[str, float]] = {}
     for name, ck in sorted(tr["checkpoints"].items()):
         num = den = 0.0
         for task, spec in truth["tasks"].items():
@@ -663,6 +665,7 @@ def training_implied_truth(truth: dict[str, Any]) -> dict[str, Any]:
             c_arm.setdefault(arm, []).append(ct - c_b)
             shift, info = _others_shift(truth, cells, task, ck["base_model"], p, joint_t,
                                         joint_b, weights, spec["items"])
+            others_task.setdefault(name, {})[task] = shift
             num += shift * info
             den += info
         others[name] = num / den
@@ -670,6 +673,7 @@ def training_implied_truth(truth: dict[str, Any]) -> dict[str, Any]:
         "dprime_per_arm": {a: float(np.mean(v)) for a, v in d_arm.items()},
         "criterion_per_arm": {a: float(np.mean(v)) for a, v in c_arm.items()},
         "others_per_checkpoint": others,
+        "others_per_checkpoint_task": others_task,
     }
 
 
