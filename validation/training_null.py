@@ -13,7 +13,8 @@ apart).
 For every decided quantity (accuracy, d' and criterion: the trained-task mean, the
 held-out mean and each task; the contrast against the base and against the other models
 per checkpoint) it counts the data sets declared ``improves`` and gives the rate with its
-Clopper-Pearson 95% interval. Under a null effect the rule's ``improves`` (P > 0.95 *and* the
+Clopper-Pearson 95% interval (also ignoring the diagnostics gate, and among the fits that
+passed; ``null_quantities`` lists those whose truth is null). Under a null effect the rule's ``improves`` (P > 0.95 *and* the
 HDI beyond the ROPE) should be rarer than 5%. Note that with no d' change the
 ``either``-type checkpoint (``cirrus-14b-rl``) is slightly *worse* than its base against its
 own outcome, so the null accuracy and d' arm means sit a little below 0 (``truth`` in the
@@ -112,32 +113,58 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
     return lo, hi
 
 
+def null_quantities(keys: Iterable[str], config: SimulationConfig = NULL_CONFIG) -> list[str]:
+    """The decided quantities whose truth is null (or just below) under the null design.
+
+    Every accuracy, d' and criterion effect; the contrast against the base of a checkpoint
+    built without privileged access (``knows = "either"``). Not null: the other contrasts
+    (a ``"self"`` checkpoint tracks its own outcome, so it has privileged access over its
+    base and the other models even without a d' change).
+    """
+    either = {f"{c.base}-{c.suffix}" for c in config.trained if c.knows == "either"}
+    return sorted(k for k in keys if k.split(":", 1)[0] in ("accuracy", "dprime", "criterion")
+                  or k in {f"privileged_vs_base:{m}" for m in either})
+
+
+def _rate(rows: list[Mapping[str, Any]], key: str, *, gated: bool) -> dict[str, Any]:
+    n = len(rows)
+    k = sum((r["passed"] or not gated) and r["decisions"].get(key) == "improves" for r in rows)
+    lo, hi = clopper_pearson(k, n) if n else (None, None)
+    return {"improves": k, "rate": k / n if n else None, "ci_low": lo, "ci_high": hi}
+
+
 def summarize(rows: Iterable[Mapping[str, Any]], rule: DecisionRule, source: Path
               ) -> dict[str, Any]:
-    """Rates of ``improves`` (a failed fit counts as not improving) per quantity."""
+    """Rates of ``improves`` per quantity.
+
+    ``rates``: a fit failing its diagnostics counts as not improving (as in the pipeline,
+    where it is not a finding); ``rates_ignoring_diagnostics``: the decision of every fit,
+    gate or not (an upper bound); ``rates_passed_fits``: among the fits that passed.
+    """
     rows = list(rows)
-    n = len(rows)
+    passed = [r for r in rows if r["passed"]]
     keys = sorted({k for r in rows for k in r["decisions"]})
     rates = {}
     for key in keys:
-        k = sum(r["passed"] and r["decisions"].get(key) == "improves" for r in rows)
-        cred = sum(r["passed"] and r["decisions"].get(key) in ("improves", "credibly_positive")
-                   for r in rows)
-        lo, hi = clopper_pearson(k, n)
-        rates[key] = {"improves": k, "rate": k / n if n else None, "ci_low": lo, "ci_high": hi,
-                      "credibly_positive_or_improves": cred}
+        rates[key] = {**_rate(rows, key, gated=True),
+                      "credibly_positive_or_improves": sum(
+                          r["passed"] and r["decisions"].get(key) in
+                          ("improves", "credibly_positive") for r in rows)}
     digest = hashlib.sha256(source.read_bytes()).hexdigest() if source.exists() else None
     return {
         "question": "how often is a null training effect declared 'improves'",
         "design": "analysis.simulate defaults with training_dprime = 0 on every task "
         "(4 trained checkpoints, trained on refusal, difficulty and word_association held out)",
-        "n_datasets": n,
-        "n_failed_diagnostics": sum(not r["passed"] for r in rows),
+        "n_datasets": len(rows),
+        "n_failed_diagnostics": len(rows) - len(passed),
         "seeds": [min(r["seed"] for r in rows), max(r["seed"] for r in rows)] if rows else [],
         "sampler": dataclasses.asdict(SETTINGS),
         "rule": rule.as_dict(),
         "interval": "Clopper-Pearson 95%",
+        "null_quantities": null_quantities(keys),
         "rates": rates,
+        "rates_ignoring_diagnostics": {k: _rate(rows, k, gated=False) for k in keys},
+        "rates_passed_fits": {k: _rate(passed, k, gated=False) for k in keys},
         "source": str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source),
         "source_sha256": digest,
         "command": "python validation/training_null.py " + " ".join(sys.argv[1:]),
@@ -170,9 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     (a.out / "training_null.json").write_text(text)
     if a.ship:
         PACKAGE_DATA.write_text(text)
-    acc = summary["rates"]["accuracy:trained"]
-    print(f"{summary['n_datasets']} data sets: accuracy:trained improves {acc['improves']} "
-          f"({acc['rate']:.3f}, 95% CI {acc['ci_low']:.3f}-{acc['ci_high']:.3f})")
+    for key in summary["null_quantities"]:
+        r, u = summary["rates"][key], summary["rates_ignoring_diagnostics"][key]
+        print(f"{key}: improves {r['improves']} of {summary['n_datasets']} "
+              f"({r['rate']:.3f}, 95% CI {r['ci_low']:.3f}-{r['ci_high']:.3f}); "
+              f"ignoring diagnostics {u['improves']}")
     return 0
 
 
