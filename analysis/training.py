@@ -392,12 +392,15 @@ def _others_contrast(idata: Any, table: pl.DataFrame, r: DecisionRule) -> dict[s
         t = oth.filter(pl.col("model") == pair)
         b = base.filter(pl.col("model") == pair)
         d = decide(post["others"].values[..., j], r, n_models=n_pairs)
+        w0 = float(t["weight"][0])
+        tk, tn = int(t["k"].sum()), int(t["n"].sum())
+        bk, bn = int(b["k"].sum()), int(b["n"].sum())
         rows.append({
             "model": pair, "base_model": t["base_model"][0],
-            "n_other_models": int(round(1 / t["weight"][0])) if t["weight"][0] else 0,
-            "n_rescored": int(t["n"].sum()),
-            "match_own_when_differs_trained": float(t["k"].sum() / max(t["n"].sum(), 1)),
-            "match_own_when_differs_base": float(b["k"].sum() / max(b["n"].sum(), 1)),
+            "n_other_models": round(1 / w0) if w0 else 0,
+            "n_rescored": tn,
+            "match_own_when_differs_trained": tk / max(tn, 1),
+            "match_own_when_differs_base": bk / max(bn, 1),
             **d, "reading": OTHERS_READING[d["decision"]],
         })
     return {"mean": decide(_draws(idata, "others_mean"), r, n_models=n_pairs),
