@@ -197,10 +197,10 @@ def test_model_likelihood_is_the_conditional_binomial():
     assert logp_k == pytest.approx(expect, rel=1e-9)
 
 
-def _fit_table(tab, seed, draws=500):
+def _fit_table(tab, seed, draws=500, chains=2):
     from analysis.fit import SamplerSettings, fit
 
-    settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=500, chains=2)
+    settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=1000, chains=chains)
     return fit("training", tab, seed=seed, settings=settings, cache_dir=None,
                reuse_compiled=True)
 
@@ -217,7 +217,7 @@ def test_training_effects_and_privileged_contrast_are_recovered(tmp_path):
     reg = load_registry(paths["registry"])
     tasks = sorted(res.records["task"].unique().to_list())
     tab = training_table(res.records, reg, tasks)
-    f = _fit_table(tab, seed=1, draws=1000)
+    f = _fit_table(tab, seed=1, draws=1000, chains=4)  # ESS >= 400 on the spreads
     assert f.diagnostics["passed"], f.diagnostics
     import json
 
