@@ -10,12 +10,22 @@ other task both checkpoints answered is *held out*. This module
   naming the registry file and line;
 * builds the paired table of ``models/training.py`` (:func:`training_table`): per
   checkpoint x task, the items on which the checkpoint and its base disagree
-  (``comparison = "gain"``), and the items on which the checkpoint's own prediction is
-  right about itself but not about its base's outcome, or the reverse
-  (``comparison = "privileged"``);
+  (``comparison = "gain"``, with both checkpoints' signal-detection counts on the shared
+  items), the items on which the checkpoint's own prediction is right about itself but not
+  about its base's outcome, or the reverse (``comparison = "privileged"``), and each
+  predictor's predictions rescored against the other models' outcomes
+  (``comparison = "others"``/``"others_base"``);
 * fits that model and decides every effect with the declared rule (:func:`training_effect`):
-  per intervention x task, the trained-task mean and the held-out (transfer) mean
-  separately, and the privileged-access contrast per checkpoint.
+  accuracy, d' and criterion per intervention x task, the trained-task mean and the
+  held-out (transfer) mean separately, and the privileged-access contrast per checkpoint
+  against its base and against the other models; diagnostics gate every decision
+  (``finding``);
+* attaches the shipped null-calibration study (:func:`null_calibration`,
+  ``validation/training_null.py``): how often the rule declares a null effect ``improves``.
+
+Not done here: the effect of training is not related to scale, a checkpoint derived from a
+derived checkpoint is compared with its own base only, and "other models" are every model
+without a ``base_model`` (their families are not modelled); see ``models/training.py``.
 
 Derived checkpoints never enter the scale models: they share their base's size, so they
 would be extra points at one size (``analysis.cells.scale_values`` gives them no scale
