@@ -35,7 +35,6 @@ import argparse
 import dataclasses
 import hashlib
 import json
-import sys
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -165,10 +164,18 @@ def summarize(rows: Iterable[Mapping[str, Any]], rule: DecisionRule, source: Pat
         "rates": rates,
         "rates_ignoring_diagnostics": {k: _rate(rows, k, gated=False) for k in keys},
         "rates_passed_fits": {k: _rate(passed, k, gated=False) for k in keys},
-        "source": str(source.relative_to(ROOT)) if source.is_relative_to(ROOT) else str(source),
+        "source": _shown(source),
         "source_sha256": digest,
-        "command": "python validation/training_null.py " + " ".join(sys.argv[1:]),
+        # the run that made the rows (a --summarize-only rerun writes the same summary)
+        "command": f"python validation/training_null.py --sims {len(rows)} --out "
+        f"{_shown(source.parent)} --ship",
     }
+
+
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository when inside it."""
+    path = path.resolve()
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def main(argv: list[str] | None = None) -> int:
