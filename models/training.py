@@ -140,7 +140,7 @@ trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; t
 ``truth.json["training"]``, and for d', criterion and the contrast against the other models
 implied by its generative parameters, ``analysis.simulate.training_implied_truth``; nutpie,
 4 chains x 2000 draws after 1000 tuning, seed 1): R-hat 1.003, minimum bulk ESS 2052, no
-divergence, E-BFMI 0.81 (105 s on a loaded 2-core machine). All 17 94% HDIs cover the truth
+divergence, E-BFMI 0.81. All 17 94% HDIs cover the truth
 (three arms each for accuracy, d' and criterion; four contrasts against the base, four
 against the other models). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
 0.71 [0.44, 0.99] (truth 0.73), both ``improves``; held-out means ``no_credible_effect``;
