@@ -583,3 +583,122 @@ def simulate_scale_cells(
 def truth_json(truth: dict[str, Any]) -> str:
     """Serialise a truth dict deterministically."""
     return json.dumps(truth, indent=2, sort_keys=True)
+
+
+def _prediction_joint(p: np.ndarray, r: float, knows: str, hit: float, fa: float
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """Per item: P(prediction true, own outcome true) and P(prediction false, own outcome false).
+
+    ``p`` is the item's outcome probability. ``knows = "self"``: the prediction follows the
+    checkpoint's own outcome (hit/false-alarm rates ``hit``/``fa``); ``"either"``: its own
+    or its base's with probability 1/2, where the own outcome equals the base's except on a
+    share ``r`` of items, redrawn from ``p`` (so P(base true | own true) = 1 - r + r p,
+    P(base true | own false) = r p).
+    """
+    if knows == "either":
+        s1 = 0.5 + 0.5 * ((1 - r) + r * p)  # P(followed outcome true | own true)
+        s0 = 0.5 * r * p  # P(followed outcome true | own false)
+    else:
+        s1, s0 = np.ones_like(p), np.zeros_like(p)
+    yes_given_1 = s1 * hit + (1 - s1) * fa
+    yes_given_0 = s0 * hit + (1 - s0) * fa
+    return p * yes_given_1, (1 - p) * (1 - yes_given_0)
+
+
+def _sdt_of(both: tuple[np.ndarray, np.ndarray], p: np.ndarray, w: np.ndarray
+            ) -> tuple[float, float]:
+    """Item-pooled d' and criterion from the per-item joints of :func:`_prediction_joint`."""
+    h = float(np.sum(w * both[0]) / np.sum(w * p))
+    f = 1.0 - float(np.sum(w * both[1]) / np.sum(w * (1 - p)))
+    return float(norm.ppf(h) - norm.ppf(f)), float(-(norm.ppf(h) + norm.ppf(f)) / 2)
+
+
+def training_implied_truth(truth: dict[str, Any]) -> dict[str, Any]:
+    """Training truths implied by ``truth.json``'s generative parameters (no new draws).
+
+    ``truth.json["training"]`` (written by :func:`simulate`) holds the accuracy effects and
+    the contrast against the base. The d'/criterion effects and the contrast against the
+    other models follow from the parameters it also records (each base cell's d' and
+    criterion, the tasks, ``training_dprime``, ``behaviour_change`` and each checkpoint's
+    ``knows``), by quadrature over item difficulty, so the shipped data need not change:
+
+    ``dprime_per_arm``, ``criterion_per_arm``
+        item-pooled :math:`d' = z(H) - z(F)` and :math:`c = -(z(H) + z(F))/2` of the
+        checkpoint (against its own outcome) minus its base's, averaged over checkpoints
+        (the zero-sum mean of ``models/training.py``). A ``"self"`` checkpoint's d' moves
+        by ``training_dprime[task]`` and its criterion not at all; an ``"either"`` one's
+        prediction follows its base's outcome on some items where its own differs, which
+        lowers its d' against its own outcome.
+    ``others_per_checkpoint``
+        logit P(prediction matches own outcome | own and another model's outcome differ),
+        checkpoint minus base, per task (the other models' items weighted equally), then
+        averaged over tasks with inverse-variance weights (the common shift per
+        checkpoint that ``models/training.py`` fits); ``others_per_checkpoint_task`` holds
+        the per-task shifts before that average.
+    """
+    tr = truth.get("training") or {}
+    if not tr:
+        return {}
+    cells = {(c["model"], c["task"]): c for c in truth["cells"]}
+    nodes, weights = np.polynomial.hermite_e.hermegauss(41)
+    weights = weights / weights.sum()
+    r = float(tr["behaviour_change"])
+    d_arm: dict[str, list[float]] = {}
+    c_arm: dict[str, list[float]] = {}
+    others: dict[str, float] = {}
+    others_task: dict[str, dict[str, float]] = {}
+    for name, ck in sorted(tr["checkpoints"].items()):
+        num = den = 0.0
+        for task, spec in truth["tasks"].items():
+            b = cells[(ck["base_model"], task)]
+            base_logit = float(logit(spec["base_rate"])) + spec["outcome_slope"] * b["x"]
+            p = expit(base_logit + truth["sigma_item"] * nodes)
+            d_b, c_b = b["dprime"], b["criterion"]
+            d_t = d_b + float(tr["training_dprime"].get(task, 0.0))
+            rates = {"t": (norm.cdf(d_t / 2 - c_b), norm.cdf(-d_t / 2 - c_b)),
+                     "b": (norm.cdf(d_b / 2 - c_b), norm.cdf(-d_b / 2 - c_b))}
+            joint_t = _prediction_joint(p, r, ck["knows"], *rates["t"])
+            joint_b = _prediction_joint(p, r, "self", *rates["b"])
+            dt, ct = _sdt_of(joint_t, p, weights)
+            arm = f"{tr['intervention']}|{task}"
+            d_arm.setdefault(arm, []).append(dt - d_b)
+            c_arm.setdefault(arm, []).append(ct - c_b)
+            shift, info = _others_shift(truth, cells, task, ck["base_model"], p, joint_t,
+                                        joint_b, weights, spec["items"])
+            others_task.setdefault(name, {})[task] = shift
+            num += shift * info
+            den += info
+        others[name] = num / den
+    return {
+        "dprime_per_arm": {a: float(np.mean(v)) for a, v in d_arm.items()},
+        "criterion_per_arm": {a: float(np.mean(v)) for a, v in c_arm.items()},
+        "others_per_checkpoint": others,
+        "others_per_checkpoint_task": others_task,
+    }
+
+
+def _others_shift(
+    truth: dict[str, Any], cells: dict[tuple[str, str], Any], task: str, base: str,
+    p: np.ndarray, joint_t: tuple[np.ndarray, np.ndarray], joint_b: tuple[np.ndarray, np.ndarray],
+    weights: np.ndarray, n_items: int,
+) -> tuple[float, float]:
+    """One task: the checkpoint-minus-base logit shift against the other models.
+
+    Also its information (inverse asymptotic variance of the shift from ``n_items`` items).
+    """
+    spec = truth["tasks"][task]
+    others = [m for (m, t) in cells if t == task and m != base]
+    k = {"t": 0.0, "b": 0.0}
+    n = {"t": 0.0, "b": 0.0}
+    for o in others:
+        lo = float(logit(spec["base_rate"])) + spec["outcome_slope"] * cells[(o, task)]["x"]
+        p_o = expit(lo + truth["sigma_item"] * (np.polynomial.hermite_e.hermegauss(41)[0]))
+        differ = p * (1 - p_o) + (1 - p) * p_o
+        for side, joint in (("t", joint_t), ("b", joint_b)):
+            k[side] += float(np.sum(weights * (joint[0] * (1 - p_o) + joint[1] * p_o)))
+            n[side] += float(np.sum(weights * differ))
+    q = {s: k[s] / n[s] for s in k}
+    shift = float(logit(q["t"]) - logit(q["b"]))
+    scale = n_items / len(others)  # each item counted once over the others
+    var = sum(1.0 / (scale * n[s] * q[s] * (1 - q[s])) for s in q)
+    return shift, 1.0 / var

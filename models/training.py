@@ -15,6 +15,11 @@ counting the items on which the two scorings being compared disagree:
 ``privileged`` (self-gain minus other-gain)
     scoring 1 = :math:`T_p`'s self-prediction against :math:`T_p`'s outcome, scoring 0 = the
     same prediction against :math:`B_p`'s outcome on the item (the base as the "other").
+``others``, ``others_base`` (rescoring against the other models, below)
+    the checkpoint's (the base's) predictions scored against its own outcome on items
+    where that differs from another model's outcome.
+
+``gain`` rows also carry the signal-detection counts of both checkpoints (below).
 
 Paired at the item level: with an item effect :math:`e_i` on the logit of "scoring is
 right", shared by the two scorings of the item, the conditional likelihood given that
@@ -56,19 +61,99 @@ pi (pair)
 pi_mean
     :math:`\bar\pi`, the mean over pairs.
 
+Signal detection: d' and criterion (``gain`` rows carry the counts)
+--------------------------------------------------------------------
+On the same shared items, each checkpoint's binary self-predictions against its *own*
+outcomes give hits :math:`H` of :math:`S` signal items (outcome true) and false alarms
+:math:`F` of :math:`N` noise items, for the base (:math:`B`) and the checkpoint
+(:math:`T`), with the equal-variance model of ``models/sdt.py``:
+
+.. math::
+
+    H^{B}_{pt} &\sim \mathrm{Bin}\big(S^{B}_{pt}, \Phi(\tfrac12 d_{pt} - c_{pt})\big),\quad
+    F^{B}_{pt} \sim \mathrm{Bin}\big(N^{B}_{pt}, \Phi(-\tfrac12 d_{pt} - c_{pt})\big) \\
+    H^{T}_{pt}, F^{T}_{pt} &: \text{the same with } d_{pt} + D_{pj},\ c_{pt} + C_{pj},
+    \qquad D_{pj} = \delta^{d}_j + \sigma_{D} z^{D}_{pj},\ C_{pj} = \delta^{c}_j +
+    \sigma_{C} z^{C}_{pj}
+
+``dprime_base``, ``criterion_base`` (cell = pair x task)
+    the base's :math:`d_{pt}`, :math:`c_{pt}`: one free pair of nuisance parameters per
+    cell, so the effects are within-pair changes on the same items.
+``dprime_effect``, ``criterion_effect`` (arm); ``*_effect_pair`` (arm, pair)
+    the **training effect on sensitivity and on the criterion** of arm :math:`j` (the
+    in-sample mean over pairs, as for ``delta``), and each pair's own change.
+``trained_dprime_effect``, ``held_out_dprime_effect`` (and ``*_criterion_effect``)
+    unweighted means over the trained and over the held-out arms, never pooled.
+
+Pairing here is by *item set*, not conditional on the item: the two checkpoints' outcomes
+differ on some items, so signal and noise items are each checkpoint's own, and the hit and
+false-alarm counts of the two are treated as independent binomials. Their positive
+item-level dependence (same items, mostly the same outcomes) is left out, which can only
+widen the interval of the difference. An arm whose shared items have no binary
+prediction with both outcomes is ``not_estimable`` (``analysis.training``).
+
+Contrast against the other models (``others``, ``others_base`` rows)
+--------------------------------------------------------------------
+For each other model :math:`O` (the registry's models without a ``base_model``, other
+than the base) and each shared item where the predictor's own outcome differs from
+:math:`O`'s, count whether the predictor's prediction matches its own outcome: :math:`k^{T}`
+of :math:`n^{T}` for the checkpoint, :math:`k^{B}` of :math:`n^{B}` for its base, summed over
+the other models, with weight :math:`w = 1/|O|`:
+
+.. math::
+
+    \ell = \sum_{t} w\big[k^{B}_{pt}\log\sigma(\rho_{pt}) + (n^{B}_{pt}-k^{B}_{pt})
+    \log\sigma(-\rho_{pt}) + k^{T}_{pt}\log\sigma(\rho_{pt}+\lambda_p) + (n^{T}_{pt} -
+    k^{T}_{pt})\log\sigma(-\rho_{pt}-\lambda_p)\big],\quad \lambda_p = \bar\lambda +
+    \sigma_\lambda z^{\lambda}_p
+
+(a ``pm.Potential``). :math:`\rho_{pt}` (``rho``, per cell) is the base's self-advantage over
+the other models; ``others`` (:math:`\lambda_p`, per pair) the **contrast against the other
+models**: how much training raised the checkpoint's self-advantage over them, i.e. its gain in
+predicting itself minus its gain in predicting them, on the log-odds scale. With :math:`O`
+the base, the same construction gives ``pi`` (the base has no self-advantage over itself), so
+the two contrasts are one quantity against two kinds of "other". ``others_mean``:
+:math:`\bar\lambda`. The weight makes each item count once over the other models: the same
+predictions are rescored against every other model, so the counts are not independent
+(a composite likelihood; with one weight per item the interval is conservative, since
+several other models' outcomes carry more than one outcome's information).
+
+What is and is not modelled
+---------------------------
+Modelled: item difficulty cancels from the accuracy effect (conditional likelihood) and
+from the contrast against the base; the d'/criterion effects compare the two checkpoints on
+the same item set; effects vary by pair around the arm (partial pooling across families,
+one pair per family in the default data); trained and held-out tasks have separate effects.
+Not modelled: item-level dependence between base and checkpoint in the signal-detection
+part and between the other models in the ``others`` part (both handled conservatively, as
+above); a task- or item-specific contrast (one contrast per checkpoint over its tasks: with
+task-specific true contrasts it is their weighted average); the other models' own
+families (all others count alike); repeated samples beyond their counts; any change of the
+effect with scale (checkpoints are not on the scale axis); confidence ratings.
+
 Assumptions: items are independent given the pair; the effect is constant over the items
 of a pair x task (the conditional log odds ratio is the Mantel-Haenszel-type common effect);
 a pair with a single family has no deviation (a zero-sum effect of one level is 0).
 
 Measured on the default data (``data_raw/``: four trained checkpoints, one per open family,
 trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; truth in
-``truth.json["training"]``; nutpie, 4 chains x 2000 draws after 1000 tuning): R-hat 1.004,
-minimum bulk ESS 1589, no divergence, E-BFMI 0.69; all seven 94% HDIs (three arms, four
-contrasts) cover the truth, the trained task is ``improves``, both held-out tasks
-``no_credible_effect``, and the checkpoint built without privileged access
-(``cirrus-14b-rl``, true contrast 0) is the only one not ``improves``. The report's "Did
+``truth.json["training"]``, and for d', criterion and the contrast against the other models
+implied by its generative parameters, ``analysis.simulate.training_implied_truth``; nutpie,
+4 chains x 2000 draws after 1000 tuning, seed 1): R-hat 1.003, minimum bulk ESS 2052, no
+divergence, E-BFMI 0.81. All 17 94% HDIs cover the truth
+(three arms each for accuracy, d' and criterion; four contrasts against the base, four
+against the other models). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
+0.71 [0.44, 0.99] (truth 0.73), both ``improves``; held-out means ``no_credible_effect``;
+criterion effects all within about ±0.02 of 0 (truth 0). ``cirrus-14b-rl`` (built with
+no privileged access over its base): contrast against the base 0.10 [-0.23, 0.45] (truth
+0), against the other models 0.20 [-0.04, 0.44] (``no_credible_effect``; truth 0.13: its
+predictions follow its base's behaviour or its own, which it knows better than unrelated
+models'). The other three: contrast against the base ``improves``; against the other
+models 0.13-0.27 (truth 0.20-0.26), one ``credibly_positive``, the rest
+``no_credible_effect`` (the conservative weight costs power here). The report's "Did
 training help?" section shows the numbers; ``tests/test_training.py`` (slow) repeats the
-check on a fresh simulation.
+check on a fresh simulation, and ``validation/training_null.py`` measures the false
+``improves`` rate under a null effect (``analysis/data/training_null.json``).
 
 References
 ----------
@@ -88,6 +173,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from models._common import ModelSpec, Prior, factorize, merge_priors, prior_rv
+from models.sdt import _probit_logit
 
 NAME = "training"
 SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, privileged access"
@@ -101,9 +187,24 @@ DEFAULT_PRIORS: dict[str, Prior] = {
     "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # pair (family) deviations of the effect
     "pi_mean": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # mean privileged-access contrast (logit)
     "sigma_pi": ("HalfNormal", {"sigma": 0.5}),  # pair deviations of the contrast
+    # signal detection (the same scale as models/sdt.py: d' and criterion units)
+    "dprime_base": ("Normal", {"mu": 0.5, "sigma": 1.5}),  # base d' per pair x task
+    "criterion_base": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # base criterion per pair x task
+    "dprime_effect": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # change in d' per arm
+    "criterion_effect": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # change in criterion per arm
+    "sigma_dprime_effect": ("HalfNormal", {"sigma": 0.5}),
+    "sigma_criterion_effect": ("HalfNormal", {"sigma": 0.5}),
+    # rescoring against the other models
+    "rho": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # base's self-advantage per pair x task
+    "others_mean": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # mean contrast vs other models
+    "sigma_others": ("HalfNormal", {"sigma": 0.5}),
 }
 
-REQUIRED_COLUMNS = ("model", "task", "arm", "status", "comparison", "n", "k")
+REQUIRED_COLUMNS = (
+    "model", "task", "arm", "status", "comparison", "n", "k", "weight",
+    "n_signal_base", "n_noise_base", "hits_base", "false_alarms_base",
+    "n_signal_trained", "n_noise_trained", "hits_trained", "false_alarms_trained",
+)
 
 
 def unfit_reason(data: Any) -> str | None:
@@ -129,69 +230,145 @@ SPEC = ModelSpec(
 )
 
 
+def _pair_effect(name: str, mean: Any, sigma: Any, n_arms: int, n_pairs: int) -> Any:
+    """``mean[arm] + sigma * z[arm, pair]`` (zero-sum over pairs; none with one pair)."""
+    if n_pairs >= 2:
+        z = pm.ZeroSumNormal(f"z_{name}", sigma=1.0, dims=("arm", "pair"))
+        return mean[:, None] + sigma * z
+    return mean[:, None] + pt.zeros((n_arms, 1))
+
+
+def _pair_contrast(name: str, p: Mapping[str, Prior], n_pairs: int) -> Any:
+    """``mean + sigma * z[pair]`` (zero-sum over pairs), saved as ``name`` on ``pair``."""
+    mean = prior_rv(f"{name}_mean", p[f"{name}_mean"])
+    s = prior_rv(f"sigma_{name}", p[f"sigma_{name}"])
+    if n_pairs >= 2:
+        dev = s * pm.ZeroSumNormal(f"z_{name}", sigma=1.0, dims="pair")
+    else:
+        dev = pt.zeros(1)
+    return pm.Deterministic(name, mean + dev, dims="pair")
+
+
+def _means(name: str, effect: Any, trained: np.ndarray) -> None:
+    """``trained_<name>`` and ``held_out_<name>``: unweighted means over each kind of arm."""
+    if trained.any():
+        pm.Deterministic(f"trained_{name}", effect[np.flatnonzero(trained)].mean())
+    if (~trained).any():
+        pm.Deterministic(f"held_out_{name}", effect[np.flatnonzero(~trained)].mean())
+
+
+def _sdt_block(data: Any, g: np.ndarray, cell_arm: np.ndarray, cell_pair: np.ndarray,
+               trained: np.ndarray, p: Mapping[str, Prior], n_pairs: int) -> None:
+    """Hits and false alarms of base and checkpoint on the shared items (``gain`` rows)."""
+    col = {c: np.asarray(data[c], dtype="int64")[g] for c in REQUIRED_COLUMNS[8:]}
+    d_b = prior_rv("dprime_base", p["dprime_base"], dims="cell")
+    c_b = prior_rv("criterion_base", p["criterion_base"], dims="cell")
+    shift = {}
+    for side in ("dprime", "criterion"):
+        eff = prior_rv(f"{side}_effect", p[f"{side}_effect"], dims="arm")
+        s = prior_rv(f"sigma_{side}_effect", p[f"sigma_{side}_effect"])
+        pair = pm.Deterministic(
+            f"{side}_effect_pair",
+            _pair_effect(f"{side}_effect", eff, s, len(trained), n_pairs), dims=("arm", "pair"),
+        )
+        _means(f"{side}_effect", eff, trained)
+        shift[side] = pair[cell_arm, cell_pair]
+    for who, d, c in (("base", d_b, c_b),
+                      ("trained", d_b + shift["dprime"], c_b + shift["criterion"])):
+        pm.Binomial(f"hits_{who}", n=col[f"n_signal_{who}"], logit_p=_probit_logit(d / 2 - c),
+                    observed=col[f"hits_{who}"], dims="cell")
+        pm.Binomial(f"false_alarms_{who}", n=col[f"n_noise_{who}"],
+                    logit_p=_probit_logit(-d / 2 - c), observed=col[f"false_alarms_{who}"],
+                    dims="cell")
+
+
+def _others_block(data: Any, comp: np.ndarray, cell_of: Mapping[tuple[str, str], int],
+                  p: Mapping[str, Prior], pair_index: Mapping[str, int]) -> None:
+    """Rescoring against the other models: a weighted (composite) binomial log likelihood."""
+    pair_col = np.asarray(data["model"]).astype(str)
+    task_col = np.asarray(data["task"]).astype(str)
+    n = np.asarray(data["n"], dtype=float)
+    k = np.asarray(data["k"], dtype=float)
+    w = np.asarray(data["weight"], dtype=float)
+    rho = prior_rv("rho", p["rho"], dims="cell")
+    others = _pair_contrast("others", p, len(pair_index))
+    for which, add in (("others", True), ("others_base", False)):
+        sel = np.flatnonzero(comp == which)
+        cells = np.array([cell_of[(pair_col[i], task_col[i])] for i in sel], dtype="int64")
+        pairs = np.array([pair_index[pair_col[i]] for i in sel], dtype="int64")
+        eta = rho[cells] + (others[pairs] if add else 0.0)
+        ll = w[sel] * (k[sel] * -pt.softplus(-eta)
+                       + (n[sel] - k[sel]) * -pt.softplus(eta))
+        pm.Potential(f"loglik_{which}", ll.sum())
+
+
 def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     """Build the PyMC model.
 
     Parameters
     ----------
     data
-        Rows ``model`` (the trained checkpoint = the pair), ``task``, ``arm``, ``status``
-        (``trained``/``held_out``), ``comparison`` (``gain``/``privileged``), ``n``, ``k``
-        (``analysis.training.training_table``).
+        The rows of ``analysis.training.training_table``: ``model`` (the trained checkpoint
+        = the pair), ``task``, ``arm``, ``status`` (``trained``/``held_out``),
+        ``comparison`` (``gain``/``privileged``/``others``/``others_base``), ``n``, ``k``,
+        ``weight`` and the signal-detection counts (on ``gain`` rows). ``others*`` rows and
+        the signal-detection columns are optional (without them the model has only the
+        accuracy effect and the contrast against the base).
     priors
         Overrides of :data:`DEFAULT_PRIORS`.
 
     Returns
     -------
     pymc.Model
-        With coords ``arm``, ``pair``, ``row`` and the observed ``k`` (on ``row``).
+        With coords ``arm``, ``pair``, ``row`` (``gain`` and ``privileged`` rows: the
+        observed ``k``) and ``cell`` (pair x task: the ``gain`` rows).
     """
     p = merge_priors(DEFAULT_PRIORS, priors)
     comp = np.asarray(data["comparison"]).astype(str)
     pair_col = np.asarray(data["model"]).astype(str)
     arm_col = np.asarray(data["arm"]).astype(str)
+    task_col = np.asarray(data["task"]).astype(str)
     status_col = np.asarray(data["status"]).astype(str)
-    n = np.asarray(data["n"], dtype="int64")
-    k = np.asarray(data["k"], dtype="int64")
     g, v = comp == "gain", comp == "privileged"
     if not g.any():
         raise ValueError("training model needs 'gain' rows (a checkpoint and its base)")
+    obs = g | v
     _, pairs = factorize(pair_col)
     pair_index = {name: i for i, name in enumerate(pairs)}
     _, arms = factorize(arm_col[g])
     status_of = {a: s for a, s in zip(arm_col[g], status_col[g], strict=True)}
     trained = np.array([status_of[a] == "trained" for a in arms])
     arm_pos = {a: i for i, a in enumerate(arms)}
+    gi = np.flatnonzero(g)
+    cell_of = {(pair_col[i], task_col[i]): c for c, i in enumerate(gi)}
     coords = {
         "arm": arms,
         "pair": pairs,
-        "row": [f"{a}|{b}|{c}" for a, b, c in zip(pair_col, arm_col, comp, strict=True)],
+        "row": [f"{a}|{b}|{c}" for a, b, c in zip(pair_col[obs], arm_col[obs], comp[obs],
+                                                   strict=True)],
+        "cell": [f"{pair_col[i]}|{task_col[i]}" for i in gi],
     }
-    row_pair = np.array([pair_index[x] for x in pair_col])
+    row_pair = np.array([pair_index[x] for x in pair_col[obs]])
+    row_arm = np.array([arm_pos.get(a, 0) for a in arm_col[obs]])
+    n = np.asarray(data["n"], dtype="int64")[obs]
+    k = np.asarray(data["k"], dtype="int64")[obs]
     with pm.Model(coords=coords) as model:
         delta = prior_rv("delta", p["delta"], dims="arm")
         s_d = prior_rv("sigma_delta", p["sigma_delta"])
-        if len(pairs) >= 2:
-            z = pm.ZeroSumNormal("z_delta", sigma=1.0, dims=("arm", "pair"))
-            dev = s_d * z
-        else:
-            dev = pt.zeros((len(arms), 1))
-        delta_pair = pm.Deterministic("delta_pair", delta[:, None] + dev, dims=("arm", "pair"))
-        if trained.any():
-            pm.Deterministic("trained_effect", delta[np.flatnonzero(trained)].mean())
-        if (~trained).any():
-            pm.Deterministic("held_out_effect", delta[np.flatnonzero(~trained)].mean())
+        delta_pair = pm.Deterministic(
+            "delta_pair", _pair_effect("delta", delta, s_d, len(arms), len(pairs)),
+            dims=("arm", "pair"),
+        )
+        _means("effect", delta, trained)
         # gain rows read delta_pair[arm, pair]; privileged rows read pi[pair]
-        row_arm = np.array([arm_pos.get(a, 0) for a in arm_col])
         eta = delta_pair[row_arm, row_pair]
         if v.any():
-            pi_mean = prior_rv("pi_mean", p["pi_mean"])
-            s_p = prior_rv("sigma_pi", p["sigma_pi"])
-            if len(pairs) >= 2:
-                z_pi = pm.ZeroSumNormal("z_pi", sigma=1.0, dims="pair")
-                pi = pm.Deterministic("pi", pi_mean + s_p * z_pi, dims="pair")
-            else:
-                pi = pm.Deterministic("pi", pi_mean + pt.zeros(1), dims="pair")
-            eta = pt.where(g, eta, pi[row_pair])
+            pi = _pair_contrast("pi", p, len(pairs))
+            eta = pt.where(g[obs], eta, pi[row_pair])
         pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="row")
+        if "n_signal_base" in getattr(data, "columns", ()):
+            _sdt_block(data, g, np.array([arm_pos[a] for a in arm_col[gi]]),
+                       np.array([pair_index[x] for x in pair_col[gi]]), trained, p, len(pairs))
+        if (comp == "others").any() and (comp == "others_base").any():
+            _others_block(data, comp, cell_of, p, pair_index)
     return model

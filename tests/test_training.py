@@ -10,22 +10,37 @@ simulated data (intervals cover the truth), and a null training effect not decla
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import json
 from pathlib import Path
 
 import numpy as np
 import polars as pl
 import pytest
-from scipy.stats import binom
+from scipy.stats import binom, norm
 
 from analysis.cells import build_cells
 from analysis.cli import main
 from analysis.hypotheses import DecisionRule
 from analysis.registry import load_registry
-from analysis.simulate import SimulationConfig, simulate
-from analysis.training import decide_training, training_table, truth_rows
+from analysis.simulate import (
+    DEFAULT_TASKS,
+    SimulationConfig,
+    TrainedCheckpoint,
+    simulate,
+    training_implied_truth,
+)
+from analysis.training import (
+    NULL_CALIBRATION_DATA,
+    decide_training,
+    null_calibration,
+    training_table,
+    truth_rows,
+)
 
 pytestmark = pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLAS:UserWarning")
 
+ROOT = Path(__file__).resolve().parents[1]
 REG_HEAD = "model,family,params_b,base_model,intervention,trained_tasks\n"
 
 
@@ -170,7 +185,7 @@ def test_model_likelihood_is_the_conditional_binomial():
         "n": [20, 10, 30, 12], "k": [15, 4, 18, 9],
     })
     m = training.build(tab)
-    assert set(m.coords) == {"arm", "pair", "row"}
+    assert set(m.coords) == {"arm", "pair", "row", "cell"}
     point = m.initial_point()
     point.update({"delta": np.array([0.4]), "z_delta_zerosum__": np.array([[0.0]]),
                   "pi_mean": np.array(-0.2), "z_pi_zerosum__": np.array([0.0])})
@@ -182,10 +197,10 @@ def test_model_likelihood_is_the_conditional_binomial():
     assert logp_k == pytest.approx(expect, rel=1e-9)
 
 
-def _fit_table(tab, seed, draws=500):
+def _fit_table(tab, seed, draws=500, chains=2):
     from analysis.fit import SamplerSettings, fit
 
-    settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=500, chains=2)
+    settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=1000, chains=chains)
     return fit("training", tab, seed=seed, settings=settings, cache_dir=None,
                reuse_compiled=True)
 
@@ -202,39 +217,185 @@ def test_training_effects_and_privileged_contrast_are_recovered(tmp_path):
     reg = load_registry(paths["registry"])
     tasks = sorted(res.records["task"].unique().to_list())
     tab = training_table(res.records, reg, tasks)
-    f = _fit_table(tab, seed=1, draws=1000)
+    f = _fit_table(tab, seed=1, draws=1000, chains=4)  # ESS >= 400 on the spreads
     assert f.diagnostics["passed"], f.diagnostics
     import json
 
     truth = json.loads(paths["truth"].read_text())
     out = decide_training(f.idata, tab, DecisionRule(), passed=True)
     rows = truth_rows(out, truth)
-    assert len(rows) == 3 + 4
-    assert all(r["covered"] for r in rows), rows
+    # accuracy, d' and criterion per arm; contrasts against the base and the other models
+    assert len(rows) == 3 * 3 + 4 + 4
+    assert all(r["covered"] for r in rows), [r for r in rows if not r["covered"]]
     assert out["trained"]["decision"] == "improves"
+    assert out["sdt"]["dprime"]["trained"]["decision"] == "improves"
+    assert out["sdt"]["criterion"]["trained"]["decision"] not in ("improves", "worsens")
     priv = {e["model"]: e for e in out["privileged_access"]["per_checkpoint"]}
     assert priv["cirrus-14b-rl"]["decision"] not in ("improves", "credibly_positive")
     assert priv["cirrus-14b-rl"]["hdi_low"] < 0 < priv["cirrus-14b-rl"]["hdi_high"]
     assert sum(e["decision"] == "improves" for e in priv.values()) >= 2
+    others = {e["model"]: e for e in out["privileged_access"]["others"]["per_checkpoint"]}
+    assert others["cirrus-14b-rl"]["decision"] not in ("improves", "credibly_positive")
+    assert others["cirrus-14b-rl"]["hdi_low"] < 0 < others["cirrus-14b-rl"]["hdi_high"]
+
+
+def _validation_script():
+    spec = importlib.util.spec_from_file_location(
+        "training_null", ROOT / "validation" / "training_null.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
 
 
 @pytest.mark.slow
-def test_null_training_effect_is_not_declared_improves_more_than_the_declared_rate(tmp_path):
-    """No effect on any task (d' unchanged): over 10 data sets, `improves` on the trained mean
-    at most once (the rule's P > 0.95 and HDI beyond the ROPE: at most 5% by design; with 10
-    sets more than 1 would have probability 0.09 under a 5% rate)."""
-    from analysis.ingest import ingest
-    from analysis.simulate import write_dataset
+def test_null_training_effect_is_not_declared_improves_more_than_the_declared_rate():
+    """A smaller run of ``validation/training_null.py`` on fresh seeds (the shipped study has
+    the full number): with no training effect, 20 data sets, the trained and held-out means of
+    accuracy and d' are declared `improves` at most 3 times each (under the rule's 5% design
+    rate more than 3 of 20 has probability 0.016)."""
+    script = _validation_script()
+    rows = [script.one(seed, DecisionRule()) for seed in range(9000, 9020)]
+    summary = script.summarize(rows, DecisionRule(), ROOT / "no-such-file")
+    assert summary["n_datasets"] == 20
+    for key in ("accuracy:trained", "accuracy:held_out", "dprime:trained", "dprime:held_out"):
+        assert summary["rates"][key]["improves"] <= 3, (key, summary["rates"][key])
 
-    decisions = []
-    for seed in range(100, 110):
-        paths = write_dataset(tmp_path / f"s{seed}", seed=seed, config=SimulationConfig(
-            training_dprime={"refusal": 0.0, "difficulty": 0.0, "word_association": 0.0}))
-        res = ingest([paths["records"]], registry=paths["registry"])
-        reg = load_registry(paths["registry"])
-        tab = training_table(res.records, reg, sorted(res.records["task"].unique().to_list()))
-        f = _fit_table(tab, seed=seed, draws=500)
-        out = decide_training(f.idata, tab, DecisionRule(), passed=f.diagnostics["passed"])
-        decisions.append(out["trained"]["decision"])
-    assert sum(d == "improves" for d in decisions) <= 1, decisions
-    assert sum(d in ("improves", "credibly_positive") for d in decisions) <= 2, decisions
+
+
+
+def test_implied_truth_matches_a_large_simulation():
+    """The quadrature truths of d', criterion and the contrast against the other models
+    against the empirical values of a simulation with 20000 items per task (a "self" and an
+    "either" checkpoint, two other models)."""
+    tasks = {k: (b, g, d, c, 20000) for k, (b, g, d, c, _) in DEFAULT_TASKS.items()}
+    cfg = SimulationConfig(
+        families={"cirrus": [("3b", 3.0, None), ("14b", 14.0, None), ("72b", 72.0, None)],
+                  "aurora": [("8b", 8.0, None)]},
+        closed=[], tasks=tasks, unreadable_rate=0.0,
+        trained=[TrainedCheckpoint("cirrus-14b", knows="either"), TrainedCheckpoint("aurora-8b")],
+    )
+    rec, reg, truth = simulate(seed=3, config=cfg)
+    rec = rec.with_columns(pl.lit(None, dtype=pl.Utf8).alias("predictor"),
+                           (pl.col("prediction") == pl.col("outcome")).alias("correct"))
+    tab = training_table(rec, reg, list(tasks))
+    implied = training_implied_truth(truth)
+    from scipy.special import logit
+    from scipy.stats import norm
+
+    def sdt(r, who):
+        h = norm.ppf(r[f"hits_{who}"] / r[f"n_signal_{who}"])
+        f = norm.ppf(r[f"false_alarms_{who}"] / r[f"n_noise_{who}"])
+        return h - f, -(h + f) / 2
+
+    emp_d: dict[str, list[float]] = {}
+    emp_c: dict[str, list[float]] = {}
+    for r in tab.filter(pl.col("comparison") == "gain").iter_rows(named=True):
+        (dt, ct), (db, cb) = sdt(r, "trained"), sdt(r, "base")
+        emp_d.setdefault(r["arm"], []).append(dt - db)
+        emp_c.setdefault(r["arm"], []).append(ct - cb)
+    for arm in emp_d:
+        assert np.mean(emp_d[arm]) == pytest.approx(implied["dprime_per_arm"][arm], abs=0.06)
+        assert np.mean(emp_c[arm]) == pytest.approx(implied["criterion_per_arm"][arm], abs=0.04)
+    # the "either" checkpoint's d' against its own outcome is below the "self" one's
+    assert implied["dprime_per_arm"]["rl-selfmodel-v1|refusal"] < 0.8
+    for m, per_task in implied["others_per_checkpoint_task"].items():
+        for task, true in per_task.items():
+            rows = {c: tab.filter((pl.col("model") == m) & (pl.col("task") == task)
+                                  & (pl.col("comparison") == c)).row(0, named=True)
+                    for c in ("others", "others_base")}
+            emp = (logit(rows["others"]["k"] / rows["others"]["n"])
+                   - logit(rows["others_base"]["k"] / rows["others_base"]["n"]))
+            assert emp == pytest.approx(true, abs=0.06), (m, task)
+
+
+def test_others_and_sdt_counts_on_hand_made_records():
+    """Checkpoint t (base b) and one other model o on three items."""
+    rec = pl.DataFrame({
+        "model": ["b"] * 3 + ["t"] * 3 + ["o"] * 3,
+        "predictor": [None] * 9,
+        "task": ["x"] * 9,
+        "item_id": ["i0", "i1", "i2"] * 3,
+        "sample": [0] * 9,
+        "prediction": ["true", "true", "true", "false", "true", "true", "true", "true", "true"],
+        "outcome": ["true", "true", "false", "true", "true", "true", "false", "true", "false"],
+        "status": ["ok"] * 9,
+    }).with_columns((pl.col("prediction") == pl.col("outcome")).alias("correct"))
+    reg = pl.DataFrame({"model": ["b", "t", "o"], "family": ["f", "f", "g"],
+                        "base_model": [None, "b", None], "intervention": [None, "iv", None],
+                        "trained_tasks": [None, "x", None]})
+    tab = training_table(rec, reg, ["x"])
+    row = {r["comparison"]: r for r in tab.iter_rows(named=True)}
+    # o's outcomes [F, T, F]; t's own [T, T, T] differ on i0, i2: t predicts [F, -, T] -> 1 of 2
+    assert (row["others"]["n"], row["others"]["k"], row["others"]["weight"]) == (2, 1, 1.0)
+    # b's own [T, T, F] differs from o's on i0 only; b predicted true there: 1 of 1
+    assert (row["others_base"]["n"], row["others_base"]["k"]) == (1, 1)
+    g = row["gain"]
+    # base: signal i0, i1 (both hits), noise i2 (false alarm); t: all signal, hits i1, i2
+    assert (g["n_signal_base"], g["n_noise_base"], g["hits_base"], g["false_alarms_base"]) == (2, 1, 2, 1)
+    assert (g["n_signal_trained"], g["n_noise_trained"], g["hits_trained"],
+            g["false_alarms_trained"]) == (3, 0, 2, 0)
+
+
+def test_model_sdt_and_others_likelihoods():
+    """The signal-detection binomials and the weighted rescoring term at a chosen point."""
+    from scipy.special import expit
+
+    from models import training
+
+    base = {"model": "p1", "task": "x", "arm": "iv|x", "status": "trained"}
+    zero = dict.fromkeys(["n_signal_base", "n_noise_base", "hits_base", "false_alarms_base",
+                          "n_signal_trained", "n_noise_trained", "hits_trained",
+                          "false_alarms_trained"], 0)
+    tab = pl.DataFrame([
+        {**base, **zero, "comparison": "gain", "n": 10, "k": 6, "weight": 1.0,
+         "n_signal_base": 20, "n_noise_base": 30, "hits_base": 14, "false_alarms_base": 9,
+         "n_signal_trained": 25, "n_noise_trained": 25, "hits_trained": 20,
+         "false_alarms_trained": 5},
+        {**base, **zero, "comparison": "others", "n": 40, "k": 30, "weight": 0.5},
+        {**base, **zero, "comparison": "others_base", "n": 44, "k": 26, "weight": 0.5},
+    ])
+    m = training.build(tab)
+    point = m.initial_point()
+    point.update({"dprime_base": np.array([0.8]), "criterion_base": np.array([-0.2]),
+                  "dprime_effect": np.array([0.5]), "criterion_effect": np.array([0.1]),
+                  "rho": np.array([0.3]), "others_mean": np.array(0.4)})
+    names = ["hits_base", "false_alarms_base", "hits_trained", "false_alarms_trained"]
+    logp = m.compile_fn(m.logp(vars=[m[v] for v in names], sum=True), inputs=m.value_vars,
+                        on_unused_input="ignore", mode="FAST_COMPILE")
+    d_b, c_b, d_t, c_t = 0.8, -0.2, 1.3, -0.1
+    expect = (binom.logpmf(14, 20, norm.cdf(d_b / 2 - c_b))
+              + binom.logpmf(9, 30, norm.cdf(-d_b / 2 - c_b))
+              + binom.logpmf(20, 25, norm.cdf(d_t / 2 - c_t))
+              + binom.logpmf(5, 25, norm.cdf(-d_t / 2 - c_t)))
+    assert logp(point) == pytest.approx(expect, rel=1e-9)
+    pot = m.compile_fn(m.logp(vars=list(m.potentials), sum=True), inputs=m.value_vars,
+                       on_unused_input="ignore", mode="FAST_COMPILE")
+    lt, lb = 0.3 + 0.4, 0.3
+    expect_pot = 0.5 * (30 * np.log(expit(lt)) + 10 * np.log(expit(-lt))
+                        + 26 * np.log(expit(lb)) + 18 * np.log(expit(-lb)))
+    assert pot(point) == pytest.approx(expect_pot, rel=1e-9)
+
+
+def test_shipped_null_calibration_is_the_committed_study_and_within_the_rate():
+    """The package data is the summary of the committed per-data-set file (same SHA-256,
+    same rates when recomputed), has at least 100 data sets, and no headline quantity is
+    declared `improves` under a null effect above the rule's 5%."""
+    study = null_calibration()
+    assert study["available"], study
+    source = ROOT / study["source"]
+    import hashlib
+
+    assert hashlib.sha256(source.read_bytes()).hexdigest() == study["source_sha256"]
+    rows = [json.loads(x) for x in source.read_text().splitlines()]
+    script = _validation_script()
+    again = script.summarize(rows, DecisionRule(), source)
+    assert again["rates"] == study["rates"]
+    assert study["n_datasets"] == len(rows) >= 100
+    for key in ("accuracy:trained", "accuracy:held_out", "dprime:trained", "dprime:held_out"):
+        assert study["rates"][key]["rate"] <= 0.05, (key, study["rates"][key])
+    assert NULL_CALIBRATION_DATA.name == "training_null.json"
+
+
+def test_null_calibration_without_the_file_says_so(tmp_path):
+    out = null_calibration(tmp_path / "training_null.json")
+    assert out == {"available": False, "reason": "no null-calibration study shipped (training_null.json)"}
