@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-import analysis.pipeline
+import analysis.pipeline as pipeline_module
 from analysis import cli, rerun
 from analysis.paths import DEFAULT_DATA
 
@@ -44,7 +44,7 @@ def calls(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
         (cfg.out / "run.json").write_text(json.dumps({"started_utc": "t"}))
         return RESULTS
 
-    monkeypatch.setattr(analysis.pipeline, "run", fake_run)
+    monkeypatch.setattr(pipeline_module, "run", fake_run)
     return seen
 
 
