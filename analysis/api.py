@@ -24,10 +24,10 @@ from typing import Any
 
 import polars as pl
 
-from analysis import progress
-from analysis.cli import build_parser, run_config
-from analysis.contract import InputError
-from analysis.pipeline import run as run_pipeline
+from selfmodel import progress
+from selfmodel.cli import build_parser, run_config
+from selfmodel.contract import InputError
+from selfmodel.pipeline import run as run_pipeline
 
 #: Per table: where it comes from and what a row is.
 TABLES: dict[str, str] = {

@@ -81,7 +81,7 @@ FORMULA_STARTS: tuple[str, ...] = ("=", "+", "-", "@", "\t", "\r")
 def neutralise_cell(value: str) -> str:
     """``value`` made inert for spreadsheets: a leading ``'`` before a formula start.
 
-    ``analysis.registry`` reads such a cell back without the quote, so a name round-trips.
+    ``selfmodel.registry`` reads such a cell back without the quote, so a name round-trips.
 
     Examples
     --------

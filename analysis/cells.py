@@ -36,7 +36,7 @@ from typing import Final
 import numpy as np
 import polars as pl
 
-from analysis.contract import SCALE_COLUMNS, InputError
+from selfmodel.contract import SCALE_COLUMNS, InputError
 
 CELL_KEY: Final = ("model", "task")
 
@@ -52,7 +52,7 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
     Parameters
     ----------
     records
-        Canonical records (``analysis.contract.RECORD_SCHEMA``).
+        Canonical records (``selfmodel.contract.RECORD_SCHEMA``).
 
     Returns
     -------
@@ -216,7 +216,7 @@ def to_item_cells(records: pl.DataFrame) -> pl.DataFrame:
     Parameters
     ----------
     records
-        Canonical records (``analysis.contract.RECORD_SCHEMA``).
+        Canonical records (``selfmodel.contract.RECORD_SCHEMA``).
 
     Returns
     -------

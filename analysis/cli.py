@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from analysis import atomic, outputs, progress, rerun
-from analysis.contract import SCALE_COLUMNS, InputError
-from analysis.engines.command import add_reduce_parser
-from analysis.importers.mapping import load_mapping
-from analysis.importers.preview import preview_text
-from analysis.ingest import ingest, parse_map_options, write_ingest
-from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
-from analysis.registry import load_registry
+from selfmodel import atomic, outputs, progress, rerun
+from selfmodel.contract import SCALE_COLUMNS, InputError
+from selfmodel.engines.command import add_reduce_parser
+from selfmodel.importers.mapping import load_mapping
+from selfmodel.importers.preview import preview_text
+from selfmodel.ingest import ingest, parse_map_options, write_ingest
+from selfmodel.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
+from selfmodel.registry import load_registry
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
 # brings ingest, registry and atomic). The imports inside the command functions are kept
@@ -283,7 +283,7 @@ def _power_options(p: argparse.ArgumentParser) -> None:
 
 
 def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
-    from models import DEFAULT_MODELS, REGISTRY, get, verdict
+    from selfmodel.models import DEFAULT_MODELS, REGISTRY, get, verdict
 
     main = verdict().NAME
     extra = extra or main
@@ -301,13 +301,13 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
 
 
 def run_config(args: argparse.Namespace, *, report: bool):
-    """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``analysis.api``)."""
-    from analysis.fit import SamplerSettings
-    from analysis.hypotheses import DecisionRule
-    from analysis.pipeline import RunConfig
+    """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``selfmodel.api``)."""
+    from selfmodel.fit import SamplerSettings
+    from selfmodel.hypotheses import DecisionRule
+    from selfmodel.pipeline import RunConfig
 
     if getattr(args, "model", None) is not None:
-        from models import get
+        from selfmodel.models import get
 
         try:
             get(args.model)
@@ -334,7 +334,7 @@ def run_config(args: argparse.Namespace, *, report: bool):
 
 
 def _rerun_key(args: argparse.Namespace) -> str:
-    """:func:`analysis.rerun.run_key` of this command: its options and the files it reads."""
+    """:func:`selfmodel.rerun.run_key` of this command: its options and the files it reads."""
     options = {k: v for k, v in sorted(vars(args).items()) if k != "handler"}
     options["cwd"] = os.getcwd()  # results name the inputs relative to it
     files = [*(args.paths or [DEFAULT_DATA]), args.hypotheses or DEFAULT_HYPOTHESES_FILE,
@@ -343,7 +343,7 @@ def _rerun_key(args: argparse.Namespace) -> str:
 
 
 def _render_report(out: Path, fmt: str, say) -> Path:
-    from analysis.report import render_report
+    from selfmodel.report import render_report
 
     return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
 
@@ -363,7 +363,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
             say("rendering report")
             _render_report(args.out, "html", say)
     else:
-        from analysis.pipeline import run
+        from selfmodel.pipeline import run
 
         cfg = run_config(args, report=report)
         with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
@@ -396,7 +396,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     if args.command in ("run", "fit"):
         return _run(args, argv, say)
     if args.command == "ingest":
-        from analysis.pipeline import resolve_inputs
+        from selfmodel.pipeline import resolve_inputs
 
         inputs = resolve_inputs(args.paths, args.registry)
         res = ingest(
@@ -419,9 +419,9 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     if args.command == "power":
         return _power(args, say)
     if args.command == "describe":
-        from analysis import describe
-        from analysis.cells import build_cells
-        from analysis.pipeline import resolve_inputs
+        from selfmodel import describe
+        from selfmodel.cells import build_cells
+        from selfmodel.pipeline import resolve_inputs
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
         res = ingest(
@@ -440,7 +440,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         print(f"report: {_render_report(args.out, args.format, say)}")
         return 0
     if args.command == "simulate":
-        from analysis.simulate import write_dataset
+        from selfmodel.simulate import write_dataset
 
         paths = write_dataset(args.out, seed=args.seed)
         print(" ".join(str(p) for p in paths.values()))
@@ -449,10 +449,10 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
 
 
 def _import(args: argparse.Namespace, say) -> int:
-    from analysis.importers.seb import write_import
+    from selfmodel.importers.seb import write_import
 
     if args.format == "seb":
-        from analysis.importers.seb import import_seb
+        from selfmodel.importers.seb import import_seb
 
         res = import_seb(args.src)
     else:
@@ -464,9 +464,9 @@ def _import(args: argparse.Namespace, say) -> int:
         if fmt == "mapped":
             fmt = load_mapping(args.mapping).format
         if fmt == "lmeval":
-            from analysis.importers.lmeval import import_lmeval as importer
+            from selfmodel.importers.lmeval import import_lmeval as importer
         else:
-            from analysis.importers.inspect_logs import import_inspect as importer
+            from selfmodel.importers.inspect_logs import import_inspect as importer
         res = importer(args.src, mapping=args.mapping)
     if args.preview:
         for note in res.notes:
@@ -489,7 +489,7 @@ def _power(args: argparse.Namespace, say) -> int:
 
     from rich.console import Console
 
-    from analysis import power as pw
+    from selfmodel import power as pw
 
     if args.template is None and (args.registry is not None or args.results is not None):
         raise InputError("power: --registry and --results go with --template RECORDS.")
@@ -500,7 +500,7 @@ def _power(args: argparse.Namespace, say) -> int:
     if args.design is not None:
         design = pw.load_design(args.design)
     elif args.template is not None:
-        from analysis.pipeline import resolve_inputs
+        from selfmodel.pipeline import resolve_inputs
 
         inputs = resolve_inputs(args.template, args.registry)
         if inputs.registry is None:

@@ -15,11 +15,11 @@ from typing import Any
 
 import polars as pl
 
-import models as model_registry
-from analysis import _arviz
-from analysis.decisions import rope_for, x_by_model
-from analysis.fit import SamplerSettings, fit
-from analysis.hypotheses import DecisionRule, decide
+from selfmodel import _arviz
+from selfmodel import models as model_registry
+from selfmodel.decisions import rope_for, x_by_model
+from selfmodel.fit import SamplerSettings, fit
+from selfmodel.hypotheses import DecisionRule, decide
 
 Progress = Callable[[str], None]
 

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from analysis import _arviz
-from analysis.contract import SCALE_COLUMNS
-from analysis.fit import Fit
-from analysis.hypotheses import DecisionRule, decide, not_estimable
+from selfmodel import _arviz
+from selfmodel.contract import SCALE_COLUMNS
+from selfmodel.fit import Fit
+from selfmodel.hypotheses import DecisionRule, decide, not_estimable
 
 #: Units of the slope per scale variable.
 SCALE_UNITS = {

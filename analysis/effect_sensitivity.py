@@ -4,9 +4,9 @@
 doubled and compares its one effect. Here the same is done for each model of the zoo that
 decides effects beside the verdict (``SPEC.decides``; for ``sdt`` the sensitivity d' and the
 criterion), overall and per task: same data, sampler and seed, every prior ``sigma``
-multiplied by the factor (``models._common.scale_priors``; by importance reweighting of the
+multiplied by the factor (``selfmodel.models._common.scale_priors``; by importance reweighting of the
 main fit where its Pareto k allows, else a refit: ``analysis/reweight.py``), each effect with the ROPE of
-``analysis.decisions.rope_for`` in its own units. ``holds`` is true when every
+``selfmodel.decisions.rope_for`` in its own units. ``holds`` is true when every
 decision of the effect is unchanged.
 """
 
@@ -18,14 +18,14 @@ from typing import Any
 
 import polars as pl
 
-import models as model_registry
-from analysis import _arviz
-from analysis.decisions import rope_for, x_by_model
-from analysis.fit import Fit, SamplerSettings
-from analysis.hypotheses import DecisionRule, decide
-from analysis.progress import steps
-from analysis.reweight import prior_variant
-from models._common import scale_priors
+from selfmodel import _arviz
+from selfmodel import models as model_registry
+from selfmodel.decisions import rope_for, x_by_model
+from selfmodel.fit import Fit, SamplerSettings
+from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.models._common import scale_priors
+from selfmodel.progress import steps
+from selfmodel.reweight import prior_variant
 
 Progress = Callable[[str], None]
 

@@ -8,7 +8,7 @@ refits.
 
 A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache
 makes a later compile of the same model in a new process cheaper). ``fit(...,
-reuse_compiled=True)`` compiles through :func:`analysis.compile_cache.compiled_model`
+reuse_compiled=True)`` compiles through :func:`selfmodel.compile_cache.compiled_model`
 instead, for callers that fit one design many times in one process (calibration studies,
 simulation-based calibration, power by simulation): each later fit of the same structure
 skips compilation. It is not the default because on a single fit it costs more than it
@@ -42,9 +42,9 @@ import arviz as az
 import numpy as np
 import polars as pl
 
-import models as model_registry
-from analysis import _arviz, atomic, progress
-from analysis.compile_cache import compiled_model
+from selfmodel import _arviz, atomic, progress
+from selfmodel import models as model_registry
+from selfmodel.compile_cache import compiled_model
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,
@@ -195,7 +195,7 @@ def sample_nutpie(
 
     Used by :func:`fit` and by the benchmark scripts that swap data into one compiled model
     (``compiled.with_data(...)``) for many simulated data sets. With ``label`` and a progress
-    reporter in this context (:mod:`analysis.progress`), the draws, chains and divergences
+    reporter in this context (:mod:`selfmodel.progress`), the draws, chains and divergences
     so far are shown while it samples.
     """
     import nutpie
@@ -280,7 +280,7 @@ def fit(
     cache_dir
         Folder of saved fits; ``None`` disables the cache.
     reuse_compiled
-        Compile through :func:`analysis.compile_cache.compiled_model` (nutpie only): a later
+        Compile through :func:`selfmodel.compile_cache.compiled_model` (nutpie only): a later
         fit of the same structure in this process reuses the compiled code (module
         docstring: worth it only when one process fits the same design repeatedly). Recorded
         in the provenance (``compile: "shared_data"``) and the cache key.

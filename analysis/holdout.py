@@ -13,7 +13,7 @@ model and cell effects from each refit's population distributions:
 
 (``R`` inner draws of the new effects per posterior draw). The comparison is the sum over
 groups of the difference, with SE :math:`\sqrt{G}\, \mathrm{sd}` over groups, read by
-:func:`analysis.elpd_words.elpd_sentence` (no preference below 4 ELPD or within 2 SE).
+:func:`selfmodel.elpd_words.elpd_sentence` (no preference below 4 ELPD or within 2 SE).
 Refits are exact, so no Pareto-k caveat applies; their cost is two fits per group.
 """
 
@@ -26,9 +26,9 @@ import numpy as np
 import polars as pl
 from scipy.special import gammaln, logsumexp
 
-from analysis.elpd_words import elpd_sentence
-from analysis.mixed_check import draws_from_fit
-from analysis.progress import steps
+from selfmodel.elpd_words import elpd_sentence
+from selfmodel.mixed_check import draws_from_fit
+from selfmodel.progress import steps
 
 #: Inner draws of the new group's effects per posterior draw.
 INNER: Final = 64

@@ -10,7 +10,7 @@ Per model x task this module counts
 * ``unusable_share`` = (missing items + unreadable records) / (records + missing items),
 
 and fits, per task, the cluster-robust binomial GLM of the unusable share on the scale
-variable (``analysis.frequentist.glm.glm_slope``; log-odds per unit of ``x``, SEs clustered
+variable (``selfmodel.frequentist.glm.glm_slope``; log-odds per unit of ``x``, SEs clustered
 by model). As a sensitivity the same GLM of accuracy is refitted on *strict* accuracy (every
 unusable prediction, absent items included, counted as wrong) beside the GLM on readable
 accuracy. ``depends_on_scale`` is true when a task's missingness slope has p < 0.05.
@@ -30,12 +30,12 @@ from typing import Any, Final
 import polars as pl
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
-from analysis.decisions import rope_for, x_by_model
-from analysis.fit import Fit, SamplerSettings, fit
-from analysis.frequentist.glm import NUMERICAL_ERRORS, glm_slope
-from analysis.hypotheses import DecisionRule
-from analysis.sensitivity import summarise_fit
-from analysis.tables import models_per_task
+from selfmodel.decisions import rope_for, x_by_model
+from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.frequentist.glm import NUMERICAL_ERRORS, glm_slope
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.sensitivity import summarise_fit
+from selfmodel.tables import models_per_task
 
 #: Two-sided level below which the missingness slope is said to depend on scale.
 ALPHA: Final = 0.05
@@ -156,7 +156,7 @@ def strict_accuracy_refit(
 
     The cells are the main fit's (``usable``: same models, tasks and scale values) with
     ``n`` = records + absent items and ``k`` unchanged, so absent items and unreadable
-    predictions count as wrong answers. Fitted by :func:`analysis.fit.fit` with the main
+    predictions count as wrong answers. Fitted by :func:`selfmodel.fit.fit` with the main
     fit's sampler and seed (its own cache entry) and decided with the main fit's rule and
     ROPE, overall and per task.
 
@@ -164,7 +164,7 @@ def strict_accuracy_refit(
     -------
     dict
         ``model``, ``what``, ``n_missing``, ``n_unreadable``, ``main`` and ``strict``
-        (:func:`analysis.sensitivity.summarise_fit` of each), ``same_decision``,
+        (:func:`selfmodel.sensitivity.summarise_fit` of each), ``same_decision``,
         ``same_per_task`` (task -> bool), ``changed`` (``"overall"`` and the tasks whose
         decision differs) and ``changes_answer``.
     """

@@ -3,8 +3,8 @@
 Each model file in ``models/`` declares in ``SPEC`` (``models/_common.py``) the data table it
 is fitted to, the effects it decides, whether PSIS-LOO applies and which report sections it
 feeds. This stage never branches on a model's name: for each requested model it builds the
-declared table (``analysis/tables.py``), fits it (``analysis.fit.fit``, cached), decides each
-declared effect with the declared rule (``analysis.decisions.slope_decisions``), runs the
+declared table (``analysis/tables.py``), fits it (``selfmodel.fit.fit``, cached), decides each
+declared effect with the declared rule (``selfmodel.decisions.slope_decisions``), runs the
 prior and posterior predictive checks and, where declared, LOO; then it compares the LOO
 models. The verdict model (``SPEC.role == "verdict"``) is fitted first by
 :func:`fit_verdict` and passed in, so every companion is fitted to the same cells.
@@ -19,13 +19,13 @@ from typing import Any
 
 import polars as pl
 
-import models as model_registry
-from analysis import checks
-from analysis.contract import SCALE_COLUMNS
-from analysis.decisions import rope_for, slope_decisions, x_by_model
-from analysis.fit import Fit, SamplerSettings, fit
-from analysis.hypotheses import DecisionRule
-from analysis.tables import Tables, models_per_task
+from selfmodel import checks
+from selfmodel import models as model_registry
+from selfmodel.contract import SCALE_COLUMNS
+from selfmodel.decisions import rope_for, slope_decisions, x_by_model
+from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.tables import Tables, models_per_task
 
 Progress = Callable[[str], None]
 
@@ -133,7 +133,7 @@ def declared_decisions(
     """Each effect in ``module.SPEC.decides`` decided on ``f`` (key -> decision).
 
     Each effect's ROPE is the declared one in its own quantity and the scale variable's
-    unit (``analysis.decisions.rope_for``), recorded as ``rope`` and ``rope_meaning``.
+    unit (``selfmodel.decisions.rope_for``), recorded as ``rope`` and ``rope_meaning``.
     """
     n_models = data["model"].n_unique()
     counts = models_per_task(data, list(tasks))

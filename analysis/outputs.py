@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final
 
-from analysis.contract import InputError
+from selfmodel.contract import InputError
 
 #: Files and folders the commands write into ``--out``; any other entry is the user's.
 RUN_OUTPUTS: Final = frozenset({

@@ -1,8 +1,8 @@
 """The stages tied together; :func:`run` is what ``selfmodel run`` calls.
 
 ``run`` reads top to bottom as the list of stages. Each stage takes the typed
-:class:`~analysis.state.RunState`, fills its own fields and writes its files into ``out``
-(atomically); ``results.json`` is written once, by :func:`analysis.results.write_results`,
+:class:`~selfmodel.state.RunState`, fills its own fields and writes its files into ``out``
+(atomically); ``results.json`` is written once, by :func:`selfmodel.results.write_results`,
 from the state, and the report reads only saved results. ``docs/stages.md`` maps every
 stage to the module that owns it and the ``results.json`` keys it computes.
 """
@@ -22,55 +22,55 @@ from typing import Any
 
 import polars as pl
 
-import models as model_registry
-from analysis import atomic, describe
-from analysis.cells import build_cells, derived_models
-from analysis.confounds import scale_axis_confounds, without_family
-from analysis.contract import InputError
-from analysis.decisions import scale_effect
-from analysis.effect_sensitivity import effect_prior_sensitivity
-from analysis.elpd_words import elpd_sentence
-from analysis.fit import fit
-from analysis.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
-from analysis.holdout import leave_group_out
-from analysis.hypotheses import load_hypotheses
-from analysis.ingest import IngestResult, ingest, write_ingest
-from analysis.ingest.discover import FORMATS, walk_folder
-from analysis.missingness import missingness, strict_accuracy_refit
-from analysis.mixed_check import (
+from selfmodel import atomic, describe
+from selfmodel import models as model_registry
+from selfmodel.cells import build_cells, derived_models
+from selfmodel.confounds import scale_axis_confounds, without_family
+from selfmodel.contract import InputError
+from selfmodel.decisions import scale_effect
+from selfmodel.effect_sensitivity import effect_prior_sensitivity
+from selfmodel.elpd_words import elpd_sentence
+from selfmodel.fit import fit
+from selfmodel.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
+from selfmodel.holdout import leave_group_out
+from selfmodel.hypotheses import load_hypotheses
+from selfmodel.ingest import IngestResult, ingest, write_ingest
+from selfmodel.ingest.discover import FORMATS, walk_folder
+from selfmodel.missingness import missingness, strict_accuracy_refit
+from selfmodel.mixed_check import (
     draws_from_fit,
     holdout_group_check,
     mixed_check_of_fit,
     most_extreme_family,
 )
-from analysis.model_stage import fit_info, fit_models, fit_verdict
-from analysis.multiplicity import add_bayes_factor_ranges, multiplicity
-from analysis.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
-from analysis.power.after_fit import power_after_fit
-from analysis.progress import counter, step_prefix
-from analysis.registry import load_registry
-from analysis.report import render_report
-from analysis.rescoring import self_vs_other_rescored
-from analysis.results import build_results, data_section, rounded, write_results
-from analysis.robustness import (
+from selfmodel.model_stage import fit_info, fit_models, fit_verdict
+from selfmodel.multiplicity import add_bayes_factor_ranges, multiplicity
+from selfmodel.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
+from selfmodel.power.after_fit import power_after_fit
+from selfmodel.progress import counter, step_prefix
+from selfmodel.registry import load_registry
+from selfmodel.report import render_report
+from selfmodel.rescoring import self_vs_other_rescored
+from selfmodel.results import build_results, data_section, rounded, write_results
+from selfmodel.robustness import (
     calibration_study,
     evidence_from,
     hypotheses_section,
     robustness_refits,
 )
-from analysis.sdt_crosscheck import sdt_crosscheck
-from analysis.sensitivity import companion_scale_variable_refits
-from analysis.skill import calibration, skill_table
-from analysis.state import Inputs, RunConfig, RunState
-from analysis.summaries import (
+from selfmodel.sdt_crosscheck import sdt_crosscheck
+from selfmodel.sensitivity import companion_scale_variable_refits
+from selfmodel.skill import calibration, skill_table
+from selfmodel.state import Inputs, RunConfig, RunState
+from selfmodel.summaries import (
     accuracy_points,
     diagnostics_section,
     population_curves,
     truth_comparison,
     variance_components,
 )
-from analysis.tables import Tables, models_per_task
-from analysis.training import SCALE_EXCLUSION_REASON, training_effect, validate_design
+from selfmodel.tables import Tables, models_per_task
+from selfmodel.training import SCALE_EXCLUSION_REASON, training_effect, validate_design
 
 __all__ = ["DEFAULT_DATA", "REPORT_QMD", "Inputs", "RunConfig", "RunState", "load_results",
            "resolve_inputs", "run"]

@@ -5,7 +5,7 @@ chains, the chains, the divergences so far and the elapsed time; a loop of refit
 scale-variable sensitivity, leave-one-out refits) numbers its steps ``[k/n]`` (in the step
 line and in its fits' lines) and ends with the time it took; the power simulation shows
 ``[k/n]`` simulated data sets and the elapsed time. Where the lines go is decided once, by whoever starts the run (the command
-line, :func:`analysis.api.run`), with :func:`reporting`; library code only asks for a
+line, :func:`selfmodel.api.run`), with :func:`reporting`; library code only asks for a
 callback (:func:`fit_callback`, :func:`counter`) or opens a loop (:func:`steps`), which are
 no-ops when nobody reports (``--quiet``, tests, a notebook that did not ask for it).
 

@@ -2,7 +2,7 @@ r"""Streaming reduction of record files to model x task cell counts, for logs la
 
 :func:`reduce_cells` reads JSONL, CSV and Parquet record files in bounded memory and
 returns the same table as
-``analysis.cells.to_cells(analysis.ingest.ingest(paths).records)`` -- one row per model x
+``selfmodel.cells.to_cells(selfmodel.ingest.ingest(paths).records)`` -- one row per model x
 task with ``n_total, n, k, n_unreadable, binary, n_signal, n_noise, hits, false_alarms,
 n_pred_yes, k_strict, mode_outcome_share`` -- without holding the records in memory. Memory
 grows with the number of distinct (model, task, readable, outcome, prediction class)
@@ -19,7 +19,7 @@ memory-maps the whole file and the touched pages stay resident (peak RSS 1.5 GiB
 records), and the streaming CSV scan's anonymous memory grew from 120 to 350 MiB from 1M
 to 10M records; a block at a time keeps both flat (``docs/performance.md``).
 In every block every row is normalised exactly as
-:func:`analysis.ingest.ingest` normalises it (text stripped, empty = null; booleans written
+:func:`selfmodel.ingest.ingest` normalises it (text stripped, empty = null; booleans written
 any way become ``"true"``/``"false"``; ``status`` lower-cased, default ``ok``, ``unparsed``
 when an ``ok`` row has no prediction; ``correct`` derived from ``prediction == outcome``
 when absent and null when unreadable; ``predictor`` defaults to ``model``), rows that
@@ -28,11 +28,11 @@ ingest would quarantine are dropped by the same rules, cross-predictions
 ``(model, task, readable, outcome, prediction class)`` with the number correct.
 Pass 2 (in memory, tiny): those partial counts are summed into cells; the mode baseline is
 the largest outcome count per cell. :func:`reduce_items` does the same per
-``(model, task, item_id)`` for the items model (equal to ``analysis.cells.to_item_cells``);
+``(model, task, item_id)`` for the items model (equal to ``selfmodel.cells.to_item_cells``);
 its memory grows with the number of model x item pairs, which is its answer.
 
 A JSONL line that is not valid JSON, not an object or not UTF-8, and a CSV row with the
-wrong number of fields, is an :class:`~analysis.contract.InputError` naming the file, the
+wrong number of fields, is an :class:`~selfmodel.contract.InputError` naming the file, the
 line (counted from the start of the file, across blocks; a quoted CSV field may span
 lines) and what is wrong, where ingest would quarantine the row.
 
@@ -43,12 +43,12 @@ quarantine table, a data hash or per-file accounting: run it on files that
 ``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
 one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
 so that a mismatch with ingest shows. The ingest rules reproduced here (numbered as in
-:mod:`analysis.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
+:mod:`selfmodel.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
 confidence, invalid sample, invalid correct, no outcome (status ``ok`` only: a row
 declared unparsed/refused/error is kept without one), correct disagrees; ``tasks``
 restricts to allowed tasks as ingest's config does.
 
-The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is :mod:`analysis.engines` (``selfmodel reduce``, ``docs/engines.md``).
+The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is :mod:`selfmodel.engines` (``selfmodel reduce``, ``docs/engines.md``).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from analysis.contract import (
+from selfmodel.contract import (
     FALSE_STRINGS,
     MISSING_STRINGS,
     REQUIRED,
@@ -71,11 +71,11 @@ from analysis.contract import (
     TRUE_STRINGS,
     InputError,
 )
-from analysis.registry import format_input_error
+from selfmodel.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
 
-#: File suffix -> format (as in :mod:`analysis.ingest`).
+#: File suffix -> format (as in :mod:`selfmodel.ingest`).
 FORMATS: Final[dict[str, str]] = {
     ".jsonl": "jsonl",
     ".ndjson": "jsonl",
@@ -96,10 +96,10 @@ CHUNK_BYTES: Final = 8 * 2**20
 CELL_KEYS: Final = ("model", "task", "readable", "outcome", "pred_class")
 ITEM_KEYS: Final = ("model", "task", "item_id", "readable", "outcome", "pred_class")
 
-#: Item columns in the order of :func:`analysis.cells.to_item_cells`.
+#: Item columns in the order of :func:`selfmodel.cells.to_item_cells`.
 ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_models_item")
 
-#: Cell columns in the order of :func:`analysis.cells.to_cells`.
+#: Cell columns in the order of :func:`selfmodel.cells.to_cells`.
 CELL_COLUMNS: Final = (
     "model", "task", "n_total", "n", "k", "n_unreadable", "binary", "n_signal", "n_noise",
     "hits", "false_alarms", "n_pred_yes", "k_strict", "mode_outcome_share",
@@ -461,7 +461,7 @@ def _partial_counts(
 def _non_boolean_unreadable(partial: pl.DataFrame) -> pl.DataFrame:
     """In a task whose outcomes are all booleans, a non-boolean prediction is unreadable.
 
-    The rule of ``analysis.ingest.run.binary_task_rule``.
+    The rule of ``selfmodel.ingest.run.binary_task_rule``.
     """
     good = partial.filter(~pl.col("_bad"))
     outcomes = good.filter(pl.col("outcome").is_not_null()).group_by("task").agg(

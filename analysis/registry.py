@@ -1,7 +1,7 @@
 """Model registry: one row per model with its family, size and flags, joined on ``model``.
 
 A registry is a CSV file or a TOML file with the columns of
-:data:`analysis.contract.REGISTRY_SCHEMA`; only ``model`` is required.
+:data:`selfmodel.contract.REGISTRY_SCHEMA`; only ``model`` is required.
 
 CSV::
 
@@ -24,12 +24,12 @@ names the registry model it was derived from in ``base_model``, the intervention
 ``intervention`` (a free label such as ``rl-selfmodel-v1``) and the tasks it was trained on
 in ``trained_tasks`` (``;``-separated); a ``base_model`` missing from the registry or a
 cycle of derivations is an error (see ``docs/registry.md``). ``open_weights`` and ``reasoning`` accept
-true/false/1/0/yes/no in any case. A bad row raises :class:`~analysis.contract.InputError`
+true/false/1/0/yes/no in any case. A bad row raises :class:`~selfmodel.contract.InputError`
 whose one-line message names the file, the line (a CSV data line as a text editor counts it,
 header = line 1; the line of the key in TOML) and the column, and says what to do.
 
 This module also holds the two small helpers that format such messages,
-:func:`format_input_error` and :func:`did_you_mean`, shared with :mod:`analysis.ingest`.
+:func:`format_input_error` and :func:`did_you_mean`, shared with :mod:`selfmodel.ingest`.
 """
 
 from __future__ import annotations
@@ -46,9 +46,9 @@ from typing import Any
 
 import polars as pl
 
-from analysis.atomic import FORMULA_STARTS
-from analysis.contract import REGISTRY_SCHEMA, InputError, parse_bool
-from analysis.toml_errors import did_you_mean
+from selfmodel.atomic import FORMULA_STARTS
+from selfmodel.contract import REGISTRY_SCHEMA, InputError, parse_bool
+from selfmodel.toml_errors import did_you_mean
 
 __all__ = [
     "did_you_mean",
@@ -122,7 +122,7 @@ def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
         if not isinstance(value, str):
             return None, f"'{value}' is not text"
         if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
-            value = value[1:]  # neutralised by analysis.atomic.write_csv
+            value = value[1:]  # neutralised by selfmodel.atomic.write_csv
         return value, None
     if column in _BOOL_COLUMNS:
         parsed = parse_bool(value)
@@ -463,7 +463,7 @@ def load_registry(path: Path | str) -> pl.DataFrame:
     Returns
     -------
     polars.DataFrame
-        Columns and dtypes of :data:`analysis.contract.REGISTRY_SCHEMA`, in file order;
+        Columns and dtypes of :data:`selfmodel.contract.REGISTRY_SCHEMA`, in file order;
         optional columns that are absent are null.
 
     Raises

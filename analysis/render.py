@@ -54,8 +54,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from analysis.atomic import atomic_path
-from analysis.render_base import (
+from selfmodel.atomic import atomic_path
+from selfmodel.render_base import (
     DEFAULT_CSS,
     PAGE,
     FigureInfo,
@@ -64,10 +64,10 @@ from analysis.render_base import (
     RenderResult,
     escape_md,
 )
-from analysis.render_kernel import build_notebook, execute
-from analysis.render_markdown import assemble
-from analysis.render_pandoc import write_html, write_pdf
-from analysis.render_qmd import QmdDoc
+from selfmodel.render_kernel import build_notebook, execute
+from selfmodel.render_markdown import assemble
+from selfmodel.render_pandoc import write_html, write_pdf
+from selfmodel.render_qmd import QmdDoc
 
 __all__ = [
     "DEFAULT_CSS",

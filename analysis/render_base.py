@@ -1,10 +1,10 @@
-"""Shared pieces of the report renderer (:mod:`analysis.render`): errors, results, page geometry.
+"""Shared pieces of the report renderer (:mod:`selfmodel.render`): errors, results, page geometry.
 
-The renderer is split over ``analysis/render*.py``: :mod:`analysis.render` (public entry point
-and the Quarto engine), :mod:`analysis.render_qmd` (reading the ``.qmd``),
-:mod:`analysis.render_kernel` (building and executing the notebook),
-:mod:`analysis.render_markdown` (executed notebook to Markdown) and
-:mod:`analysis.render_pandoc` (Markdown to HTML or PDF). Import only from :mod:`analysis.render`.
+The renderer is split over ``analysis/render*.py``: :mod:`selfmodel.render` (public entry point
+and the Quarto engine), :mod:`selfmodel.render_qmd` (reading the ``.qmd``),
+:mod:`selfmodel.render_kernel` (building and executing the notebook),
+:mod:`selfmodel.render_markdown` (executed notebook to Markdown) and
+:mod:`selfmodel.render_pandoc` (Markdown to HTML or PDF). Import only from :mod:`selfmodel.render`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from analysis.paths import REPORTS_DIR
+from selfmodel.paths import REPORTS_DIR
 
 #: Default stylesheet, used when neither the front matter nor ``_quarto.yml`` names one.
 DEFAULT_CSS = REPORTS_DIR / "style.css"
@@ -126,7 +126,7 @@ class FigureInfo:
 
 @dataclass(frozen=True)
 class RenderResult:
-    """What :func:`analysis.render.render` produced.
+    """What :func:`selfmodel.render.render` produced.
 
     Attributes
     ----------

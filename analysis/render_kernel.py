@@ -3,7 +3,7 @@
 Parameters are injected the Quarto/papermill way (a new cell right after the cell tagged
 ``parameters``). The cells run in a ``python3`` kernel whose interpreter is
 :data:`sys.executable`, with the working directory set to the report's folder. A setup cell
-first makes matplotlib draw PNGs at :data:`~analysis.render_base.FIG_DPI` and sets the default
+first makes matplotlib draw PNGs at :data:`~selfmodel.render_base.FIG_DPI` and sets the default
 figure size to the document's ``fig-width`` x ``fig-height`` (inches; Quarto's option names),
 whose default is the width of the PDF text block: a figure drawn at the default width is shown
 at its drawn size, fonts included, in the PDF and in the HTML column.
@@ -19,8 +19,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, Any
 
-from analysis.render_base import FIG_DPI, INLINE, MARKER, PAGE, RenderError, last_line
-from analysis.render_qmd import Cell, QmdDoc
+from selfmodel.render_base import FIG_DPI, INLINE, MARKER, PAGE, RenderError, last_line
+from selfmodel.render_qmd import Cell, QmdDoc
 
 
 def figure_size(doc: QmdDoc) -> tuple[float, float]:

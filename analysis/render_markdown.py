@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from analysis.render_base import (
+from selfmodel.render_base import (
     ANSI,
     FIG_DPI,
     INLINE,
@@ -29,7 +29,7 @@ from analysis.render_base import (
     RenderError,
     escape_md,
 )
-from analysis.render_qmd import Cell, QmdDoc
+from selfmodel.render_qmd import Cell, QmdDoc
 
 XREF = re.compile(r"(?<![\w\\@])@((?:fig|tbl)-[A-Za-z0-9_-]*[A-Za-z0-9_])")
 

@@ -20,8 +20,8 @@ from typing import Any
 
 import yaml
 
-from analysis.atomic import atomic_path
-from analysis.render_base import (
+from selfmodel.atomic import atomic_path
+from selfmodel.render_base import (
     DEFAULT_CSS,
     PAGE,
     REMOTE_CSS,
@@ -30,7 +30,7 @@ from analysis.render_base import (
     RenderError,
     last_line,
 )
-from analysis.render_qmd import QmdDoc
+from selfmodel.render_qmd import QmdDoc
 
 HTML_TEMPLATE = REPORTS_DIR / "page.html"
 PDF_TEMPLATE = REPORTS_DIR / "page.typst"

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 import yaml
 
-from analysis.render_base import RenderError
+from selfmodel.render_base import RenderError
 
 FENCE = re.compile(r"^\s*(`{3,}|~{3,})\s*\{([A-Za-z0-9_]+)")
 

@@ -1,10 +1,10 @@
 """Render ``reports/self_modeling.qmd`` from saved results (never refits).
 
 The report reads ``OUT/results.json``, ``OUT/run.json``, ``OUT/cells.parquet`` and the saved
-fit named in ``results.json``; it is rendered by :func:`analysis.render.render` (Quarto when
+fit named in ``results.json``; it is rendered by :func:`selfmodel.render.render` (Quarto when
 installed, the built-in engine otherwise). A report already rendered from exactly these
 files, by the same report sources, renderer and package versions, is reused rather than
-rendered again (:func:`analysis.rerun.report_key`; ``force=True`` renders anyway).
+rendered again (:func:`selfmodel.rerun.report_key`; ``force=True`` renders anyway).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from analysis import rerun
-from analysis.contract import InputError
-from analysis.paths import REPORT_QMD
-from analysis.render import RenderError, render
+from selfmodel import rerun
+from selfmodel.contract import InputError
+from selfmodel.paths import REPORT_QMD
+from selfmodel.render import RenderError, render
 
 
 def render_report(

@@ -17,7 +17,7 @@ An unchanged run whose report is missing or out of date renders the report only.
 
 Anything else -- a changed byte in an input, another option, edited code, a deleted or
 touched output file, ``--no-cache`` -- runs the pipeline as usual (whose saved fits are
-then reused where their own keys match, see :mod:`analysis.fit`).
+then reused where their own keys match, see :mod:`selfmodel.fit`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from importlib import metadata, util
 from pathlib import Path
 from typing import Any, Final
 
-from analysis import atomic
+from selfmodel import atomic
 
 #: The file ``record`` writes into OUT; bump :data:`FORMAT` when its meaning changes.
 KEY_FILE: Final = "run-key.json"

@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from analysis import atomic
-from analysis.contract import RESULTS_SCHEMA_VERSION
-from analysis.state import RunState
-from analysis.verdict import findings
+from selfmodel import atomic
+from selfmodel.contract import RESULTS_SCHEMA_VERSION
+from selfmodel.state import RunState
+from selfmodel.verdict import findings
 
 #: The ingest summary keys copied into ``results["data"]`` (in this order).
 DATA_KEYS = (
@@ -96,7 +96,7 @@ def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
 def build_results(state: RunState) -> dict[str, Any]:
     """The ``results.json`` dict of ``state`` (every section as its stage left it, rounded).
 
-    ``verdict`` holds the first screen's sentences, computed by ``analysis.verdict.findings``
+    ``verdict`` holds the first screen's sentences, computed by ``selfmodel.verdict.findings``
     from the other (rounded) sections.
     """
     out = rounded(

@@ -2,7 +2,7 @@
 
 A variant is refitted only when the reweighting cannot be trusted.
 
-A prior variant (every prior ``sigma`` halved or doubled, ``models._common.scale_priors``)
+A prior variant (every prior ``sigma`` halved or doubled, ``selfmodel.models._common.scale_priors``)
 has the same likelihood as the main fit; only the prior changes. Its posterior is therefore
 the main posterior reweighted by ``p_new(theta) / p_old(theta)`` (importance sampling with
 the main posterior as the proposal). The log ratio is summed over the variables whose prior
@@ -13,7 +13,7 @@ smoothing (PSIS; Vehtari, Simpson, Gelman, Yao & Gabry 2024, "Pareto smoothed im
 sampling", JMLR 25(72)), whose fitted tail shape ``k`` says whether the estimate is
 reliable: with ``S`` draws the threshold is ``min(1 - 1/log10(S), 0.7)`` (same paper,
 sec. 3). Above it -- the variant's posterior lies where the main fit has too few draws --
-the variant is refitted by :func:`analysis.fit.fit` as before, and the reason is recorded.
+the variant is refitted by :func:`selfmodel.fit.fit` as before, and the reason is recorded.
 
 The reweighted draws are the main draws resampled (systematic resampling, seeded) in
 proportion to the smoothed weights, so every summary (decision, HDI, per task) is computed
@@ -37,9 +37,9 @@ import xarray as xr
 from arviz_stats.base import array_stats
 from pytensor.graph.traversal import ancestors
 
-import models as model_registry
-from analysis import _arviz
-from analysis.fit import Fit, SamplerSettings, fit
+from selfmodel import _arviz
+from selfmodel import models as model_registry
+from selfmodel.fit import Fit, SamplerSettings, fit
 
 __all__ = ["k_threshold", "log_prior_ratio", "prior_variant", "resample"]
 
@@ -148,7 +148,7 @@ def prior_variant(
     """The fit of ``main.model`` with ``priors``: reweighted from ``main``, else refitted.
 
     ``main`` must be the fit of the same data, options, sampler settings and seed with the
-    model's default priors. Returns a :class:`~analysis.fit.Fit` whose provenance has
+    model's default priors. Returns a :class:`~selfmodel.fit.Fit` whose provenance has
     ``prior_variant`` (module docstring).
     """
     say = progress or (lambda _m: None)

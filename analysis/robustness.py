@@ -1,17 +1,17 @@
 """Stage 4b: declared hypotheses, the scale-term LOO, sensitivity refits, the calibration study.
 
-Called by :func:`analysis.pipeline.run` after the model zoo is fitted. Everything here either
+Called by :func:`selfmodel.pipeline.run` after the model zoo is fitted. Everything here either
 reads existing fits (hypotheses, Savage-Dickey Bayes factors) or refits through
-:func:`analysis.fit.fit`, so every refit has its own cache entry and an unchanged second
+:func:`selfmodel.fit.fit`, so every refit has its own cache entry and an unchanged second
 run reuses them all. The results land in ``results.json`` as
 
 ``hypotheses``
     the declared hypotheses file (path, SHA-256), one row per parameter
-    (:func:`analysis.hypotheses.evaluate_all`) and ``scale_term_loo``
-    (:func:`analysis.hypotheses.scale_term_loo`);
+    (:func:`selfmodel.hypotheses.evaluate_all`) and ``scale_term_loo``
+    (:func:`selfmodel.hypotheses.scale_term_loo`);
 ``sensitivity``
-    ``priors`` (:func:`analysis.sensitivity.prior_sensitivity`) and ``scale_variable``
-    (:func:`analysis.sensitivity.scale_variable_sensitivity`);
+    ``priors`` (:func:`selfmodel.sensitivity.prior_sensitivity`) and ``scale_variable``
+    (:func:`selfmodel.sensitivity.scale_variable_sensitivity`);
 ``calibration_study``
     the calibration study of the decision rule (``validation/calibration.py``), shipped as
     package data ``analysis/data/calibration_study.json`` (:func:`calibration_study`), so
@@ -27,11 +27,11 @@ from typing import Any
 
 import polars as pl
 
-import models as model_registry
-from analysis import atomic
-from analysis.decisions import rope_for, x_by_model
-from analysis.fit import Fit, SamplerSettings, fit
-from analysis.hypotheses import (
+from selfmodel import atomic
+from selfmodel import models as model_registry
+from selfmodel.decisions import rope_for, x_by_model
+from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.hypotheses import (
     DecisionRule,
     Evidence,
     Hypothesis,
@@ -39,10 +39,10 @@ from analysis.hypotheses import (
     file_sha256,
     scale_term_loo,
 )
-from analysis.paths import PACKAGE_DATA, REPO_ROOT
-from analysis.results import rounded
-from analysis.sensitivity import prior_sensitivity, scale_variable_sensitivity
-from analysis.tables import models_per_task
+from selfmodel.paths import PACKAGE_DATA, REPO_ROOT
+from selfmodel.results import rounded
+from selfmodel.sensitivity import prior_sensitivity, scale_variable_sensitivity
+from selfmodel.tables import models_per_task
 
 Progress = Callable[[str], None]
 
@@ -55,7 +55,7 @@ CALIBRATION_PACKAGE_DATA = PACKAGE_DATA / "calibration_study.json"
 def evidence_from(
     fits: Mapping[str, Fit], data_for: Mapping[str, pl.DataFrame], not_fitted: Mapping[str, str]
 ) -> dict[str, Evidence | str]:
-    """The fitted models as :func:`~analysis.hypotheses.evaluate_all` wants them.
+    """The fitted models as :func:`~selfmodel.hypotheses.evaluate_all` wants them.
 
     Parameters
     ----------
@@ -132,7 +132,7 @@ def robustness_refits(
     Returns
     -------
     (scale_term_loo, sensitivity)
-        As :func:`~analysis.hypotheses.scale_term_loo` returns, and
+        As :func:`~selfmodel.hypotheses.scale_term_loo` returns, and
         ``{"priors": ..., "scale_variable": ...}``.
     """
     per_task = models_per_task(usable)

@@ -8,7 +8,7 @@ criterion findings get theirs here, from the binary cells alone:
    \phi(z_H)^2)` (likewise for :math:`z_F`), :math:`\mathrm{var}(d') = \mathrm{var}(z_H) +
    \mathrm{var}(z_F)`, :math:`\mathrm{var}(c) = \mathrm{var}(d') / 4`;
 2. per task, a random-effects meta-regression of those values on the scale variable
-   (``analysis.frequentist.two_stage.meta_regression``: weights :math:`1/(v + \hat\tau^2)`,
+   (``selfmodel.frequentist.two_stage.meta_regression``: weights :math:`1/(v + \hat\tau^2)`,
    DerSimonian-Laird, Knapp-Hartung SE, :math:`t_{G-2}`); models are the units;
 3. a wild bootstrap of that slope over models (Rademacher weights on the residuals of the
    null-restricted fit, Webb six-point weights below 12 models; Cameron, Gelbach & Miller
@@ -29,9 +29,9 @@ import numpy as np
 import polars as pl
 from scipy.stats import norm
 
-from analysis.frequentist.run import holm
-from analysis.frequentist.two_stage import _dl_tau2, meta_regression
-from analysis.frequentist.wild_bootstrap import WEBB_POINTS
+from selfmodel.frequentist.run import holm
+from selfmodel.frequentist.two_stage import _dl_tau2, meta_regression
+from selfmodel.frequentist.wild_bootstrap import WEBB_POINTS
 
 N_BOOT: Final = 1999
 ALPHA: Final = 0.05

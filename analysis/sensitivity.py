@@ -1,10 +1,10 @@
 """Does the verdict survive other reasonable choices? Prior width and the scale variable.
 
 Two refit families, each summarised with the same decision rule as the main fit
-(:func:`analysis.hypotheses.decide`) and compared with the main fit's decision:
+(:func:`selfmodel.hypotheses.decide`) and compared with the main fit's decision:
 
 * :func:`prior_sensitivity`: every prior scale (``sigma``) of the model multiplied by a
-  factor (default half and twice as wide, ``models._common.scale_priors``), same data,
+  factor (default half and twice as wide, ``selfmodel.models._common.scale_priors``), same data,
   sampler settings and seed (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd ed.,
   sec. 6.3 and 17.1: check how inferences change under alternative reasonable priors;
   Depaoli & van de Schoot 2017, "Improving transparency and replication in Bayesian
@@ -19,8 +19,8 @@ Two refit families, each summarised with the same decision rule as the main fit
   with each variable's ROPE in its own units and the direction compared.
 
 A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
-:mod:`analysis.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
-variant says which. Every refit goes through :func:`analysis.fit.fit`, so it has its own
+:mod:`selfmodel.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
+variant says which. Every refit goes through :func:`selfmodel.fit.fit`, so it has its own
 cache entry (the cache key includes priors and data) and is reused by the next run. Each
 refit costs a numba compile (~35 s here) plus sampling unless it is cached.
 
@@ -39,23 +39,23 @@ from typing import Any
 
 import polars as pl
 
-import models as model_registry
-from analysis import _arviz
-from analysis.cells import build_cells, derived_models
-from analysis.contract import (
+from selfmodel import _arviz
+from selfmodel import models as model_registry
+from selfmodel.cells import build_cells, derived_models
+from selfmodel.contract import (
     NEGATIVE_DECISIONS,
     POSITIVE_DECISIONS,
     SCALE_COLUMNS,
     SCALE_EXCLUSION_REASON,
 )
-from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
-from analysis.effect_sensitivity import _decisions
-from analysis.fit import Fit, SamplerSettings, fit
-from analysis.hypotheses import DecisionRule, decide, not_estimable
-from analysis.progress import steps
-from analysis.reweight import prior_variant
-from analysis.tables import Tables, models_per_task
-from models._common import scale_priors
+from selfmodel.decisions import SCALE_UNITS, rope_for, x_by_model
+from selfmodel.effect_sensitivity import _decisions
+from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.hypotheses import DecisionRule, decide, not_estimable
+from selfmodel.models._common import scale_priors
+from selfmodel.progress import steps
+from selfmodel.reweight import prior_variant
+from selfmodel.tables import Tables, models_per_task
 
 Progress = Callable[[str], None]
 
@@ -83,7 +83,7 @@ def summarise_fit(
     Returns
     -------
     dict
-        ``parameter``, the :func:`~analysis.hypotheses.decide` fields, ``per_task``
+        ``parameter``, the :func:`~selfmodel.hypotheses.decide` fields, ``per_task``
         (task -> the same fields) and ``diagnostics_passed``.
     """
     module = model_registry.get(fitted.model)
@@ -171,13 +171,13 @@ def prior_sensitivity(
     cells
         The cells the main fit used (rows with the scale variable).
     seed, settings, options, cache_dir
-        As for :func:`analysis.fit.fit`; use the main fit's.
+        As for :func:`selfmodel.fit.fit`; use the main fit's.
     factors
         Multipliers of every prior ``sigma`` (``0.5``: half as wide, ``2.0``: twice).
     model
         The model (``scale`` by default; any model with ``EFFECT``).
     rule
-        The decision rule (default :class:`~analysis.hypotheses.DecisionRule`).
+        The decision rule (default :class:`~selfmodel.hypotheses.DecisionRule`).
     main
         The main fit (default priors). Fitted here (or read from the cache) when ``None``.
     models_per_task
@@ -242,17 +242,17 @@ def scale_variable_sensitivity(
     Parameters
     ----------
     records
-        Canonical records (``analysis.ingest`` output).
+        Canonical records (``selfmodel.ingest`` output).
     registry
         The model registry.
     seed, settings, cache_dir
-        As for :func:`analysis.fit.fit`; use the main fit's.
+        As for :func:`selfmodel.fit.fit`; use the main fit's.
     variables
         Scale variables (``--scale`` choices) to fit; ``main_scale`` is added if missing.
     main_scale
         The variable of the main fit: the reference decision.
     rule
-        The decision rule (default :class:`~analysis.hypotheses.DecisionRule`).
+        The decision rule (default :class:`~selfmodel.hypotheses.DecisionRule`).
     main
         The main fit (of ``main_scale``), reused instead of refitting.
     progress
@@ -371,7 +371,7 @@ def effect_scale_variable_sensitivity(
     (``SPEC.decides``; for ``sdt`` d' and the criterion): the model's table
     (``SPEC.table``) is rebuilt with the variable, refitted with the main fit's sampler and
     seed, and each effect decided overall and per task with that variable's ROPE in its own
-    units (:func:`analysis.decisions.rope_for`); only the *direction* of each decision is
+    units (:func:`selfmodel.decisions.rope_for`); only the *direction* of each decision is
     compared with the main fit's (the slopes are in other units). A variable that leaves the
     table exactly as the main fit's (no mixture-of-experts model, so active = total
     parameters) reuses the main fit (``same_data_as_main``) instead of a refit.

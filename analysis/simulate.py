@@ -54,8 +54,8 @@ import polars as pl
 from scipy.special import expit, logit
 from scipy.stats import norm
 
-from analysis import atomic
-from analysis.paths import DEFAULT_SEED
+from selfmodel import atomic
+from selfmodel.paths import DEFAULT_SEED
 
 #: Families: name -> list of (model suffix, total params B, active params B or None).
 DEFAULT_FAMILIES: dict[str, list[tuple[str, float, float | None]]] = {
@@ -344,7 +344,7 @@ def _truth(seed: int, cfg: SimulationConfig, cells: pl.DataFrame) -> dict[str, A
     )
     return {
         "seed": seed,
-        "generator": "analysis.simulate.simulate (signal detection, see module docstring)",
+        "generator": "selfmodel.simulate.simulate (signal detection, see module docstring)",
         "x_definition": "log10(params_b) minus the mean over all simulated models (closed included)",
         "beta_dprime_per_10x": cfg.beta_dprime,
         "sigma_family": cfg.sigma_family,

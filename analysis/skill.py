@@ -4,7 +4,7 @@ A model that always predicts "yes, I will refuse" is right on every prompt it re
 says nothing about itself. The metrics here separate *skill* (telling the cases apart) from
 *bias* (how often the model says yes) and from the *base rate* (how often the outcome
 happens). They apply to cells whose readable predictions and outcomes are all
-``"true"``/``"false"`` (``binary`` cells of :mod:`analysis.cells`); other cells get
+``"true"``/``"false"`` (``binary`` cells of :mod:`selfmodel.cells`); other cells get
 ``None`` for every binary metric.
 
 Counts of a cell (readable self-predictions only, ``status == "ok"``, ``predictor ==
@@ -37,12 +37,12 @@ SDT :math:`d'` and criterion :math:`c`
     :math:`H' = (h + 0.5)/(n_s + 1)`, :math:`F' = (f + 0.5)/(n_n + 1)`, applied to every
     cell (not only to those with rates of 0 or 1) so that all cells are estimated the same
     way (Stanislaw & Todorov 1999, *Behav. Res. Methods* 31:137). This is the convention of
-    :mod:`analysis.simulate`: :math:`P(\hat y = 1 \mid y) = \Phi(d'(y - \tfrac12) - c)`,
+    :mod:`selfmodel.simulate`: :math:`P(\hat y = 1 \mid y) = \Phi(d'(y - \tfrac12) - c)`,
     so :math:`c < 0` is a yes-bias. ``None`` when the cell has no signal or no noise trial.
 
 Confidence metrics
 ------------------
-Assumed semantics (``analysis.contract``): ``confidence`` is the predictor's stated
+Assumed semantics (``selfmodel.contract``): ``confidence`` is the predictor's stated
 probability that **its prediction is right**, :math:`q \in [0, 1]`. The implied probability
 that the outcome is true is therefore :math:`s = q` when the prediction is "true" and
 :math:`1 - q` when it is "false". Records without confidence are left out of these metrics
@@ -79,7 +79,7 @@ import numpy as np
 import polars as pl
 from scipy.stats import norm, rankdata
 
-from analysis.cells import CELL_KEY, self_predictions, to_cells
+from selfmodel.cells import CELL_KEY, self_predictions, to_cells
 
 #: Default number of equal-width confidence bins.
 DEFAULT_BINS: Final = 10
@@ -394,7 +394,7 @@ def _binary_frame(records: pl.DataFrame) -> pl.DataFrame:
 
 
 def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
-    """Count-based skill metrics from the cells of :func:`analysis.cells.to_cells`.
+    """Count-based skill metrics from the cells of :func:`selfmodel.cells.to_cells`.
 
     Parameters
     ----------
@@ -436,7 +436,7 @@ def skill_table(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> list[di
     Parameters
     ----------
     records
-        Canonical records (``analysis.contract.RECORD_SCHEMA``); only self-predictions
+        Canonical records (``selfmodel.contract.RECORD_SCHEMA``); only self-predictions
         (``predictor`` null or equal to ``model``) count.
     n_bins
         Bins for the ECE.

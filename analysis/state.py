@@ -1,9 +1,9 @@
 """The run's configuration and the typed state passed from stage to stage.
 
 :class:`RunConfig` is everything that determines a run's results. :class:`RunState` starts
-with the config and the resolved inputs; each stage of :func:`analysis.pipeline.run` fills
+with the config and the resolved inputs; each stage of :func:`selfmodel.pipeline.run` fills
 its own fields (the table in ``docs/stages.md`` names the stage of each field), and
-:func:`analysis.results.write_results` writes ``results.json`` from it. The ``*_section``
+:func:`selfmodel.results.write_results` writes ``results.json`` from it. The ``*_section``
 fields hold exactly what goes into ``results.json`` under the key in the field's comment.
 """
 
@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-import models as model_registry
-from analysis.fit import SamplerSettings
-from analysis.hypotheses import DecisionRule
-from analysis.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
+from selfmodel import models as model_registry
+from selfmodel.fit import SamplerSettings
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 
 if TYPE_CHECKING:  # only for annotations: the stages import this module
-    from analysis.ingest import IngestResult
-    from analysis.model_stage import ModelFits, VerdictFit
-    from analysis.tables import Tables
+    from selfmodel.ingest import IngestResult
+    from selfmodel.model_stage import ModelFits, VerdictFit
+    from selfmodel.tables import Tables
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import numpy as np
 import polars as pl
 from scipy.special import expit
 
-from analysis import _arviz
-from analysis.decisions import posterior_draws
-from analysis.fit import THRESHOLDS, Fit
+from selfmodel import _arviz
+from selfmodel.decisions import posterior_draws
+from selfmodel.fit import THRESHOLDS, Fit
 
 
 def population_curves(
@@ -145,7 +145,7 @@ def truth_comparison(
 
 
 def variance_components(fit: Fit) -> dict[str, Any]:
-    """Posterior mean/sd/median of the scale model's standard deviations (read by analysis.power).
+    """Posterior mean/sd/median of the scale model's standard deviations (read by selfmodel.power).
 
     With task slopes that have their own priors there is no spread parameter; then
     ``sd_task_slopes`` is the posterior of the standard deviation of the task slopes across

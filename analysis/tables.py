@@ -5,12 +5,12 @@
 ``binary_cells``
     those cells of binary tasks with a signal or noise record (signal-detection counts);
 ``item_cells``
-    model x item counts with the scale variable (``analysis.cells.to_item_cells``);
+    model x item counts with the scale variable (``selfmodel.cells.to_item_cells``);
 ``pair_cells``
-    predictor x target x task counts (``analysis.cells.to_pair_cells``);
+    predictor x target x task counts (``selfmodel.cells.to_pair_cells``);
 ``training_pairs``
     discordant-item counts of each derived checkpoint against its base
-    (``analysis.training.training_table``).
+    (``selfmodel.training.training_table``).
 
 A table is built the first time a requested model needs it and reused after that.
 """
@@ -21,14 +21,14 @@ from dataclasses import dataclass, field
 
 import polars as pl
 
-from analysis.cells import (
+from selfmodel.cells import (
     derived_models,
     join_registry,
     scale_values,
     to_item_cells,
     to_pair_cells,
 )
-from analysis.training import training_table
+from selfmodel.training import training_table
 
 
 def sdt_cells(cells: pl.DataFrame) -> pl.DataFrame:
@@ -53,7 +53,7 @@ class Tables:
     built: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     def get(self, kind: str) -> pl.DataFrame:
-        """The table ``kind`` (one of ``models._common.Table``)."""
+        """The table ``kind`` (one of ``selfmodel.models._common.Table``)."""
         if kind not in self.built:
             self.built[kind] = self._build(kind)
         return self.built[kind]

@@ -2,7 +2,7 @@
 
 Every TOML file ``selfmodel`` reads (ingest ``--config``, ``hypotheses.toml``, a power
 ``--design``, an importer ``--mapping``) reports a mistake as one line naming the file, the
-line of the key at fault and what to do (``analysis.registry.format_input_error``), with a
+line of the key at fault and what to do (``selfmodel.registry.format_input_error``), with a
 "Did you mean ...?" for a misspelt key or name. The two helpers here are the only
 implementation of each.
 """

@@ -5,7 +5,7 @@ The registry describes the design (``docs/registry.md``): a derived checkpoint n
 other task both checkpoints answered is *held out*. This module
 
 * checks the design against the data (:func:`validate_design`; the registry file itself is
-  checked by :mod:`analysis.registry`): a task in ``trained_tasks`` that the records do not
+  checked by :mod:`selfmodel.registry`): a task in ``trained_tasks`` that the records do not
   have, or two checkpoints of one intervention with different splits, is a one-line error
   naming the registry file and line;
 * builds the paired table of ``models/training.py`` (:func:`training_table`): per
@@ -28,7 +28,7 @@ derived checkpoint is compared with its own base only, and "other models" are ev
 without a ``base_model`` (their families are not modelled); see ``models/training.py``.
 
 Derived checkpoints never enter the scale models: they share their base's size, so they
-would be extra points at one size (``analysis.cells.scale_values`` gives them no scale
+would be extra points at one size (``selfmodel.cells.scale_values`` gives them no scale
 value; ``scale_effect.excluded_derived_checkpoints`` lists them with the reason).
 """
 
@@ -43,13 +43,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-import models as model_registry
-from analysis.contract import SCALE_EXCLUSION_REASON, InputError
-from analysis.fit import fit
-from analysis.hypotheses import DecisionRule, decide, not_estimable
-from analysis.paths import PACKAGE_DATA
-from analysis.registry import did_you_mean, format_input_error, model_lines
-from analysis.simulate import training_implied_truth
+from selfmodel import models as model_registry
+from selfmodel.contract import SCALE_EXCLUSION_REASON, InputError
+from selfmodel.fit import fit
+from selfmodel.hypotheses import DecisionRule, decide, not_estimable
+from selfmodel.paths import PACKAGE_DATA
+from selfmodel.registry import did_you_mean, format_input_error, model_lines
+from selfmodel.simulate import training_implied_truth
 
 Progress = Callable[[str], None]
 
@@ -503,7 +503,7 @@ def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dic
 
     The accuracy effects and the contrast against the base are in ``truth["training"]``;
     the d'/criterion effects and the contrast against the other models are implied by the
-    generative parameters saved beside them (``analysis.simulate.training_implied_truth``).
+    generative parameters saved beside them (``selfmodel.simulate.training_implied_truth``).
     """
     t = truth.get("training")
     if not t:

@@ -7,7 +7,7 @@ numbers it speaks of and is tested against perturbed results (``tests/test_verdi
 ``accuracy``
     the accuracy slope (the declared estimand: the average over tasks of the task slopes),
     its direction and whether its size exceeds the ROPE, in the words of
-    ``analysis.contract.DECISION_MEANING``; when tasks have credible slopes of opposite
+    ``selfmodel.contract.DECISION_MEANING``; when tasks have credible slopes of opposite
     signs the average is named as such and not read as a summary;
 ``accuracy_tasks``
     the per-task accuracy slopes;
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from analysis.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DECISIONS
+from selfmodel.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DECISIONS
 
 Results = Mapping[str, Any]
 

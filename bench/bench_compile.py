@@ -9,7 +9,7 @@ set of the same shape: 16 models x 3 tasks). Configurations:
 
 * ``plain``  -- ``nutpie.compile_pymc_model(model)`` with PyTensor's numba cache in the
   empty folder (what ``analysis/fit.py`` does today);
-* ``shared`` -- ``analysis.compile_cache.compiled_model(model, cache_dir)``.
+* ``shared`` -- ``selfmodel.compile_cache.compiled_model(model, cache_dir)``.
 
 A last child compiles twice in one process with ``compiled_model`` (second call with new
 data: the in-memory memo). Reported: compile wall and CPU seconds per child.
@@ -48,9 +48,9 @@ def child(mode: str, seed: str, cache: str) -> None:
     with Timer() as ti:
         import nutpie
 
-        import models.scale as scale
-        from analysis import compile_cache
-        from analysis.simulate import simulate_scale_cells
+        import selfmodel.models.scale as scale
+        from selfmodel import compile_cache
+        from selfmodel.simulate import simulate_scale_cells
     compile_cache.configure_cache(cache)
 
     def model(s: int):
@@ -75,11 +75,11 @@ def child(mode: str, seed: str, cache: str) -> None:
 def default_cells(model: str):
     import polars as pl
 
-    from analysis.cells import build_cells
-    from analysis.ingest import ingest
-    from analysis.registry import load_registry
-    from analysis.tables import sdt_cells
     from bench._util import ROOT
+    from selfmodel.cells import build_cells
+    from selfmodel.ingest import ingest
+    from selfmodel.registry import load_registry
+    from selfmodel.tables import sdt_cells
 
     res = ingest([ROOT / "data_raw" / "records.csv"])
     cells = build_cells(res.records, load_registry(ROOT / "data_raw" / "registry.csv"))
@@ -91,9 +91,8 @@ def fit_child(mode: str, model: str, cache: str) -> None:
     quiet_warnings()
     import nutpie
 
-    import models
-    from analysis import compile_cache
-    from analysis.fit import SamplerSettings
+    from selfmodel import compile_cache, models
+    from selfmodel.fit import SamplerSettings
 
     compile_cache.configure_cache(cache)
     module = models.get(model)

@@ -12,7 +12,7 @@ peak RSS; phase times from ``OUT/run.json``):
 2. ``second``      -- the same command again: the saved fit is reused (``OUT/fits``);
 3. ``warm_refit``  -- ``--out B`` (no saved fit) with the now warm compile cache;
 4. ``report``      -- ``selfmodel report --out A`` (report rendering alone);
-5. ``imports``     -- ``python -c 'import analysis.pipeline, analysis.report, pymc, nutpie'``;
+5. ``imports``     -- ``python -c 'import selfmodel.pipeline, selfmodel.report, pymc, nutpie'``;
 6. ``records_1x`` / ``records_10x`` -- ``selfmodel run --no-report`` on the default data
                       with every record once and ten times (``sample`` 0..9): the same models
                       and tasks, 10x the records; warm compile cache, no saved fit.
@@ -145,7 +145,7 @@ def main() -> None:
         text = buf.getvalue().replace(str(Path(sys.prefix)), "<venv>").replace(str(ROOT), ".")
         (ROOT / "bench" / "results" / "second_run_profile.txt").write_text(text)
     if "imports" in args.steps:
-        step("imports", [PYTHON, "-c", "import analysis.pipeline, analysis.report, pymc, nutpie"])
+        step("imports", [PYTHON, "-c", "import selfmodel.pipeline, selfmodel.report, pymc, nutpie"])
     by = {r["step"]: r for r in rows if "wall_s" in r}
     ratios = pipeline_ratios(by)
     table = md_table(rows, ["step", "wall_s", "cpu_s", "peak_rss_mib", "seconds_to_results",

@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_sampling.py           # all comparisons (15-30 min, shared 2 cores)
     .venv/bin/python bench/bench_sampling.py --quick   # one small nutpie fit (smoke test)
 
-Cases (data from ``analysis.simulate.simulate_scale_cells``; 4 chains x 1000 draws after
+Cases (data from ``selfmodel.simulate.simulate_scale_cells``; 4 chains x 1000 draws after
 1000 tuning steps, ``target_accept=0.95`` as the pipeline uses; nutpie on 2 cores):
 
 * ``scale`` on 50 models x 10 tasks (10 families x 5 sizes), nutpie -- the target case;
@@ -51,7 +51,7 @@ DRAWS, TUNE, CHAINS, CORES, TARGET = 1000, 1000, 4, 2, 0.95
 
 
 def scale_cells(seed: int, families: int, sizes: int, tasks: int, n: int) -> pl.DataFrame:
-    from analysis.simulate import simulate_scale_cells
+    from selfmodel.simulate import simulate_scale_cells
 
     cells, _ = simulate_scale_cells(
         seed=seed, n_families=families, sizes_per_family=sizes, n_tasks=tasks, n_per_cell=n
@@ -88,8 +88,8 @@ def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool 
     so ``beta`` carries the whole linear trend in ``x`` instead of sharing it with ``v``)."""
     import pymc as pm
 
-    from models._common import factorize
-    from models.scale import DEFAULT_PRIORS as P
+    from selfmodel.models._common import factorize
+    from selfmodel.models.scale import DEFAULT_PRIORS as P
 
     def prior(name: str, **kw: Any) -> Any:
         dist, params = P[name]
@@ -135,7 +135,7 @@ def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool 
 
 def scale_shift(data: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The slope's trade-off direction on the family and model intercepts of ``data``."""
-    from models._common import factorize, model_level, shift_direction
+    from selfmodel.models._common import factorize, model_level, shift_direction
 
     model_idx, models_ = factorize(data["model"])
     fam_idx, _ = factorize(data["family"])
@@ -147,7 +147,7 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
             shift: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     import arviz as az
 
-    from analysis.fit import diagnose
+    from selfmodel.fit import diagnose
 
     row: dict[str, Any] = {"case": label, "sampler": sampler, "draws": draws, "tune": tune,
                            "chains": CHAINS}
@@ -161,7 +161,7 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
     if sampler == "nutpie":
         import nutpie
 
-        from analysis.compile_cache import compiled_model
+        from selfmodel.compile_cache import compiled_model
 
         with Timer() as tc:
             compiled = compiled_model(pm_model)
@@ -213,8 +213,8 @@ def gradient_costs(evals: int = 20000) -> list[dict[str, Any]]:
     import pytensor
     import pytensor.tensor as pt
 
-    import models.scale as scale
-    import models.sdt as sdt
+    import selfmodel.models.scale as scale
+    import selfmodel.models.sdt as sdt
     from bench.bench_compile import default_cells
 
     def branch_free(z: Any) -> Any:
@@ -273,18 +273,18 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
     """The default data's sdt fit in the plain and the decorrelated slope basis, per seed.
 
     Pipeline settings (4 chains x ``draws`` after 1000 tuning, ``target``); for each fit
-    the divergences, max R-hat and slowest bulk ESS (``analysis.fit.diagnose``), bulk ESS
+    the divergences, max R-hat and slowest bulk ESS (``selfmodel.fit.diagnose``), bulk ESS
     and R-hat of ``beta_criterion`` and ``beta_dprime``, the E-BFMI of the slowest chain and
     the posterior correlation of each slope with the component of its family and model
-    intercepts along the slope's trade-off direction (``models._common.shift_direction``).
+    intercepts along the slope's trade-off direction (``selfmodel.models._common.shift_direction``).
     """
     import arviz as az
     import nutpie
 
-    import models.sdt as sdt
-    from analysis.fit import diagnose
+    import selfmodel.models.sdt as sdt
     from bench.bench_compile import default_cells
-    from models._common import factorize, shift_direction
+    from selfmodel.fit import diagnose
+    from selfmodel.models._common import factorize, shift_direction
 
     data = default_cells("sdt").select(list(sdt.REQUIRED_COLUMNS))
     model_idx, models_ = factorize(data["model"])
@@ -359,7 +359,7 @@ def main() -> None:
                       md_table(grows, ["model", "link", "us_cpu_per_logp_grad"]))
         print(md_table(grows, ["model", "link", "us_cpu_per_logp_grad"]))
         return
-    import models.scale as scale
+    import selfmodel.models.scale as scale
 
     info: dict[str, Any] = {"machine": machine(),
                             "command": " ".join(["bench/bench_sampling.py", *sys.argv[1:]])}
@@ -377,7 +377,7 @@ def main() -> None:
             rows.append(measure("scale 50x10", scale.build(big), "beta", shift=scale_shift(big)))
         elif case == "sdt":
             try:
-                import models.sdt as sdt
+                import selfmodel.models.sdt as sdt
             except ImportError:
                 rows.append({"case": "sdt 50x10", "note": "models/sdt.py absent"})
                 continue
@@ -391,7 +391,7 @@ def main() -> None:
                                 scale.build(big, slope_basis="plain", group_effects="centred"),
                                 "beta"))
         elif case == "sdt_plain":
-            import models.sdt as sdt
+            import selfmodel.models.sdt as sdt
 
             rows.append(measure("sdt 50x10 plain slope basis",
                                 sdt.build(sdt_cells(big, 7), slope_basis="plain"), sdt.EFFECT))

@@ -31,7 +31,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 
-from analysis import _arviz
+from selfmodel import _arviz
 
 Z_MAX = 4.0
 
@@ -66,7 +66,7 @@ def _seed_spread(new_dir: Path, seeds: list[int], new_post: Any) -> dict[tuple[s
     """
     import polars as pl
 
-    from analysis.fit import fit
+    from selfmodel.fit import fit
 
     cells = pl.read_parquet(new_dir / "cells.parquet").filter(pl.col("x").is_not_null())
     posts = [new_post]

@@ -26,14 +26,14 @@ from bench.bench_pipeline import dataset  # noqa: E402
 
 
 def _steps(folder: Path) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
-    from analysis import cells as cells_mod
-    from analysis.frequentist import run_frequentist
-    from analysis.ingest import ingest
-    from analysis.missingness import missingness
-    from analysis.registry import load_registry
-    from analysis.rescoring import self_vs_other_rescored
-    from analysis.skill import calibration, skill_table
-    from analysis.training import training_table
+    from selfmodel import cells as cells_mod
+    from selfmodel.frequentist import run_frequentist
+    from selfmodel.ingest import ingest
+    from selfmodel.missingness import missingness
+    from selfmodel.registry import load_registry
+    from selfmodel.rescoring import self_vs_other_rescored
+    from selfmodel.skill import calibration, skill_table
+    from selfmodel.training import training_table
 
     def _ingest(s: dict[str, Any]) -> None:
         s["reg"] = load_registry(folder / "registry.csv")
@@ -65,8 +65,8 @@ def _steps(folder: Path) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
 def _fit_row(cells: Any) -> dict[str, Any]:
     import polars as pl
 
-    from analysis import _arviz
-    from analysis.fit import SamplerSettings, fit
+    from selfmodel import _arviz
+    from selfmodel.fit import SamplerSettings, fit
 
     data = cells.filter(pl.col("x").is_not_null())
     with Timer() as t:

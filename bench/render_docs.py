@@ -448,7 +448,7 @@ def merged_pipeline() -> dict[str, Any] | None:
 
 
 def main() -> None:
-    from analysis.reduce import CELLS_SQL
+    from selfmodel.reduce import CELLS_SQL
 
     ing, red = load("ingest"), load("ingest_reduce")
     samp, comp, pipe, growth = merged_sampling(), load("compile"), merged_pipeline(), load("growth")

@@ -1,7 +1,7 @@
 """Measure a zoo model on the default data: compile and sampling time, divergences, ESS, R-hat.
 
 Proposed as ``bench/zoo.py`` (issue #3). Prints one JSON line; with ``--checks`` also runs
-``analysis.checks`` (prior/posterior predictive, LOO) and prints a second line.
+``selfmodel.checks`` (prior/posterior predictive, LOO) and prints a second line.
 
     python bench/zoo.py sdt                      # 4 x 2000 draws, target_accept 0.95
     python bench/zoo.py sdt --target-accept 0.99 --seed 1
@@ -20,12 +20,11 @@ import numpy as np
 import nutpie
 import polars as pl
 
-import models
-from analysis import _arviz, checks
-from analysis.cells import build_cells, join_registry, scale_values, to_item_cells
-from analysis.fit import Fit, SamplerSettings, diagnose
-from analysis.ingest import ingest
-from analysis.registry import load_registry
+from selfmodel import _arviz, checks, models
+from selfmodel.cells import build_cells, join_registry, scale_values, to_item_cells
+from selfmodel.fit import Fit, SamplerSettings, diagnose
+from selfmodel.ingest import ingest
+from selfmodel.registry import load_registry
 
 
 def data_for(model: str, data: Path) -> pl.DataFrame:

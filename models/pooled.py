@@ -10,7 +10,7 @@ self-predictions, :math:`k_{mt}` of them correct.
 
 Every model is assumed equally good at a task: no scale term, no family, model or cell
 effects (complete pooling across models, Gelman & Hill 2007, sec. 12.2). It exists to
-be beaten: a leave-one-out comparison (``analysis.checks.loo`` / ``compare``) of
+be beaten: a leave-one-out comparison (``selfmodel.checks.loo`` / ``compare``) of
 ``scale`` or ``within_between`` against ``pooled`` *on the same cells* asks whether
 anything about the models predicts held-out cells better than the task average.
 
@@ -66,7 +66,14 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from models._common import ModelSpec, Prior, factorize, merge_priors, prior_rv, zero_sum_effect
+from selfmodel.models._common import (
+    ModelSpec,
+    Prior,
+    factorize,
+    merge_priors,
+    prior_rv,
+    zero_sum_effect,
+)
 
 NAME = "pooled"
 SUMMARY = "baseline: task intercepts only (every model equally good at a task)"

@@ -100,7 +100,7 @@ that direction was -0.98, and the total slope had a posterior sd of 0.009 agains
 and ``sd_total_slope``), which a diagonal mass matrix can only walk
 along in small steps.
 
-``slope_basis="decorrelated"`` (the default; ``models._common.decorrelated_slopes``) makes
+``slope_basis="decorrelated"`` (the default; ``selfmodel.models._common.decorrelated_slopes``) makes
 :math:`\bar g` a coordinate (``z_slope_total``, drawn from its marginal prior), draws
 :math:`c` from its conditional prior given :math:`\bar g` (``z_slope_shift``, standard
 normal: the likelihood does not depend on it), the task deviations
@@ -113,7 +113,7 @@ in ``z_slope_shift``). It needs a ``Normal`` task-slope prior and independent ta
 otherwise (or when :math:`x` does not vary) the plain basis is used.
 ``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis; the
 coordinates are named ``z_*`` like the other sampler coordinates, so the diagnostics
-(``analysis.fit.diagnose``) judge the model's own quantities, not them.
+(``selfmodel.fit.diagnose``) judge the model's own quantities, not them.
 
 Measured on the 50 x 10 benchmark in one run (``bench/bench_sampling.py --cases plain
 scale group_centred --name sampling_decorrelated``, ``bench/results/sampling_decorrelated.json``;
@@ -151,7 +151,7 @@ from typing import Any, Literal
 import numpy as np
 import pymc as pm
 
-from models._common import (
+from selfmodel.models._common import (
     Comparison,
     Effect,
     ModelSpec,
@@ -363,7 +363,7 @@ def _cell_effects(model: pm.Model, sigma_cell: Any, centred: np.ndarray) -> Any:
 
 
 def _centred_zero_sum(name: str, sigma: Any, dim: str, size: int) -> Any:
-    """Centred counterpart of ``models._common.zero_sum_effect``: ``ZeroSumNormal(sigma)``."""
+    """Centred counterpart of ``selfmodel.models._common.zero_sum_effect``: ``ZeroSumNormal(sigma)``."""
     if size < 2:
         return zero_sum_effect(name, sigma, dim, size)
     return pm.ZeroSumNormal(name, sigma=sigma, dims=dim)

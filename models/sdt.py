@@ -80,7 +80,7 @@ former ``HalfNormal(0.3)`` had a mean below the posterior cell SDs).
 Parameterisation and sampler
 ----------------------------
 Same lessons as ``models/scale.py``: every group effect is non-centred and the task,
-family and model effects are zero-sum (``models._common.zero_sum_effect``), so their
+family and model effects are zero-sum (``selfmodel.models._common.zero_sum_effect``), so their
 means do not trade off against the task intercepts along flat ridges.
 
 Measured on the default data, with the former pooled task slopes and ``HalfNormal(0.3)``
@@ -116,7 +116,7 @@ model intercepts along the direction that trades against a common slope (family 
 :math:`x` on ``u``, within-family deviations on ``v``; -0.88 for d'): the data fix the
 total, the priors split it (the same ridge as in ``models/scale.py``, "Slope basis").
 ``slope_basis="decorrelated"`` (the default) samples each side's total slope and draws the
-split from its conditional prior (``models._common.decorrelated_slopes``; the prior and so
+split from its conditional prior (``selfmodel.models._common.decorrelated_slopes``; the prior and so
 the model are unchanged, ``tests/test_slope_basis.py``; the new coordinates are
 ``z_{side}_slope_total``, ``z_{side}_slope_shift``, ``z_{side}_slope_deviation``).
 Measured on the default data (``python bench/bench_sampling.py --sdt-seeds 1 2 3``,
@@ -163,7 +163,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from models._common import (
+from selfmodel.models._common import (
     Curves,
     Effect,
     Headline,
@@ -302,7 +302,7 @@ def build(
     ----------
     data
         A table (polars or pandas) of *binary* cells with columns ``model, family, task,
-        x, n_signal, n_noise, hits, false_alarms`` (``analysis.cells.to_cells`` filtered
+        x, n_signal, n_noise, hits, false_alarms`` (``selfmodel.cells.to_cells`` filtered
         on ``binary`` and non-null ``x``).
     priors
         Overrides of :data:`DEFAULT_PRIORS` (same keys).

@@ -9,7 +9,7 @@ diagonal after both.
 
 Data: one row per predictor :math:`p` x target :math:`m` x task :math:`t` with
 :math:`n_{pmt}` readable predictions, :math:`k_{pmt}` correct
-(``analysis.cells.to_pair_cells``).
+(``selfmodel.cells.to_pair_cells``).
 
 .. math::
 
@@ -66,7 +66,7 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from models._common import (
+from selfmodel.models._common import (
     Effect,
     ModelSpec,
     Prior,
@@ -122,7 +122,7 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     ----------
     data
         A table (polars or pandas) with columns ``predictor, model, task, n, k``
-        (``analysis.cells.to_pair_cells``); ``model`` is the target.
+        (``selfmodel.cells.to_pair_cells``); ``model`` is the target.
     priors
         Overrides of :data:`DEFAULT_PRIORS` (same keys).
 

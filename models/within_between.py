@@ -107,7 +107,7 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from models._common import (
+from selfmodel.models._common import (
     Effect,
     ModelSpec,
     Prior,

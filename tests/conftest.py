@@ -15,7 +15,7 @@ QUICK = ["--draws", "300", "--tune", "300", "--chains", "2"]
 @pytest.fixture(scope="session")
 def quick_build(tmp_path_factory) -> Path:
     """`selfmodel run` on data_raw/ with a short sampler run, without the report (results only)."""
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     out = tmp_path_factory.mktemp("quick_build")
     cwd = Path.cwd()

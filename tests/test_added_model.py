@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-import models
-from analysis.contract import DECISIONS
+from selfmodel import models
+from selfmodel.contract import DECISIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_FILE = ROOT / "tests" / "fixtures" / "added_model" / "tiny_slope.py"
@@ -45,7 +45,7 @@ def test_register_checks_the_declaration(tiny_slope):
 
 @pytest.mark.e2e
 def test_added_model_is_fitted_decided_and_reported(tiny_slope, build_copy, tmp_path, monkeypatch):
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     hyp = tmp_path / "hypotheses.toml"
     hyp.write_text(

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from analysis import api
-from analysis.cells import build_cells
-from analysis.cli import build_parser
-from analysis.contract import DECISIONS, InputError
-from analysis.ingest import ingest, write_ingest
-from analysis.paths import DEFAULT_DATA
-from analysis.pipeline import resolve_inputs
-from analysis.registry import load_registry
+from selfmodel import api
+from selfmodel.cells import build_cells
+from selfmodel.cli import build_parser
+from selfmodel.contract import DECISIONS, InputError
+from selfmodel.ingest import ingest, write_ingest
+from selfmodel.paths import DEFAULT_DATA
+from selfmodel.pipeline import resolve_inputs
+from selfmodel.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "api.md"

@@ -1,4 +1,4 @@
-"""The ArviZ 1 helpers (analysis._arviz) and the stack in the fit cache key.
+"""The ArviZ 1 helpers (selfmodel._arviz) and the stack in the fit cache key.
 
 Reference values: the 94% HDI of a standard normal is +/-1.8808 (norm.ppf(0.97)); PSIS-LOO
 of a log likelihood shifted by a constant per point shifts each pointwise ELPD by exactly
@@ -16,8 +16,8 @@ import pytest
 import xarray as xr
 from scipy.stats import norm
 
-from analysis import _arviz, checks
-from analysis.fit import _cache_key, package_versions
+from selfmodel import _arviz, checks
+from selfmodel.fit import _cache_key, package_versions
 
 
 def _post_ll(seed: int, n_obs: int = 40) -> tuple[xr.Dataset, xr.Dataset]:

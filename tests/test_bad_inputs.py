@@ -15,9 +15,9 @@ from typing import Any
 import polars as pl
 import pytest
 
-from analysis.cli import main
-from analysis.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
-from analysis.ingest import ingest, parse_map_options
+from selfmodel.cli import main
+from selfmodel.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
+from selfmodel.ingest import ingest, parse_map_options
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 CASES: list[dict[str, Any]] = tomllib.loads((CORPUS / "cases.toml").read_text("utf-8"))["case"]

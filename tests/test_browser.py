@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.render import render
-from analysis.report import render_report
+from selfmodel.render import render
+from selfmodel.report import render_report
 
 try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
     import layout_util as lu

@@ -95,8 +95,8 @@ def test_exact_posteriors_are_calibrated_and_overconfident_ones_are_not() -> Non
 
 
 def test_the_rewritten_scale_model_is_the_scale_model_with_new_data() -> None:
-    """Same log density as ``models.scale.build`` on another data set, after the data swap."""
-    from models import scale
+    """Same log density as ``selfmodel.models.scale.build`` on another data set, after the data swap."""
+    from selfmodel.models import scale
 
     d0 = cal.scale_design(seed=1)
     d1 = cal.scale_design(seed=2)
@@ -122,7 +122,7 @@ def test_the_rewritten_scale_model_is_the_scale_model_with_new_data() -> None:
 
 
 def test_the_rewrite_refuses_a_constant_it_cannot_find() -> None:
-    from models import scale
+    from selfmodel.models import scale
 
     d0 = cal.scale_design(seed=1)
     with pytest.raises(ValueError, match="expected one constant"):

@@ -1,4 +1,4 @@
-"""Saved derived results: ``analysis.fit.cached_json`` and the checks of ``analysis.model_stage``.
+"""Saved derived results: ``selfmodel.fit.cached_json`` and the checks of ``selfmodel.model_stage``.
 
 An unchanged second run must reuse the prior/posterior predictive checks and LOO of a
 reused fit (they cost more than loading the fit), recompute them when anything they depend
@@ -13,9 +13,9 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import _arviz, checks
-from analysis import model_stage as zoo
-from analysis.fit import Fit, cached_json
+from selfmodel import _arviz, checks
+from selfmodel import model_stage as zoo
+from selfmodel.fit import Fit, cached_json
 
 
 class Counter:
@@ -179,7 +179,7 @@ def test_checks_are_not_saved_without_a_folder_or_a_fit_key(
 
 def test_checks_outside_the_zoo_take_a_cache_dir(tmp_path: Path, counted: dict[str, int]) -> None:
     """``checks.loo(..., cache_dir=...)`` directly, with other arguments as other keys."""
-    import models
+    from selfmodel import models
 
     scale = models.get("scale")
     checks.loo(_fit("k1"), scale, CELLS, cache_dir=tmp_path)
@@ -209,8 +209,8 @@ def test_an_edited_value_with_its_key_intact_is_recomputed(
 
 @pytest.fixture(scope="module")
 def small_fit_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pl.DataFrame, Fit]:
-    from analysis.fit import SamplerSettings, fit
-    from analysis.simulate import simulate_scale_cells
+    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=2, n_families=2, sizes_per_family=2, n_tasks=1,
                                    n_per_cell=50)
@@ -221,7 +221,7 @@ def small_fit_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pl.Da
 
 
 def _refit(folder: Path, data: pl.DataFrame) -> Fit:
-    from analysis.fit import SamplerSettings, fit
+    from selfmodel.fit import SamplerSettings, fit
 
     settings = SamplerSettings(draws=100, tune=100, chains=2, cores=2)
     return fit("pooled", data, seed=1, settings=settings, cache_dir=folder)

@@ -1,4 +1,4 @@
-"""Fast tests of ``analysis.checks`` on tiny fits (2 chains x 200 draws).
+"""Fast tests of ``selfmodel.checks`` on tiny fits (2 chains x 200 draws).
 
 They check the documented keys, that everything is JSON-serialisable, and that the
 numbers are sane in directions that could fail: a model that matches the data passes its
@@ -17,10 +17,9 @@ import pymc as pm
 import pytest
 from scipy.special import expit, gammaln
 
-import models
-from analysis import _arviz, checks
-from analysis.fit import Fit, SamplerSettings, fit
-from analysis.simulate import simulate_scale_cells
+from selfmodel import _arviz, checks, models
+from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.simulate import simulate_scale_cells
 
 pytestmark = pytest.mark.filterwarnings(
     # pytensor's C backend finds no BLAS on this machine (pip install); harmless here

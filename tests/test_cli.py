@@ -10,7 +10,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.cli import main
+from selfmodel.cli import main
 
 BAD = Path(__file__).parent / "bad_inputs"
 CASES = tomllib.loads((BAD / "cases.toml").read_text())["case"]

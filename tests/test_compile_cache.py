@@ -1,4 +1,4 @@
-"""analysis.compile_cache: data as shared variables, structure keys, the in-process memo.
+"""selfmodel.compile_cache: data as shared variables, structure keys, the in-process memo.
 
 Reference values: the log density and gradient of the original ``pymc.Model`` (PyMC's own
 ``compile_logp``/``compile_dlogp``) at the model's initial point; and draws of the first
@@ -12,9 +12,9 @@ import ctypes
 import numpy as np
 import pytest
 
-import models.scale as scale
-from analysis import compile_cache as cc
-from analysis.simulate import simulate_scale_cells
+import selfmodel.models.scale as scale
+from selfmodel import compile_cache as cc
+from selfmodel.simulate import simulate_scale_cells
 
 
 def cells(seed: int, tasks: int = 3):
@@ -119,7 +119,7 @@ def test_memo_swaps_data_without_recompiling(tmp_path):
 @pytest.mark.slow
 def test_fit_reuse_compiled_is_opt_in_keyed_and_deterministic():
     """``fit(reuse_compiled=True)``: memo hit on the second fit, its own cache key, same draws."""
-    from analysis.fit import SamplerSettings, fit
+    from selfmodel.fit import SamplerSettings, fit
 
     tiny = SamplerSettings(draws=30, tune=30, chains=1, cores=1)
     cc.memo_info(clear=True)

@@ -6,9 +6,9 @@ import argparse
 import re
 from pathlib import Path
 
-import models
-from analysis.cli import build_parser
-from analysis.pipeline import STAGES
+from selfmodel import models
+from selfmodel.cli import build_parser
+from selfmodel.pipeline import STAGES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -49,7 +49,7 @@ def test_stage_map_names_every_stage_and_module() -> None:
 def test_registry_doc_lists_every_model_and_spec_field() -> None:
     from dataclasses import fields
 
-    from models._common import ModelSpec
+    from selfmodel.models._common import ModelSpec
 
     doc = (DOCS / "registry.md").read_text()
     for name in models.REGISTRY:
@@ -78,7 +78,7 @@ def _doc_keys(doc: str, heading: str) -> set[str]:
 
 
 def test_mapping_doc_lists_exactly_the_parsers_keys() -> None:
-    from analysis.importers.mapping import spec
+    from selfmodel.importers.mapping import spec
 
     doc = (DOCS / "mapping.md").read_text()
     assert _doc_keys(doc, "## Top-level keys") == set(spec.TOP_KEYS)

@@ -10,9 +10,9 @@ import pytest
 
 @pytest.mark.slow
 def test_sdt_prior_refits_report_both_effects_per_task(tmp_path):
-    from analysis.effect_sensitivity import effect_prior_sensitivity
-    from analysis.fit import SamplerSettings, fit
-    from analysis.hypotheses import DecisionRule
+    from selfmodel.effect_sensitivity import effect_prior_sensitivity
+    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.hypotheses import DecisionRule
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_recovery import simulate_sdt_cells

@@ -1,7 +1,7 @@
 """The SQL engines (DuckDB, Spark) reduce logs to the same cells and accounting as ingest.
 
 Every comparison is against the polars path run on the same files:
-``analysis.cells.to_cells(analysis.ingest.ingest(files).records)`` and ingest's summary,
+``selfmodel.cells.to_cells(selfmodel.ingest.ingest(files).records)`` and ingest's summary,
 compared exactly (``assert_frame_equal``: values, dtypes, column order, row order).
 
 The engines are optional packages (``pip install 'selfmodel[engines]'``). A test skips,
@@ -25,10 +25,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from analysis.cells import build_cells, to_cells
-from analysis.contract import InputError
-from analysis.engines import reduce_records
-from analysis.ingest import ingest, parse_map_options
+from selfmodel.cells import build_cells, to_cells
+from selfmodel.contract import InputError
+from selfmodel.engines import reduce_records
+from selfmodel.ingest import ingest, parse_map_options
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "bad_inputs"
@@ -57,7 +57,7 @@ def spark():
         if os.environ.get("SELFMODEL_REQUIRE_ENGINES"):
             pytest.fail(msg)
         pytest.skip(msg)
-    from analysis.engines.spark_engine import spark_session
+    from selfmodel.engines.spark_engine import spark_session
 
     session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
     yield session
@@ -402,9 +402,9 @@ def test_folder_walk_follows_links(tmp_path, engine):
 
 def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
     """The cluster recipe of docs/engines.md: the queries over a table of canonical records."""
-    from analysis.engines import _as_cells
-    from analysis.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
-    from analysis.ingest import write_ingest
+    from selfmodel.engines import _as_cells
+    from selfmodel.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
+    from selfmodel.ingest import write_ingest
 
     res = ingest(_write_messy(tmp_path, 4))
     write_ingest(res, tmp_path / "out")
@@ -443,9 +443,9 @@ def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
 
 def test_reduce_command_writes_the_pipelines_cells(tmp_path):
     _need("duckdb", "duckdb")
-    from analysis.cli import main
-    from analysis.pipeline import resolve_inputs
-    from analysis.registry import load_registry
+    from selfmodel.cli import main
+    from selfmodel.pipeline import resolve_inputs
+    from selfmodel.registry import load_registry
 
     out = tmp_path / "out"
     assert main(["reduce", str(ROOT / "data_raw"), "--out", str(out)]) == 0
@@ -460,7 +460,7 @@ def test_reduce_command_writes_the_pipelines_cells(tmp_path):
 def test_reduce_command_lists_files_not_read(tmp_path):
     """reduce.json lists every entry of an input folder it did not read, as ingest.json does."""
     _need("duckdb", "duckdb")
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     data = tmp_path / "data"
     data.mkdir()
@@ -477,7 +477,7 @@ def test_reduce_command_lists_files_not_read(tmp_path):
 
 def test_reduce_command_bad_input_is_one_line_exit_2(tmp_path, capsys):
     _need("duckdb", "duckdb")
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     code = main(["reduce", str(CORPUS / "no_item_id.csv"), "--out", str(tmp_path / "o")])
     errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
@@ -535,7 +535,7 @@ def test_spark_local_mode_few_million_rows(tmp_path, spark):
 
 def test_missing_engine_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     """Without the package, `reduce` says how to install it (exit 2), never a traceback."""
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb -> ImportError
     code = main(["reduce", str(CORPUS / "valid.csv"), "--out", str(tmp_path / "o")])
@@ -550,7 +550,7 @@ def test_missing_engine_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
     ["reduce", "--out", "o"],
 ])
 def test_reduce_bad_arguments_are_one_line_exit_2(argv, capsys):
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -560,7 +560,7 @@ def test_reduce_bad_arguments_are_one_line_exit_2(argv, capsys):
 
 def test_reduce_memory_limit_option(tmp_path, capsys):
     _need("duckdb", "duckdb")
-    from analysis.cli import main
+    from selfmodel.cli import main
 
     out = tmp_path / "o"
     assert main(["reduce", str(CORPUS / "valid.csv"), "--memory-limit", "200MB",

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from analysis.cells import build_cells, derived_models
-from analysis.contract import SCALE_EXCLUSION_REASON
-from analysis.frequentist import (
+from selfmodel.cells import build_cells, derived_models
+from selfmodel.contract import SCALE_EXCLUSION_REASON
+from selfmodel.frequentist import (
     correlations,
     crosscheck_table,
     glm_slope,
@@ -28,9 +28,9 @@ from analysis.frequentist import (
     two_stage,
     wild_bootstrap,
 )
-from analysis.ingest import ingest
-from analysis.registry import load_registry
-from analysis.simulate import simulate_scale_cells
+from selfmodel.ingest import ingest
+from selfmodel.registry import load_registry
+from selfmodel.simulate import simulate_scale_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 REF_DIR = ROOT / "tests" / "reference"
@@ -383,7 +383,7 @@ def _cells(rows: list[tuple[str, str, float, int, int]]) -> pl.DataFrame:
 
 def test_wild_bootstrap_needs_six_clusters_and_the_rest_still_runs() -> None:
     """Three sized models, one task of 10 items: the bootstrap is skipped with its reason."""
-    from analysis.frequentist import MIN_CLUSTERS_WILD
+    from selfmodel.frequentist import MIN_CLUSTERS_WILD
 
     cells = _cells([("a", "t", -1.0, 10, 5), ("b", "t", 0.0, 10, 7), ("c", "t", 1.0, 10, 10)])
     out = run_frequentist(cells, seed=1)
@@ -417,7 +417,7 @@ def test_a_numerical_failure_makes_one_method_not_estimable(
 ) -> None:
     import importlib
 
-    freq = importlib.import_module("analysis.frequentist.wild_bootstrap")
+    freq = importlib.import_module("selfmodel.frequentist.wild_bootstrap")
 
     def singular(*_a, **_k):
         raise np.linalg.LinAlgError("Singular matrix")

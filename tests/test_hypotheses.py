@@ -1,4 +1,4 @@
-"""Declared hypotheses (analysis.hypotheses): the TOML file, evaluation, Savage-Dickey.
+"""Declared hypotheses (selfmodel.hypotheses): the TOML file, evaluation, Savage-Dickey.
 
 Reference numbers and their sources:
 
@@ -12,7 +12,7 @@ Reference numbers and their sources:
   0 equals that Bayes factor; Wagenmakers et al. (2010), *Cognitive Psychology* 60(3), use
   this case as their worked example.
 * Prior density at 0 of a task slope: Monte Carlo from the scale model's own prior
-  (``pm.sample_prior_predictive`` on ``models.scale.build``), against the quadrature.
+  (``pm.sample_prior_predictive`` on ``selfmodel.models.scale.build``), against the quadrature.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import pytest
 import xarray as xr
 from scipy.stats import gaussian_kde, norm
 
-from analysis import _arviz
-from analysis.contract import InputError
-from analysis.hypotheses import (
+from selfmodel import _arviz
+from selfmodel.contract import InputError
+from selfmodel.hypotheses import (
     BF_CAP,
     DEFAULT_HYPOTHESES_FILE,
     DecisionRule,
@@ -39,7 +39,7 @@ from analysis.hypotheses import (
     savage_dickey,
     slope_prior_density,
 )
-from models.scale import DEFAULT_PRIORS as SCALE_PRIORS
+from selfmodel.models.scale import DEFAULT_PRIORS as SCALE_PRIORS
 
 GOOD = """
 [defaults]
@@ -186,7 +186,7 @@ def test_task_slope_prior_density_matches_the_models_own_prior() -> None:
     import polars as pl
     import pymc as pm
 
-    from models import scale
+    from selfmodel.models import scale
 
     cells = pl.DataFrame({
         "model": [f"m{i}" for i in range(4) for _ in range(3)],
@@ -305,10 +305,10 @@ def test_scale_term_loo_compares_with_the_model_without_the_scale_term(tmp_path:
     """
     from dataclasses import replace
 
-    from analysis.fit import SamplerSettings, fit
-    from analysis.hypotheses import scale_term_loo
-    from analysis.robustness import fit_without_effect
-    from analysis.simulate import simulate_scale_cells
+    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.hypotheses import scale_term_loo
+    from selfmodel.robustness import fit_without_effect
+    from selfmodel.simulate import simulate_scale_cells
 
     cells, _ = simulate_scale_cells(seed=21, beta=0.8, n_families=3, sizes_per_family=3, n_tasks=2)
     settings = replace(SamplerSettings(), draws=400, tune=400, chains=2, target_accept=0.95)

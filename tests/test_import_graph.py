@@ -84,7 +84,7 @@ def test_in_function_project_imports_only_ratchet_down() -> None:
 def test_light_commands_do_not_load_pymc() -> None:
     """The reason the command line keeps imports inside functions, checked."""
     code = (
-        "import sys; from analysis.cli import build_parser; build_parser(); "
+        "import sys; from selfmodel.cli import build_parser; build_parser(); "
         "print(sorted(m for m in ('pymc', 'arviz', 'scipy', 'numpy') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

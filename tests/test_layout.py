@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.render import PAGE, RenderResult, render
-from analysis.report import REPORT_QMD, render_report
+from selfmodel.render import PAGE, RenderResult, render
+from selfmodel.report import REPORT_QMD, render_report
 
 try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
     import layout_util as lu

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from analysis.methods import methods_text
+from selfmodel.methods import methods_text
 
 pytestmark = pytest.mark.e2e
 

@@ -8,12 +8,12 @@ import polars as pl
 import pytest
 import xarray as xr
 
-import analysis.missingness as ms
-from analysis import _arviz
-from analysis.cells import build_cells
-from analysis.hypotheses import DecisionRule
-from analysis.missingness import missingness
-from analysis.registry import load_registry
+import selfmodel.missingness as ms
+from selfmodel import _arviz
+from selfmodel.cells import build_cells
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.missingness import missingness
+from selfmodel.registry import load_registry
 
 
 def _data(tmp_path, drop_share, seed=0):
@@ -57,7 +57,7 @@ def test_missingness_unrelated_to_scale_is_not_flagged(tmp_path):
 
 
 class _FakeFit:
-    """What analysis.fit.fit returns, with a posterior chosen per call (no sampling)."""
+    """What selfmodel.fit.fit returns, with a posterior chosen per call (no sampling)."""
 
     def __init__(self, beta: float, model: str = "scale"):
         rng = np.random.default_rng(0)

@@ -14,9 +14,9 @@ import pymc as pm
 import pytest
 from scipy.stats import norm
 
-import models
-from analysis.cells import to_item_cells, to_pair_cells
-from models import items, pooled, scale, sdt, self_vs_other, within_between
+from selfmodel import models
+from selfmodel.cells import to_item_cells, to_pair_cells
+from selfmodel.models import items, pooled, scale, sdt, self_vs_other, within_between
 
 pytestmark = pytest.mark.filterwarnings(
     # pytensor's C backend finds no BLAS on this machine (pip install); harmless here

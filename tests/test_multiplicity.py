@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from analysis import _arviz
-from analysis.multiplicity import bayes_factor_range, multiplicity
+from selfmodel import _arviz
+from selfmodel.multiplicity import bayes_factor_range, multiplicity
 
 
 def _exact_bf10(y: float, se: float, s: float) -> float:

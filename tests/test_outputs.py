@@ -26,10 +26,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import analysis.pipeline as pipeline
-import analysis.report as report
-from analysis import atomic, outputs
-from analysis.cli import main
+import selfmodel.pipeline as pipeline
+import selfmodel.report as report
+from selfmodel import atomic, outputs
+from selfmodel.cli import main
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 OLD_DATA = CORPUS / "valid.jsonl"  # models m1, m2
@@ -158,9 +158,9 @@ import signal, sys, time
 from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
 import pytest
-import analysis.pipeline as pipeline
-import analysis.report as report
-from analysis.cli import main
+import selfmodel.pipeline as pipeline
+import selfmodel.report as report
+from selfmodel.cli import main
 sys.path.insert(0, {tests!r})
 import test_outputs as t
 
@@ -322,7 +322,7 @@ def test_kernel_output_never_reaches_the_terminal() -> None:
     """The kernel's own stderr goes to a file; its last line names why it died."""
     import tempfile
 
-    from analysis.render_kernel import kernel_said
+    from selfmodel.render_kernel import kernel_said
 
     with tempfile.TemporaryFile() as log:
         log.write(textwrap.dedent("""\

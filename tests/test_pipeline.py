@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis import contract
-from analysis.cells import to_cells
-from analysis.cli import main
-from analysis.ingest import ingest
-from analysis.simulate import SimulationConfig, simulate
+from selfmodel import contract
+from selfmodel.cells import to_cells
+from selfmodel.cli import main
+from selfmodel.ingest import ingest
+from selfmodel.simulate import SimulationConfig, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN_KEYS = {
@@ -180,7 +180,7 @@ def test_tampered_fit_is_not_trusted(tmp_path, capsys):
     assert main(args) == 0
     results = json.loads((tmp_path / "a" / "results.json").read_text())
     fit_file = tmp_path / "a" / results["fit"]["file"]
-    from analysis import _arviz
+    from selfmodel import _arviz
 
     idata = _arviz.load(fit_file)
     prov = json.loads(idata.attrs["selfmodel_provenance"])
@@ -248,7 +248,7 @@ def test_degenerate_cells_complete_with_reasons(tmp_path, capsys):
 @pytest.mark.e2e
 def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_build):
     """results.json carries the declared hypotheses, the robustness refits and the calibration study."""
-    from analysis.hypotheses import load_hypotheses
+    from selfmodel.hypotheses import load_hypotheses
 
     results = json.loads((quick_build / "results.json").read_text())
     tasks = sorted(results["scale_effect"]["per_task"])
@@ -376,7 +376,7 @@ def _real_shaped(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.mark.e2e
 def test_small_real_shaped_design_runs_whole_pipeline_and_names_skipped(tmp_path, capsys):
     """A design many users have: every stage runs; what it cannot support is named, not a crash."""
-    from analysis.frequentist import MIN_CLUSTERS_WILD
+    from selfmodel.frequentist import MIN_CLUSTERS_WILD
 
     rec, reg = _real_shaped(tmp_path)
     out = tmp_path / "out"

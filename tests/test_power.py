@@ -1,4 +1,4 @@
-"""Study design and power (analysis.power): design files, the fast fit, the sweep, the MDE.
+"""Study design and power (selfmodel.power): design files, the fast fit, the sweep, the MDE.
 
 Reference numbers and their sources:
 
@@ -26,10 +26,10 @@ import pytest
 from scipy.special import expit, logit
 from scipy.stats import multivariate_normal
 
-from analysis import power as pw
-from analysis.contract import InputError
-from analysis.hypotheses import DecisionRule
-from analysis.power import after_fit
+from selfmodel import power as pw
+from selfmodel.contract import InputError
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.power import after_fit
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_RAW = ROOT / "data_raw"
@@ -296,9 +296,9 @@ def test_laplace_step_removes_small_cell_bias() -> None:
 
 @pytest.fixture(scope="module")
 def data_raw_cells() -> pl.DataFrame:
-    from analysis.cells import build_cells
-    from analysis.ingest import ingest
-    from analysis.registry import load_registry
+    from selfmodel.cells import build_cells
+    from selfmodel.ingest import ingest
+    from selfmodel.registry import load_registry
 
     res = ingest([DATA_RAW / "records.csv"])
     cells = build_cells(res.records, load_registry(DATA_RAW / "registry.csv"))
@@ -598,12 +598,12 @@ def test_write_power(tmp_path: Path) -> None:
 def test_fast_fit_matches_nuts_on_fresh_data() -> None:
     """Re-derive two rows of validation/results/power_validation.json (its small design point).
 
-    Each data set is fitted by the pipeline's own ``analysis.fit.fit`` (nutpie, 4 chains x
+    Each data set is fitted by the pipeline's own ``selfmodel.fit.fit`` (nutpie, 4 chains x
     1000 draws) and by ``fast_fit``; tolerances are those the bench reports as typical
     (mean within 0.3 posterior sd, sd within 20%, same decision).
     """
-    from analysis.fit import SamplerSettings, fit
-    from analysis.hypotheses import decide
+    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.hypotheses import decide
 
     design = _design(
         "abc",

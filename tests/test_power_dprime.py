@@ -17,17 +17,17 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from analysis import _arviz
-from analysis.fit import SamplerSettings, fit
-from analysis.hypotheses import DecisionRule
-from analysis.power import default_design
-from analysis.power.dprime import DprimeDesign, _layout, simulate_sdt_counts, sweep_dprime
-from analysis.power.posterior_draws import (
+from selfmodel import _arviz
+from selfmodel.fit import SamplerSettings, fit
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.power import default_design
+from selfmodel.power.dprime import DprimeDesign, _layout, simulate_sdt_counts, sweep_dprime
+from selfmodel.power.posterior_draws import (
     scale_component_draws,
     sdt_component_draws,
     summarise_draws,
 )
-from analysis.power.sweep import _sweep, _Ticker
+from selfmodel.power.sweep import _sweep, _Ticker
 
 
 def _posterior(names, n_draws=500, tasks=("a", "b", "c"), seed=0):

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-import analysis.pipeline as pipeline
-from analysis import progress
-from analysis.cli import main
+import selfmodel.pipeline as pipeline
+from selfmodel import progress
+from selfmodel.cli import main
 
 
 @dataclass
@@ -128,7 +128,7 @@ def test_nutpie_calls_back_with_draws_chains_and_divergences() -> None:
     pm = pytest.importorskip("pymc")
     import nutpie
 
-    from analysis.fit import SamplerSettings, sample_nutpie
+    from selfmodel.fit import SamplerSettings, sample_nutpie
 
     with pm.Model() as model:
         pm.Normal("x", 0, 1, shape=2)
@@ -145,7 +145,7 @@ def test_nutpie_calls_back_with_draws_chains_and_divergences() -> None:
 def _fake_run(cfg, *, progress: object, argv: object) -> dict:
     say = progress
     say("ingesting 1 file(s)")  # type: ignore[operator]
-    from analysis import progress as lines
+    from selfmodel import progress as lines
 
     cb = lines.fit_callback("sampling 'scale'", chains=2)
     if cb is not None:

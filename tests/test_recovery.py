@@ -1,7 +1,7 @@
 """Parameter recovery on simulated data with known truth (slow: each test samples).
 
 Each test draws data from a model's own generative process (or from
-``analysis.simulate``), fits with nutpie (4 chains x 500 draws after 1000 tuning,
+``selfmodel.simulate``), fits with nutpie (4 chains x 500 draws after 1000 tuning,
 ``target_accept=0.95``) and checks that the true effect lies inside the 94% HDI and that
 the posterior mean is within a stated bound of it. The truth is the in-sample estimand:
 an effect with zero-sum task deviations is the unweighted mean of the task effects that
@@ -22,11 +22,11 @@ import pytest
 from scipy.special import expit
 from scipy.stats import norm
 
-from analysis import _arviz
-from analysis.cells import build_cells
-from analysis.fit import SamplerSettings, fit
-from analysis.ingest import ingest
-from analysis.simulate import simulate, simulate_scale_cells
+from selfmodel import _arviz
+from selfmodel.cells import build_cells
+from selfmodel.fit import SamplerSettings, fit
+from selfmodel.ingest import ingest
+from selfmodel.simulate import simulate, simulate_scale_cells
 
 pytestmark = [
     pytest.mark.slow,
@@ -173,7 +173,7 @@ def test_sdt_recovers_dprime_and_criterion_slopes():
 
 
 def test_sdt_recovers_dprime_slope_from_the_default_generator(tmp_path):
-    """sdt on ``analysis.simulate.simulate`` (the generator of data_raw/), another seed.
+    """sdt on ``selfmodel.simulate.simulate`` (the generator of data_raw/), another seed.
 
     True d' slope: ``SimulationConfig.beta_dprime`` = 0.15 d' units per 10x (slopes do not
     depend on where x is centred). Posterior sd on this design (14 sized models): 0.083

@@ -91,7 +91,7 @@ def _apply(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def _canonical(obj: Any) -> str:
-    """The bytes ``analysis.atomic.write_json`` writes."""
+    """The bytes ``selfmodel.atomic.write_json`` writes."""
     return json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -129,7 +129,7 @@ def _stack_differences(versions: dict[str, str], pins: dict[str, str]) -> list[s
 
 def _locked() -> dict[str, str]:
     """The pinned versions in requirements.lock of the packages that determine a fit."""
-    from analysis.fit import _VERSIONED
+    from selfmodel.fit import _VERSIONED
 
     pins = {}
     for line in (ROOT / "requirements.lock").read_text().splitlines():
@@ -151,8 +151,8 @@ def test_fixture_is_from_the_locked_stack() -> None:
 @pytest.mark.slow
 @pytest.mark.e2e
 def test_default_run_is_byte_identical_to_the_fixture(tmp_path: Path, monkeypatch) -> None:
-    from analysis.cli import main
-    from analysis.fit import package_versions
+    from selfmodel.cli import main
+    from selfmodel.fit import package_versions
 
     here = package_versions()
     fixture_versions = json.loads(FIXTURE.read_text())["fit"]["versions"]

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.render import render
-from analysis.report import REPORT_QMD, render_report
+from selfmodel.render import render
+from selfmodel.report import REPORT_QMD, render_report
 
 try:
     import layout_util as lu

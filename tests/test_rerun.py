@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-import analysis.pipeline as pipeline_module
-from analysis import cli, rerun
-from analysis.paths import DEFAULT_DATA
+import selfmodel.pipeline as pipeline_module
+from selfmodel import cli, rerun
+from selfmodel.paths import DEFAULT_DATA
 
 RESULTS = {
     "scale_effect": {"units": "logit", "decision": "no_credible_effect", "mean": None},

@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from analysis.rescoring import self_vs_other_rescored, task_sentence
+from selfmodel.rescoring import self_vs_other_rescored, task_sentence
 
 
 def simulate(g: np.ndarray, *, n_items: int = 400, seed: int = 0, task: str = "t") -> pl.DataFrame:

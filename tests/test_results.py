@@ -1,7 +1,7 @@
-"""``analysis.results``: the one writer of results.json, tested on hand-made run states.
+"""``selfmodel.results``: the one writer of results.json, tested on hand-made run states.
 
-No sampling: every section is put into a :class:`analysis.state.RunState` by hand (as each
-stage would leave it), and :func:`analysis.results.write_results` must write exactly those
+No sampling: every section is put into a :class:`selfmodel.state.RunState` by hand (as each
+stage would leave it), and :func:`selfmodel.results.write_results` must write exactly those
 sections under the contract's keys, rounded, deterministically.
 """
 
@@ -13,8 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis.contract import RESULTS_SCHEMA_VERSION
-from analysis.results import (
+from selfmodel.contract import RESULTS_SCHEMA_VERSION
+from selfmodel.results import (
     DATA_KEYS,
     RESULT_KEYS,
     build_results,
@@ -22,7 +22,7 @@ from analysis.results import (
     rounded,
     write_results,
 )
-from analysis.state import Inputs, RunConfig, RunState
+from selfmodel.state import Inputs, RunConfig, RunState
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "regression" / "results_default.json"
 

@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 from arviz_stats.base import array_stats
 
-from analysis.reweight import k_threshold, log_prior_ratio, resample
+from selfmodel.reweight import k_threshold, log_prior_ratio, resample
 
 
 def _posterior(prior_sd: float, ybar: float, n: int, rng: np.random.Generator, shape=(4, 2000)):

@@ -16,10 +16,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analysis.cells import OWN_FAMILY, build_cells
-from analysis.cli import main
-from analysis.ingest import ingest
-from analysis.registry import load_registry
+from selfmodel.cells import OWN_FAMILY, build_cells
+from selfmodel.cli import main
+from selfmodel.ingest import ingest
+from selfmodel.registry import load_registry
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 VALID = CORPUS / "valid.jsonl"

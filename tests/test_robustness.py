@@ -1,12 +1,12 @@
-"""``analysis.robustness``: the calibration study shipped as package data."""
+"""``selfmodel.robustness``: the calibration study shipped as package data."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from analysis.results import rounded
-from analysis.robustness import (
+from selfmodel.results import rounded
+from selfmodel.robustness import (
     CALIBRATION_JSON,
     CALIBRATION_PACKAGE_DATA,
     calibration_study,

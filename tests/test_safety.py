@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import atomic
+from selfmodel import atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "analysis").rglob("*.py"), *(ROOT / "models").rglob("*.py")])

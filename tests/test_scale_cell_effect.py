@@ -1,4 +1,4 @@
-"""``models.scale.build(cell_effect=...)``: centred, non-centred and per-cell cell effects.
+"""``selfmodel.models.scale.build(cell_effect=...)``: centred, non-centred and per-cell cell effects.
 
 The three parameterisations are one model: at matching points their log densities differ
 exactly by the Jacobian of :math:`w = \\sigma_w z` (one :math:`\\log \\sigma_w` per centred
@@ -11,9 +11,9 @@ import numpy as np
 import polars as pl
 import pytest
 
-import models.scale as scale
-from analysis.compile_cache import data_as_shared, structure_key
-from analysis.simulate import simulate_scale_cells
+import selfmodel.models.scale as scale
+from selfmodel.compile_cache import data_as_shared, structure_key
+from selfmodel.simulate import simulate_scale_cells
 
 
 def _cells(per_cell: int) -> pl.DataFrame:

@@ -1,10 +1,10 @@
-"""Sensitivity of the verdict (analysis.sensitivity): prior width and the scale variable.
+"""Sensitivity of the verdict (selfmodel.sensitivity): prior width and the scale variable.
 
 The fast tests replace the sampler by a stub whose posterior depends on what was asked
 (the prior width, the scale variable), so the bookkeeping is checked exactly: which refits
 are made, with which priors and cells, and whether a changed decision is reported. The slow
 test samples the real scale model on a small simulated data set
-(``analysis.simulate.simulate_scale_cells``, true slope 0.6) and checks that every refit
+(``selfmodel.simulate.simulate_scale_cells``, true slope 0.6) and checks that every refit
 has its own cache entry and is reused on a second call.
 """
 
@@ -21,15 +21,15 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from analysis import _arviz, reweight, sensitivity
-from analysis.cells import build_cells, derived_models
-from analysis.contract import SCALE_EXCLUSION_REASON
-from analysis.fit import Fit, SamplerSettings
-from analysis.ingest import ingest
-from analysis.registry import load_registry
-from analysis.simulate import simulate_scale_cells
-from analysis.tables import Tables
-from models.scale import DEFAULT_PRIORS
+from selfmodel import _arviz, reweight, sensitivity
+from selfmodel.cells import build_cells, derived_models
+from selfmodel.contract import SCALE_EXCLUSION_REASON
+from selfmodel.fit import Fit, SamplerSettings
+from selfmodel.ingest import ingest
+from selfmodel.models.scale import DEFAULT_PRIORS
+from selfmodel.registry import load_registry
+from selfmodel.simulate import simulate_scale_cells
+from selfmodel.tables import Tables
 
 DATA_RAW = Path(__file__).resolve().parents[1] / "data_raw"
 
@@ -249,7 +249,7 @@ def test_sdt_effects_are_refitted_with_each_scale_variable_and_changes_named(
 def test_a_scale_variable_that_leaves_the_table_unchanged_reuses_the_main_fit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from analysis.cells import build_cells
+    from selfmodel.cells import build_cells
     records = ingest([DATA_RAW / "records.csv"], registry=DATA_RAW / "registry.csv").records
     # no mixture-of-experts model: active parameters = total parameters
     registry = load_registry(DATA_RAW / "registry.csv").with_columns(pl.col("params_b").alias("active_params_b"))

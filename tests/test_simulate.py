@@ -1,11 +1,11 @@
-"""Tests of the simulated self-prediction logs (``analysis.simulate``)."""
+"""Tests of the simulated self-prediction logs (``selfmodel.simulate``)."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from analysis.simulate import SimulationConfig, simulate
+from selfmodel.simulate import SimulationConfig, simulate
 
 
 @pytest.mark.parametrize(

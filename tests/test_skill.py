@@ -14,10 +14,10 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from analysis import describe
-from analysis.cells import to_cells
-from analysis.ingest import ingest
-from analysis.skill import (
+from selfmodel import describe
+from selfmodel.cells import to_cells
+from selfmodel.ingest import ingest
+from selfmodel.skill import (
     auroc,
     binary_metrics,
     calibration,
@@ -243,7 +243,7 @@ def test_skill_table_ignores_cross_predictions_and_unreadable() -> None:
 
 
 def test_skill_table_agrees_with_describe_on_default_data(default_records: pl.DataFrame) -> None:
-    """Accuracy, rates and the mode baseline match analysis.describe on the same cells."""
+    """Accuracy, rates and the mode baseline match selfmodel.describe on the same cells."""
     rows = skill_table(default_records)
     ref = {(r["model"], r["task"]): r for r in describe.by_model_task(to_cells(default_records))}
     n_pairs = default_records.select("model", "task").unique().height

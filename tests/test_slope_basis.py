@@ -1,4 +1,4 @@
-"""The decorrelated slope basis (``models._common.decorrelated_slopes``): same model, new geometry.
+"""The decorrelated slope basis (``selfmodel.models._common.decorrelated_slopes``): same model, new geometry.
 
 ``models/scale.py`` and ``models/sdt.py`` draw the task slopes and the family and model
 intercepts in a basis where the data-informed total slope is a coordinate and the shift
@@ -15,10 +15,10 @@ import polars as pl
 import pymc as pm
 import pytest
 
-import models.scale as scale
-import models.sdt as sdt
-from analysis.simulate import simulate_scale_cells
-from models._common import decorrelatable, shift_direction
+import selfmodel.models.scale as scale
+import selfmodel.models.sdt as sdt
+from selfmodel.models._common import decorrelatable, shift_direction
+from selfmodel.simulate import simulate_scale_cells
 
 
 def _cells(families: int = 3, sizes: int = 3) -> pl.DataFrame:

@@ -19,18 +19,18 @@ import polars as pl
 import pytest
 from scipy.stats import binom, norm
 
-from analysis.cells import build_cells
-from analysis.cli import main
-from analysis.hypotheses import DecisionRule
-from analysis.registry import load_registry
-from analysis.simulate import (
+from selfmodel.cells import build_cells
+from selfmodel.cli import main
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.registry import load_registry
+from selfmodel.simulate import (
     DEFAULT_TASKS,
     SimulationConfig,
     TrainedCheckpoint,
     simulate,
     training_implied_truth,
 )
-from analysis.training import (
+from selfmodel.training import (
     NULL_CALIBRATION_DATA,
     decide_training,
     null_calibration,
@@ -87,7 +87,7 @@ def test_cycle_of_derivations_is_a_one_line_error_toml(tmp_path, capsys):
 
 
 def test_self_derivation_and_intervention_without_base(tmp_path):
-    from analysis.contract import InputError
+    from selfmodel.contract import InputError
 
     reg = tmp_path / "reg.csv"
     reg.write_text(REG_HEAD + "a,f,8,a,rl,\n")
@@ -149,8 +149,8 @@ def test_paired_table_counts_discordant_items_exactly():
 
 
 def test_derived_checkpoints_are_not_on_the_scale_axis(tmp_path):
-    from analysis.ingest import ingest
-    from analysis.simulate import write_dataset
+    from selfmodel.ingest import ingest
+    from selfmodel.simulate import write_dataset
 
     paths = write_dataset(tmp_path / "sim", seed=3)
     records = ingest([paths["records"]], registry=paths["registry"]).records
@@ -177,7 +177,7 @@ def test_simulation_appends_trained_checkpoints_without_moving_base_records():
 
 
 def test_model_likelihood_is_the_conditional_binomial():
-    from models import training
+    from selfmodel.models import training
 
     tab = pl.DataFrame({
         "model": ["p1", "p1", "p2", "p2"], "task": ["x"] * 4, "arm": ["iv|x"] * 4,
@@ -198,7 +198,7 @@ def test_model_likelihood_is_the_conditional_binomial():
 
 
 def _fit_table(tab, seed, draws=500, chains=2):
-    from analysis.fit import SamplerSettings, fit
+    from selfmodel.fit import SamplerSettings, fit
 
     settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=1000, chains=chains)
     return fit("training", tab, seed=seed, settings=settings, cache_dir=None,
@@ -208,10 +208,10 @@ def _fit_table(tab, seed, draws=500, chains=2):
 @pytest.mark.slow
 def test_training_effects_and_privileged_contrast_are_recovered(tmp_path):
     """A fresh simulation (seed 11): every arm's effect and every contrast covered by its HDI."""
-    from analysis.simulate import write_dataset
+    from selfmodel.simulate import write_dataset
 
     paths = write_dataset(tmp_path / "sim", seed=11)
-    from analysis.ingest import ingest
+    from selfmodel.ingest import ingest
 
     res = ingest([paths["records"]], registry=paths["registry"])
     reg = load_registry(paths["registry"])
@@ -340,7 +340,7 @@ def test_model_sdt_and_others_likelihoods():
     """The signal-detection binomials and the weighted rescoring term at a chosen point."""
     from scipy.special import expit
 
-    from models import training
+    from selfmodel.models import training
 
     base = {"model": "p1", "task": "x", "arm": "iv|x", "status": "trained"}
     zero = dict.fromkeys(["n_signal_base", "n_noise_base", "hits_base", "false_alarms_base",

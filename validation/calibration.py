@@ -4,12 +4,12 @@ Simulated data sets with a known slope are fitted with the real models (``models
 ``models/sdt.py``) through nutpie, and for each one we record whether the central 50% and
 90% posterior intervals cover the true slope, the rank of the truth among the posterior
 draws (simulation-based calibration, Talts et al. 2018, arXiv:1804.06788), and the
-decision of ``analysis.hypotheses.decide`` under the default rule.
+decision of ``selfmodel.hypotheses.decide`` under the default rule.
 
 Arms (each ``--sims`` data sets, default 100):
 
 ``scale_null``
-    ``analysis.simulate.simulate_scale_cells(beta=0, sigma_task_slope=0)``: 4 families x 4
+    ``selfmodel.simulate.simulate_scale_cells(beta=0, sigma_task_slope=0)``: 4 families x 4
     sizes, 3 tasks x 300 predictions, every task slope exactly 0. Reports the rate of
     ``improves`` (must be <= 5%) with a Clopper-Pearson interval, overall and per task.
 ``scale_effect``
@@ -19,7 +19,7 @@ Arms (each ``--sims`` data sets, default 100):
     task slopes.
 ``scale_sbc``
     Simulation-based calibration: parameters *and* counts drawn from the scale model's
-    own prior predictive (``pm.sample_prior_predictive`` on ``models.scale.build``) on the
+    own prior predictive (``pm.sample_prior_predictive`` on ``selfmodel.models.scale.build``) on the
     ``simulate_scale_cells`` design of seed ``DESIGN_SEED``. Under a correct implementation
     and sampler, ranks are uniform and coverage is nominal *exactly* (averaged over the
     prior), not just approximately.
@@ -35,7 +35,7 @@ every data set (``CompiledModel.with_data``): the observed counts become shared 
 and for the ``scale_*`` arms so does the scale predictor ``x`` (``simulate_scale_cells``
 draws new model sizes per data set). ``models/scale.py`` bakes ``x`` in as a constant, so
 :func:`shared_data_model` replaces that constant in the graph of the real
-``models.scale.build`` model (``pymc.model.fgraph``) -- the math is the model file's, not a
+``selfmodel.models.scale.build`` model (``pymc.model.fgraph``) -- the math is the model file's, not a
 copy; ``tests/test_calibration_study.py`` checks the rewritten model's log density equals
 ``scale.build`` on the new data.
 
@@ -76,9 +76,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from analysis.contract import DECISIONS  # noqa: E402
-from analysis.fit import SamplerSettings, diagnose, package_versions  # noqa: E402
-from analysis.hypotheses import DecisionRule, decide  # noqa: E402
+from selfmodel.contract import DECISIONS  # noqa: E402
+from selfmodel.fit import SamplerSettings, diagnose, package_versions  # noqa: E402
+from selfmodel.hypotheses import DecisionRule, decide  # noqa: E402
 
 SEED = 20261130
 DESIGN_SEED = 7
@@ -208,7 +208,7 @@ def shared_data_model(model: Any, *, constants: dict[str, np.ndarray], observed:
 
 
 def scale_design(seed: int = DESIGN_SEED) -> Any:
-    from analysis.simulate import simulate_scale_cells
+    from selfmodel.simulate import simulate_scale_cells
 
     cells, _ = simulate_scale_cells(seed=seed)
     return cells
@@ -218,9 +218,9 @@ def sdt_design() -> Any:
     """Binary cells of the sized models in ``data_raw/`` (the shipped design)."""
     import polars as pl
 
-    from analysis.cells import build_cells
-    from analysis.ingest import ingest
-    from analysis.registry import load_registry
+    from selfmodel.cells import build_cells
+    from selfmodel.ingest import ingest
+    from selfmodel.registry import load_registry
 
     raw = ROOT / "data_raw"
     ing = ingest([raw / "records.csv"], registry=raw / "registry.csv")
@@ -229,7 +229,7 @@ def sdt_design() -> Any:
 
 
 def sample(compiled: Any, data: dict[str, np.ndarray], settings: SamplerSettings, seed: int) -> Any:
-    from analysis.fit import sample_nutpie
+    from selfmodel.fit import sample_nutpie
 
     return sample_nutpie(compiled.with_data(**data), settings, seed)
 
@@ -273,8 +273,8 @@ def datasets(arm: Arm, sims: int) -> tuple[Any, list[dict[str, Any]]]:
     """The design the model is compiled on, and per simulated data set: data + truths."""
     import pymc as pm
 
-    from analysis.simulate import simulate_scale_cells
-    from models import scale, sdt
+    from selfmodel.models import scale, sdt
+    from selfmodel.simulate import simulate_scale_cells
 
     arm_offset = ALL_ARMS.index(arm.name) * 100_000
     out: list[dict[str, Any]] = []
@@ -329,7 +329,7 @@ def datasets(arm: Arm, sims: int) -> tuple[Any, list[dict[str, Any]]]:
 def compile_arm(arm: Arm, design: Any) -> Any:
     import nutpie
 
-    from models import scale, sdt
+    from selfmodel.models import scale, sdt
 
     if arm.model == "scale":
         m = shared_data_model(scale.build(design), constants={"x_cells": design["x"].to_numpy()},
@@ -454,7 +454,7 @@ def markdown(result: dict[str, Any]) -> str:
         "Each simulated data set is fitted with the real model file through nutpie (compiled once",
         "per arm; the data are swapped with `with_data`). Intervals are central (equal-tailed)",
         "posterior intervals; brackets are exact (Clopper-Pearson) 95% intervals of a rate.",
-        "Decisions use the default rule of `analysis.hypotheses.DecisionRule` "
+        "Decisions use the default rule of `selfmodel.hypotheses.DecisionRule` "
         f"({result['rule']['description']}).",
         "",
         "| arm | slope | fits | 50% coverage | 90% coverage | 'improves' | SBC rank uniformity p | fits with divergences |",
@@ -498,7 +498,7 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"  {lo:3d}-{hi:3d} {c:4d} {'#' * round(40 * c / top)}")
         lines.append("")
     lines += ["```", "", "## Other numbers", "",
-              "Diagnostics are those of `analysis.fit.diagnose` on the slopes (R-hat <= 1.01, bulk ESS",
+              "Diagnostics are those of `selfmodel.fit.diagnose` on the slopes (R-hat <= 1.01, bulk ESS",
               ">= 400, no divergences). With 500 draws per chain (a quarter of the pipeline's 2000) the",
               "bulk ESS of the slope falls short of 400 in many fits; coverage among the fits that pass",
               "is shown beside the overall coverage.", "",
@@ -546,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
                          "validation/results/calibration.json (what the report shows)")
     args = ap.parse_args(argv)
     if args.ship:
-        from analysis.robustness import CALIBRATION_PACKAGE_DATA, write_calibration_package_data
+        from selfmodel.robustness import CALIBRATION_PACKAGE_DATA, write_calibration_package_data
 
         write_calibration_package_data()
         print(f"wrote {CALIBRATION_PACKAGE_DATA}")
@@ -593,7 +593,7 @@ def main(argv: list[str] | None = None) -> int:
     _write(out_dir, result)
     print(f"wrote {out_dir / 'calibration.json'} and {out_dir / 'calibration.md'}")
     if not args.quick and args.out is None:
-        from analysis.robustness import CALIBRATION_PACKAGE_DATA, write_calibration_package_data
+        from selfmodel.robustness import CALIBRATION_PACKAGE_DATA, write_calibration_package_data
 
         write_calibration_package_data()
         print(f"wrote {CALIBRATION_PACKAGE_DATA} (the summary the report shows)")
@@ -621,7 +621,7 @@ def dumps(obj: Any) -> str:
     """JSON with 1-space indent, lists of scalars kept on one line, non-finite numbers as null."""
     import re
 
-    from analysis.results import rounded
+    from selfmodel.results import rounded
 
     text = json.dumps(rounded(obj, 6), indent=1, sort_keys=True, allow_nan=False)
     return re.sub(r"\[\s*([^\[\]{}]*?)\s*\]", lambda m: "[" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "]",
@@ -629,7 +629,7 @@ def dumps(obj: Any) -> str:
 
 
 def _write(out_dir: Path, result: dict[str, Any]) -> None:
-    from analysis import atomic
+    from selfmodel import atomic
 
     atomic.write_text(out_dir / "calibration.json", dumps(result))
     if result["arms"]:

@@ -1,20 +1,20 @@
 r"""The ingest reduction on an existing SQL engine: DuckDB (embedded) or Apache Spark.
 
-:func:`reduce_records` reads the same files as :func:`analysis.ingest.ingest` (JSONL, CSV,
+:func:`reduce_records` reads the same files as :func:`selfmodel.ingest.ingest` (JSONL, CSV,
 Parquet, folders of them), applies the same validation rules and duplicate handling, and
-returns the model x task cells of :func:`analysis.cells.to_cells` with the same row
+returns the model x task cells of :func:`selfmodel.cells.to_cells` with the same row
 accounting (``records_read == records_used + records_quarantined + records_duplicate``),
 without holding the records in Python: the engine reads, validates and counts, and only
-the cells and a few counts come back. The SQL is written once (:mod:`analysis.engines.sql`);
-the engines differ in how they read files (:mod:`~analysis.engines.duckdb_engine`,
-:mod:`~analysis.engines.spark_engine`) and in a handful of functions (``Dialect``).
+the cells and a few counts come back. The SQL is written once (:mod:`selfmodel.engines.sql`);
+the engines differ in how they read files (:mod:`~selfmodel.engines.duckdb_engine`,
+:mod:`~selfmodel.engines.spark_engine`) and in a handful of functions (``Dialect``).
 
 What is the same as ingest
 --------------------------
 File discovery and names (folders walked following links, ``.jsonl.gz``/``.csv.gz``
 read), column mapping (``--map``, a config's ``[map]``, ``tasks`` and ``[defaults]``),
 the missing-column and mapped-column errors, the reading of values (``null``/``NaN``/
-``None`` missing, ``1.0``/``0.0`` booleans), rules 1-8 of :mod:`analysis.ingest`,
+``None`` missing, ``1.0``/``0.0`` booleans), rules 1-8 of :mod:`selfmodel.ingest`,
 unreadable rows of JSONL (``invalid JSON``, ``not a JSON object``, ``invalid UTF-8``,
 ``duplicate key``), identifiers that are lists or objects (``invalid identifier``; a
 Parquet list or struct column is read as JSON text) and
@@ -42,8 +42,8 @@ from typing import Any, Final, Protocol
 
 import polars as pl
 
-from analysis.contract import REQUIRED, InputError
-from analysis.engines.sql import (
+from selfmodel.contract import REQUIRED, InputError
+from selfmodel.engines.sql import (
     Dialect,
     accounting_sql,
     cells_sql,
@@ -51,20 +51,20 @@ from analysis.engines.sql import (
     grouped_sql,
     variants_sql,
 )
-from analysis.ingest import INPUT_COLUMNS, IngestConfig
-from analysis.ingest.columns import _closest
-from analysis.ingest.discover import _discover, _Input
-from analysis.ingest.readers import _csv_header
-from analysis.ingest.rules import ID_COLUMNS
-from analysis.ingest.run import _merge_options
-from analysis.registry import format_input_error
+from selfmodel.ingest import INPUT_COLUMNS, IngestConfig
+from selfmodel.ingest.columns import _closest
+from selfmodel.ingest.discover import _discover, _Input
+from selfmodel.ingest.readers import _csv_header
+from selfmodel.ingest.rules import ID_COLUMNS
+from selfmodel.ingest.run import _merge_options
+from selfmodel.registry import format_input_error
 
 __all__ = ["ENGINES", "EngineResult", "EngineUnavailable", "reduce_records"]
 
 #: Engines :func:`reduce_records` knows, the default first.
 ENGINES: Final = ("duckdb", "spark")
 
-#: Cell columns and dtypes, as :func:`analysis.cells.to_cells` returns them.
+#: Cell columns and dtypes, as :func:`selfmodel.cells.to_cells` returns them.
 CELL_SCHEMA: Final[dict[str, pl.DataType]] = {
     "model": pl.Utf8(), "task": pl.Utf8(), "n_total": pl.Int64(), "n": pl.Int64(),
     "k": pl.Int64(), "n_unreadable": pl.Int64(), "binary": pl.Boolean(),
@@ -92,7 +92,7 @@ class EngineResult:
     Attributes
     ----------
     cells
-        The table of :func:`analysis.cells.to_cells` (same columns, dtypes, order).
+        The table of :func:`selfmodel.cells.to_cells` (same columns, dtypes, order).
     summary
         ``engine``, ``records_read``, ``records_used``, ``records_quarantined``,
         ``records_duplicate``, ``quarantine_reasons`` (``{category: count}``), ``files``
@@ -141,11 +141,11 @@ def make_engine(name: str, **options: Any) -> Engine:
     # Imported here: each engine module imports this package (a cycle at the top), and only
     # the chosen engine is loaded.
     if name == "duckdb":
-        from analysis.engines.duckdb_engine import DuckDBEngine
+        from selfmodel.engines.duckdb_engine import DuckDBEngine
 
         return DuckDBEngine(**options)
     if name == "spark":
-        from analysis.engines.spark_engine import SparkEngine
+        from selfmodel.engines.spark_engine import SparkEngine
 
         return SparkEngine(**options)
     raise InputError(f"unknown engine '{name}'. Use one of: {', '.join(ENGINES)}.")
@@ -190,7 +190,7 @@ NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNIO
 def _resolve(
     eng: Engine, inp: _Input, options: IngestConfig
 ) -> tuple[dict[str, str | None], list[str], set[str]]:
-    """Source column of each canonical column in one file, as ``analysis.ingest`` resolves it.
+    """Source column of each canonical column in one file, as ``selfmodel.ingest`` resolves it.
 
     Returns the sources (empty for a blank CSV file: nothing to read), the file's columns
     (CSV: its header) and the unused columns. A missing required or mapped column is an
@@ -268,12 +268,12 @@ def reduce_records(
     Parameters
     ----------
     paths
-        Files and/or folders, as for :func:`analysis.ingest.ingest`.
+        Files and/or folders, as for :func:`selfmodel.ingest.ingest`.
     engine
         ``"duckdb"`` (embedded, the default) or ``"spark"`` (pyspark; local mode unless
         ``engine_options`` names a master).
     mapping, config
-        As for :func:`analysis.ingest.ingest`.
+        As for :func:`selfmodel.ingest.ingest`.
     engine_options
         Passed to the engine (DuckDB: ``threads``, ``memory_limit``; Spark: ``master``,
         ``conf``, ``session``).

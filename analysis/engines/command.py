@@ -1,6 +1,6 @@
 """``selfmodel reduce``: validate logs and reduce them to cells on DuckDB or Spark.
 
-Registered by :func:`add_reduce_parser` (one call in :mod:`analysis.cli`); writes
+Registered by :func:`add_reduce_parser` (one call in :mod:`selfmodel.cli`); writes
 ``OUT/cells.parquet`` -- the table ``selfmodel run`` writes and fits (cells joined with the
 registry and the centred scale predictor) -- and ``OUT/reduce.json`` (the row accounting).
 """
@@ -11,13 +11,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from analysis import atomic
-from analysis.contract import SCALE_COLUMNS, InputError
-from analysis.engines import ENGINES, reduce_records
-from analysis.ingest import parse_map_options
-from analysis.registry import load_registry
+from selfmodel import atomic
+from selfmodel.contract import SCALE_COLUMNS, InputError
+from selfmodel.engines import ENGINES, reduce_records
+from selfmodel.ingest import parse_map_options
+from selfmodel.registry import load_registry
 
-# analysis.cli imports this module for every command; cells (NumPy) and pipeline (PyMC)
+# selfmodel.cli imports this module for every command; cells (NumPy) and pipeline (PyMC)
 # are therefore imported inside run_reduce, only when ``selfmodel reduce`` runs.
 
 
@@ -52,8 +52,8 @@ def add_reduce_parser(sub: Any) -> None:
 
 def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     """Run ``selfmodel reduce``; returns the exit status."""
-    from analysis.cells import derived_models, join_registry, scale_values
-    from analysis.pipeline import resolve_inputs
+    from selfmodel.cells import derived_models, join_registry, scale_values
+    from selfmodel.pipeline import resolve_inputs
 
     inputs = resolve_inputs(args.paths, args.registry)
     options: dict[str, Any] = {}

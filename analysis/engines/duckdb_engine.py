@@ -1,6 +1,6 @@
-"""DuckDB (embedded) as the engine of :func:`analysis.engines.reduce_records`.
+"""DuckDB (embedded) as the engine of :func:`selfmodel.engines.reduce_records`.
 
-How files are read (the rest is the shared SQL of :mod:`analysis.engines.sql`):
+How files are read (the rest is the shared SQL of :mod:`selfmodel.engines.sql`):
 
 * Parquet: ``read_parquet``, every used column cast to text (a double's text is its
   shortest round-trip form, so ``confidence`` comes back bit for bit).
@@ -23,12 +23,12 @@ from typing import Any, Final
 
 import polars as pl
 
-from analysis.contract import InputError
-from analysis.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
-from analysis.engines.sql import DUCKDB
-from analysis.ingest import INPUT_COLUMNS
-from analysis.ingest.discover import _Input
-from analysis.ingest.duplicate_keys import DUPLICATE_KEY
+from selfmodel.contract import InputError
+from selfmodel.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.engines.sql import DUCKDB
+from selfmodel.ingest import INPUT_COLUMNS
+from selfmodel.ingest.discover import _Input
+from selfmodel.ingest.duplicate_keys import DUPLICATE_KEY
 
 #: Field separator for reading JSONL as lines: a raw U+001F cannot occur in valid JSON.
 _LINE_SEP: Final = "\x1f"
@@ -142,7 +142,7 @@ class DuckDBEngine:
         self, index: int, inp: _Input, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
-        """SQL of one file's raw rows (see :mod:`analysis.engines.sql`)."""
+        """SQL of one file's raw rows (see :mod:`selfmodel.engines.sql`)."""
         self._plans[index] = (inp, sources, defaults, header)
         name = DUCKDB.literal(inp.name)
         if inp.format == "jsonl":

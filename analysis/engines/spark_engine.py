@@ -1,8 +1,8 @@
-"""Apache Spark (pyspark) as the engine of :func:`analysis.engines.reduce_records`.
+"""Apache Spark (pyspark) as the engine of :func:`selfmodel.engines.reduce_records`.
 
 Local mode (``local[*]``) by default; pass ``master`` (``spark://host:7077``, ``yarn``,
 ``k8s://...``) or a running ``session`` to use a cluster. How files are read (the rest is
-the shared SQL of :mod:`analysis.engines.sql`):
+the shared SQL of :mod:`selfmodel.engines.sql`):
 
 * Parquet: ``spark.read.parquet``, every used column cast to text (Java's shortest
   round-trip form for doubles, so ``confidence`` comes back bit for bit).
@@ -33,11 +33,11 @@ from typing import Any, Final
 
 import polars as pl
 
-from analysis.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
-from analysis.engines.sql import SPARK
-from analysis.ingest import INPUT_COLUMNS
-from analysis.ingest.discover import _Input
-from analysis.ingest.duplicate_keys import DUPLICATE_KEY
+from selfmodel.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.engines.sql import SPARK
+from selfmodel.ingest import INPUT_COLUMNS
+from selfmodel.ingest.discover import _Input
+from selfmodel.ingest.duplicate_keys import DUPLICATE_KEY
 
 _REPLACEMENT: Final = "\ufffd"
 #: A line whose top-level object names a key twice (``json_object_keys`` keeps each one).
@@ -165,7 +165,7 @@ class SparkEngine:
         self, index: int, inp: _Input, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
-        """SQL of one file's raw rows (see :mod:`analysis.engines.sql`)."""
+        """SQL of one file's raw rows (see :mod:`selfmodel.engines.sql`)."""
         name = SPARK.literal(inp.name)
         bad_utf8 = SPARK.literal("invalid UTF-8")
         view = f"sm_file_{index}"

@@ -2,9 +2,9 @@
 
 Input is a relation of *raw* rows, one per row read (blank rows already skipped), with the
 columns ``source_file``, ``_err`` (a read failure such as ``invalid JSON``, else NULL) and
-every canonical input column of :mod:`analysis.contract` as text (NULL where the file has
-no such column). The queries below then do what :func:`analysis.ingest.ingest` and
-:func:`analysis.cells.to_cells` do, in this order:
+every canonical input column of :mod:`selfmodel.contract` as text (NULL where the file has
+no such column). The queries below then do what :func:`selfmodel.ingest.ingest` and
+:func:`selfmodel.cells.to_cells` do, in this order:
 
 1. :func:`checked_sql` -- normalise each row exactly as ingest does (text stripped of
    Unicode white space; empty and ``null``/``NaN``/``None`` in any case = NULL; booleans
@@ -13,7 +13,7 @@ no such column). The queries below then do what :func:`analysis.ingest.ingest` a
    nor a ``correct``; ``correct`` derived from ``prediction = outcome`` when absent and
    NULL when unreadable; ``predictor`` defaults to ``model``; ``sample`` defaults to 0) and
    name the first failing validation rule in ``_cat`` (the numbering of
-   :mod:`analysis.ingest`).
+   :mod:`selfmodel.ingest`).
 2. :func:`grouped_sql` -- one GROUP BY over the checked rows: valid rows per (file, key)
    with their copies and the count, smallest and largest value of each compared column;
    failing rows per (file, category). Everything after this reads that table.
@@ -22,7 +22,7 @@ no such column). The queries below then do what :func:`analysis.ingest.ingest` a
    copies agree is used once and its other copies are exact duplicates (the key includes
    ``run_id``: runs are separate samples). Then ingest's binary-task rule: in a task whose
    outcomes are all booleans, a non-boolean ``ok`` prediction becomes ``unparsed``.
-4. :func:`cells_sql` -- the GROUP BY to model x task cells of :func:`analysis.cells.to_cells`
+4. :func:`cells_sql` -- the GROUP BY to model x task cells of :func:`selfmodel.cells.to_cells`
    (self-predictions only), and :func:`accounting_sql` -- the row accounting.
 
 Ingest keeps the first copy of an exact duplicate; which copy is kept cannot change a cell
@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
-from analysis.contract import (
+from selfmodel.contract import (
     FALSE_STRINGS,
     KEY,
     MISSING_STRINGS,
@@ -43,8 +43,8 @@ from analysis.contract import (
     STATUSES,
     TRUE_STRINGS,
 )
-from analysis.ingest import COMPARED, INPUT_COLUMNS
-from analysis.ingest.rules import ID_COLUMNS, NOT_AN_ID, OBJECT_START
+from selfmodel.ingest import COMPARED, INPUT_COLUMNS
+from selfmodel.ingest.rules import ID_COLUMNS, NOT_AN_ID, OBJECT_START
 
 __all__ = [
     "DUCKDB",
@@ -233,7 +233,7 @@ FROM (
 
 
 def _nested(x: str, d: Dialect) -> str:
-    """SQL of :func:`analysis.ingest.rules.looks_nested`: ``[...]`` or ``{"...}`` text."""
+    """SQL of :func:`selfmodel.ingest.rules.looks_nested`: ``[...]`` or ``{"...}`` text."""
     return (f"((left({x}, 1) = '[' AND right({x}, 1) = ']') OR "
             f"(right({x}, 1) = '}}' AND {d.matches(x, OBJECT_START)}))")
 
@@ -330,7 +330,7 @@ FROM flagged
 
 
 def cells_sql(variants: str) -> str:
-    """Model x task cells of :func:`analysis.cells.to_cells` from the used records.
+    """Model x task cells of :func:`selfmodel.cells.to_cells` from the used records.
 
     ``mode_outcome_share`` is NULL where ``n = 0`` (``to_cells`` gives NaN) and ``binary``
     is called ``is_binary`` (a type name in DuckDB and Spark): the engines convert both
@@ -432,7 +432,7 @@ def reduction_sql(
     """The whole reduction as named statements over the relation ``raw``.
 
     Create ``grouped`` and then ``variants`` as tables (or cached views), then run
-    ``cells`` and ``accounting``: the order :func:`analysis.engines.reduce_records` runs
+    ``cells`` and ``accounting``: the order :func:`selfmodel.engines.reduce_records` runs
     them in. ``raw`` is a table name or a parenthesised query with an alias.
     """
     return {

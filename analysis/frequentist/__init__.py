@@ -1,6 +1,6 @@
 r"""Frequentist cross-checks of the scale effect (statsmodels), with models as the unit.
 
-Every function takes the cells of :func:`analysis.cells.build_cells` (columns ``model``,
+Every function takes the cells of :func:`selfmodel.cells.build_cells` (columns ``model``,
 ``family``, ``task``, ``n``, ``k``, ``x``) and uses the cells whose model has the scale
 variable (``x`` not null) and at least one readable prediction, exactly as the Bayesian fit
 does. All results are JSON-serialisable dicts (floats, ints, bools, strings, ``None``).
@@ -113,31 +113,31 @@ Modules
 
 from __future__ import annotations
 
-from analysis.frequentist.crosscheck import (
+from selfmodel.frequentist.crosscheck import (
     WIDTH_RATIO_OK,
     crosscheck_table,
 )
-from analysis.frequentist.glm import (
+from selfmodel.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
     NUMERICAL_ERRORS,
     glm_slope,
     usable_cells,
 )
-from analysis.frequentist.permutation import (
+from selfmodel.frequentist.permutation import (
     correlations,
     permutation_slope_test,
     permutation_test,
 )
-from analysis.frequentist.run import (
+from selfmodel.frequentist.run import (
     holm,
     run_frequentist,
 )
-from analysis.frequentist.two_stage import (
+from selfmodel.frequentist.two_stage import (
     meta_regression,
     two_stage,
 )
-from analysis.frequentist.wild_bootstrap import (
+from selfmodel.frequentist.wild_bootstrap import (
     ENUMERATE_MAX,
     MIN_CLUSTERS_WILD,
     WEBB_POINTS,

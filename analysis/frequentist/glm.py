@@ -163,7 +163,7 @@ def glm_slope(
     Parameters
     ----------
     cells
-        Cells of :func:`analysis.cells.build_cells`.
+        Cells of :func:`selfmodel.cells.build_cells`.
     task_slopes
         Task-specific slopes in sum-to-zero coding: ``slope`` is then the unweighted mean
         of the task slopes (the Bayesian ``beta``) and ``per_task`` the task slopes. Tasks

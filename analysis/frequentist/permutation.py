@@ -9,8 +9,8 @@ import numpy as np
 import polars as pl
 from scipy import stats
 
-from analysis.frequentist.glm import MIN_MODELS, _balanced, _f, _not_estimable, usable_cells
-from analysis.frequentist.two_stage import _empirical_logit
+from selfmodel.frequentist.glm import MIN_MODELS, _balanced, _f, _not_estimable, usable_cells
+from selfmodel.frequentist.two_stage import _empirical_logit
 
 # --------------------------------------------------------------------------- correlations
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.contract import SCALE_EXCLUSION_REASON
-from analysis.frequentist.glm import (
+from selfmodel.contract import SCALE_EXCLUSION_REASON
+from selfmodel.frequentist.glm import (
     DEFAULT_LEVEL,
     _f,
     _guarded,
@@ -16,9 +16,9 @@ from analysis.frequentist.glm import (
     glm_slope,
     usable_cells,
 )
-from analysis.frequentist.permutation import correlations, permutation_test
-from analysis.frequentist.two_stage import two_stage
-from analysis.frequentist.wild_bootstrap import Weights, wild_bootstrap
+from selfmodel.frequentist.permutation import correlations, permutation_test
+from selfmodel.frequentist.two_stage import two_stage
+from selfmodel.frequentist.wild_bootstrap import Weights, wild_bootstrap
 
 # --------------------------------------------------------------------------- Holm
 
@@ -60,7 +60,7 @@ def run_frequentist(
     Parameters
     ----------
     cells
-        Cells of :func:`analysis.cells.build_cells`.
+        Cells of :func:`selfmodel.cells.build_cells`.
     seed
         Seed of the bootstrap weights and permutations.
     level
@@ -70,7 +70,7 @@ def run_frequentist(
     permutations, exact_max_models
         Permutation test settings (see :func:`permutation_test`).
     derived
-        Derived checkpoints (registry ``base_model``; :func:`analysis.cells.derived_models`).
+        Derived checkpoints (registry ``base_model``; :func:`selfmodel.cells.derived_models`).
         Their cells have no ``x`` either, but they are listed apart, with the reason, in
         ``excluded_derived_checkpoints`` instead of ``models_without_scale_variable``.
 

@@ -8,7 +8,7 @@ import numpy as np
 import polars as pl
 import statsmodels.api as sm
 
-from analysis.frequentist.glm import (
+from selfmodel.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
     _balanced,
@@ -68,7 +68,7 @@ def two_stage(
     Parameters
     ----------
     cells
-        Cells of :func:`analysis.cells.build_cells`.
+        Cells of :func:`selfmodel.cells.build_cells`.
     level
         Confidence level.
     tau2

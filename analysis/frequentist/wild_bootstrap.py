@@ -11,7 +11,7 @@ import polars as pl
 import statsmodels.api as sm
 from scipy.special import expit
 
-from analysis.frequentist.glm import (
+from selfmodel.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
     NUMERICAL_ERRORS,
@@ -172,7 +172,7 @@ def wild_bootstrap(
     Parameters
     ----------
     cells
-        Cells of :func:`analysis.cells.build_cells`.
+        Cells of :func:`selfmodel.cells.build_cells`.
     seed
         Seed of the weight draws (unused when every Rademacher sign vector is enumerated).
     task_slopes

@@ -22,7 +22,7 @@ A scale effect (posterior draws of a slope) is turned into one of the DESIGN dec
 
 Direction (is :math:`P` of the sign above :math:`p^*`?) and size (does the HDI clear the
 ROPE?) are separate questions: ``improves`` answers both, ``credibly_positive`` only the
-first. ``analysis.contract.DECISION_MEANING`` holds the phrase of each.
+first. ``selfmodel.contract.DECISION_MEANING`` holds the phrase of each.
 
 Defaults: :math:`p^* = 0.95`, ROPE :math:`\pm 0.1` logits per 10x parameters, 94% HDI
 (Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
@@ -98,35 +98,35 @@ Modules
 
 from __future__ import annotations
 
-from analysis.hypotheses.bayes_factor import (
+from selfmodel.hypotheses.bayes_factor import (
     BF_CAP,
     MIN_DRAWS_NEAR_ZERO,
     savage_dickey,
     slope_prior_density,
 )
-from analysis.hypotheses.declared import (
+from selfmodel.hypotheses.declared import (
     Hypothesis,
     base_default,
     file_sha256,
     load_hypotheses,
     slope_priors,
 )
-from analysis.hypotheses.evaluate import (
+from selfmodel.hypotheses.evaluate import (
     Evidence,
     evaluate,
     evaluate_all,
 )
-from analysis.hypotheses.loo import (
+from selfmodel.hypotheses.loo import (
     scale_term_loo,
 )
-from analysis.hypotheses.rule import (
+from selfmodel.hypotheses.rule import (
     DIRECTIONS,
     DecisionRule,
     Direction,
     decide,
     not_estimable,
 )
-from analysis.paths import DEFAULT_HYPOTHESES_FILE as DEFAULT_HYPOTHESES_FILE
+from selfmodel.paths import DEFAULT_HYPOTHESES_FILE as DEFAULT_HYPOTHESES_FILE
 
 __all__ = [
     "BF_CAP",

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.hypotheses.declared import slope_priors
+from selfmodel.hypotheses.declared import slope_priors
 
 #: Bayes factors beyond ``BF_CAP`` (or below ``1 / BF_CAP``) are reported as bounds.
 BF_CAP = 1000.0
@@ -158,7 +158,7 @@ def slope_prior_density(
 
     Examples
     --------
-    >>> from models.scale import DEFAULT_PRIORS
+    >>> from selfmodel.models.scale import DEFAULT_PRIORS
     >>> round(slope_prior_density("scale", "beta", DEFAULT_PRIORS, n_tasks=3)[0], 4)  # N(0, 1/sqrt(3))
     0.691
     >>> round(slope_prior_density("scale", "slope_task", DEFAULT_PRIORS, n_tasks=3)[0], 4)

@@ -11,12 +11,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import models as model_registry
-from analysis.contract import Decision, InputError
-from analysis.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
-from analysis.paths import DEFAULT_HYPOTHESES_FILE
-from analysis.registry import format_input_error
-from analysis.toml_errors import did_you_mean, key_line
+from selfmodel import models as model_registry
+from selfmodel.contract import Decision, InputError
+from selfmodel.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
+from selfmodel.paths import DEFAULT_HYPOTHESES_FILE
+from selfmodel.registry import format_input_error
+from selfmodel.toml_errors import did_you_mean, key_line
 
 
 def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:

@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 
-import models as model_registry
-from analysis.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS
-from analysis.hypotheses.bayes_factor import savage_dickey, slope_prior_density
-from analysis.hypotheses.declared import Hypothesis
-from analysis.hypotheses.rule import decide, not_estimable
+from selfmodel import models as model_registry
+from selfmodel.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS
+from selfmodel.hypotheses.bayes_factor import savage_dickey, slope_prior_density
+from selfmodel.hypotheses.declared import Hypothesis
+from selfmodel.hypotheses.rule import decide, not_estimable
 
 # --------------------------------------------------------------------------- evaluation
 
@@ -52,7 +52,7 @@ def evaluate(
     hypothesis
         The declared hypothesis.
     idata
-        The fit's draws (an :class:`xarray.DataTree`, ``analysis.fit.Fit.idata``), of ``hypothesis.model``.
+        The fit's draws (an :class:`xarray.DataTree`, ``selfmodel.fit.Fit.idata``), of ``hypothesis.model``.
         Its priors are read from the provenance in ``idata.attrs`` (the model's
         ``DEFAULT_PRIORS`` when absent).
     n_models
@@ -75,7 +75,7 @@ def evaluate(
     Examples
     --------
     >>> import xarray as xr
-    >>> from analysis import _arviz
+    >>> from selfmodel import _arviz
     >>> rng = np.random.default_rng(0)
     >>> post = xr.Dataset({"beta": (("chain", "draw"), rng.normal(0.6, 0.1, (2, 2000)))})
     >>> res = evaluate(Hypothesis("h", parameter="beta"), _arviz.from_datasets(posterior=post), n_models=10)
@@ -164,7 +164,7 @@ class Evidence:
     models_per_label
         Models per task (labels of the per-task effect).
     diagnostics_passed
-        The fit passed the diagnostic checks (``analysis.fit.diagnose``); a row's
+        The fit passed the diagnostic checks (``selfmodel.fit.diagnose``); a row's
         ``finding`` is false otherwise (DESIGN: verdicts are gated on diagnostics).
     """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import models as model_registry
-from analysis import checks
+from selfmodel import checks
+from selfmodel import models as model_registry
 
 
 def scale_term_loo(
@@ -23,20 +23,20 @@ def scale_term_loo(
     The model without the scale term is the verdict model's declared
     ``SPEC.without_effect`` (for ``scale``: ``pooled(random_effects=True)``, the same task
     intercepts and family, model and cell effects, no :math:`(\beta + \delta_t) x_m`),
-    fitted by :func:`analysis.robustness.robustness_refits` to the same cells with the same
+    fitted by :func:`selfmodel.robustness.robustness_refits` to the same cells with the same
     sampler settings and seed. PSIS-LOO integrates each cell's own effect out
-    (``analysis.checks.loo``).
+    (``selfmodel.checks.loo``).
 
     Parameters
     ----------
     scale_fit, without_fit
-        The ``analysis.fit.Fit`` of the verdict model and of the model without its effect.
+        The ``selfmodel.fit.Fit`` of the verdict model and of the model without its effect.
     cells
         The cells both were fitted to.
     without_label
         How ``results.json`` names the model without the effect.
     cache_dir
-        The fits folder the LOO results are saved in (``analysis.checks.loo``).
+        The fits folder the LOO results are saved in (``selfmodel.checks.loo``).
     max_draws
         Posterior draws used for the pointwise log likelihood.
 
@@ -45,7 +45,7 @@ def scale_term_loo(
     dict
         ``with_scale`` and ``without_scale`` (``elpd_loo``, ``se``, ``p_loo``,
         ``n_high_k``), ``elpd_diff`` (with minus without; positive favours the scale term),
-        ``dse``, ``weights`` (stacking), ``table`` (``analysis.checks.compare`` rows) and
+        ``dse``, ``weights`` (stacking), ``table`` (``selfmodel.checks.compare`` rows) and
         ``without_scale_diagnostics_passed``.
     """
     l_with = checks.loo(

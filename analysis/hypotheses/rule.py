@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from analysis import _arviz
-from analysis.contract import DECISION_MEANING, Decision
+from selfmodel import _arviz
+from selfmodel.contract import DECISION_MEANING, Decision
 
 Direction = Literal["increase", "decrease"]
 DIRECTIONS: tuple[str, ...] = ("increase", "decrease")

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, Final
 from urllib.parse import unquote, urlparse
 
-from analysis.contract import InputError
-from analysis.importers.mapping import (
+from selfmodel.contract import InputError
+from selfmodel.importers.mapping import (
     LogSample,
     MappedImport,
     Mapping,
@@ -162,7 +162,7 @@ def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> 
         ``[join]`` mapping, the folder relative join paths start from (may be ``None``: then
         the mapping file's folder).
     mapping
-        A :class:`~analysis.importers.mapping.Mapping` or the path of a TOML mapping with
+        A :class:`~selfmodel.importers.mapping.Mapping` or the path of a TOML mapping with
         ``format = "inspect"``.
 
     Returns

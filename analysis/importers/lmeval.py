@@ -14,7 +14,7 @@ Each JSONL line is one sample::
 A task with several filters writes one line per document and filter: select one with
 ``[where] filter = "..."`` in the mapping. Which of these fields is the self-prediction and
 which the outcome depends on how the task was written, so a mapping
-(:mod:`analysis.importers.mapping`) says so.
+(:mod:`selfmodel.importers.mapping`) says so.
 
 Metadata for ``@`` paths: ``@model`` (``model_name`` of the results file, else ``pretrained=``
 or ``model=`` in ``config.model_args``, else the folder name with ``__`` read as ``/``),
@@ -32,8 +32,8 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.contract import InputError
-from analysis.importers.mapping import (
+from selfmodel.contract import InputError
+from selfmodel.importers.mapping import (
     LogSample,
     MappedImport,
     Mapping,
@@ -183,7 +183,7 @@ def import_lmeval(src: Path | str | None, *, mapping: Mapping | Path | str) -> M
         ``[join]`` mapping, the folder that relative join paths start from (may be ``None``:
         then the mapping file's folder).
     mapping
-        A :class:`~analysis.importers.mapping.Mapping` or the path of a TOML mapping with
+        A :class:`~selfmodel.importers.mapping.Mapping` or the path of a TOML mapping with
         ``format = "lmeval"``.
 
     Returns

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from analysis.importers.result import ImportResult
+from selfmodel.importers.result import ImportResult
 
 __all__ = ["preview_text"]
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.contract import REGISTRY_SCHEMA
+from selfmodel.contract import REGISTRY_SCHEMA
 
 
 @dataclass
@@ -17,9 +17,9 @@ class ImportResult:
     Attributes
     ----------
     records
-        Canonical records, columns and dtypes of :data:`analysis.contract.RECORD_SCHEMA` in order.
+        Canonical records, columns and dtypes of :data:`selfmodel.contract.RECORD_SCHEMA` in order.
     registry
-        One row per imported model (or predictor): :data:`analysis.contract.REGISTRY_SCHEMA`
+        One row per imported model (or predictor): :data:`selfmodel.contract.REGISTRY_SCHEMA`
         columns (the SEB importer adds ``developer`` and ``aliases``); covariates null when
         the foreign logs carry none.
     notes

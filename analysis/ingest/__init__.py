@@ -2,11 +2,11 @@ r"""Ingest logged self-prediction records: read, map, validate, deduplicate, acc
 
 :func:`ingest` reads JSONL (``.jsonl``/``.ndjson``), CSV (``.csv``) and Parquet
 (``.parquet``) files, or folders of them (searched recursively, hidden files skipped),
-into the canonical record table of :mod:`analysis.contract`. Every row read ends in exactly
+into the canonical record table of :mod:`selfmodel.contract`. Every row read ends in exactly
 one of three places, so that ``records_read == records_used + records_quarantined +
 records_duplicate`` always holds:
 
-* ``records`` -- valid rows, one per :data:`~analysis.contract.KEY`;
+* ``records`` -- valid rows, one per :data:`~selfmodel.contract.KEY`;
 * ``quarantine`` -- rows that cannot be used, each with its file, line, a reason and the
   raw text (at most 500 characters);
 * ``records_duplicate`` -- extra copies of a row that is exactly equal on
@@ -27,11 +27,11 @@ chunks, with Python's :mod:`json` used only on small chunks that contain a bad l
 * A JSONL line that is not valid JSON or not an object is quarantined
   (``invalid JSON``, ``not a JSON object``); the rest of the file is read.
 * A JSONL line whose object names a key twice is quarantined (``duplicate key``) on
-  every path, whatever else the file holds (:mod:`analysis.ingest.duplicate_keys`).
+  every path, whatever else the file holds (:mod:`selfmodel.ingest.duplicate_keys`).
 * Bytes that are not valid UTF-8 are never replaced silently: the line (JSONL) or record
   (CSV) holding them is quarantined as ``invalid UTF-8``, its ``raw`` text shown with
   U+FFFD replacement characters. A CSV *header* that is not UTF-8 is an
-  :class:`~analysis.contract.InputError`.
+  :class:`~selfmodel.contract.InputError`.
 * A CSV row with more fields than the header is quarantined (``wrong number of fields``);
   a row with fewer has its missing trailing fields read as empty (polars' rule).
 * JSONL keys are found from the first 1,000 lines plus the canonical and mapped column
@@ -47,7 +47,7 @@ Every mapped source column must exist in every file that has rows (a typo in a m
 an error, never a silent fall-back to another column). A ``[defaults]`` value from a config
 file fills an unmapped canonical column that a file does not have. A file without a
 required column (``model``, ``task``, ``item_id``) raises
-:class:`~analysis.contract.InputError` suggesting ``--map <column>=<closest present>``.
+:class:`~selfmodel.contract.InputError` suggesting ``--map <column>=<closest present>``.
 Columns that are not used are listed in ``ignored_columns``.
 
 Validation (first failing rule names the reason)
@@ -57,9 +57,9 @@ Text values are stripped of surrounding white space; an empty string is null.
 1. ``model``, ``task``, ``item_id`` must be non-empty (``missing value``); no identifier
    (``model``, ``predictor``, ``task``, ``item_id``, ``run_id``, ``cluster``) may be a list
    or an object: a JSON array/object, a Parquet list/struct, or text written like one
-   (``invalid identifier``, see :func:`analysis.ingest.rules.looks_nested`).
+   (``invalid identifier``, see :func:`selfmodel.ingest.rules.looks_nested`).
 2. ``status`` (case-insensitive, default ``ok``) must be one of
-   :data:`~analysis.contract.STATUSES` (``invalid status``).
+   :data:`~selfmodel.contract.STATUSES` (``invalid status``).
 3. ``confidence`` must be a finite number in [0, 1] (``invalid confidence``).
 4. ``sample`` must be a non-negative integer (``1``, ``"1"``, ``1.0``); default 0
    (``invalid sample``).
@@ -80,7 +80,7 @@ counts it as wrong). ``predictor`` defaults to ``model``. Text such as ``<script
 
 Duplicates
 ----------
-Rows with the same :data:`~analysis.contract.KEY` (across files too) that differ in
+Rows with the same :data:`~selfmodel.contract.KEY` (across files too) that differ in
 ``prediction, outcome, correct, confidence`` or ``status`` are *all* quarantined with the
 reason ``conflicting duplicate of <file>:<line>`` (naming the first other copy).
 Rows that agree on those are exact duplicates: one is kept, the others are counted in
@@ -116,24 +116,24 @@ Modules
 
 from __future__ import annotations
 
-from analysis.ingest.config import (
+from selfmodel.ingest.config import (
     INPUT_COLUMNS as INPUT_COLUMNS,
 )
-from analysis.ingest.config import (
+from selfmodel.ingest.config import (
     IngestConfig,
     load_config,
     parse_map_options,
 )
-from analysis.ingest.dedup import (
+from selfmodel.ingest.dedup import (
     COMPARED as COMPARED,
 )
-from analysis.ingest.discover import (
+from selfmodel.ingest.discover import (
     FORMATS as FORMATS,
 )
-from analysis.ingest.readers import (
+from selfmodel.ingest.readers import (
     RAW_MAX as RAW_MAX,
 )
-from analysis.ingest.run import (
+from selfmodel.ingest.run import (
     IngestResult,
     ingest,
     write_ingest,

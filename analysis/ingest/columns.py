@@ -7,15 +7,15 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
-from analysis.contract import (
+from selfmodel.contract import (
     REQUIRED,
     InputError,
 )
-from analysis.ingest.config import INPUT_COLUMNS
-from analysis.ingest.discover import _Input
-from analysis.ingest.readers import _LINE, _Read
-from analysis.ingest.rules import ID_COLUMNS
-from analysis.registry import format_input_error
+from selfmodel.ingest.config import INPUT_COLUMNS
+from selfmodel.ingest.discover import _Input
+from selfmodel.ingest.readers import _LINE, _Read
+from selfmodel.ingest.rules import ID_COLUMNS
+from selfmodel.registry import format_input_error
 
 # --------------------------------------------------------------------------- columns
 

@@ -8,12 +8,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.contract import (
+from selfmodel.contract import (
     RECORD_SCHEMA,
     InputError,
 )
-from analysis.registry import format_input_error
-from analysis.toml_errors import did_you_mean, key_line
+from selfmodel.registry import format_input_error
+from selfmodel.toml_errors import did_you_mean, key_line
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))

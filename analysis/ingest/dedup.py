@@ -6,7 +6,7 @@ from typing import Final
 
 import polars as pl
 
-from analysis.contract import (
+from selfmodel.contract import (
     KEY,
 )
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from analysis.contract import (
+from selfmodel.contract import (
     InputError,
 )
-from analysis.registry import format_input_error
+from selfmodel.registry import format_input_error
 
 #: File suffix -> format name.
 FORMATS: Final[dict[str, str]] = {
@@ -59,7 +59,7 @@ def walk_folder(
     and listed as ``{"path", "reason"}``: hidden files and folders (a name starting with
     ``.``), files of another type, files named in ``exclude`` (e.g. a registry beside the
     records), dangling links and links that loop back into a folder being read. The one
-    file discovery of ``selfmodel``: ``ingest`` and ``analysis.pipeline.resolve_inputs``.
+    file discovery of ``selfmodel``: ``ingest`` and ``selfmodel.pipeline.resolve_inputs``.
     """
     files: list[Path] = []
     skipped: list[dict[str, str]] = []

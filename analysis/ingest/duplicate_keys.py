@@ -3,8 +3,8 @@
 A JSONL line whose top-level object has the same key twice (``{"prediction": "yes", ...,
 "prediction": "no"}``) has no one reading: polars keeps the first value, Python's
 :mod:`json` the last. Such a line is quarantined as ``duplicate key`` by every reader
-(the fast polars path and the line-by-line path of :mod:`analysis.ingest.readers` alike,
-and the SQL engines of :mod:`analysis.engines`). Keys of nested objects are not checked:
+(the fast polars path and the line-by-line path of :mod:`selfmodel.ingest.readers` alike,
+and the SQL engines of :mod:`selfmodel.engines`). Keys of nested objects are not checked:
 ingest reads only the top-level keys.
 
 The check costs little on ordinary logs. Every top-level key of a line is followed by a

@@ -14,12 +14,12 @@ from typing import Any, Final
 
 import polars as pl
 
-from analysis.contract import (
+from selfmodel.contract import (
     InputError,
 )
-from analysis.ingest.discover import _Input
-from analysis.ingest.duplicate_keys import split_duplicate_keys
-from analysis.registry import format_input_error
+from selfmodel.ingest.discover import _Input
+from selfmodel.ingest.duplicate_keys import split_duplicate_keys
+from selfmodel.registry import format_input_error
 
 #: Maximum length of the ``raw`` text kept in the quarantine table.
 RAW_MAX: Final = 500

@@ -8,7 +8,7 @@ from typing import Final
 
 import polars as pl
 
-from analysis.contract import (
+from selfmodel.contract import (
     FALSE_STRINGS,
     MISSING_STRINGS,
     RECORD_SCHEMA,
@@ -16,8 +16,8 @@ from analysis.contract import (
     STATUSES,
     TRUE_STRINGS,
 )
-from analysis.ingest.config import INPUT_COLUMNS
-from analysis.ingest.readers import _FORM_PROBE, _LINE
+from selfmodel.ingest.config import INPUT_COLUMNS
+from selfmodel.ingest.readers import _FORM_PROBE, _LINE
 
 # --------------------------------------------------------------------------- validation
 

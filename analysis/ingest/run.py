@@ -12,19 +12,19 @@ from typing import Any
 
 import polars as pl
 
-from analysis import atomic
-from analysis.contract import (
+from selfmodel import atomic
+from selfmodel.contract import (
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
     InputError,
 )
-from analysis.ingest.columns import _resolve
-from analysis.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
-from analysis.ingest.dedup import _order_and_deduplicate
-from analysis.ingest.discover import _discover, _Input
-from analysis.ingest.readers import _LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
-from analysis.ingest.rules import _GOOD_SCHEMA, _validate
-from analysis.registry import format_input_error, load_registry, registry_report
+from selfmodel.ingest.columns import _resolve
+from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
+from selfmodel.ingest.dedup import _order_and_deduplicate
+from selfmodel.ingest.discover import _discover, _Input
+from selfmodel.ingest.readers import _LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
+from selfmodel.ingest.rules import _GOOD_SCHEMA, _validate
+from selfmodel.registry import format_input_error, load_registry, registry_report
 
 
 @dataclass(frozen=True)
@@ -34,11 +34,11 @@ class IngestResult:
     Attributes
     ----------
     records
-        Canonical :data:`~analysis.contract.RECORD_SCHEMA` columns in that order: used rows
-        only, deduplicated, sorted by :data:`~analysis.contract.KEY`, then ``source_file``,
+        Canonical :data:`~selfmodel.contract.RECORD_SCHEMA` columns in that order: used rows
+        only, deduplicated, sorted by :data:`~selfmodel.contract.KEY`, then ``source_file``,
         ``source_line``.
     quarantine
-        :data:`~analysis.contract.QUARANTINE_SCHEMA`: ``source_file``, ``source_line``,
+        :data:`~selfmodel.contract.QUARANTINE_SCHEMA`: ``source_file``, ``source_line``,
         ``reason``, ``raw`` (the row as text, at most 500 characters), in reading order.
     summary
         JSON-serialisable accounting (see :func:`ingest`).
@@ -100,7 +100,7 @@ def ingest(
     config
         A TOML file read by :func:`load_config` (or an :class:`IngestConfig`).
     registry
-        A model registry (see :func:`analysis.registry.load_registry`); when given, the
+        A model registry (see :func:`selfmodel.registry.load_registry`); when given, the
         summary gets its ``registry_report``.
 
     Returns
@@ -390,7 +390,7 @@ def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:
 def write_ingest(result: IngestResult, out: Path | str) -> None:
     """Write ``records.parquet``, ``quarantine.parquet`` and ``ingest.json`` into ``out``.
 
-    Each file is written atomically (see :mod:`analysis.atomic`); ``out`` is created if
+    Each file is written atomically (see :mod:`selfmodel.atomic`); ``out`` is created if
     needed.
 
     Parameters

@@ -2,7 +2,7 @@ r"""Study design and power: what a design can detect, and what a null verdict ru
 
 A scaling study is only as good as the slope it can detect. This module answers two
 questions with the scale model of ``models/scale.py`` and the decision rule of
-:mod:`analysis.hypotheses`:
+:mod:`selfmodel.hypotheses`:
 
 * **before** the compute is spent (``selfmodel power``): for a design (families and their
   sizes, tasks with items and expected accuracy, repeats, variance components), the
@@ -73,7 +73,7 @@ deterministic approximation of the same Bayesian model:
    model and per family), so a likelihood evaluation costs :math:`O(\text{cells})`;
 3. :math:`\theta` is integrated on a product grid at the mid-quantiles of its
    ``HalfNormal`` priors (the priors of ``models/scale.py``, read from
-   :data:`models.scale.DEFAULT_PRIORS`), so every grid point has equal prior mass and the
+   :data:`selfmodel.models.scale.DEFAULT_PRIORS`), so every grid point has equal prior mass and the
    weights are the likelihoods: the posterior of :math:`\beta` is a mixture of normals
    (the grid-integration idea of INLA; Rue, Martino & Chopin 2009, *JRSS B* 71(2));
 4. a Laplace step: each cell's normal approximation is re-centred at its posterior mean
@@ -82,7 +82,7 @@ deterministic approximation of the same Bayesian model:
    are repeated on the part of the grid that carries posterior mass. Without it, weights
    computed from each cell's own counts pull the slope toward 0 when cells are small (by
    ~10% of the slope with ~33 answers per cell; ``tests/test_power.py``);
-5. 4,000 draws from that mixture go through :func:`analysis.hypotheses.decide`, the very rule
+5. 4,000 draws from that mixture go through :func:`selfmodel.hypotheses.decide`, the very rule
    the pipeline applies to NUTS draws.
 
 The differences from the NUTS fit are the normal approximation of each cell's binomial
@@ -121,103 +121,103 @@ Modules
 ``dprime``
     Power for the sensitivity (d') slope of the signal-detection model, simulated from its fit.
 
-After a fit the pipeline (:func:`analysis.power.after_fit.power_after_fit`) simulates with the
+After a fit the pipeline (:func:`selfmodel.power.after_fit.power_after_fit`) simulates with the
 variance components drawn from the fit's posterior rather than fixed at its mean, for the
 accuracy slope and for the d' slope, and keeps the posterior-means answer beside it.
 """
 
 from __future__ import annotations
 
-from analysis.power.after_fit import (
+from selfmodel.power.after_fit import (
     mde_from_fit,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _batched_cholesky as _batched_cholesky,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _cell_logits as _cell_logits,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _empirical_logit as _empirical_logit,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _forward_solve as _forward_solve,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _Grid as _Grid,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _grid_posterior as _grid_posterior,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _Layout as _Layout,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _posterior as _posterior,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     _vinv as _vinv,
 )
-from analysis.power.approximate_fit import (
+from selfmodel.power.approximate_fit import (
     fast_fit,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     DEFAULT_SLOPES,
     Design,
     Task,
     default_design,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     GRID as GRID,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     N_DRAWS as N_DRAWS,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     OUTCOMES as OUTCOMES,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     TARGET_POWER as TARGET_POWER,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     Progress as Progress,
 )
-from analysis.power.design import (
+from selfmodel.power.design import (
     sdt_accuracy as sdt_accuracy,
 )
-from analysis.power.design_file import (
+from selfmodel.power.design_file import (
     DESIGN_EXAMPLE as DESIGN_EXAMPLE,
 )
-from analysis.power.design_file import (
+from selfmodel.power.design_file import (
     design_to_toml,
     load_design,
 )
-from analysis.power.design_from_data import (
+from selfmodel.power.design_from_data import (
     design_from_results,
     design_from_template,
 )
-from analysis.power.output import (
+from selfmodel.power.output import (
     plot_power,
     power_table,
     summary_lines,
     write_power,
 )
-from analysis.power.simulator import (
+from selfmodel.power.simulator import (
     _base_draws as _base_draws,
 )
-from analysis.power.simulator import (
+from selfmodel.power.simulator import (
     _simulate_k as _simulate_k,
 )
-from analysis.power.simulator import (
+from selfmodel.power.simulator import (
     simulate_cells,
 )
-from analysis.power.sweep import (
+from selfmodel.power.sweep import (
     _mde as _mde,
 )
-from analysis.power.sweep import (
+from selfmodel.power.sweep import (
     _sweep as _sweep,
 )
-from analysis.power.sweep import (
+from selfmodel.power.sweep import (
     models_vs_items,
     normal_theory_mde,
     run_power,

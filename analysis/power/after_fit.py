@@ -9,21 +9,21 @@ from typing import Any
 
 from scipy.stats import norm
 
-from analysis import hypotheses
-from analysis.decisions import SCALE_UNITS, rope_for, x_by_model
-from analysis.fit import cached_json, frame_sha256, package_versions, source_sha256
-from analysis.hypotheses import DecisionRule
-from analysis.paths import DEFAULT_SEED
-from analysis.power.approximate_fit import _plugin_sd
-from analysis.power.design import TARGET_POWER, Design, Progress
-from analysis.power.design_from_data import design_from_results
-from analysis.power.dprime import design_from_sdt_fit, dprime_mde
-from analysis.power.posterior_draws import (
+from selfmodel import hypotheses
+from selfmodel.decisions import SCALE_UNITS, rope_for, x_by_model
+from selfmodel.fit import cached_json, frame_sha256, package_versions, source_sha256
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.paths import DEFAULT_SEED
+from selfmodel.power.approximate_fit import _plugin_sd
+from selfmodel.power.design import TARGET_POWER, Design, Progress
+from selfmodel.power.design_from_data import design_from_results
+from selfmodel.power.dprime import design_from_sdt_fit, dprime_mde
+from selfmodel.power.posterior_draws import (
     scale_component_draws,
     sdt_component_draws,
     summarise_draws,
 )
-from analysis.power.sweep import _mde, _sweep, _Ticker, normal_theory_mde
+from selfmodel.power.sweep import _mde, _sweep, _Ticker, normal_theory_mde
 
 # --------------------------------------------------------------------------- after a fit
 
@@ -59,13 +59,13 @@ def mde_from_fit(
         As in :func:`run_power`.
     components
         Variance components per simulated data set (``Design`` field names), e.g. draws from
-        the fit's posterior (:func:`analysis.power.posterior_draws.scale_component_draws`);
+        the fit's posterior (:func:`selfmodel.power.posterior_draws.scale_component_draws`);
         at least ``sims`` entries. ``None``: every data set uses the posterior means.
     cache_dir
         Folder to save the result in (the run's fits folder) and reuse it from while the
         design read from ``results`` (:func:`design_from_results`), ``sims``, ``seed``, the
         code of ``analysis/power/`` and of ``analysis/hypotheses/`` and the package versions are
-        unchanged (:func:`analysis.fit.cached_json`); ``None`` always simulates.
+        unchanged (:func:`selfmodel.fit.cached_json`); ``None`` always simulates.
 
     Returns
     -------
@@ -137,10 +137,10 @@ def mde_from_fit(
         "seed": seed,
         "variance_components": "posterior_means" if components is None else "posterior_draws",
         "component_draws": None if components is None else summarise_draws(components[:sims]),
-        "method": "analysis.power.mde_from_fit: simulated from the fitted variance components "
+        "method": "selfmodel.power.mde_from_fit: simulated from the fitted variance components "
         + ("(posterior means)" if components is None else
            "(one posterior draw per simulated data set)")
-        + ", each data set fitted by the approximate fit of analysis.power",
+        + ", each data set fitted by the approximate fit of selfmodel.power",
     }
 
 
@@ -201,9 +201,9 @@ def power_after_fit(
     """``design_sensitivity``: accuracy and d' power of the fitted design.
 
     The accuracy section is :func:`mde_from_fit` with one posterior draw of the variance
-    components per simulated data set (:func:`~analysis.power.posterior_draws.scale_component_draws`);
+    components per simulated data set (:func:`~selfmodel.power.posterior_draws.scale_component_draws`);
     ``at_posterior_means`` holds the same at the posterior means for comparison. ``dprime``
-    is :func:`analysis.power.dprime.dprime_mde` of the signal-detection fit ``sdt`` (its
+    is :func:`selfmodel.power.dprime.dprime_mde` of the signal-detection fit ``sdt`` (its
     ``idata`` and table) with posterior-drawn components, or ``None`` without that fit.
     """
     comps = scale_component_draws(scale_idata, sims, seed=seed)

@@ -11,9 +11,9 @@ import polars as pl
 from scipy.special import expit
 from scipy.stats import norm
 
-from analysis.hypotheses import DecisionRule, decide
-from analysis.power.design import GRID, N_DRAWS, Design
-from models.scale import DEFAULT_PRIORS
+from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.models.scale import DEFAULT_PRIORS
+from selfmodel.power.design import GRID, N_DRAWS, Design
 
 # --------------------------------------------------------------------------- cell layout
 
@@ -32,7 +32,7 @@ def _prior_sigmas() -> dict[str, float]:
         want = "Normal" if name in ("alpha", "slope_task") else "HalfNormal"
         if dist != want or (want == "Normal" and kw.get("mu", 0.0) != 0.0):
             raise NotImplementedError(
-                f"analysis.power assumes {name} ~ {want}(0, s) as in models/scale.py; "
+                f"selfmodel.power assumes {name} ~ {want}(0, s) as in models/scale.py; "
                 f"it is now {dist}{kw}"
             )
         out[name] = float(kw["sigma"])
@@ -428,7 +428,7 @@ def fast_fit(
         Cells as the scale model takes them: ``model, family, task, x, n, k`` (rows with
         ``n == 0`` are ignored).
     rule
-        Decision rule (default :class:`~analysis.hypotheses.DecisionRule`).
+        Decision rule (default :class:`~selfmodel.hypotheses.DecisionRule`).
     seed
         Seed of the posterior draws handed to the rule.
     draws
@@ -439,13 +439,13 @@ def fast_fit(
     Returns
     -------
     dict
-        What :func:`analysis.hypotheses.decide` returns (``mean``, ``sd``, ``hdi_low``,
+        What :func:`selfmodel.hypotheses.decide` returns (``mean``, ``sd``, ``hdi_low``,
         ``hdi_high``, ``prob_positive``, ``decision``, ...) plus ``sigma_posterior_mean``
         (posterior means of the variance components).
 
     Examples
     --------
-    >>> from analysis.simulate import simulate_scale_cells
+    >>> from selfmodel.simulate import simulate_scale_cells
     >>> cells, truth = simulate_scale_cells(seed=3, beta=0.6)
     >>> fast_fit(cells)["decision"]
     'improves'

@@ -8,11 +8,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.contract import InputError
-from analysis.hypotheses import DecisionRule
-from analysis.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
-from analysis.registry import format_input_error
-from analysis.toml_errors import did_you_mean, key_line
+from selfmodel.contract import InputError
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
+from selfmodel.registry import format_input_error
+from selfmodel.toml_errors import did_you_mean, key_line
 
 # --------------------------------------------------------------------------- design files
 
@@ -51,7 +51,7 @@ sigma_model = 0.11
 sigma_cell = 0.2
 sigma_task_slope = 0.1
 
-[rule]                      # the declared decision rule (analysis.hypotheses)
+[rule]                      # the declared decision rule (selfmodel.hypotheses)
 rope = 0.1
 prob_threshold = 0.95
 hdi_prob = 0.94
@@ -131,7 +131,7 @@ def load_design(path: Path | str) -> Design:
         either ``accuracy`` or ``base_rate``/``dprime``/``criterion``; optional
         ``unreadable``), ``[variance]`` and ``[rule]``. Omitted variance components and rule
         settings take the defaults of :func:`default_design` and
-        :class:`~analysis.hypotheses.DecisionRule`.
+        :class:`~selfmodel.hypotheses.DecisionRule`.
 
     Returns
     -------

@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from analysis.cells import build_cells, derived_models
-from analysis.contract import SCALE_COLUMNS, InputError
-from analysis.hypotheses import DecisionRule
-from analysis.ingest import ingest
-from analysis.power.design import Design, Task, default_design
-from analysis.power.design_file import _RULE_KEYS
-from analysis.registry import load_registry
+from selfmodel.cells import build_cells, derived_models
+from selfmodel.contract import SCALE_COLUMNS, InputError
+from selfmodel.hypotheses import DecisionRule
+from selfmodel.ingest import ingest
+from selfmodel.power.design import Design, Task, default_design
+from selfmodel.power.design_file import _RULE_KEYS
+from selfmodel.registry import load_registry
 
 # --------------------------------------------------------------------------- templates
 

@@ -3,7 +3,7 @@ r"""Power for the sensitivity (d') slope of the signal-detection model (``models
 The design is the fitted one: the signal-detection fit's cells (model x task, with their
 signal and noise counts), the task d' and criterion at their posterior means (and each
 task's criterion slope), and variance components either at their posterior means or, per
-simulated data set, drawn from the fit's posterior (:mod:`analysis.power.posterior_draws`).
+simulated data set, drawn from the fit's posterior (:mod:`selfmodel.power.posterior_draws`).
 
 Generative model of a simulated data set (as ``models/sdt.py``, d' slope :math:`\beta` the
 truth of the sweep)
@@ -26,10 +26,10 @@ Approximate fit: each cell's d' is estimated by the log-linear corrected rates
 task's pooled rates (not the cell's own, whose errors would correlate the weights with the
 estimates), and the nested family/model/cell model for :math:`\hat d` is integrated exactly
 over the task intercepts and slopes and on a grid over the d' variance components, with the
-priors of ``models/sdt.py`` (:func:`analysis.power.approximate_fit._grid_posterior`, as the
+priors of ``models/sdt.py`` (:func:`selfmodel.power.approximate_fit._grid_posterior`, as the
 accuracy power). Cells with only signal or only noise records carry no d' of their own and
 are left out. Each data set's 4,000 mixture draws go through
-:func:`analysis.hypotheses.decide` with the d' ROPE.
+:func:`selfmodel.hypotheses.decide` with the d' ROPE.
 """
 
 from __future__ import annotations
@@ -42,13 +42,13 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom, norm
 
-from analysis import _arviz
-from analysis.hypotheses import DecisionRule, decide
-from analysis.power.approximate_fit import _Grid, _grid_posterior, _Layout, _mixture_draws
-from analysis.power.design import N_DRAWS, OUTCOMES, TARGET_POWER
-from analysis.power.posterior_draws import summarise_draws
-from analysis.power.sweep import _mde, normal_theory_mde
-from models.sdt import DEFAULT_PRIORS as SDT_PRIORS
+from selfmodel import _arviz
+from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.models.sdt import DEFAULT_PRIORS as SDT_PRIORS
+from selfmodel.power.approximate_fit import _Grid, _grid_posterior, _Layout, _mixture_draws
+from selfmodel.power.design import N_DRAWS, OUTCOMES, TARGET_POWER
+from selfmodel.power.posterior_draws import summarise_draws
+from selfmodel.power.sweep import _mde, normal_theory_mde
 
 
 @dataclass(frozen=True)
@@ -169,7 +169,7 @@ def dprime_estimates(dl: _DLayout, hits: np.ndarray, fas: np.ndarray) -> tuple[n
 
 def sweep_dprime(design: DprimeDesign, slopes: Sequence[float], *, sims: int, seed: int,
                  components: Sequence[Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
-    """Decisions on the d' slope per true slope, as :func:`analysis.power.sweep._sweep` for accuracy."""
+    """Decisions on the d' slope per true slope, as :func:`selfmodel.power.sweep._sweep` for accuracy."""
     dl = _layout(design)
     g = _Grid.make(len(dl.tasks), prior=_prior())
     mu0 = SDT_PRIORS["alpha_dprime"][1]["mu"]  # the grid's intercept prior is centred at 0
@@ -225,6 +225,6 @@ def dprime_mde(design: DprimeDesign, *, sims: int = 100, seed: int,
         "variance_components": "posterior_means" if components is None else "posterior_draws",
         "component_draws": None if components is None else summarise_draws(components[:sims]),
         "units": "d' units per unit of the scale variable",
-        "method": "analysis.power.dprime: signal-detection cells simulated from the fit, each data "
+        "method": "selfmodel.power.dprime: signal-detection cells simulated from the fit, each data "
         "set fitted by the normal approximation of per-cell d' on a grid over its variance components",
     }

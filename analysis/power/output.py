@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from analysis import atomic
-from analysis.power.design import OUTCOMES, TARGET_POWER, Design
-from analysis.power.design_file import design_to_toml
-from analysis.results import rounded
+from selfmodel import atomic
+from selfmodel.power.design import OUTCOMES, TARGET_POWER, Design
+from selfmodel.power.design_file import design_to_toml
+from selfmodel.results import rounded
 
 # --------------------------------------------------------------------------- output
 

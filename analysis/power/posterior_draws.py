@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import _arviz
+from selfmodel import _arviz
 
 
 def _flat(post: Any, name: str) -> np.ndarray:

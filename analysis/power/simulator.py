@@ -9,8 +9,8 @@ import polars as pl
 from scipy.special import betaincinv, expit, logit
 from scipy.stats import binom
 
-from analysis.power.approximate_fit import _Layout
-from analysis.power.design import Design
+from selfmodel.power.approximate_fit import _Layout
+from selfmodel.power.design import Design
 
 # --------------------------------------------------------------------------- simulation
 
@@ -76,7 +76,7 @@ def simulate_cells(design: Design, slope: float, *, seed: int, sim: int = 0) -> 
     Returns
     -------
     polars.DataFrame
-        ``model, family, task, x, n, k``: the input of ``analysis.fit.fit("scale", ...)``
+        ``model, family, task, x, n, k``: the input of ``selfmodel.fit.fit("scale", ...)``
         and of :func:`fast_fit`.
 
     Examples

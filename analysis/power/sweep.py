@@ -10,11 +10,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from analysis.contract import InputError
-from analysis.hypotheses import DecisionRule, decide
-from analysis.paths import DEFAULT_SEED
-from analysis.power.approximate_fit import _Grid, _Layout, _mixture_draws, _posterior
-from analysis.power.design import (
+from selfmodel.contract import InputError
+from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.paths import DEFAULT_SEED
+from selfmodel.power.approximate_fit import _Grid, _Layout, _mixture_draws, _posterior
+from selfmodel.power.design import (
     DEFAULT_SLOPES,
     GRID,
     N_DRAWS,
@@ -23,7 +23,7 @@ from analysis.power.design import (
     Design,
     Progress,
 )
-from analysis.power.simulator import _base_draws, _simulate_k
+from selfmodel.power.simulator import _base_draws, _simulate_k
 
 # --------------------------------------------------------------------------- power
 
@@ -177,11 +177,11 @@ def _method(grid: Mapping[str, int] | None) -> dict[str, Any]:
         "repeats enter through the effective n (Kish design effect); common random "
         "numbers across slopes",
         "fit": "empirical-logit Gaussian approximation of the scale model, fixed effects "
-        "integrated exactly, variance components on a grid at prior mid-quantiles (analysis.power)",
+        "integrated exactly, variance components on a grid at prior mid-quantiles (selfmodel.power)",
         "grid": {**GRID, **(grid or {})},
         "posterior_draws": N_DRAWS,
-        "priors": "models.scale.DEFAULT_PRIORS",
-        "decision": "analysis.hypotheses.decide",
+        "priors": "selfmodel.models.scale.DEFAULT_PRIORS",
+        "decision": "selfmodel.hypotheses.decide",
         "validation": "validation/power_validation.py -> validation/results/power_validation.json",
     }
 

@@ -2,8 +2,8 @@ r"""Mapping files: where the canonical fields live in a foreign log's samples.
 
 A mapping is data (TOML), never executed. It names, for each canonical record field, a
 *dotted path* into one logged sample (a nested dict/list as the log format stores it), or
-into the log's metadata. The format readers (:mod:`analysis.importers.lmeval`,
-:mod:`analysis.importers.inspect_logs`) turn each log into :class:`LogSample` objects; this
+into the log's metadata. The format readers (:mod:`selfmodel.importers.lmeval`,
+:mod:`selfmodel.importers.inspect_logs`) turn each log into :class:`LogSample` objects; this
 module applies the mapping to them.
 
 Layout::
@@ -35,12 +35,12 @@ Field values
     the first match or its one group), ``normalize`` (``strip``, ``casefold``,
     ``punctuation``, in order), ``map`` (raw value, normalised, -> canonical string; a value
     not in the map becomes null), ``type`` (``"str"``, ``"bool"``: read with
-    :func:`analysis.contract.parse_bool` into ``"true"``/``"false"``, ``"float"``, ``"int"``,
+    :func:`selfmodel.contract.parse_bool` into ``"true"``/``"false"``, ``"float"``, ``"int"``,
     ``"score"``: Inspect's ``C``/``I``) and ``default`` (used when the path is absent in a
     sample). Canonical fields: ``model, task, item_id, prediction, outcome, correct,
     predictor, confidence, cluster, status, run_id, sample``. ``task`` defaults to ``@task``
     and ``item_id`` to the format's sample id. Prediction and outcome are then read by
-    ingest's rule (:func:`~analysis.importers.mapping.apply.read_values_as_ingest`) and
+    ingest's rule (:func:`~selfmodel.importers.mapping.apply.read_values_as_ingest`) and
     ``correct`` derived from them. The reference of every key is ``docs/mapping.md``.
 
 Joined logs
@@ -53,7 +53,7 @@ Joined logs
     hypothetical sample with no object-level sample is dropped; both are counted.
 
 Errors
-    A path that resolves in none of a log's samples is an :class:`~analysis.contract.InputError`
+    A path that resolves in none of a log's samples is an :class:`~selfmodel.contract.InputError`
     naming the mapping field, the file and line, the step that failed and the keys the sample
     actually has at that level, with a "did you mean" suggestion.
 
@@ -69,19 +69,19 @@ Modules
 
 from __future__ import annotations
 
-from analysis.importers.mapping.apply import (
+from selfmodel.importers.mapping.apply import (
     apply_mapping,
 )
-from analysis.importers.mapping.apply import (
+from selfmodel.importers.mapping.apply import (
     as_mapping as as_mapping,
 )
-from analysis.importers.mapping.apply import (
+from selfmodel.importers.mapping.apply import (
     import_logs as import_logs,
 )
-from analysis.importers.mapping.paths import (
+from selfmodel.importers.mapping.paths import (
     resolve_path,
 )
-from analysis.importers.mapping.spec import (
+from selfmodel.importers.mapping.spec import (
     FieldSpec,
     JoinSpec,
     LogSample,

@@ -10,7 +10,7 @@ from typing import Any
 
 import polars as pl
 
-from analysis.contract import (
+from selfmodel.contract import (
     KEY,
     RECORD_SCHEMA,
     REGISTRY_SCHEMA,
@@ -18,8 +18,8 @@ from analysis.contract import (
     InputError,
     parse_bool,
 )
-from analysis.importers.mapping.paths import _convert, _describe, _PathError, _resolve, _text
-from analysis.importers.mapping.spec import (
+from selfmodel.importers.mapping.paths import _convert, _describe, _PathError, _resolve, _text
+from selfmodel.importers.mapping.spec import (
     HYPOTHETICAL_FIELDS,
     META_PREFIX,
     FieldSpec,
@@ -31,8 +31,8 @@ from analysis.importers.mapping.spec import (
     Side,
     load_mapping,
 )
-from analysis.ingest.rules import _bool_of as _ingest_bool
-from analysis.ingest.rules import _text as _ingest_text
+from selfmodel.ingest.rules import _bool_of as _ingest_bool
+from selfmodel.ingest.rules import _text as _ingest_text
 
 
 @dataclass
@@ -390,7 +390,7 @@ def _checked_frame(mapping: Mapping, records: list[dict[str, Any]]) -> tuple[pl.
 def read_values_as_ingest(frame: pl.DataFrame) -> pl.DataFrame:
     """Prediction and outcome read by ingest's own rule, then ``correct`` derived from them.
 
-    The rule is ingest's (:mod:`analysis.ingest.rules`): stripped text, the spellings of a
+    The rule is ingest's (:mod:`selfmodel.ingest.rules`): stripped text, the spellings of a
     missing value null, a boolean spelling (``yes``/``no``, ``1``/``0``, any case) read as
     ``"true"``/``"false"``, anything else kept as text. So a ``yes``/``no`` prediction
     against ``true``/``false`` outcomes is scored as ingest scores it and a mapped

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from analysis.contract import parse_bool
-from analysis.importers.mapping.spec import FieldSpec, _suggest, normalize_text
+from selfmodel.contract import parse_bool
+from selfmodel.importers.mapping.spec import FieldSpec, _suggest, normalize_text
 
 # ----------------------------------------------------------------------------------------------
 # resolving paths

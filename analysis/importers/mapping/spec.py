@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from analysis.contract import InputError
-from analysis.importers.result import ImportResult
-from analysis.toml_errors import did_you_mean
+from selfmodel.contract import InputError
+from selfmodel.importers.result import ImportResult
+from selfmodel.toml_errors import did_you_mean
 
 Format = Literal["lmeval", "inspect"]
 Side = Literal["object", "hypothetical"]

@@ -2,7 +2,7 @@ r"""Importer for the Self-Execution Benchmark (Ezra, Weizman & Azaria, arXiv 250
 
 ``import_seb(SRC)`` reads a clone of the repository
 ``anon-researcher-2025/Self-Execution-Benchmark``
-and returns canonical records (:data:`analysis.contract.RECORD_SCHEMA`), a model registry and
+and returns canonical records (:data:`selfmodel.contract.RECORD_SCHEMA`), a model registry and
 an account of every choice made on the way (``notes``) with the numbers behind it (``counts``).
 
 Experiment 1 -- word association (task ``word_association``)
@@ -16,7 +16,7 @@ Experiment 1 -- word association (task ``word_association``)
     counted in the notes), ``item_id = "<target>::<option>"`` with the option stripped and
     lower-cased, ``cluster`` = target.
     A prediction written as a string (``'true'``) is read with
-    :func:`analysis.contract.parse_bool`, as the authors' table does; it is counted in the notes.
+    :func:`selfmodel.contract.parse_bool`, as the authors' table does; it is counted in the notes.
     The earlier run ``results-27-4-25/`` is imported only for models absent from the newer
     run (``run_id`` names the run folder); for the others the newer run is used.
 
@@ -64,11 +64,11 @@ Modules
 
 from __future__ import annotations
 
-from analysis.importers.result import ImportResult
-from analysis.importers.seb.layout import (
+from selfmodel.importers.result import ImportResult
+from selfmodel.importers.seb.layout import (
     SebImport,
 )
-from analysis.importers.seb.run import (
+from selfmodel.importers.seb.run import (
     import_seb,
     write_import,
 )

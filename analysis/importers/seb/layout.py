@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
-from analysis.importers.result import ImportResult
+from selfmodel.importers.result import ImportResult
 
 #: Folder of experiment 1 and its runs, newest first.
 EXP1_DIR: Final = "experiment 1"

@@ -10,8 +10,8 @@ from typing import Any
 
 import polars as pl
 
-from analysis.contract import REGISTRY_SCHEMA, InputError, parse_bool
-from analysis.importers.seb.layout import _REGISTRY_EXTRA, RASCH_FILE
+from selfmodel.contract import REGISTRY_SCHEMA, InputError, parse_bool
+from selfmodel.importers.seb.layout import _REGISTRY_EXTRA, RASCH_FILE
 
 # --------------------------------------------------------------------------------------------
 # model names

@@ -6,8 +6,8 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.contract import InputError
-from analysis.importers.seb.layout import BLOCK_MARKER
+from selfmodel.contract import InputError
+from selfmodel.importers.seb.layout import BLOCK_MARKER
 
 # --------------------------------------------------------------------------------------------
 # experiment 2: refusal

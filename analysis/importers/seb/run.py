@@ -8,10 +8,10 @@ from typing import Any
 
 import polars as pl
 
-from analysis import atomic
-from analysis.contract import RECORD_SCHEMA, InputError
-from analysis.importers.result import ImportResult
-from analysis.importers.seb.layout import (
+from selfmodel import atomic
+from selfmodel.contract import RECORD_SCHEMA, InputError
+from selfmodel.importers.result import ImportResult
+from selfmodel.importers.seb.layout import (
     _LETTERS,
     EXP1_DIR,
     EXP1_RUNS,
@@ -24,9 +24,9 @@ from analysis.importers.seb.layout import (
     XSTEST_FILE,
     SebImport,
 )
-from analysis.importers.seb.model_names import _Namer, _no_models, _read_models, _registry
-from analysis.importers.seb.refusal import _Block, _blocks, _read_xstest
-from analysis.importers.seb.word_association import _exp1_file, _Exp1Stats, _read_taboo, _record
+from selfmodel.importers.seb.model_names import _Namer, _no_models, _read_models, _registry
+from selfmodel.importers.seb.refusal import _Block, _blocks, _read_xstest
+from selfmodel.importers.seb.word_association import _exp1_file, _Exp1Stats, _read_taboo, _record
 
 # --------------------------------------------------------------------------------------------
 # public API

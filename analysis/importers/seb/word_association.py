@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from analysis.contract import InputError, parse_bool
-from analysis.importers.seb.layout import TASK_ASSOCIATION
+from selfmodel.contract import InputError, parse_bool
+from selfmodel.importers.seb.layout import TASK_ASSOCIATION
 
 # --------------------------------------------------------------------------------------------
 # experiment 1: word association
