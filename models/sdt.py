@@ -357,6 +357,7 @@ def build(
             decorrelate = (
                 slope_basis == "decorrelated"
                 and task_slopes == "independent"
+                and prior is not None
                 and decorrelatable(prior, x_model, fam_of_model)
             )
             if decorrelate:
@@ -370,7 +371,7 @@ def build(
                 delta = zero_sum_effect(f"delta_{side}", s_slope, "task", len(tasks))
                 slope = pm.Deterministic(f"{side}_slope_task", beta + delta, dims="task")
             s_fam = prior_rv(f"sigma_{side}_family", p[f"sigma_{side}_family"])
-            if decorrelate:
+            if decorrelate and prior is not None:
                 s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
                 names = SlopeNames(f"{side}_slope_task", f"beta_{side}", f"u_{side}_family",
                                    f"v_{side}_model", prefix=f"{side}_")
@@ -380,6 +381,7 @@ def build(
                 u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
                 s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
                 v = zero_sum_effect(f"v_{side}_model", s_mod, "model", len(models))
+            assert slope is not None
             eta = alpha[task_idx] + slope[task_idx] * x + u[fam_idx] + v[model_idx]
             if cell_effects:
                 s_cell = prior_rv(f"sigma_{side}_cell", p[f"sigma_{side}_cell"])
