@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,8 +32,9 @@ def missing(cmd: str) -> str:
     return f"*(not measured yet: run `{cmd}`)*\n"
 
 
-def when(res: dict[str, Any], name: str | None = None) -> str:
+def when(res: dict[str, Any] | None, name: str | None = None) -> str:
     """When and at which commit a result was measured (older files: their last commit)."""
+    res = res or {}
     if res.get("measured_utc"):
         return f"measured {res['measured_utc'][:16].replace('T', ' ')} UTC at commit {res.get('commit', '?')}"
     path = RESULTS / f"{name or res.get('_name', '')}.json"
@@ -41,7 +43,7 @@ def when(res: dict[str, Any], name: str | None = None) -> str:
                               str(path)], capture_output=True, text=True, check=True).stdout.split()
     except (OSError, subprocess.CalledProcessError):
         got = []
-    return (f"measured before results carried a date; file last committed {got[0]} ({got[1]})"
+    return (f"undated result, file last committed {got[0]} ({got[1]})"
             if len(got) == 2 else "date not recorded")
 
 
@@ -67,7 +69,13 @@ def one(res: dict[str, Any] | None, **match: Any) -> dict[str, Any] | None:
 
 
 def verdict(ok: bool | None) -> str:
-    return "n/a" if ok is None else ("**met**" if ok else "**missed**")
+    return "not measured" if ok is None else ("**met**" if ok else "**missed**")
+
+
+def now_load(res: dict[str, Any] | None) -> str:
+    """The 1-minute load average at the start of a result's run."""
+    got = ((res or {}).get("machine") or {}).get("load_avg_1_5_15") or ["?"]
+    return str(got[0])
 
 
 def summary(ing, red, samp, comp, pipe, growth) -> str:
@@ -115,20 +123,30 @@ def summary(ing, red, samp, comp, pipe, growth) -> str:
             f"{rr['records_10x_over_1x_wall']}x wall, {rr['records_10x_over_1x_cpu']}x CPU",
             rr["records_10x_over_1x_cpu"] < 1.2)
     s = one(samp, case="scale 50x10", sampler="nutpie")
-    if s:
-        est = s["sample_cpu_s"] / 2
+    deco_res = load("sampling_decorrelated")
+    deco = one(deco_res, case="scale 50x10", sampler="nutpie")
+    now, old = (deco, s) if deco else (s, None)
+    if now:
+        def before(text: str) -> str:
+            return f"; before (plain slope basis, {when(samp, 'sampling_quiet')}): {text}" if old else ""
+
+        est = now["sample_cpu_s"] / 2
         add("scale 50x10, 4 x 1000 draws in <= 10 s after compile",
-            f"{s['sample_wall_s']} s wall, {s['sample_cpu_s']} CPU-s -> "
-            f"~{est:.0f} s on 2 idle cores", est <= 10)
-        add("zero divergences", f"{s['divergences']}", s["divergences"] == 0)
-        rate = s["ess_bulk_effect"] / est
-        add(">= 300 bulk ESS/s for the slope",
-            f"ESS {s['ess_bulk_effect']:.0f}; {s['ess_per_s']} /s wall, ~{rate:.0f} /s idle "
-            "estimate", rate >= 300)
+            f"{now['sample_wall_s']} s wall, {now['sample_cpu_s']} CPU-s -> ~{est:.0f} s on 2 "
+            "idle cores" + (before(f"{old['sample_wall_s']} s wall, {old['sample_cpu_s']} CPU-s")
+                            if old else ""), est <= 10)
+        add("zero divergences", f"{now['divergences']}"
+            + (before(str(old["divergences"])) if old else ""), now["divergences"] == 0)
+        add(">= 300 bulk ESS/s for the slope (50x10)",
+            f"ESS {now['ess_bulk_effect']:.0f} in {now['sample_wall_s']} s: {now['ess_per_s']} /s "
+            f"wall on a loaded machine (load {now_load(deco_res if deco else samp)})"
+            + (before(f"ESS {old['ess_bulk_effect']:.0f}, {old['ess_per_s']} /s wall") if old else ""),
+            now["ess_per_s"] >= 300)
     d = one(samp, case="sdt 50x10")
     if s and d and "sample_cpu_s" in d:
         ratio = d["sample_cpu_s"] / s["sample_cpu_s"]
-        add("sdt model within 2x of scale", f"{ratio:.1f}x sampling CPU", ratio <= 2)
+        add("sdt model within 2x of scale (50x10)", f"{ratio:.1f}x sampling CPU (plain slope "
+            f"basis, {when(samp, 'sampling_quiet')}; not re-measured since)", ratio <= 2)
     if comp:
         parts, ok = [], None
         for cfg in ("plain", "shared"):
@@ -143,12 +161,20 @@ def summary(ing, red, samp, comp, pipe, growth) -> str:
             "; ".join(parts), ok)
     if pipe:
         first, second = one(pipe, step="first"), one(pipe, step="second")
+        i18 = load("pipeline_issue18")
+        f18, s18 = _row(i18, "first"), _row(i18, "second")
         if first and second and "wall_s" in second:
-            add("unchanged second `selfmodel run` <= 10% of the first",
-                f"{second['wall_s']} / {first['wall_s']} s wall = "
-                f"{second['wall_s'] / first['wall_s']:.0%}; CPU "
-                f"{second['cpu_s'] / first['cpu_s']:.0%}",
-                second["cpu_s"] / first["cpu_s"] <= 0.10)
+            parts = [f"{second['wall_s']} / {first['wall_s']} s wall = "
+                     f"{second['wall_s'] / first['wall_s']:.0%}; CPU "
+                     f"{second['cpu_s'] / first['cpu_s']:.0%} (`pipeline_robust`, before the "
+                     "unchanged-run path)"]
+            ok = second["cpu_s"] / first["cpu_s"] <= 0.10
+            if f18 and s18:
+                parts.insert(0, f"{s18['wall_s']} / {f18['wall_s']:.0f} s wall, {s18['cpu_s']} / "
+                             f"{f18['cpu_s']:.0f} CPU-s = {s18['cpu_s'] / f18['cpu_s']:.1%} CPU "
+                             "(`pipeline_issue18`, the unchanged-run path); before: ")
+                ok = s18["cpu_s"] / f18["cpu_s"] <= 0.10
+            add("unchanged second `selfmodel run` <= 10% of the first", "".join(parts), ok)
         rep = one(pipe, step="report")
         if rep and "wall_s" in rep:
             add("report rendering <= 60 s", f"{rep['wall_s']} s wall, {rep['cpu_s']} CPU-s",
@@ -227,25 +253,43 @@ def ingest_ratios(ing) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def profile_items(fmt: str) -> tuple[float, list[tuple[float, str]]]:
+    """Total and ``(cumulative s, function)`` of ``ingest_profile_<fmt>.txt`` (ingest and reads)."""
+    path = RESULTS / f"ingest_profile_{fmt}.txt"
+    if not path.exists():
+        return 0.0, []
+    keep = []
+    for line in path.read_text().splitlines():
+        if "ingest.py" in line or "(sort)" in line or "read_" in line:
+            parts = line.split()
+            if len(parts) >= 6:
+                keep.append((float(parts[3]), parts[-1].split("/")[-1]))
+    return max((c for c, _ in keep), default=0.0), keep
+
+
 def section_profile() -> str:
     out = []
     for fmt in ("parquet", "csv", "jsonl"):
-        path = RESULTS / f"ingest_profile_{fmt}.txt"
-        if not path.exists():
+        total, keep = profile_items(fmt)
+        if not keep:
             continue
-        keep = []
-        for line in path.read_text().splitlines():
-            if "analysis/ingest.py" in line or "(sort)" in line or "read_" in line:
-                parts = line.split()
-                if len(parts) >= 6:
-                    keep.append((float(parts[3]), parts[-1].split("/")[-1]))
-        total = max((c for c, _ in keep), default=0)
         shown = "; ".join(f"`{name}` {c:.2f} s" for c, name in keep[:8])
         out.append(f"- **{fmt}** (1M records, cProfile cumulative, total {total:.2f} s): {shown}")
     if not out:
         return ""
-    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`):\n\n"
-            + "\n".join(out) + "\n")
+    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`, "
+            + file_when("ingest_profile_parquet.txt") + "):\n\n" + "\n".join(out) + "\n")
+
+
+def file_when(filename: str) -> str:
+    """The date and commit at which a result file (any type) was last committed."""
+    try:
+        got = subprocess.run(["git", "-C", str(ROOT), "log", "-1", "--format=%cs %h", "--",
+                              str(RESULTS / filename)], capture_output=True, text=True,
+                             check=True).stdout.split()
+    except (OSError, subprocess.CalledProcessError):
+        got = []
+    return f"file last committed {got[0]} ({got[1]})" if len(got) == 2 else "date not recorded"
 
 
 def section_reduce(red) -> str:
@@ -289,6 +333,42 @@ def section_sampling(samp) -> str:
             f"{diff / mc:.1f} combined MCSE), sd {b2['effect_sd']} vs {b1['effect_sd']}")
     ratios.append(f"- numpyro: {samp.get('numpyro', 'not measured')}")
     return text + "\n" + "\n".join(ratios) + "\n"
+
+
+def section_slope_basis() -> str:
+    """Plain vs decorrelated slope basis: scale on 50x10, sdt on the default data."""
+    deco, sdt = load("sampling_decorrelated"), load("sampling_sdt_basis")
+    out = ""
+    if deco:
+        out += ("Scale model, 50 models x 10 tasks, plain and decorrelated slope basis in one run: "
+                + load_note(deco) + "\n" + md_table(deco["rows"], [
+                    "case", "compile_s", "sample_wall_s", "sample_cpu_s", "divergences",
+                    "max_rhat", "ess_bulk_effect", "min_ess_bulk", "slowest", "ess_per_s",
+                    "ess_per_cpu_s", "corr_effect_shift", "sd_total_slope", "effect_mean",
+                    "effect_sd", "effect_mcse"]) + "\n")
+    if sdt:
+        out += ("SDT model on the default data, both bases, three seeds: " + load_note(sdt)
+                + "\n" + md_table(sdt["rows"], [
+                    "basis", "seed", "divergences", "max_rhat", "min_ess_bulk", "ess_criterion",
+                    "rhat_criterion", "ess_dprime", "rhat_dprime", "corr_criterion_shift",
+                    "min_bfmi", "sample_cpu_s", "ess_criterion_per_cpu_s"]) + "\n")
+    return out or missing("bench/bench_sampling.py --cases plain scale group_centred "
+                          "--name sampling_decorrelated")
+
+
+def section_engines() -> str:
+    """ingest against plain polars and DuckDB reads, and `selfmodel reduce` on DuckDB/Spark."""
+    cols = ["format", "reader", "wall_s", "cpu_s", "records_per_s", "peak_rss_mib",
+            "wall_over_polars", "cpu_over_polars", "wall_over_duckdb_read", "cpu_over_duckdb_read"]
+    out = ""
+    for name in ("engines", "engines_spark"):
+        res = load(name)
+        if res:
+            out += (f"`{name}.json`, {res['n']:,} records: " + load_note(res) + "\n"
+                    + md_table(res["rows"], cols, {"records_per_s": fmt_int}) + "\n")
+            notes = {r["note"] for r in res["rows"] if r.get("note")}
+            out += "".join(f"- {n}\n" for n in sorted(notes)) + ("\n" if notes else "")
+    return out or missing("bench/bench_engines.py --n 1000000")
 
 
 def section_compile(comp) -> str:
@@ -358,33 +438,128 @@ def _leapfrog_line(rec: dict[str, Any]) -> str:
             "includes the compile at 1x only)\n")
 
 
-def section_issue18() -> str:
-    """The time targets of issue 18: cold run, unchanged rerun, 10x records; where time goes."""
-    head = "## A cold report in a minute (issue 18)\n\n"
+def _profile_cause(fmt: str, top: int = 5) -> str:
+    """The largest parts of ingest in its cProfile listing, as measured."""
+    total, items = profile_items(fmt)
+    parts = [f"`{name.split('(')[-1].rstrip(')')}` {c:.2f}" for c, name in items
+             if not name.endswith("(ingest)")][:top]
+    if not parts:
+        return "no profile"
+    return (f"cProfile of ingest, 1M records (`ingest_profile_{fmt}.txt`, "
+            f"{file_when(f'ingest_profile_{fmt}.txt')}, code before the ingest package split "
+            f"and the sort skip), cumulative s of {total:.2f} s, nested calls overlap: "
+            + ", ".join(parts))
+
+
+def _ingest_ratio(res: dict[str, Any] | None, fmt: str, n: int = 1_000_000) -> float | None:
+    a, b = one(res, n=n, format=fmt, reader="ingest"), one(res, n=n, format=fmt, reader="polars")
+    return a["cpu_s"] / b["cpu_s"] if a and b else None
+
+
+def _ingest_targets(add: Callable[..., None]) -> None:
+    """Parquet within 2x and JSONL within 1.5x of polars; memory per record as before."""
+    s18, today = load("ingest_s18b"), load("ingest")
+    if not s18:
+        return
+    pq, pqs, js = (_ingest_ratio(s18, f) for f in ("parquet", "parquet_sorted", "jsonl"))
+    a, b = one(s18, format="parquet", reader="ingest"), one(s18, format="parquet_sorted",
+                                                              reader="ingest")
+    if pq is not None and pqs is not None and a and b:
+        add("Parquet ingest within 2x of a plain polars read (CPU, 1M records)",
+            f"{pq:.1f}x; a file already in key order (sort skipped): {pqs:.1f}x "
+            f"({b['cpu_s']} against {a['cpu_s']} CPU-s for ingest)", pq <= 2 and pqs <= 2,
+            _profile_cause("parquet"), when(s18))
+    if js is not None:
+        add("JSONL ingest within 1.5x of polars' NDJSON parser (CPU, 1M records)", f"{js:.1f}x",
+            js <= 1.5, _profile_cause("jsonl"), when(s18))
+    parts: list[str] = []
+    missed: list[str] = []
+    ok = True
+    for fmt in ("parquet", "jsonl"):
+        new, old = one(s18, format=fmt, reader="ingest"), one(today, n=1_000_000, format=fmt,
+                                                              reader="ingest")
+        if new and old:
+            parts.append(f"{fmt} {old['rss_bytes_per_record']:.0f} -> "
+                         f"{new['rss_bytes_per_record']:.0f} B/record")
+            if new["rss_bytes_per_record"] > old["rss_bytes_per_record"]:
+                ok, missed = False, [*missed, fmt]
+    if parts:
+        add("memory per record as when issue 18 was filed, or less (ingest, peak RSS minus "
+            "the process's own baseline, 1M records)",
+            "; ".join(parts) + f" (before: `ingest.json`, Python 3.11, {when(today)})", ok,
+            f"not measured (no memory profile of {', '.join(missed)} ingest)" if missed else "",
+            when(s18))
+
+
+def _fit_targets(add: Callable[..., None]) -> None:
+    """Cold run, unchanged rerun, one changed record, 10x records."""
     pipe, prof, rec = load("pipeline_issue18"), load("run_profile_cold"), load("records_growth")
-    r1, r10 = _row(load("pipeline_r1"), "records_1x"), _row(load("pipeline_r10"), "records_10x")
-    lines = ["| target | measured | verdict |", "|---|---|---|"]
     first, second = _row(pipe, "first"), _row(pipe, "second")
+    total = one({"rows": (prof or {}).get("stages", [])}, stage="TOTAL (run)")
+    robust = one({"rows": (prof or {}).get("stages", [])}, stage="stage_robustness")
+    cause = (f"compiling: in a profiled cold run the nutpie compile calls took "
+             f"{total['compile_s']:.0f} s and the sampling calls {total['sample_s']:.0f} s "
+             f"(wall, summed) of {total['wall_s']:.0f} s, over {total['fits']} fits, "
+             f"{robust['fits']} of them in the robustness stage (`run_profile_cold`, "
+             f"{when(prof)})" if total and robust else "no profile")
     if first:
-        lines.append(
-            f"| first run <= 60 s (fresh process, empty compile cache, default data, robustness, "
-            f"report) | {first['wall_s']:.0f} s wall, {first['cpu_s']:.0f} CPU-s, "
-            f"{first.get('fits_saved')} fits saved"
-            + (f" (measured {first['measured_utc']} at commit {first['commit']}, machine loaded)"
-               if first.get("commit") else "")
-            + f" | {verdict(first['cpu_s'] <= 60)} |")
+        add("first run <= 60 s (fresh process, empty compile cache, default data, robustness, "
+            "report)", f"{first['wall_s']:.0f} s wall, {first['cpu_s']:.0f} CPU-s, "
+            f"{first.get('fits_saved')} fits saved (machine loaded: wall is mostly waiting)",
+            first["cpu_s"] <= 60, cause,
+            f"measured {first.get('measured_utc', '?')} at commit {first.get('commit', '?')}")
     if second:
-        lines.append(
-            f"| unchanged rerun <= 3 s (fresh process, warm) | {second['wall_s']:.2f} s wall, "
-            f"{second['cpu_s']:.2f} CPU-s | {verdict(second['wall_s'] <= 3)} |")
+        add("unchanged rerun <= 3 s (fresh process, warm)", f"{second['wall_s']:.2f} s wall, "
+            f"{second['cpu_s']:.2f} CPU-s", second["wall_s"] <= 3, "", when(pipe))
+    add("a run after changing one record <= first-run time of the fits that depend on it",
+        "no benchmark step changes one record", None, "", "")
+    r1, r10 = _row(load("pipeline_r1"), "records_1x"), _row(load("pipeline_r10"), "records_10x")
     if r1 and r10:
-        lines.append(
-            f"| 10x records, warm `selfmodel run` <= 1.2x | {r10['wall_s'] / r1['wall_s']:.2f}x wall, "
-            f"{r10['cpu_s'] / r1['cpu_s']:.2f}x CPU (`pipeline_r1`/`pipeline_r10`, not rerun) | "
-            f"{verdict(r10['cpu_s'] / r1['cpu_s'] <= 1.2)} |")
-    out = head + "\n".join(lines) + "\n\n"
+        fits = [r for r in (rec or {}).get("rows", []) if str(r["step"]).startswith("fit")
+                and r.get("leapfrog_per_draw")]
+        why = (f"the verdict fit needs {fits[-1]['leapfrog_per_draw'] / fits[0]['leapfrog_per_draw']:.2f}x "
+               f"the leapfrog steps per draw at 10x the trials per cell ({fits[0]['leapfrog_per_draw']:.0f} "
+               f"-> {fits[-1]['leapfrog_per_draw']:.0f}); the record-level steps are a few "
+               f"CPU-seconds (`records_growth`, {when(rec)})" if len(fits) >= 2 else "no profile")
+        add("10x records, warm `selfmodel run` <= 1.2x", f"{r10['wall_s'] / r1['wall_s']:.2f}x wall, "
+            f"{r10['cpu_s'] / r1['cpu_s']:.2f}x CPU (`pipeline_r1`/`pipeline_r10`)",
+            r10["cpu_s"] / r1["cpu_s"] <= 1.2, why, when(load("pipeline_r1")))
+
+
+def _slope_target(add: Callable[..., None]) -> None:
+    deco, quiet = load("sampling_decorrelated"), load("sampling_quiet")
+    now = one(deco, case="scale 50x10", sampler="nutpie")
+    if not now:
+        return
+    old = one(quiet, case="scale 50x10", sampler="nutpie")
+    slow = (f"; slowest parameter `{now['slowest']}` (bulk ESS {now['min_ess_bulk']:.0f}, "
+            f"max R-hat {now['max_rhat']})")
+    before = (f"; before (plain slope basis, `sampling_quiet`, {when(quiet)}): "
+              f"{old['ess_per_s']} /s, {old['divergences']} divergences" if old else "")
+    add("slope bulk ESS >= 300/s with zero divergences, 50 models x 10 tasks",
+        f"{now['ess_per_s']} /s wall (ESS {now['ess_bulk_effect']:.0f} in "
+        f"{now['sample_wall_s']} s, load {now_load(deco)}), {now['divergences']} divergences, "
+        f"decorrelated slope basis{slow}{before}",
+        now["ess_per_s"] >= 300 and now["divergences"] == 0, "", when(deco))
+
+
+def section_issue18() -> str:
+    """One row per target of issue 18: measured, verdict, measured cause of a miss, when."""
+    head = "## A cold report in a minute (issue 18)\n\n"
+    lines = ["| target | measured | verdict | measured cause of a miss | measured |",
+             "|---|---|---|---|---|"]
+
+    def add(target: str, measured: str, ok: bool | None, cause: str, dated: str) -> None:
+        lines.append(f"| {target} | {measured} | {verdict(ok)} | "
+                     f"{cause if ok is False else ''} | {dated} |")
+
+    _fit_targets(add)
+    _slope_target(add)
+    _ingest_targets(add)
+    out = head + "\n".join(lines) + "\n\n" + sdt_gate_line()
+    pipe, prof, rec = load("pipeline_issue18"), load("run_profile_cold"), load("records_growth")
     if pipe:
-        out += load_note(pipe) + "\n"
+        out += "\n" + load_note(pipe) + "\n"
     if prof:
         out += ("Where a cold run's time goes, by stage, with every `nutpie` compile and sample "
                 "call counted (`bench/profile_run.py`; " + when(prof) + "; load average "
@@ -400,6 +575,34 @@ def section_issue18() -> str:
                             if not k.startswith("fit"))
                 + "\n" + _leapfrog_line(rec))
     return out
+
+
+def sdt_gate_line() -> str:
+    """The SDT fit per seed and slope basis against the pipeline's diagnostic gate."""
+    res = load("sampling_sdt_basis")
+    if not res:
+        return ""
+    from selfmodel.fit import THRESHOLDS as T
+
+    def passes(r: dict[str, Any]) -> bool:
+        return (r["max_rhat"] <= T["r_hat"] and r["min_ess_bulk"] >= T["ess_bulk"]
+                and r["divergences"] <= T["divergences"] and r["min_bfmi"] >= T["bfmi"])
+
+    parts = []
+    for basis in ("plain", "decorrelated"):
+        rows = rows_by(res, basis=basis)
+        if rows:
+            parts.append(f"{basis} basis passes {sum(map(passes, rows))} of {len(rows)} seeds "
+                         f"(R-hat of the criterion slope {min(r['rhat_criterion'] for r in rows)}"
+                         f"-{max(r['rhat_criterion'] for r in rows)}, its bulk ESS "
+                         f"{min(r['ess_criterion'] for r in rows)}-"
+                         f"{max(r['ess_criterion'] for r in rows)})")
+    d = res["rows"][0]
+    return (f"The SDT model on the default data ({d['draws']} draws per chain, target_accept "
+            f"{d['target_accept']}) against the pipeline's gate (R-hat <= {T['r_hat']}, bulk ESS "
+            f">= {T['ess_bulk']:.0f}, no divergence, BFMI >= {T['bfmi']}; "
+            f"`bench/bench_sampling.py --sdt-seeds 1 2 3`, {when(res)}): "
+            + "; ".join(parts) + ".\n")
 
 
 def merged_sampling() -> dict[str, Any] | None:
@@ -464,6 +667,8 @@ def main() -> None:
         "PIPELINE": section_pipeline(pipe),
         "GROWTH": section_growth(growth),
         "ISSUE18": section_issue18(),
+        "SLOPE_BASIS": section_slope_basis(),
+        "ENGINES": section_engines(),
     }
     for key, value in blocks.items():
         text = text.replace(f"@@{key}@@", value.rstrip())
