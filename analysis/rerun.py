@@ -75,8 +75,9 @@ def _files_under(p: Path) -> list[Path]:
 
 
 def _package_dir(name: str) -> Path:
-    spec = util.find_spec(name)  # locates the package without importing it
-    assert spec is not None and spec.origin is not None
+    spec = util.find_spec(name)  # locates the package (a subpackage: after its parent)
+    if spec is None or spec.origin is None:
+        raise RuntimeError(f"the installed selfmodel has no package {name!r}: reinstall it")
     return Path(spec.origin).parent
 
 
@@ -99,7 +100,7 @@ def run_key(options: Mapping[str, Any], files: Iterable[Path | str]) -> str:
     h = hashlib.sha256()
     h.update(json.dumps({"format": FORMAT, "options": options, "versions": _versions()},
                         sort_keys=True, default=str).encode())
-    h.update(code_sha256([_package_dir("analysis"), _package_dir("models")]).encode())
+    h.update(code_sha256([_package_dir("selfmodel"), _package_dir("selfmodel.models")]).encode())
     for p in files:
         path = Path(p)
         h.update(f"\0input {path.as_posix()} {path.exists()}\0".encode())
@@ -158,9 +159,9 @@ def report_key(out: Path, fmt: str = "html") -> str | None:
     for name in ("results.json", "cells.parquet", *([fit_file] if fit_file else [])):
         h.update(f"\0{name} {_sha256(out / name)}\0".encode())
     h.update(json.dumps(_run_info_read_by_report(out), sort_keys=True).encode())
-    analysis = _package_dir("analysis")
-    renderer = sorted(analysis.glob("render*.py")) + [analysis / "report.py"]
-    h.update(code_sha256([analysis.parent / "reports"]).encode())
+    package = _package_dir("selfmodel")  # analysis/ in a checkout
+    renderer = sorted(package.glob("render*.py")) + [package / "report.py"]
+    h.update(code_sha256([_package_dir("selfmodel.reports")]).encode())
     for f in renderer:
         h.update(f"\0{f.name}\0".encode())
         h.update(f.read_bytes())
