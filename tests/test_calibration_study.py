@@ -101,7 +101,7 @@ def test_the_rewritten_scale_model_is_the_scale_model_with_new_data() -> None:
     d0 = cal.scale_design(seed=1)
     d1 = cal.scale_design(seed=2)
     assert not np.allclose(d0["x"].to_numpy(), d1["x"].to_numpy())
-    m = cal.shared_data_model(scale.build(d0), constants={"x_cells": d0["x"].to_numpy()}, observed=["k"])
+    m = cal.shared_data_model(scale.build(d0), constants=cal.scale_constants(d0), observed=["k"])
     ref0, ref1 = scale.build(d0), scale.build(d1)
     point = ref0.initial_point()
     rng = np.random.default_rng(0)
@@ -113,8 +113,9 @@ def test_the_rewritten_scale_model_is_the_scale_model_with_new_data() -> None:
     from pytensor.graph.traversal import ancestors
 
     shared = {v.name: v for v in ancestors([m.logp()]) if isinstance(v, SharedVariable)}
-    assert {"x_cells", "k_observed"} <= set(shared)
-    shared["x_cells"].set_value(d1["x"].to_numpy())
+    assert {"x_cells", "slope_dir_family", "slope_dir_model", "k_observed"} <= set(shared)
+    for name, value in cal.scale_constants(d1).items():  # x and the slope basis it implies
+        shared[name].set_value(value)
     shared["k_observed"].set_value(d1["k"].to_numpy().astype("int64"))
     new = logp(point)  # the compiled function reads the shared values at call time
     assert new == pytest.approx(ref1.compile_logp(**fast)(point), rel=1e-10)

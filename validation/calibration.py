@@ -207,6 +207,25 @@ def shared_data_model(model: Any, *, constants: dict[str, np.ndarray], observed:
     return model
 
 
+def scale_constants(cells: Any) -> dict[str, np.ndarray]:
+    """The data-derived constants of ``scale.build(cells)``'s graph, by shared-variable name.
+
+    ``x_cells``, and the shift direction of the decorrelated slope basis
+    (``selfmodel.models._common.shift_direction``: family part ``slope_dir_family``, model
+    part ``slope_dir_model``), which follows from ``x``. Swapping ``x_cells`` alone would
+    leave the old direction in the graph: a valid reparameterisation, but a different prior
+    from the one ``scale.build`` gives the new data.
+    """
+    from selfmodel.models._common import factorize, model_level, shift_direction
+
+    model_idx, models = factorize(cells["model"])
+    fam_of_cell, _ = factorize(cells["family"])
+    x = cells["x"].to_numpy().astype(float)
+    x_model, fam_of_model = model_level(model_idx, x, fam_of_cell, len(models))
+    d_u, d_v = shift_direction(x_model, fam_of_model)
+    return {"x_cells": x, "slope_dir_family": d_u, "slope_dir_model": d_v}
+
+
 def scale_design(seed: int = DESIGN_SEED) -> Any:
     from selfmodel.simulate import simulate_scale_cells
 
@@ -293,7 +312,7 @@ def datasets(arm: Arm, sims: int) -> tuple[Any, list[dict[str, Any]]]:
             slopes = {f"task{t}": float(v) for t, v in enumerate(truth["task_slopes"])}
             out.append({
                 "sim": s, "seed": seed,
-                "data": {"x_cells": cells["x"].to_numpy(), "k_observed": cells["k"].to_numpy().astype("int64")},
+                "data": {**scale_constants(cells), "k_observed": cells["k"].to_numpy().astype("int64")},
                 "truth": float(np.mean(truth["task_slopes"])), "truth_task": slopes,
                 "generated_beta": float(truth["beta"]),
             })
@@ -321,7 +340,7 @@ def datasets(arm: Arm, sims: int) -> tuple[Any, list[dict[str, Any]]]:
             beta, slopes = _truths_from_prior(pp.prior, s, arm.effect, arm.per_task)
         data = {f"{o}_observed": pp.prior_predictive[o].values[0, s].astype("int64") for o in obs}
         if arm.model == "scale":
-            data["x_cells"] = design["x"].to_numpy()
+            data.update(scale_constants(design))
         out.append({"sim": s, "seed": seed + 1 + s, "data": data, "truth": beta, "truth_task": slopes})
     return design, out
 
@@ -332,8 +351,7 @@ def compile_arm(arm: Arm, design: Any) -> Any:
     from selfmodel.models import scale, sdt
 
     if arm.model == "scale":
-        m = shared_data_model(scale.build(design), constants={"x_cells": design["x"].to_numpy()},
-                              observed=["k"])
+        m = shared_data_model(scale.build(design), constants=scale_constants(design), observed=["k"])
     else:
         m = shared_data_model(sdt.build(design), constants={}, observed=["hits", "false_alarms"])
     return nutpie.compile_pymc_model(m)
