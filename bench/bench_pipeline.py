@@ -16,6 +16,10 @@ peak RSS; phase times from ``OUT/run.json``):
 6. ``records_1x`` / ``records_10x`` -- ``selfmodel run --no-report`` on the default data
                       with every record once and ten times (``sample`` 0..9): the same models
                       and tasks, 10x the records; warm compile cache, no saved fit.
+7. ``one_record``  -- after ``first``: the default data with one record's prediction flipped
+                      (:func:`one_record_changed`), run into a copy of ``A`` (its saved fits
+                      and rerun key are there, and stale): every fit depends on every record
+                      of its cells, so the target is this run against ``first``.
 
 Results: ``bench/results/pipeline.json`` and ``pipeline.md``.
 """
@@ -76,6 +80,26 @@ def dataset(repeats: int) -> Path:
     return folder
 
 
+def one_record_changed() -> tuple[Path, dict[str, str]]:
+    """The default data with the prediction of its first binary record flipped; which one."""
+    import polars as pl
+
+    folder = SCRATCH / "data_one_record"
+    folder.mkdir(parents=True, exist_ok=True)
+    base = pl.read_csv(ROOT / "data_raw" / "records.csv", infer_schema_length=0)
+    i = base["prediction"].is_in(["true", "false"]).arg_true()[0]
+    old = base["prediction"][i]
+    new = "false" if old == "true" else "true"
+    changed = base.with_columns(
+        pl.when(pl.int_range(pl.len()) == i).then(pl.lit(new)).otherwise(pl.col("prediction"))
+        .alias("prediction"))
+    changed.write_csv(folder / "records.csv")
+    shutil.copy(ROOT / "data_raw" / "registry.csv", folder / "registry.csv")
+    row = base.row(i, named=True)
+    return folder, {"model": row["model"], "task": row["task"], "item_id": row["item_id"],
+                    "prediction": f"{old} -> {new}"}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -118,6 +142,13 @@ def main() -> None:
             step("second", [SELFMODEL, "run", "data_raw", "--out", str(a)], a, cold)
         if "warm_refit" in args.steps:
             step("warm_refit", [SELFMODEL, "run", "data_raw", "--out", str(b)], b, cold)
+        if "one_record" in args.steps:
+            data, changed = one_record_changed()
+            c = work / "A-one-record"
+            shutil.rmtree(c, ignore_errors=True)
+            shutil.copytree(a, c)  # the first run's outputs, saved fits included
+            r = step("one_record", [SELFMODEL, "run", str(data), "--out", str(c)], c, cold)
+            r["changed_record"] = changed
         for reps in (1, 10):
             if f"records_{reps}x" in args.steps:
                 data, out = dataset(reps), work / f"R{reps}"
