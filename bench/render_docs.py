@@ -260,11 +260,24 @@ def profile_items(fmt: str) -> tuple[float, list[tuple[float, str]]]:
         return 0.0, []
     keep = []
     for line in path.read_text().splitlines():
-        if "ingest.py" in line or "(sort)" in line or "read_" in line:
+        if line.startswith("#"):
+            continue  # the header: when and at which commit (see profile_when)
+        if ("ingest.py" in line or "/ingest/" in line or "(sort)" in line
+                or "read_" in line):
             parts = line.split()
             if len(parts) >= 6:
                 keep.append((float(parts[3]), parts[-1].split("/")[-1]))
     return max((c for c, _ in keep), default=0.0), keep
+
+
+def profile_when(fmt: str) -> str | None:
+    """When and at which commit ``ingest_profile_<fmt>.txt`` was measured (its first line), or
+    None for a file written before profiles recorded it."""
+    path = RESULTS / f"ingest_profile_{fmt}.txt"
+    head = path.read_text().partition("\n")[0].split() if path.exists() else []
+    if len(head) >= 5 and head[:2] == ["#", "measured_utc"] and head[3] == "commit":
+        return when({"measured_utc": head[2], "commit": head[4]})
+    return None
 
 
 def section_profile() -> str:
@@ -274,11 +287,13 @@ def section_profile() -> str:
         if not keep:
             continue
         shown = "; ".join(f"`{name}` {c:.2f} s" for c, name in keep[:8])
-        out.append(f"- **{fmt}** (1M records, cProfile cumulative, total {total:.2f} s): {shown}")
+        dated = profile_when(fmt) or file_when(f"ingest_profile_{fmt}.txt")
+        out.append(f"- **{fmt}** (1M records, cProfile cumulative, total {total:.2f} s; "
+                   f"{dated}): {shown}")
     if not out:
         return ""
-    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`, "
-            + file_when("ingest_profile_parquet.txt") + "):\n\n" + "\n".join(out) + "\n")
+    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`):"
+            "\n\n" + "\n".join(out) + "\n")
 
 
 def file_when(filename: str) -> str:
@@ -445,10 +460,10 @@ def _profile_cause(fmt: str, top: int = 5) -> str:
              if not name.endswith("(ingest)")][:top]
     if not parts:
         return "no profile"
-    return (f"cProfile of ingest, 1M records (`ingest_profile_{fmt}.txt`, "
-            f"{file_when(f'ingest_profile_{fmt}.txt')}, code before the ingest package split "
-            f"and the sort skip), cumulative s of {total:.2f} s, nested calls overlap: "
-            + ", ".join(parts))
+    dated = profile_when(fmt) or (f"{file_when(f'ingest_profile_{fmt}.txt')}, code before "
+                                  "the ingest package split and the sort skip")
+    return (f"cProfile of ingest, 1M records (`ingest_profile_{fmt}.txt`, {dated}), "
+            f"cumulative s of {total:.2f} s, nested calls overlap: " + ", ".join(parts))
 
 
 def _ingest_ratio(res: dict[str, Any] | None, fmt: str, n: int = 1_000_000) -> float | None:
