@@ -17,7 +17,7 @@ The peak varies from run to run because polars' allocator (jemalloc) keeps freed
 a while, in per-thread arenas, so the runs are repeated (``--repeats``, medians reported),
 and repeated once more with ``_RJEM_MALLOC_CONF=dirty_decay_ms:0,muzzy_decay_ms:0``
 (freed pages returned at once: close to the live memory). ``--baseline COMMIT`` also
-measures, the same way and on the same file, the whole ingest of the code at that commit
+measures, the same two ways and on the same file, the whole ingest of the code at that commit
 (from ``git archive``; a commit from before the package was renamed, when it was imported
 as ``analysis``): the code as it was when an older result was taken.
 
@@ -244,15 +244,18 @@ def main() -> None:
     if args.baseline:
         tree = _tree_at(args.baseline)
         base = _runs([str(path), str(tree)], args.repeats)
+        base0 = _runs([str(path), str(tree)], args.repeats, env=DECAY0)
         out["baseline"] = {"commit": tree.name.removeprefix("code_"), "runs": base,
-                           **_totals([r["peak_mib"] for r in base], n)}
+                           **_totals([r["peak_mib"] for r in base], n), "runs_decay0": base0,
+                           "decay0": _totals([r["peak_mib"] for r in base0], n)}
     columns = ["stage", "depth", "rss_before_mib", "peak_mib", "peak_mib_min", "peak_mib_max",
                "rss_after_mib", "cpu_s", "peak_bytes_per_record"]
     table = (md_table(stages, columns) + "\nWith freed pages returned at once "
              f"({DECAY0['_RJEM_MALLOC_CONF']}):\n\n" + md_table(stages0, columns))
     write_results(args.name, {**info, **out}, table)
     print(table)
-    print({k: out[k] for k in ("total", "total_decay0")}, out.get("baseline", {}).get("median"))
+    print({k: out[k] for k in ("total", "total_decay0")},
+          {k: v for k, v in out.get("baseline", {}).items() if not k.startswith("runs")})
 
 
 if __name__ == "__main__":
