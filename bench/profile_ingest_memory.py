@@ -1,11 +1,12 @@
 """Where ingest's peak memory goes: resident memory after, and peak during, each stage.
 
-    .venv/bin/python bench/profile_ingest_memory.py [--n 1000000] [--repeats 3] [--baseline 2762fcc]
+    .venv/bin/python bench/profile_ingest_memory.py [--format jsonl] [--n 1000000] [--repeats 3]
+                                                    [--baseline 2762fcc]
 
 Each run is a child process (a fresh interpreter, like ``bench/bench_ingest.py``'s) that
-runs ``selfmodel.ingest.ingest([file])`` on the synthetic JSONL file of
-``bench/gen_records.py`` with its stages wrapped: the file reader and, inside it, polars'
-``read_ndjson`` and the duplicate-key check; then column resolution, validation,
+runs ``selfmodel.ingest.ingest([file])`` on the synthetic file of ``bench/gen_records.py``
+(JSONL, CSV or Parquet) with its stages wrapped: the file reader and, inside it, polars'
+read and (JSONL) the duplicate-key check; then column resolution, validation,
 ordering/de-duplication, the quarantine's raw texts, the binary-task rule and the summary.
 For each stage it records the resident memory (``VmRSS``) before and after it and the peak
 (``VmHWM``) while it ran, all minus the process's resident memory after imports (the
@@ -21,7 +22,7 @@ measures, the same two ways and on the same file, the whole ingest of the code a
 (from ``git archive``; a commit from before the package was renamed, when it was imported
 as ``analysis``): the code as it was when an older result was taken.
 
-Results: ``bench/results/ingest_memory_jsonl.json`` and ``.md``.
+Results: ``bench/results/ingest_memory_<format>.json`` and ``.md``.
 """
 
 from __future__ import annotations
@@ -130,8 +131,10 @@ def child_stages(path: str) -> None:
     from selfmodel.ingest import readers, run
 
     stages = _Stages()
-    stages.wrap(run, "_read_jsonl", "read file (total)")
-    stages.wrap(pl, "read_ndjson", "polars read_ndjson")
+    fmt = Path(path).suffix.lstrip(".")
+    stages.wrap(run, f"_read_{fmt}", "read file (total)")
+    polars_read = {"jsonl": "read_ndjson"}.get(fmt, f"read_{fmt}")
+    stages.wrap(pl, polars_read, f"polars {polars_read}")
     stages.wrap(readers, "split_duplicate_keys", "duplicate-key check")
     stages.wrap(run, "_resolve", "resolve columns")
     stages.wrap(run, "_validate", "validate")
@@ -219,23 +222,24 @@ def _totals(peaks: list[float], n: int) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs="+", metavar="ARG")
+    ap.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline", help="also measure the whole ingest of the code at this commit")
-    ap.add_argument("--name", default="ingest_memory_jsonl")
+    ap.add_argument("--name", help="results file name (default ingest_memory_<format>)")
     args = ap.parse_args()
     if args.child:
         child_stages(*args.child) if len(args.child) == 1 else child_total(*args.child)
         return
     info = {"machine": machine(),
             "command": " ".join(["bench/profile_ingest_memory.py", *sys.argv[1:]])}
-    path = gen_records.write(args.n, ["jsonl"])["jsonl"]
+    path = gen_records.write(args.n, [args.format])[args.format]
     runs = _runs([str(path)], args.repeats)
     decay0 = _runs([str(path)], args.repeats, env=DECAY0)
     n = runs[0]["rows"]
     stages, stages0 = _median_stages(runs), _median_stages(decay0)
     out: dict[str, Any] = {
-        "n": n, "format": "jsonl", "file_mib": round(path.stat().st_size / MIB, 1),
+        "n": n, "format": args.format, "file_mib": round(path.stat().st_size / MIB, 1),
         "repeats": args.repeats, "stages": stages, "stages_decay0": stages0,
         "decay0_env": DECAY0, "runs": runs, "runs_decay0": decay0,
         "total": _totals([r["stages"][0]["peak_mib"] for r in runs], n),
@@ -252,7 +256,7 @@ def main() -> None:
                "rss_after_mib", "cpu_s", "peak_bytes_per_record"]
     table = (md_table(stages, columns) + "\nWith freed pages returned at once "
              f"({DECAY0['_RJEM_MALLOC_CONF']}):\n\n" + md_table(stages0, columns))
-    write_results(args.name, {**info, **out}, table)
+    write_results(args.name or f"ingest_memory_{args.format}", {**info, **out}, table)
     print(table)
     print({k: out[k] for k in ("total", "total_decay0")},
           {k: v for k, v in out.get("baseline", {}).items() if not k.startswith("runs")})
