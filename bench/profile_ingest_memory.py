@@ -1,7 +1,7 @@
 """Where ingest's peak memory goes: resident memory after, and peak during, each stage.
 
-    .venv/bin/python bench/profile_ingest_memory.py [--format jsonl] [--n 1000000] [--repeats 3]
-                                                    [--baseline 2762fcc]
+    .venv/bin/python bench/profile_ingest_memory.py [--formats jsonl parquet] [--n 1000000]
+                                                    [--repeats 3] [--baseline 2762fcc]
 
 Each run is a child process (a fresh interpreter, like ``bench/bench_ingest.py``'s) that
 runs ``selfmodel.ingest.ingest([file])`` on the synthetic file of ``bench/gen_records.py``
@@ -222,24 +222,33 @@ def _totals(peaks: list[float], n: int) -> dict[str, Any]:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs="+", metavar="ARG")
-    ap.add_argument("--format", default="jsonl", choices=["jsonl", "csv", "parquet"])
+    ap.add_argument("--formats", nargs="+", default=["jsonl"], choices=["jsonl", "csv", "parquet"])
     ap.add_argument("--n", type=int, default=1_000_000)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--baseline", help="also measure the whole ingest of the code at this commit")
-    ap.add_argument("--name", help="results file name (default ingest_memory_<format>)")
+    ap.add_argument("--name", help="results file name, one format only (default "
+                    "ingest_memory_<format>)")
     args = ap.parse_args()
     if args.child:
         child_stages(*args.child) if len(args.child) == 1 else child_total(*args.child)
         return
     info = {"machine": machine(),
             "command": " ".join(["bench/profile_ingest_memory.py", *sys.argv[1:]])}
-    path = gen_records.write(args.n, [args.format])[args.format]
+    if args.name and len(args.formats) > 1:
+        ap.error("--name takes one format")
+    for fmt in args.formats:
+        profile(fmt, args, info)
+
+
+def profile(fmt: str, args: argparse.Namespace, info: dict[str, Any]) -> None:
+    """Measure ingest of the ``fmt`` file and write ``ingest_memory_<fmt>``."""
+    path = gen_records.write(args.n, [fmt])[fmt]
     runs = _runs([str(path)], args.repeats)
     decay0 = _runs([str(path)], args.repeats, env=DECAY0)
     n = runs[0]["rows"]
     stages, stages0 = _median_stages(runs), _median_stages(decay0)
     out: dict[str, Any] = {
-        "n": n, "format": args.format, "file_mib": round(path.stat().st_size / MIB, 1),
+        "n": n, "format": fmt, "file_mib": round(path.stat().st_size / MIB, 1),
         "repeats": args.repeats, "stages": stages, "stages_decay0": stages0,
         "decay0_env": DECAY0, "runs": runs, "runs_decay0": decay0,
         "total": _totals([r["stages"][0]["peak_mib"] for r in runs], n),
@@ -256,7 +265,7 @@ def main() -> None:
                "rss_after_mib", "cpu_s", "peak_bytes_per_record"]
     table = (md_table(stages, columns) + "\nWith freed pages returned at once "
              f"({DECAY0['_RJEM_MALLOC_CONF']}):\n\n" + md_table(stages0, columns))
-    write_results(args.name or f"ingest_memory_{args.format}", {**info, **out}, table)
+    write_results(args.name or f"ingest_memory_{fmt}", {**info, **out}, table)
     print(table)
     print({k: out[k] for k in ("total", "total_decay0")},
           {k: v for k, v in out.get("baseline", {}).items() if not k.startswith("runs")})
