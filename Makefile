@@ -64,6 +64,7 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 	$(BIN)/python bench/bench_ingest.py --readers reduce --name ingest_reduce
 	$(BIN)/python bench/bench_ingest.py --sizes 10000000 --readers polars pandas --name ingest_baselines
 	$(BIN)/python bench/bench_ingest.py --sizes 1000 10000 100000 --readers ingest reduce --name ingest_sizes
+	$(BIN)/python bench/profile_ingest_memory.py --formats jsonl parquet --repeats 3 --baseline 2762fcc
 	$(BIN)/python bench/bench_compile.py
 	$(BIN)/python bench/bench_compile.py --fit
 	$(BIN)/python bench/bench_sampling.py

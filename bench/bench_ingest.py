@@ -16,7 +16,8 @@ For each size and format (JSONL, CSV, Parquet; files from bench/gen_records.py i
 key order: ingest checks that and skips its sort).
 
 ``--profile`` also writes a cProfile of ingest at the smallest size per format to
-``bench/results/ingest_profile_<fmt>.txt`` (top 25 by cumulative time).
+``bench/results/ingest_profile_<fmt>.txt`` (top 25 by cumulative time; its first line says
+when and at which commit).
 Results: ``bench/results/ingest.json`` and ``ingest.md``.
 """
 
@@ -34,11 +35,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench import gen_records  # noqa: E402
 from bench._util import (  # noqa: E402
     RESULTS,
+    ROOT,
     Timer,
     child_report,
     machine,
     md_table,
     peak_rss_mib,
+    provenance,
     quiet_warnings,
     run_child,
     write_results,
@@ -96,9 +99,11 @@ def profile(path: Path, fmt: str) -> None:
     buf = io.StringIO()
     st = pstats.Stats(pr, stream=buf)
     st.sort_stats("cumulative").print_stats(25)
-    text = buf.getvalue().replace(str(Path(sys.prefix)), "<venv>")
+    text = buf.getvalue().replace(str(Path(sys.prefix)), "<venv>").replace(str(ROOT), "<repo>")
+    when = provenance()
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / f"ingest_profile_{fmt}.txt").write_text(text)
+    (RESULTS / f"ingest_profile_{fmt}.txt").write_text(
+        f"# measured_utc {when['measured_utc']} commit {when['commit']} file {path.name}\n" + text)
 
 
 def sorted_parquet(n: int) -> Path:

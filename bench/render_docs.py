@@ -260,11 +260,24 @@ def profile_items(fmt: str) -> tuple[float, list[tuple[float, str]]]:
         return 0.0, []
     keep = []
     for line in path.read_text().splitlines():
-        if "ingest.py" in line or "(sort)" in line or "read_" in line:
+        if line.startswith("#"):
+            continue  # the header: when and at which commit (see profile_when)
+        if ("ingest.py" in line or "/ingest/" in line or "(sort)" in line
+                or "read_" in line):
             parts = line.split()
             if len(parts) >= 6:
                 keep.append((float(parts[3]), parts[-1].split("/")[-1]))
     return max((c for c, _ in keep), default=0.0), keep
+
+
+def profile_when(fmt: str) -> str | None:
+    """When and at which commit ``ingest_profile_<fmt>.txt`` was measured (its first line), or
+    None for a file written before profiles recorded it."""
+    path = RESULTS / f"ingest_profile_{fmt}.txt"
+    head = path.read_text().partition("\n")[0].split() if path.exists() else []
+    if len(head) >= 5 and head[:2] == ["#", "measured_utc"] and head[3] == "commit":
+        return when({"measured_utc": head[2], "commit": head[4]})
+    return None
 
 
 def section_profile() -> str:
@@ -274,11 +287,13 @@ def section_profile() -> str:
         if not keep:
             continue
         shown = "; ".join(f"`{name}` {c:.2f} s" for c, name in keep[:8])
-        out.append(f"- **{fmt}** (1M records, cProfile cumulative, total {total:.2f} s): {shown}")
+        dated = profile_when(fmt) or file_when(f"ingest_profile_{fmt}.txt")
+        out.append(f"- **{fmt}** (1M records, cProfile cumulative, total {total:.2f} s; "
+                   f"{dated}): {shown}")
     if not out:
         return ""
-    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`, "
-            + file_when("ingest_profile_parquet.txt") + "):\n\n" + "\n".join(out) + "\n")
+    return ("Where ingest's time goes (full listings in `bench/results/ingest_profile_*.txt`):"
+            "\n\n" + "\n".join(out) + "\n")
 
 
 def file_when(filename: str) -> str:
@@ -445,10 +460,10 @@ def _profile_cause(fmt: str, top: int = 5) -> str:
              if not name.endswith("(ingest)")][:top]
     if not parts:
         return "no profile"
-    return (f"cProfile of ingest, 1M records (`ingest_profile_{fmt}.txt`, "
-            f"{file_when(f'ingest_profile_{fmt}.txt')}, code before the ingest package split "
-            f"and the sort skip), cumulative s of {total:.2f} s, nested calls overlap: "
-            + ", ".join(parts))
+    dated = profile_when(fmt) or (f"{file_when(f'ingest_profile_{fmt}.txt')}, code before "
+                                  "the ingest package split and the sort skip")
+    return (f"cProfile of ingest, 1M records (`ingest_profile_{fmt}.txt`, {dated}), "
+            f"cumulative s of {total:.2f} s, nested calls overlap: " + ", ".join(parts))
 
 
 def _ingest_ratio(res: dict[str, Any] | None, fmt: str, n: int = 1_000_000) -> float | None:
@@ -487,8 +502,51 @@ def _ingest_targets(add: Callable[..., None]) -> None:
         add("memory per record as when issue 18 was filed, or less (ingest, peak RSS minus "
             "the process's own baseline, 1M records)",
             "; ".join(parts) + f" (before: `ingest.json`, Python 3.11, {when(today)})", ok,
-            f"not measured (no memory profile of {', '.join(missed)} ingest)" if missed else "",
-            when(s18))
+            "; ".join(_memory_cause(fmt, one(today, n=1_000_000, format=fmt, reader="ingest"))
+                      for fmt in missed), when(s18))
+
+
+def _memory_cause(fmt: str, old: dict[str, Any] | None) -> str:
+    """Where ingest's peak memory goes, per stage, from ``ingest_memory_<fmt>.json``; ``old``
+    is the ``ingest.json`` row the target compares with."""
+    res = load(f"ingest_memory_{fmt}")
+    if not res:
+        return f"{fmt}: not measured (no memory profile of {fmt} ingest)"
+    n, stages, live = res["n"], res["stages"], res["stages_decay0"]
+
+    def b(mib: float) -> str:
+        return f"{mib * 2**20 / n:.0f}"
+
+    def top(rows: list[dict[str, Any]]) -> str:
+        """The first stage within 1% of the highest peak (later stages only keep it)."""
+        inner = [r for r in rows[1:] if r["depth"] >= 1]
+        high = max(r["peak_mib"] for r in inner)
+        return next(r["stage"] for r in inner if r["peak_mib"] >= 0.99 * high)
+
+    total, total0 = stages[0], live[0]
+    nested = any(r["depth"] >= 2 for r in stages)
+    rising = [r for r in stages[1:] if r["depth"] >= 1
+              and not (nested and r["stage"] == "read file (total)")
+              and r["peak_mib"] - r["rss_before_mib"] >= 0.1 * total["peak_mib"]]
+    steps = ", ".join(f"{r['stage']} {r['rss_before_mib']:.0f} -> {r['peak_mib']:.0f} "
+                      f"({r['rss_after_mib']:.0f})" for r in rising)
+    out = (f"{fmt}: RSS per ingest stage, 1M records, median of {res['repeats']} runs "
+           f"(`ingest_memory_{fmt}.json`, {when(res)}): peak {b(total['peak_mib'])} B/record "
+           f"({min(res['total']['bytes_per_record']):.0f}-"
+           f"{max(res['total']['bytes_per_record']):.0f}), reached in {top(stages)}; MiB over "
+           f"the baseline, before -> peak (after): {steps}. With freed pages returned at once "
+           f"(jemalloc decay 0) the peak is {b(total0['peak_mib'])} B/record "
+           f"(in {top(live)}); the rest is freed memory polars' allocator keeps")
+    base = res.get("baseline")
+    if base:
+        grew = res["total_decay0"]["median"] - base["decay0"]["median"]
+        out += (f". The code at {base['commit']} measures {base['median']:.0f} B/record "
+                f"({min(base['bytes_per_record']):.0f}-{max(base['bytes_per_record']):.0f}) "
+                f"the same way today and {base['decay0']['median']:.0f} with freed pages "
+                "returned"
+                + (f", not its {old['rss_bytes_per_record']:.0f} of `ingest.json`" if old else "")
+                + f": since then the live peak changed by {grew:+.0f} B/record")
+    return out
 
 
 def _fit_targets(add: Callable[..., None]) -> None:
