@@ -52,7 +52,20 @@ this change gave the same new draws from an empty cache, so it is not this chang
 the compiled code's provenance or the sampler is the cause was not established), while the
 verdict model's draws were identical.
 
-The run samples eight fits at the default settings (several minutes), so the test is
+It was remade after the merges of issues 13, 16, 18 and 19 of the next round: the package
+is imported as ``selfmodel`` (no value changes by that); issue 16's d' power and
+posterior-drawn variance components (``design_sensitivity``), the SDT scale-variable refits
+(``sensitivity.effects``) and the strict-accuracy refit (``missingness``); issue 18's
+decorrelated slope basis as the default of the scale and SDT models (``models/scale.py``,
+"Slope basis": the same prior and posterior, other draws, so every slope moved at Monte
+Carlo level; the SDT fit's R-hat check now passes and it fails on one divergence instead),
+and their prior x0.5 / x2 variants refitted rather than reweighted (their task-slope priors
+are deterministics there); issue 19's SDT and other-model contrasts in ``training_effect``.
+Every decision and ``holds`` of the previous fixture is unchanged. This fixture is the
+``results.json`` of a cold run (empty compile cache, ``bench/bench_pipeline.py --steps first``),
+and the command above with its fits folder seeded wrote the same bytes.
+
+The run samples every fit of a default run (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
 (e.g. ``build/fits``) to seed the fit cache: fits are reused only when their cache key
 (model, options, priors, sampler settings, seed, data hash, package versions) matches, so
