@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -71,11 +72,16 @@ def test_report_numbers_come_from_results_json(build_copy):
     )
     results["data"]["records_read"] = 987654
     results["data"]["sha256"] = "f" * 64
+    # the calibration study's stack: the same as this run's except PyMC
+    results["calibration_study"]["versions"] = {**results["fit"]["versions"], "pymc": "5.0.0-test"}
     path.write_text(json.dumps(results))
     html = render_report(build_copy).read_text()
     for token in ("0.432", "-0.123", "0.988", "0.777", "987654", "f" * 64):
         assert token in html, token
     assert f"{old_mean:.3f} logits" not in html
+    said = html[html.index("predates this run"):][:400]
+    assert "pymc 5.0.0-test" in said and f"pymc {results['fit']['versions']['pymc']}" in said
+    assert "python" not in said.split("It has not been")[0], said  # only what differs is named
 
 
 def test_report_pdf_has_the_sections(build_copy):
@@ -88,6 +94,11 @@ def test_report_pdf_has_the_sections(build_copy):
     ).stdout
     for section in SECTIONS:
         assert section in text, section
+    # Markdown escapes are for Markdown text: inside a code span they print as written (the
+    # training section's null-calibration command once read "validation\/training\_null.py")
+    assert "Null calibration" in text
+    printed = re.findall(r"\S*\\[-_/*`\[\]#.]\S*", text)
+    assert printed == [], printed[:5]
 
 
 def test_robustness_numbers_come_from_results_json(build_copy):
