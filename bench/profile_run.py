@@ -61,7 +61,7 @@ def main() -> None:
     info = {"machine": machine(), "command": " ".join(["bench/profile_run.py", *sys.argv[1:]])}
     t_import = time.perf_counter()
     from selfmodel import pipeline
-    from selfmodel.cli import _run_config, build_parser
+    from selfmodel.cli import build_parser, run_config
 
     import_s = time.perf_counter() - t_import
     events: list[dict[str, Any]] = []
@@ -84,7 +84,7 @@ def main() -> None:
     pipeline.STAGES = tuple(timed(s) for s in pipeline.STAGES)
     pipeline.render_report = timed(pipeline.render_report)
     argv = ["run", str(args.data), "--out", str(args.out)] + (["--no-report"] if args.no_report else [])
-    cfg = _run_config(build_parser().parse_args(argv), report=not args.no_report)
+    cfg = run_config(build_parser().parse_args(argv), report=not args.no_report)
     prof = cProfile.Profile() if args.cprofile else None
     w0, c0 = time.perf_counter(), time.process_time()
     if prof is not None:

@@ -574,7 +574,8 @@ def _fit_targets(add: Callable[..., None]) -> None:
             "report)", f"{first['wall_s']:.0f} s wall, {first['cpu_s']:.0f} CPU-s, "
             f"{first.get('fits_saved')} fits saved (machine loaded: wall is mostly waiting)",
             first["cpu_s"] <= 60, cause,
-            f"measured {first.get('measured_utc', '?')} at commit {first.get('commit', '?')}")
+            f"measured {first['measured_utc']} at commit {first.get('commit', '?')}"
+            if first.get("measured_utc") else when(pipe))
     if second:
         add("unchanged rerun <= 3 s (fresh process, warm)", f"{second['wall_s']:.2f} s wall, "
             f"{second['cpu_s']:.2f} CPU-s", second["wall_s"] <= 3, "", when(pipe))
