@@ -171,6 +171,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="render the report from OUT/results.json (never refits)")
     p.add_argument("--out", type=Path, default=Path("build"))
     p.add_argument("--format", choices=["html", "pdf"], default="html")
+    _quiet_option(p)
 
     p = sub.add_parser(
         "simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)"

@@ -169,3 +169,21 @@ def test_quiet_silences_progress_and_stderr_gets_plain_lines(
     else:
         assert "ingesting 1 file(s)" in cap.err and "\r" not in cap.err
         assert "selfmodel   sampling 'scale': 20/20 draws, 2 chains, 0 divergences, 0 s" in cap.err
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_report_quiet_silences_the_render_steps(
+    quiet: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    import selfmodel.report as report
+
+    def fake_render(out, fmt="html", progress=None):  # the real one executes the notebook
+        progress("[1/2] cell")
+        progress("[2/2] fig-verdict")
+        return out / f"report.{fmt}"
+
+    monkeypatch.setattr(report, "render_report", fake_render)
+    assert main(["report", "--out", str(tmp_path), *(["--quiet"] if quiet else [])]) == 0
+    cap = capsys.readouterr()
+    assert f"report: {tmp_path / 'report.html'}" in cap.out  # where the report is: always said
+    assert (cap.err == "") if quiet else ("[2/2] fig-verdict" in cap.err)
