@@ -65,6 +65,10 @@ Every decision and ``holds`` of the previous fixture is unchanged. This fixture 
 ``results.json`` of a cold run (empty compile cache, ``bench/bench_pipeline.py --steps first``),
 and the command above with its fits folder seeded wrote the same bytes.
 
+Shipping arms ``default:accuracy`` and ``seb:accuracy`` of the pipeline-settings calibration
+(``validation/pipeline_calibration.py --ship``) changed only ``calibration_study.pipeline``;
+the fixture was remade for that alone.
+
 The run samples every fit of a default run (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
 (e.g. ``build/fits``) to seed the fit cache: fits are reused only when their cache key

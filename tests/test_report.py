@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
 import os
 import re
@@ -74,6 +75,11 @@ def test_report_numbers_come_from_results_json(build_copy):
     results["data"]["sha256"] = "f" * 64
     # the calibration study's stack: the same as this run's except PyMC
     results["calibration_study"]["versions"] = {**results["fit"]["versions"], "pymc": "5.0.0-test"}
+    # a pipeline-calibration arm run to its target that misses the false-'improves' target
+    arm = results["calibration_study"]["pipeline"]["arms"]["seb:criterion"]
+    arm.update(complete=True, n=200, diagnostics_failed=0, median_seconds_per_fit=1.0, overall={
+        "false_improves": 0.08, "false_improves_ci": [0.05, 0.12], "false_improves_pm": 0.035,
+        "hdi94_coverage": 0.94, "hdi94_coverage_ci": [0.90, 0.97], "hdi94_coverage_pm": 0.035})
     path.write_text(json.dumps(results))
     html = render_report(build_copy).read_text()
     for token in ("0.432", "-0.123", "0.988", "0.777", "987654", "f" * 64):
@@ -82,6 +88,8 @@ def test_report_numbers_come_from_results_json(build_copy):
     said = html[html.index("predates this run"):][:400]
     assert "pymc 5.0.0-test" in said and f"pymc {results['fit']['versions']['pymc']}" in said
     assert "python" not in said.split("It has not been")[0], said  # only what differs is named
+    text = html_lib.unescape(re.sub(r"<[^>]+>", "", html))
+    assert "seb:criterion misses false improves 8.0% > 5%" in text
 
 
 def test_report_pdf_has_the_sections(build_copy):

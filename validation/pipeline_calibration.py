@@ -65,8 +65,11 @@ keyed by ``arm`` and ``seed`` (16000 + index) and carrying its sampler settings,
   95% interval and its half-width (``*_pm``) of every rate, so a partial study is shown
   as partial.
 
-The shipped summary is of the records in ``validation/results/pipeline_calibration/`` (the 4
-data sets of the cost measurement: a partial study, of one arm).
+The shipped summary is of the records in ``validation/results/pipeline_calibration/``: arms
+``default:accuracy`` and ``seb:accuracy`` run to their target (``--arms ARM --sims 200``; the
+first 4 data sets of ``default:accuracy`` are those of the cost measurement, and the run
+resumed after them); the d' and criterion arms are not run yet, so the study as a whole is
+partial and says so.
 
 Usage::
 
