@@ -45,6 +45,7 @@ from selfmodel.mixed_check import (
 )
 from selfmodel.model_stage import fit_info, fit_models, fit_verdict
 from selfmodel.multiplicity import add_bayes_factor_ranges, multiplicity
+from selfmodel.outputs import check_out
 from selfmodel.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
 from selfmodel.power.after_fit import power_after_fit
 from selfmodel.progress import counter, step_prefix
@@ -626,7 +627,7 @@ def run(
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
-    _usable_out(cfg.out)
+    check_out(cfg.out)  # a file, under a file, or not writable: one line
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
     _remove_stale_outputs(cfg.out)
@@ -651,16 +652,6 @@ def run(
 
 #: Files that describe a finished run: removed when a run starts, written last.
 FINAL_OUTPUTS: tuple[str, ...] = ("results.json", "report.html", "report.pdf")
-
-
-def _usable_out(out: Path) -> None:
-    """Stop with one line when ``--out`` is a file or lies under one."""
-    for p in (out, *out.parents):
-        if p.exists():
-            if not p.is_dir():
-                what = "is a file" if p == out else f"lies under the file {p}"
-                raise InputError(f"--out {out}: {what}. Choose a folder for --out.")
-            return
 
 
 def _remove_stale_outputs(out: Path) -> None:
