@@ -96,16 +96,51 @@ def test_pieces_from_several_machines_merge_by_arm_and_seed(tmp_path):
 def test_a_piece_runs_only_its_seed_range_and_resumes(tmp_path, monkeypatch):
     calls = []
 
-    def fake_one(arm, i, settings, seed0, reuse_compiled=True):
+    def fake_fit(arms, i, settings, seed0, reuse_compiled=True):
         calls.append(i)
-        return _rec(arm, seed0 + i)
+        return {arm: _rec(arm, seed0 + i) for arm in arms}
 
-    monkeypatch.setattr(pc, "one", fake_one)
+    monkeypatch.setattr(pc, "fit_records", fake_fit)
     pc.run(["default:accuracy"], 3, pc.SamplerSettings(), tmp_path, start=10)
     assert calls == [10, 11, 12]
     s = pc.run(["default:accuracy"], 5, pc.SamplerSettings(), tmp_path, start=8)
     assert calls == [10, 11, 12, 8, 9]  # 10-12 were done: skipped
     assert s["arms"]["default:accuracy"]["n"] == 5
+
+
+def test_dprime_and_criterion_arms_share_one_fit_per_data_set(tmp_path, monkeypatch):
+    calls = []
+
+    def fake_fit(arms, i, settings, seed0, reuse_compiled=True):
+        calls.append((tuple(arms), i))
+        return {arm: _rec(arm, seed0 + i) for arm in arms}
+
+    monkeypatch.setattr(pc, "fit_records", fake_fit)
+    pc.run(["seb:dprime"], 2, pc.SamplerSettings(), tmp_path)
+    s = pc.run(["seb:dprime", "seb:criterion", "seb:accuracy"], 3, pc.SamplerSettings(), tmp_path)
+    # d' 0-1 were done: data sets 0-1 are refitted for the criterion arm only (the d' records
+    # are not written twice), 2 for both; accuracy is its own model
+    assert calls == [(("seb:dprime",), 0), (("seb:dprime",), 1),
+                     (("seb:dprime", "seb:criterion"), 0), (("seb:dprime", "seb:criterion"), 1),
+                     (("seb:dprime", "seb:criterion"), 2),
+                     (("seb:accuracy",), 0), (("seb:accuracy",), 1), (("seb:accuracy",), 2)]
+    assert {a: s["arms"][a]["n"] for a in ("seb:dprime", "seb:criterion", "seb:accuracy")} == \
+        {"seb:dprime": 3, "seb:criterion": 3, "seb:accuracy": 3}
+    assert s["duplicates"] == 0
+
+
+def test_one_sdt_fit_gives_each_arm_what_its_own_fit_would():
+    quick = pc.QUICK
+    both = pc.fit_records(["default:dprime", "default:criterion"], 0, quick, 16_000)
+    alone = pc.one("default:criterion", 0, quick, 16_000)
+    shared = both["default:criterion"]
+    assert shared.pop("shared_fit") == ["default:criterion", "default:dprime"]
+    for r in (shared, alone):
+        r.pop("seconds")
+    assert shared == alone
+    assert both["default:dprime"]["overall"] != both["default:criterion"]["overall"]
+    with pytest.raises(ValueError, match="do not share"):
+        pc.fit_records(["default:dprime", "default:accuracy"], 0, quick, 16_000)
 
 
 def test_shipped_summary_is_read_by_the_pipeline_and_says_it_is_partial():

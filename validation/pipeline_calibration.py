@@ -203,20 +203,33 @@ def simulate(d: Design, effect: str, seed: int) -> pl.DataFrame:
 
 def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
         reuse_compiled: bool = True) -> dict[str, Any]:
-    """Fit data set ``i`` of ``arm`` as the pipeline would and record its decisions.
+    """Fit data set ``i`` of ``arm`` as the pipeline would and record its decisions."""
+    return fit_records([arm], i, settings, seed0, reuse_compiled)[arm]
 
-    The record is keyed by ``arm`` (``design:effect``) and ``seed`` (``seed0 + i``: the data
-    set's and the sampler's seed), and carries the sampler settings, whether the compiled
-    model was reused and the fit's seconds, so files from several machines can be merged
-    (:func:`merge_records`).
+
+def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: int,
+                reuse_compiled: bool = True) -> dict[str, dict[str, Any]]:
+    """Fit data set ``i`` once and record the decisions of every arm in ``arms``.
+
+    ``arms`` share a design and a fitted model (``dprime`` and ``criterion`` are two slopes
+    of one ``models/sdt.py`` fit, and :func:`simulate` gives them the same data for the same
+    seed), so one fit decides them all: each record is what a separate fit of its arm would
+    give. A record is keyed by ``arm`` (``design:effect``) and ``seed`` (``seed0 + i``: the
+    data set's and the sampler's seed), and carries the sampler settings, whether the compiled
+    model was reused and the fit's seconds (shared by the arms of one fit, and flagged
+    ``shared_fit``), so files from several machines can be merged (:func:`merge_records`).
     """
     from selfmodel.decisions import rope_for, x_by_model
     from selfmodel.fit import fit
     from selfmodel.hypotheses import decide
 
-    design_name, effect = arm.split(":")
-    model, overall, per_task = EFFECT_VARS[effect]
-    data = simulate(design(design_name), effect, seed0 + i)
+    design_name = arms[0].split(":")[0]
+    effects = [a.split(":")[1] for a in arms]
+    models = {EFFECT_VARS[e][0] for e in effects}
+    if {a.split(":")[0] for a in arms} != {design_name} or len(models) != 1:
+        raise ValueError(f"arms {list(arms)} do not share one design and model")
+    model = models.pop()
+    data = simulate(design(design_name), effects[0], seed0 + i)
     # one compiled model per design and model (the shape is fixed; only the counts change)
     t0 = time.perf_counter()
     f = fit(model, data, seed=seed0 + i, settings=settings, reuse_compiled=reuse_compiled)
@@ -224,19 +237,25 @@ def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
     rule, _ = rope_for(DecisionRule(), "params", x_by_model(data))
     passed = bool(f.diagnostics.get("passed"))
     post = f.idata["posterior"]
-    out: dict[str, Any] = {"arm": arm, "design": design_name, "effect": effect, "i": i,
-                           "seed": seed0 + i, "diagnostics_passed": passed,
-                           "sampler": asdict(settings), "reuse_compiled": reuse_compiled,
-                           "seconds": round(seconds, 2)}
     n_models = data["model"].n_unique()
-    res = decide(post[overall].values, rule, n_models=n_models)
-    out["overall"] = _record(res, passed)
-    out["per_task"] = {}
-    for t in [str(v) for v in post[per_task].coords["task"].values]:
-        n_t = data.filter(pl.col("task") == t)["model"].n_unique()
-        r = decide(post[per_task].sel(task=t).values, rule, n_models=n_t)
-        out["per_task"][t] = _record(r, passed)
-    return out
+    records = {}
+    for arm, effect in zip(arms, effects, strict=True):
+        _, overall, per_task = EFFECT_VARS[effect]
+        out: dict[str, Any] = {"arm": arm, "design": design_name, "effect": effect, "i": i,
+                               "seed": seed0 + i, "diagnostics_passed": passed,
+                               "sampler": asdict(settings), "reuse_compiled": reuse_compiled,
+                               "seconds": round(seconds, 2)}
+        if len(arms) > 1:
+            out["shared_fit"] = sorted(arms)
+        res = decide(post[overall].values, rule, n_models=n_models)
+        out["overall"] = _record(res, passed)
+        out["per_task"] = {}
+        for t in [str(v) for v in post[per_task].coords["task"].values]:
+            n_t = data.filter(pl.col("task") == t)["model"].n_unique()
+            r = decide(post[per_task].sel(task=t).values, rule, n_models=n_t)
+            out["per_task"][t] = _record(r, passed)
+        records[arm] = out
+    return records
 
 
 def _record(res: dict[str, Any], passed: bool) -> dict[str, Any]:
@@ -362,6 +381,15 @@ def study_summary(records: Sequence[dict[str, Any]], settings: SamplerSettings |
             "arms": {a: summarise(m["records"].get(a, [])) for a in names}}
 
 
+def _append(handles: dict[str, Any], done: dict[str, set[int]],
+            recs: dict[str, dict[str, Any]]) -> None:
+    """Append each arm's record to its open file, unless that arm already has the seed."""
+    for arm, rec in recs.items():
+        if int(rec["seed"]) not in done[arm]:
+            handles[arm].write(json.dumps(rec) + "\n")
+            handles[arm].flush()
+
+
 def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
         workers: int = 1, seed0: int = 16_000, start: int = 0,
         reuse_compiled: bool = True) -> dict[str, Any]:
@@ -372,22 +400,30 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
     ``OUT/pipeline_calibration.json``, the summary of every record in ``out``.
     """
     out.mkdir(parents=True, exist_ok=True)
+    # arms decided by one fit (a design's d' and criterion) are fitted together, once
+    groups: dict[tuple[str, str], list[str]] = {}
     for arm in arms:
-        path = arm_file(out, arm)
-        done = {int(r["seed"]) for r in read_records([path])} if path.is_file() else set()
-        todo = [i for i in range(start, start + sims) if seed0 + i not in done]
-        with path.open("a") as fh:
+        d, e = arm.split(":")
+        groups.setdefault((d, EFFECT_VARS[e][0]), []).append(arm)
+    for group in groups.values():
+        done = {arm: ({int(r["seed"]) for r in read_records([arm_file(out, arm)])}
+                      if arm_file(out, arm).is_file() else set()) for arm in group}
+        todo = [i for i in range(start, start + sims)
+                if any(seed0 + i not in done[arm] for arm in group)]
+        handles = {arm: arm_file(out, arm).open("a") for arm in group}
+        try:
             if workers > 1:
                 with ProcessPoolExecutor(workers) as ex:
                     n = len(todo)
-                    for rec in ex.map(one, [arm] * n, todo, [settings] * n, [seed0] * n,
-                                      [reuse_compiled] * n):
-                        fh.write(json.dumps(rec) + "\n")
-                        fh.flush()
+                    for recs in ex.map(fit_records, [group] * n, todo, [settings] * n,
+                                       [seed0] * n, [reuse_compiled] * n):
+                        _append(handles, done, recs)
             else:
                 for i in todo:
-                    fh.write(json.dumps(one(arm, i, settings, seed0, reuse_compiled)) + "\n")
-                    fh.flush()
+                    _append(handles, done, fit_records(group, i, settings, seed0, reuse_compiled))
+        finally:
+            for fh in handles.values():
+                fh.close()
     summary = study_summary(read_records([out]), settings, arms)
     (out / "pipeline_calibration.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
     return summary
