@@ -19,6 +19,13 @@ complete set, never a mixture:
   set; outputs of earlier commands that this one does not write (``report.pdf`` after a
   run, ``results.json`` after an ``ingest``) are stale and are not.
 
+Two commands never write into one ``--out`` at once: :func:`staged` holds an exclusive
+lock (``flock``) on ``<parent>/.<name>.lock`` for the whole command, and a second command
+stops at once with one line naming the process that holds it. The operating system drops
+the lock when its holder ends, however it ends (``kill -9`` included), so a stale lock never
+blocks a later run; the empty lock file stays (removing it would let two commands lock two
+different files of one name).
+
 Where the exchange is impossible (the file system refuses it, ``--out`` is a mount point,
 or the working directory is inside ``--out``) the new files are moved in one by one with
 ``results.json`` and then the report last, after the stale results and reports were
@@ -32,6 +39,7 @@ import contextlib
 import ctypes
 import ctypes.util
 import errno
+import fcntl
 import os
 import re
 import shutil
@@ -58,6 +66,40 @@ def staging_path(out: Path) -> Path:
     """The staging folder of ``out``: a hidden sibling (``<parent>/.<name>.staging``)."""
     out = out.absolute()
     return out.parent / f".{out.name}.staging"
+
+
+def lock_path(out: Path) -> Path:
+    """The lock file of ``out``: a hidden sibling (``<parent>/.<name>.lock``)."""
+    out = out.absolute()
+    return out.parent / f".{out.name}.lock"
+
+
+@contextlib.contextmanager
+def locked(out: Path) -> Iterator[None]:
+    """Hold the exclusive lock of ``out`` (one command writing into it at a time).
+
+    Raises :class:`InputError` (one line, exit 2) when another process holds it.
+    """
+    path = lock_path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
+            raise InputError(
+                f"--out {out}: another selfmodel command ({holder}) is writing into it. "
+                "Wait for it to finish, or choose another --out.") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def check_out(out: Path) -> None:
@@ -94,23 +136,24 @@ def staged(out: Path | str, say: Callable[[str], None] = lambda _m: None) -> Ite
     """
     out = Path(out).absolute()
     check_out(out)
-    staging = staging_path(out)
-    recover(out, say)
-    staging.mkdir(parents=True)
-    try:
-        _link_fits(out / FITS, staging / FITS)
-        yield staging
-    except BaseException as exc:
-        _discard(staging, out)
-        os_error = as_os_error(exc, out)
-        if os_error is not None:
-            raise os_error from exc
-        raise
-    try:
-        publish(staging, out)
-    except BaseException:
-        _discard(staging, out)
-        raise
+    with locked(out):  # so the staging folder found by recover() is never a live command's
+        staging = staging_path(out)
+        recover(out, say)
+        staging.mkdir(parents=True)
+        try:
+            _link_fits(out / FITS, staging / FITS)
+            yield staging
+        except BaseException as exc:
+            _discard(staging, out)
+            os_error = as_os_error(exc, out)
+            if os_error is not None:
+                raise os_error from exc
+            raise
+        try:
+            publish(staging, out)
+        except BaseException:
+            _discard(staging, out)
+            raise
 
 
 def recover(out: Path, say: Callable[[str], None] = lambda _m: None) -> None:

@@ -98,6 +98,18 @@ def display_path(p: Path) -> Path:
     return p
 
 
+def input_path(p: Path) -> Path:
+    """An input path to open later: relative to the working directory when inside it.
+
+    Unlike :func:`display_path` never relative to the package's folder, which the working
+    directory need not be (an editable install's checkout holds ``data_raw/``).
+    """
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return p
+
+
 def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> Inputs:
     """Expand folders; a folder's top-level ``registry.csv``/``.toml`` is its registry.
 
@@ -120,7 +132,7 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
                 truth = p / "truth.json"
             files, skipped = walk_folder(p, exclude=(*REGISTRY_NAMES, "truth.json"))
             not_read += [
-                {"path": (display_path(p) / s["path"]).as_posix(), "reason": s["reason"]}
+                {"path": (input_path(p) / s["path"]).as_posix(), "reason": s["reason"]}
                 for s in skipped
             ]
             if not files:
@@ -131,9 +143,9 @@ def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> 
         else:
             record_paths.append(p)
     return Inputs(
-        [display_path(p) for p in record_paths],
-        display_path(found_registry) if found_registry else None,
-        display_path(truth) if truth else None,
+        [input_path(p) for p in record_paths],
+        input_path(found_registry) if found_registry else None,
+        input_path(truth) if truth else None,
         not_read,
     )
 

@@ -217,6 +217,46 @@ def test_kill_9_while_rendering_then_rerun(previous: Path, tmp_path: Path,
     assert (out / "report.html").read_text() == "<html>['n1', 'n2']</html>"
 
 
+def test_a_second_command_into_a_busy_out_stops_with_one_line(
+        previous: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Two commands into one ``--out``: the second stops before any work, the first is untouched.
+
+    Without the lock the second would take the first one's live staging folder for an
+    interrupted run's and remove it.
+    """
+    out = previous
+    before = _snapshot(out)
+    proc, _ = _start(tmp_path, out, "kill")  # a run paused while rendering
+    try:
+        staging_before = _snapshot(outputs.staging_path(out))
+        capsys.readouterr()
+        for argv in (["run", str(_new_data(tmp_path))], ["ingest", str(OLD_DATA)]):
+            assert main([*argv, "--out", str(out)]) == 2
+            _one_line(capsys.readouterr().err, f"another selfmodel command (pid {proc.pid})")
+        assert _snapshot(outputs.staging_path(out)) == staging_before  # its work is intact
+        assert _snapshot(out) == before
+    finally:
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate()
+    # the holder is gone (killed, not released): its lock went with it
+    _fake_pipeline(monkeypatch, fit="pooled-new.json")
+    assert main(["run", str(_new_data(tmp_path)), "--out", str(out)]) == 0
+    assert (out / "report.html").read_text() == "<html>['n1', 'n2']</html>"
+    assert outputs.lock_path(out).read_text() == ""  # released: no pid left behind
+
+
+def test_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    with outputs.locked(out):
+        assert outputs.lock_path(out).read_text() == f"pid {os.getpid()}"
+        with pytest.raises(outputs.InputError, match="is writing into it"):
+            with outputs.locked(out):
+                pass
+    with outputs.locked(out):  # released on exit
+        pass
+
+
 def test_real_ctrl_c_while_the_kernel_runs_is_one_line(previous: Path, tmp_path: Path) -> None:
     """SIGINT during a real render: no kernel traceback, one line, the old set intact."""
     out = previous

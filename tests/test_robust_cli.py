@@ -186,3 +186,24 @@ def test_parquet_uint64_sample_beyond_int64_is_quarantined(
     q = pl.read_parquet(out / "quarantine.parquet")
     assert q.get_column("reason").to_list() == [
         "invalid sample '18446744073709551615' (must be a non-negative integer)"]
+
+
+def test_inputs_inside_the_checkout_from_another_working_directory(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An editable install's checkout is the package's parent folder: its files (data_raw/,
+    these tests' corpus) read from elsewhere were named relative to the checkout and then
+    opened relative to the working directory ("no such file or folder")."""
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    folder = tmp_path / "inputs"  # a folder, so the files are found by walking it
+    folder.mkdir()
+    assert main(["ingest", str(VALID.resolve()), "--out", "a"]) == 0
+    (folder / "valid.jsonl").write_bytes(VALID.read_bytes())
+    assert main(["ingest", str(folder), "--out", "b"]) == 0
+    for out in ("a", "b"):
+        summary = json.loads((elsewhere / out / "ingest.json").read_text())
+        assert summary["records_used"] > 0
+    data_raw = Path(__file__).resolve().parents[1] / "data_raw"
+    if data_raw.is_dir():  # the checkout's default data, as `make report` uses it
+        assert main(["ingest", str(data_raw), "--out", "c"]) == 0
