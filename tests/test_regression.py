@@ -67,7 +67,9 @@ and the command above with its fits folder seeded wrote the same bytes.
 
 Shipping arms ``default:accuracy`` and ``seb:accuracy`` of the pipeline-settings calibration
 (``validation/pipeline_calibration.py --ship``) changed only ``calibration_study.pipeline``;
-the fixture was remade for that alone.
+the fixture was remade for that alone. Shipping arms ``default:dprime`` and
+``default:criterion`` (and the first two data sets of the SEB SDT arms) again changed only
+``calibration_study.pipeline``, and the fixture was remade for that alone.
 
 The run samples every fit of a default run (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run

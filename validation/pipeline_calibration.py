@@ -43,9 +43,12 @@ later data set is sampling only. Measured on this 2-core machine shared with oth
 
 (the records are in ``validation/results/pipeline_calibration_cost/``; a first fit with reuse
 costs more because the shared-data graph is compiled cold). So with reuse 200 data sets of
-that arm are ~20 CPU-minutes instead of ~50; SDT arms cost several times more per fit (an
-SDT fit of the default shape samples in ~20 s here). The full study (200 data sets x 6 arms)
-is still ~1,200 fits: far more than one session's share of this machine. Run it in pieces.
+that arm are ~20 CPU-minutes instead of ~50. SDT fits cost several times more (each arm's
+``median_seconds_per_fit`` in the shipped summary); a design's ``dprime`` and ``criterion``
+arms are two slopes of one SDT fit on the same simulated data, so :func:`run` fits each of
+their data sets once and writes both arms' records (flagged ``shared_fit``; each is what a
+separate fit of its arm gives: same data, same seed). The full study is still ~800 fits:
+more than one session's share of this machine. Run it in pieces.
 
 Running in pieces, on several machines, and merging
 ---------------------------------------------------
@@ -66,10 +69,14 @@ keyed by ``arm`` and ``seed`` (16000 + index) and carrying its sampler settings,
   as partial.
 
 The shipped summary is of the records in ``validation/results/pipeline_calibration/``: arms
-``default:accuracy`` and ``seb:accuracy`` run to their target (``--arms ARM --sims 200``; the
-first 4 data sets of ``default:accuracy`` are those of the cost measurement, and the run
-resumed after them); the d' and criterion arms are not run yet, so the study as a whole is
-partial and says so.
+``default:accuracy``, ``seb:accuracy``, ``default:dprime`` and ``default:criterion`` run to
+their target (``--arms ARM [ARM] --sims 200``; the first 4 data sets of ``default:accuracy``
+are those of the cost measurement, and the run resumed after them; the two default SDT arms
+share their fits); ``seb:dprime`` and ``seb:criterion`` hold only the first data sets of a
+run stopped early, so the study as a whole is partial and says so. To finish it::
+
+    .venv/bin/python validation/pipeline_calibration.py --arms seb:dprime seb:criterion --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --ship validation/results/pipeline_calibration
 
 Usage::
 
