@@ -344,8 +344,12 @@ def _rerun_key(args: argparse.Namespace) -> str:
 
 
 def _render_report(out: Path, fmt: str, say) -> Path:
+    """Render into ``out`` holding its lock (no run swaps the folder away while it renders)."""
     from selfmodel.report import render_report
 
+    if (out / "results.json").is_file():  # else render_report says "no results" in its words
+        with outputs.locked(out):
+            return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
     return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
 
 

@@ -223,7 +223,8 @@ def test_a_second_command_into_a_busy_out_stops_with_one_line(
     """Two commands into one ``--out``: the second stops before any work, the first is untouched.
 
     Without the lock the second would take the first one's live staging folder for an
-    interrupted run's and remove it.
+    interrupted run's and remove it (or, for ``report``, render into a folder that the first
+    is about to swap away).
     """
     out = previous
     before = _snapshot(out)
@@ -231,7 +232,7 @@ def test_a_second_command_into_a_busy_out_stops_with_one_line(
     try:
         staging_before = _snapshot(outputs.staging_path(out))
         capsys.readouterr()
-        for argv in (["run", str(_new_data(tmp_path))], ["ingest", str(OLD_DATA)]):
+        for argv in (["run", str(_new_data(tmp_path))], ["ingest", str(OLD_DATA)], ["report"]):
             assert main([*argv, "--out", str(out)]) == 2
             _one_line(capsys.readouterr().err, f"another selfmodel command (pid {proc.pid})")
         assert _snapshot(outputs.staging_path(out)) == staging_before  # its work is intact

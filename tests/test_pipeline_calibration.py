@@ -52,6 +52,26 @@ def test_failed_diagnostics_are_not_findings_and_rates_have_intervals():
     assert s["overall"]["meets_targets"] is False  # coverage 90% < 91%
 
 
+def test_targets_are_shipped_with_the_summary_and_decide_meets_targets(monkeypatch):
+    """The report reads the targets from the summary, so the summary's verdict and its text agree."""
+    rec = {"diagnostics_passed": True, "per_task": {}, "arm": "default:accuracy", "seed": 1,
+           "sampler": asdict(pc.SamplerSettings()),
+           "overall": pc._record({"decision": "no_credible_effect", "hdi_low": -1, "hdi_high": 1,
+                                  "mean": 0.0}, True)}
+    recs = [{**rec, "seed": i} for i in range(19)] + [
+        {**rec, "seed": 19, "overall": pc._record({"decision": "improves", "hdi_low": 0.1,
+                                                   "hdi_high": 1, "mean": 0.5}, True)}]
+    s = pc.study_summary(recs, arms=["default:accuracy"])
+    assert s["targets"] == {"max_false_improves": pc.MAX_FALSE_IMPROVES,
+                            "hdi94_coverage": list(pc.COVERAGE_RANGE)}
+    # 1 of 20 false improves (5%), coverage 95%: inside the targets, and outside tighter ones
+    assert s["arms"]["default:accuracy"]["overall"]["meets_targets"] is True
+    monkeypatch.setattr(pc, "MAX_FALSE_IMPROVES", 0.04)
+    s = pc.study_summary(recs, arms=["default:accuracy"])
+    assert s["targets"]["max_false_improves"] == 0.04
+    assert s["arms"]["default:accuracy"]["overall"]["meets_targets"] is False
+
+
 @pytest.mark.slow
 def test_quick_smoke_run_writes_and_resumes(tmp_path):
     assert pc.main(["--quick", "--arms", "seb:accuracy", "--out", str(tmp_path)]) == 0

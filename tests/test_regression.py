@@ -69,7 +69,8 @@ Shipping arms ``default:accuracy`` and ``seb:accuracy`` of the pipeline-settings
 (``validation/pipeline_calibration.py --ship``) changed only ``calibration_study.pipeline``;
 the fixture was remade for that alone. Shipping arms ``default:dprime`` and
 ``default:criterion`` (and the first two data sets of the SEB SDT arms) again changed only
-``calibration_study.pipeline``, and the fixture was remade for that alone.
+``calibration_study.pipeline``, and the fixture was remade for that alone. So did adding the
+study's ``targets`` to its summary (with more SEB SDT data sets).
 
 The run samples every fit of a default run (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
