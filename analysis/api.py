@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from selfmodel import progress
+from selfmodel import outputs, progress
 from selfmodel.cli import build_parser, run_config
 from selfmodel.contract import InputError
 from selfmodel.pipeline import run as run_pipeline
@@ -175,9 +175,12 @@ def run(paths: Sequence[Path | str] = (), *, out: Path | str = "build",
     cfg = run_config(ns, report=not ns.no_report)
     quiet = bool(ns.quiet)
     lines = say if say is not None else (_silent if quiet else _stderr_line)
-    with progress.reporting(progress.make_reporter(quiet=quiet)):
-        run_pipeline(cfg, progress=lines, argv=None)
-    return load(cfg.out)
+    target = Path(out)
+    # as on the command line: built beside ``out`` and swapped in whole, one writer at a time
+    with progress.reporting(progress.make_reporter(quiet=quiet)), \
+            outputs.staged(target, lines) as cfg.out:
+        run_pipeline(cfg, progress=outputs.relabel(lines, cfg.out, target), argv=None)
+    return load(target)
 
 
 def _silent(_message: str) -> None:

@@ -96,3 +96,33 @@ def test_import_formats_have_their_own_help(capsys: pytest.CaptureFixture[str]) 
     assert len(set(texts.values())) == 5
     assert "--mapping" in texts["lmeval"] and "--mapping" not in texts["seb"]
     assert "lm-evaluation-harness" in texts["lmeval"] and "Inspect AI" in texts["inspect"]
+
+
+def test_run_builds_beside_out_and_swaps_in_whole(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """``api.run`` has the command line's output guarantees: staged, swapped, one writer."""
+    from selfmodel import outputs
+
+    out = results_folder(tmp_path / "out")
+    before = (out / "results.json").read_bytes()
+    seen: list[Path] = []
+
+    def fake(cfg, progress, argv):  # the pipeline, reduced to where it writes
+        seen.append(cfg.out)
+        if len(seen) == 1:
+            (cfg.out / "results.json").write_text("{half")
+            raise KeyboardInterrupt
+        shutil.copy(FIXTURE, cfg.out / "results.json")
+
+    monkeypatch.setattr(api, "run_pipeline", fake)
+    with pytest.raises(KeyboardInterrupt):
+        api.run([], out=out)
+    assert seen[0] == outputs.staging_path(out)  # it never wrote into out itself
+    assert (out / "results.json").read_bytes() == before  # interrupted: the previous set
+    assert not outputs.staging_path(out).exists()
+    with outputs.locked(out), pytest.raises(InputError, match="is writing into it"):
+        api.run([], out=out)
+    assert len(seen) == 1  # refused before any work
+    res = api.run([], out=out)
+    assert res.decision == json.loads(FIXTURE.read_text())["scale_effect"]["decision"]
+    assert not outputs.staging_path(out).exists()
