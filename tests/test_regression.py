@@ -70,7 +70,7 @@ Shipping arms ``default:accuracy`` and ``seb:accuracy`` of the pipeline-settings
 the fixture was remade for that alone. Shipping arms ``default:dprime`` and
 ``default:criterion`` (and the first two data sets of the SEB SDT arms) again changed only
 ``calibration_study.pipeline``, and the fixture was remade for that alone. So did adding the
-study's ``targets`` to its summary (with more SEB SDT data sets).
+study's ``targets`` to its summary, and running the SEB SDT arms further.
 
 The run samples every fit of a default run (several minutes), so the test is
 ``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run

@@ -72,8 +72,9 @@ The shipped summary is of the records in ``validation/results/pipeline_calibrati
 ``default:accuracy``, ``seb:accuracy``, ``default:dprime`` and ``default:criterion`` run to
 their target (``--arms ARM [ARM] --sims 200``; the first 4 data sets of ``default:accuracy``
 are those of the cost measurement, and the run resumed after them; the two default SDT arms
-share their fits); ``seb:dprime`` and ``seb:criterion`` hold only the first data sets of a
-run stopped early, so the study as a whole is partial and says so. To finish it::
+share their fits); ``seb:dprime`` and ``seb:criterion`` hold the first data sets of a run
+stopped at the end of a session (each arm's ``n`` in the summary), so the study as a whole
+is partial and says so. To finish it (the run resumes where the records end)::
 
     .venv/bin/python validation/pipeline_calibration.py --arms seb:dprime seb:criterion --sims 200
     .venv/bin/python validation/pipeline_calibration.py --ship validation/results/pipeline_calibration
