@@ -7,6 +7,7 @@ traceback for a user's mistake. Long steps show progress (rich, on stderr).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -347,10 +348,10 @@ def _render_report(out: Path, fmt: str, say) -> Path:
     """Render into ``out`` holding its lock (no run swaps the folder away while it renders)."""
     from selfmodel.report import render_report
 
-    if (out / "results.json").is_file():  # else render_report says "no results" in its words
-        with outputs.locked(out):
-            return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
-    return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
+    # without results render_report says "no results" in its words (and no lock file is made)
+    guard = outputs.locked(out) if (out / "results.json").is_file() else contextlib.nullcontext()
+    with guard:
+        return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:

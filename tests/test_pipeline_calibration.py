@@ -167,5 +167,8 @@ def test_shipped_summary_is_read_by_the_pipeline_and_says_it_is_partial():
     shipped = json.loads(PIPELINE_CALIBRATION_PACKAGE_DATA.read_text())
     again = pc.study_summary(pc.read_records([pc.ROOT / "validation" / "results" / "pipeline_calibration"]))
     assert json.loads(json.dumps(again)) == {k: v for k, v in shipped.items() if k != "command"}
+    # the records folder's own summary (written by a finished run) is of the same records
+    folder = pc.ROOT / "validation" / "results" / "pipeline_calibration" / "pipeline_calibration.json"
+    assert json.loads(folder.read_text()) == json.loads(json.dumps(again))
     assert calibration_study()["pipeline"] == shipped
     assert shipped["complete"] is False and shipped["arms"]["default:accuracy"]["n"] >= 1
