@@ -82,6 +82,12 @@ def test_report_numbers_come_from_results_json(build_copy):
     arm.update(complete=True, n=200, diagnostics_failed=0, median_seconds_per_fit=1.0, overall={
         "false_improves": 0.08, "false_improves_ci": [0.05, 0.12], "false_improves_pm": 0.035,
         "hdi94_coverage": 0.94, "hdi94_coverage_ci": [0.90, 0.97], "hdi94_coverage_pm": 0.035})
+    # one task's slope of that arm over-covers: named with its interval, the other task not
+    task = {"n": 200, "false_improves": 0.0, "false_improves_ci": [0.0, 0.018], "false_improves_pm": 0.009,
+            "hdi94_coverage": 0.985, "hdi94_coverage_ci": [0.957, 0.997], "hdi94_coverage_pm": 0.02}
+    arm.update(refusal=task, word_association={**task, "hdi94_coverage": 0.95,
+                                               "hdi94_coverage_ci": [0.91, 0.975]})
+    results["calibration_study"]["pipeline"]["targets"]["false_improves_pm_at_bound"] = 0.0456
     path.write_text(json.dumps(results))
     html = render_report(build_copy).read_text()
     for token in ("0.432", "-0.123", "0.988", "0.777", "987654", "f" * 64):
@@ -91,8 +97,25 @@ def test_report_numbers_come_from_results_json(build_copy):
     assert "pymc 5.0.0-test" in said and f"pymc {results['fit']['versions']['pymc']}" in said
     assert "python" not in said.split("It has not been")[0], said  # only what differs is named
     text = html_lib.unescape(re.sub(r"<[^>]+>", "", html))
-    assert "seb:criterion misses false improves 8.0% > 7%" in text
+    assert "seb:criterion: misses false improves 8.0% [5, 12] > 7%" in text
     assert "Targets: false improves at most 7%" in text
+    assert "per task, refusal misses coverage 98.5% [96, 100] outside 91-97%, the others meet both" in text
+    assert "word_association misses" not in text
+    assert "known to about ±4.6 points" in text
+    # every other arm run to its target, as shipped: the report names a component's miss exactly
+    # where the study's own meets_targets says it misses (the same rule, applied twice)
+    said = text[text.index("Run to the target"):]
+    said = said[:said.index("Model and diagnostics")]
+    arms = results["calibration_study"]["pipeline"]["arms"]
+    starts = sorted((said.index(name), name) for name in arms if arms[name]["complete"])
+    for (i, name), (j, _) in zip(starts, starts[1:] + [(len(said), None)], strict=True):
+        if name == "seb:criterion":
+            continue
+        part = said[i:j]
+        for comp, o in arms[name].items():
+            if isinstance(o, dict) and comp != "overall":
+                assert (f"{comp} misses" in part) == (not o["meets_targets"]), (name, comp, part)
+        assert part.startswith(f"{name}: misses") == (not arms[name]["overall"]["meets_targets"]), part
 
 
 def test_report_pdf_has_the_sections(build_copy):

@@ -68,16 +68,16 @@ keyed by ``arm`` and ``seed`` (16000 + index) and carrying its sampler settings,
   95% interval and its half-width (``*_pm``) of every rate, so a partial study is shown
   as partial.
 
-The shipped summary is of the records in ``validation/results/pipeline_calibration/``: arms
-``default:accuracy``, ``seb:accuracy``, ``default:dprime`` and ``default:criterion`` run to
-their target (``--arms ARM [ARM] --sims 200``; the first 4 data sets of ``default:accuracy``
-are those of the cost measurement, and the run resumed after them; the two default SDT arms
-share their fits); ``seb:dprime`` and ``seb:criterion`` hold the first data sets of a run
-stopped at the end of a session (each arm's ``n`` in the summary), so the study as a whole
-is partial and says so. To finish it (the run resumes where the records end)::
+The shipped summary is of the records in ``validation/results/pipeline_calibration/``: all six
+arms run to their target of 200 data sets (``--arms ARM [ARM] --sims 200``, over several
+sessions, each resuming where the records ended; the first 4 data sets of
+``default:accuracy`` are those of the cost measurement; each design's d' and criterion arms
+share their fits). To regenerate it, run the full study into an empty folder and ship that
+folder (at the arms' median seconds per fit, 200 accuracy and 200 shared SDT fits per design: about 6 hours on
+a 2-core machine; split it with ``--start``/``--arms`` over machines)::
 
-    .venv/bin/python validation/pipeline_calibration.py --arms seb:dprime seb:criterion --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --ship validation/results/pipeline_calibration
+    .venv/bin/python validation/pipeline_calibration.py --sims 200 --out /tmp/pc-new
+    .venv/bin/python validation/pipeline_calibration.py --ship /tmp/pc-new
 
 Usage::
 
@@ -380,6 +380,15 @@ def merge_records(records: Sequence[dict[str, Any]],
     return {"records": arms, "duplicates": dup, "conflicts": conflicts, "other_settings": other}
 
 
+def targets_summary() -> dict[str, Any]:
+    """The targets, and the precision :data:`TARGET_SIMS` data sets buy at the false-improves
+    bound: the half-width of the exact 95% interval of a rate observed exactly at the bound."""
+    k = round(MAX_FALSE_IMPROVES * TARGET_SIMS)
+    lo, hi = clopper_pearson(k, TARGET_SIMS)
+    return {"max_false_improves": MAX_FALSE_IMPROVES, "hdi94_coverage": list(COVERAGE_RANGE),
+            "false_improves_pm_at_bound": (hi - lo) / 2}
+
+
 def study_summary(records: Sequence[dict[str, Any]], settings: SamplerSettings | None = None,
                   arms: Sequence[str] | None = None) -> dict[str, Any]:
     """The summary of merged records: every arm of ``arms`` (default all), even with 0 data sets."""
@@ -387,8 +396,7 @@ def study_summary(records: Sequence[dict[str, Any]], settings: SamplerSettings |
     m = merge_records(records, settings)
     names = list(arms or ALL_ARMS) + sorted(set(m["records"]) - set(arms or ALL_ARMS))
     return {"settings": asdict(settings), "target_n": TARGET_SIMS,
-            "targets": {"max_false_improves": MAX_FALSE_IMPROVES,
-                        "hdi94_coverage": list(COVERAGE_RANGE)},
+            "targets": targets_summary(),
             "complete": all(len(m["records"].get(a, [])) >= TARGET_SIMS for a in names),
             "duplicates": m["duplicates"], "conflicts": m["conflicts"],
             "records_at_other_settings": m["other_settings"],
