@@ -13,6 +13,10 @@ BIN    := $(VENV)/bin
 OUT    ?= build
 STAMP  := $(VENV)/.installed
 PYTEST_ARGS ?=
+# pytest-xdist workers, one per CPU; each test file runs whole on one worker (its module
+# fixtures are made once). TEST_WORKERS=0 runs the tests in this process, one after another.
+TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
+XDIST  = -n $(TEST_WORKERS) --dist loadfile
 
 .DEFAULT_GOAL := help
 .PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick validate calibration-data pipeline-calibration
@@ -38,13 +42,13 @@ report: $(STAMP)  ## run the whole pipeline on data_raw/ into build/ (report.htm
 	$(BIN)/selfmodel report --out $(OUT) --format pdf
 
 test: $(STAMP)  ## fast tests plus the slow recovery tests that matter (what CI runs)
-	$(BIN)/python -m pytest -q -m "not slow or ci" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m "not slow or ci" $(PYTEST_ARGS)
 
 test-all: $(STAMP)  ## every test, slow statistical ones included
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 test-slow: $(STAMP)  ## only the slow statistical tests
-	$(BIN)/python -m pytest -q -m slow $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(XDIST) -m slow $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check analysis models tests bench validation
