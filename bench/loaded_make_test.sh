@@ -7,7 +7,8 @@
 # The clone goes next to this checkout (so ../shared is beside it, as in CI) and is removed
 # at the end; the engines must run (SELFMODEL_REQUIRE_ENGINES=1, as in .ci/run). One line
 # per run (exit status, wall seconds, pytest's summary line, the load average) goes to
-# stdout and to bench/results/loaded_make_test.log. Exit status: the number of failed runs.
+# stdout and to bench/results/loaded_make_test.log; a failed run's whole log is kept in
+# $TMPDIR (the clone is removed). Exit status: the number of failed runs.
 set -uo pipefail
 runs="${1:-3}"
 hogs="${2:-6}"
@@ -39,6 +40,7 @@ for i in $(seq "$runs"); do
   echo "run $i: exit $rc, $(( $(date +%s) - start )) s wall, ${summary:-no pytest summary}, load $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$log"
   if [ "$rc" -ne 0 ]; then
     grep -E '^(FAILED|ERROR) ' "$clone/.make-test-$i.log" | tee -a "$log"
+    cp "$clone/.make-test-$i.log" "${TMPDIR:-/tmp}/loaded-make-test-$$-$i.log"
   fi
 done
 exit "$failed"
