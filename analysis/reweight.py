@@ -115,7 +115,9 @@ def _reweighted(main: Fit, priors: Mapping[str, Any], data: pl.DataFrame,
     old = {**module.DEFAULT_PRIORS, **{k: tuple(v) for k, v in
                                        (main.provenance.get("priors") or {}).items()}}
     new = {**old, **priors}
-    opts = dict(options or {})
+    # the densities are those of the form of the model in which each prior is a free
+    # variable's own (SPEC.prior_density_options): the same prior in other coordinates
+    opts = {**(options or {}), **module.SPEC.prior_density_options}
     post = _arviz.posterior(main.idata)
     lw, why = log_prior_ratio(post, old, new, module.build(data, priors=dict(old), **opts),
                               module.build(data, priors=dict(new), **opts))

@@ -106,6 +106,12 @@ class ModelSpec:
         The model without the effect term for the LOO comparison (verdict model only).
     unfit_reason
         ``table -> reason`` when the table cannot identify the model (``None``: it can).
+    prior_density_options
+        ``build`` options under which the model has the *same* prior with every prior of
+        ``DEFAULT_PRIORS`` on a free variable of its own (e.g. ``slope_basis="plain"``: the
+        decorrelated basis samples other coordinates of the same prior, and its task slopes
+        are deterministics). Prior-sensitivity reweighting computes the prior densities of
+        the posterior draws in that form (``selfmodel.reweight``).
     """
 
     table: Table = "cells"
@@ -117,6 +123,7 @@ class ModelSpec:
     headline: Headline | None = None
     without_effect: Comparison | None = None
     unfit_reason: Callable[[Any], str | None] | None = None
+    prior_density_options: Mapping[str, Any] = field(default_factory=dict)
 
 
 def merge_priors(

@@ -204,6 +204,9 @@ SPEC = ModelSpec(
     loo="cell",
     sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-robustness", "sec-checks"),
     without_effect=Comparison("pooled", {"random_effects": True}, "pooled(random_effects=True)"),
+    # the decorrelated basis is another parameterisation of the plain basis' prior
+    # (tests/test_slope_basis.py), in which every task slope is a free variable
+    prior_density_options={"slope_basis": "plain"},
 )
 
 #: ``cell_effect="auto"`` centres a cell's effect when :math:`n \hat p (1 - \hat p)` reaches this.

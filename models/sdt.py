@@ -237,6 +237,9 @@ SPEC = ModelSpec(
         "d' (criterion) units per unit of the scale variable",
         Curves("alpha_dprime", "dprime_slope_task", "identity"),
     ),
+    # the decorrelated basis is another parameterisation of the plain basis' prior
+    # (tests/test_slope_basis.py), in which every task slope is a free variable
+    prior_density_options={"slope_basis": "plain"},
 )
 
 

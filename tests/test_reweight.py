@@ -85,3 +85,45 @@ def test_resample_keeps_shape_and_follows_weights():
     out = resample(post, lw, seed=0)
     assert out["x"].shape == (2, 4, 3)
     assert (out["x"].values == post["x"].values.reshape(8, 3)[5]).all()
+
+
+def _prior_draws_as_fit(module, data, n_chains: int = 4, n_draws: int = 2000):
+    """A :class:`Fit` whose "posterior" is the model's prior (no data): a known target."""
+    from selfmodel import _arviz
+    from selfmodel.fit import Fit
+
+    m = module.build(data)
+    names = [v.name for v in (*m.free_RVs, *m.deterministics)]
+    drawn = pm.draw([m[v] for v in names], draws=n_chains * n_draws, random_seed=11)
+    post = {n: (("chain", "draw", *m.named_vars_to_dims.get(n, ())),
+                np.asarray(d).reshape(n_chains, n_draws, *np.shape(d)[1:]))
+            for n, d in zip(names, drawn, strict=True)}
+    ds = xr.Dataset(post, coords={k: list(v) for k, v in m.coords.items()})
+    prov = {"priors": {k: [v[0], v[1]] for k, v in module.DEFAULT_PRIORS.items()}}
+    return Fit(module.NAME, _arviz.from_datasets(posterior=ds), {"passed": True}, prov)
+
+
+def test_decorrelated_basis_is_reweighted_with_the_plain_basis_densities():
+    """The default (decorrelated) scale model's task slopes are deterministics, yet a prior
+    variant is reweighted: the densities are taken in the plain basis, the same prior
+    (``SPEC.prior_density_options``). Checked against the exact answer: with the prior as
+    the "posterior", halving every prior scale must give the halved prior (its slope sd 0.5
+    per task, drawn from the x0.5 model); doubling it cannot be represented and refits."""
+    import selfmodel.models.scale as scale
+    from selfmodel.models._common import scale_priors
+    from selfmodel.reweight import _reweighted
+    from selfmodel.simulate import simulate_scale_cells
+
+    data, _ = simulate_scale_cells(seed=5, n_families=3, sizes_per_family=3, n_tasks=3,
+                                   n_per_cell=200)
+    main = _prior_draws_as_fit(scale, data)
+    assert "slope_task" not in {v.name for v in scale.build(data).free_RVs}  # decorrelated
+    half = scale_priors(scale.DEFAULT_PRIORS, 0.5)
+    got, info = _reweighted(main, half, data, None, seed=1)
+    assert got is not None and info["method"] == "psis", info
+    exact = pm.draw(scale.build(data, half)["slope_task"], draws=20_000, random_seed=2)
+    sd = got.idata["posterior"]["slope_task"].values.reshape(-1, 3).std(0)
+    np.testing.assert_allclose(sd, exact.std(0), rtol=0.06)
+    assert np.all(sd < 0.6)  # it moved from the main draws' sd of 1
+    got2, info2 = _reweighted(main, scale_priors(scale.DEFAULT_PRIORS, 2.0), data, None, seed=1)
+    assert got2 is None and info2["method"] == "refit" and "Pareto k" in info2["reason"]
