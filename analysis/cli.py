@@ -17,6 +17,7 @@ from typing import NoReturn
 from selfmodel import atomic, outputs, progress, rerun
 from selfmodel.contract import SCALE_COLUMNS, InputError
 from selfmodel.engines.command import add_reduce_parser
+from selfmodel.fitpool import default_jobs
 from selfmodel.importers.mapping import load_mapping
 from selfmodel.importers.preview import preview_text
 from selfmodel.ingest import ingest, parse_map_options, write_ingest
@@ -76,6 +77,17 @@ def _common_inputs(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", type=Path, help="TOML ingest config ([map], tasks, [defaults])")
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number of at least 1."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"--jobs takes a whole number of at least 1, not '{text}'")
+    return n
+
+
 def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--scale",
@@ -88,6 +100,11 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--draws", type=int, default=2000)
     p.add_argument("--tune", type=int, default=1000)
     p.add_argument("--chains", type=int, default=4)
+    p.add_argument(
+        "--jobs", type=_jobs, default=None, metavar="N",
+        help="fits sampled at once, each in a worker process (default: the CPUs, at most 4; "
+        "1: every fit in this process, one after the other); results do not depend on it",
+    )
     p.add_argument(
         "--no-cache", action="store_true",
         help="refit even when a matching fit is saved, and run even when nothing changed"
@@ -332,12 +349,14 @@ def run_config(args: argparse.Namespace, *, report: bool):
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,
         holdout=getattr(args, "holdout", None),
+        jobs=getattr(args, "jobs", None) or default_jobs(),
     )
 
 
 def _rerun_key(args: argparse.Namespace) -> str:
     """:func:`selfmodel.rerun.run_key` of this command: its options and the files it reads."""
-    options = {k: v for k, v in sorted(vars(args).items()) if k != "handler"}
+    # --jobs changes how long a run takes, not its results
+    options = {k: v for k, v in sorted(vars(args).items()) if k not in ("handler", "jobs")}
     options["cwd"] = os.getcwd()  # results name the inputs relative to it
     files = [*(args.paths or [DEFAULT_DATA]), args.hypotheses or DEFAULT_HYPOTHESES_FILE,
              *(p for p in (args.registry, args.config) if p is not None)]

@@ -12,6 +12,7 @@ decision of the effect is unchanged.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from selfmodel import _arviz
 from selfmodel import models as model_registry
 from selfmodel.decisions import rope_for, x_by_model
 from selfmodel.fit import Fit, SamplerSettings
+from selfmodel.fitpool import concurrently
 from selfmodel.hypotheses import DecisionRule, decide
 from selfmodel.models._common import scale_priors
 from selfmodel.progress import steps
@@ -66,18 +68,21 @@ def effect_prior_sensitivity(
     effects = module.SPEC.decides
     rules = {e.key: rope_for(rule, scale, x_by_model(data), effect=e.key)[0] for e in effects}
     base = {e.key: _decisions(main, e, rules[e.key], n_models, per_task) for e in effects}
-    variants: list[dict[str, Any]] = []
     with steps(f"prior sensitivity ('{name}')", len(factors)) as st:
-        for fac in factors:
+
+        def variant(fac: float) -> dict[str, Any]:
             progress(f"{st.next()}prior sensitivity: '{name}' with every prior scale x{fac:g}")
             refit = prior_variant(main, data, seed=seed, settings=settings,
                                   priors=scale_priors(module.DEFAULT_PRIORS, float(fac)),
                                   cache_dir=cache_dir, progress=progress)
-            variants.append({"factor": float(fac),
-                             "diagnostics_passed": bool(refit.diagnostics.get("passed")),
-                             "reweighting": refit.provenance.get("prior_variant"),
-                             **{e.key: _decisions(refit, e, rules[e.key], n_models, per_task)
-                                for e in effects}})
+            return {"factor": float(fac),
+                    "diagnostics_passed": bool(refit.diagnostics.get("passed")),
+                    "reweighting": refit.provenance.get("prior_variant"),
+                    **{e.key: _decisions(refit, e, rules[e.key], n_models, per_task)
+                       for e in effects}}
+
+        # refits (where reweighting fails) run at once with worker processes (selfmodel.fitpool)
+        variants = concurrently(*[functools.partial(variant, fac) for fac in factors])
     out: dict[str, Any] = {"model": name, "main": base, "variants": variants, "holds": {}}
     for e in effects:
         main_e: dict[str, Any] = base[e.key]

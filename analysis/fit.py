@@ -42,7 +42,7 @@ import arviz as az
 import numpy as np
 import polars as pl
 
-from selfmodel import _arviz, atomic, progress
+from selfmodel import _arviz, atomic, fitpool, progress
 from selfmodel import models as model_registry
 from selfmodel.compile_cache import compiled_model
 
@@ -226,11 +226,14 @@ def _sample(
     if settings.sampler == "nutpie":
         import nutpie
 
-        progress.status(f"compiling '{label}' (numba; cached on disk after the first run)")
         if reuse_compiled:
-
+            progress.status(f"compiling '{label}' (numba; a later fit of the same structure and "
+                            "shapes reuses it)")
             compiled = compiled_model(pm_model)
         else:
+            progress.status(f"compiling '{label}' (numba; the data are constants of the compiled "
+                            "code, so only a later fit of this model on the same data reuses "
+                            "the disk cache)")
             compiled = nutpie.compile_pymc_model(pm_model)
         return sample_nutpie(compiled, settings, seed, label=f"sampling '{label}'")
     if settings.sampler == "pymc":
@@ -260,6 +263,7 @@ def fit(
     options: Mapping[str, Any] | None = None,
     cache_dir: Path | str | None = None,
     reuse_compiled: bool = False,
+    then: Callable[[Fit], object] | None = None,
 ) -> Fit:
     """Fit ``model_name`` to ``data`` (cells), reusing a matching cached fit.
 
@@ -284,6 +288,11 @@ def fit(
         fit of the same structure in this process reuses the compiled code (module
         docstring: worth it only when one process fits the same design repeatedly). Recorded
         in the provenance (``compile: "shared_data"``) and the cache key.
+    then
+        Called with a newly sampled fit where it was sampled (in the worker process when
+        fits go to workers, :mod:`selfmodel.fitpool`), for work that saves its results
+        beside the fit (the checks of ``model_stage.checks_after_fit``), so that it runs
+        in the worker too. Not called for a fit read from the cache. Must be picklable.
     """
     settings = settings or SamplerSettings()
     module = model_registry.get(model_name)
@@ -315,6 +324,18 @@ def fit(
                 reused=True,
                 seconds=float(saved.get("sampling_seconds", 0.0)),
             )
+    if path is not None and fitpool.active():
+        # sampled by a worker process running this function with these arguments; it saves
+        # the fit at ``path`` (same key), which is read back here
+        progress.status(f"'{model_name}': fitting in a worker process")
+        fitpool.run_in_worker(functools.partial(
+            _fit_and_save, model_name, used, seed=seed, settings=settings, priors=priors,
+            options=options, cache_dir=cache_dir, reuse_compiled=reuse_compiled, then=then))
+        saved_idata, saved_prov = _read_saved_fit(path, key)
+        if saved_idata is None:
+            raise RuntimeError(f"{path}: the worker process did not save the fit")
+        return Fit(model_name, saved_idata, _diagnostics(saved_idata, model_name, key, cache_dir),
+                   saved_prov, reused=False, seconds=float(saved_prov.get("sampling_seconds", 0.0)))
     t0 = time.perf_counter()
     pm_model = module.build(used, priors=priors, **(options or {}))
     idata = _sample(pm_model, settings, seed, reuse_compiled="compile" in prov, label=model_name)
@@ -330,7 +351,15 @@ def fit(
 
         atomic.write_with(path, _save)
     diagnostics = _diagnostics(idata, model_name, key, cache_dir)
-    return Fit(model_name, idata, diagnostics, prov, reused=False, seconds=seconds)
+    result = Fit(model_name, idata, diagnostics, prov, reused=False, seconds=seconds)
+    if then is not None:
+        then(result)
+    return result
+
+
+def _fit_and_save(model_name: str, data: pl.DataFrame, **kwargs: Any) -> None:
+    """:func:`fit` in a worker process: it saves the fit in ``cache_dir``; nothing returns."""
+    fit(model_name, data, **kwargs)
 
 
 def _diagnostics(

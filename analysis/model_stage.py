@@ -12,6 +12,7 @@ models. The verdict model (``SPEC.role == "verdict"``) is fitted first by
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ from selfmodel import models as model_registry
 from selfmodel.contract import SCALE_COLUMNS
 from selfmodel.decisions import rope_for, slope_decisions, x_by_model
 from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.fitpool import concurrently
 from selfmodel.hypotheses import DecisionRule
 from selfmodel.tables import Tables, models_per_task
 
@@ -89,9 +91,24 @@ def fit_verdict(
         f"sampling '{name}' model: {usable.height} cells, {n_models} models, "
         f"{settings.chains} chains x {settings.draws} draws ({settings.sampler})"
     )
-    f = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
+    then = functools.partial(checks_after_fit, name=name, data=usable, seed=seed,
+                             cache_dir=cache_dir)
+    f = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir, then=then)
     progress("reused saved fit (inputs unchanged)" if f.reused else f"sampled in {f.seconds:.1f} s")
     return VerdictFit(f, usable, None)
+
+
+def checks_after_fit(
+    f: Fit, *, name: str, data: pl.DataFrame, seed: int, cache_dir: Path | None
+) -> None:
+    """Compute and save :func:`run_checks` of a new fit where it was sampled (``fit(then=...)``).
+
+    With worker processes the checks then run in the worker, beside the other fits; the
+    pipeline's own call of :func:`run_checks` reads them back from ``cache_dir``.
+    """
+    if cache_dir is not None:
+        loo = model_registry.get(name).SPEC.loo is not None
+        run_checks(name, f, data, seed=seed, loo=loo, cache_dir=cache_dir)
 
 
 def run_checks(
@@ -167,6 +184,7 @@ def _sample_requested(
     cache_dir: Path | None,
     progress: Progress,
 ) -> None:
+    to_fit: list[str] = []
     for name in names:
         module = model_registry.get(name)
         data = tables.get(module.SPEC.table)
@@ -184,10 +202,20 @@ def _sample_requested(
             out.summary[name] = {"fitted": False, "reason": reason}
             progress(f"'{name}' not fitted: {reason}")
             continue
-        progress(f"sampling '{name}' model ({module.SUMMARY})")
-        f = fit(name, data, seed=seed, settings=settings, cache_dir=cache_dir)
+        to_fit.append(name)
+
+    def sample(name: str) -> Fit:
+        progress(f"sampling '{name}' model ({model_registry.get(name).SUMMARY})")
+        then = functools.partial(checks_after_fit, name=name, data=out.data_for[name],
+                                 seed=seed, cache_dir=cache_dir)
+        f = fit(name, out.data_for[name], seed=seed, settings=settings, cache_dir=cache_dir,
+                then=then)
         progress(f"'{name}': {'reused saved fit' if f.reused else f'sampled in {f.seconds:.1f} s'}")
-        out.fits[name] = f
+        return f
+
+    # with worker processes the models are sampled at once (selfmodel.fitpool); kept in order
+    fitted = concurrently(*[functools.partial(sample, name) for name in to_fit])
+    out.fits.update(zip(to_fit, fitted, strict=True))
 
 
 def fit_models(

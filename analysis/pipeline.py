@@ -9,6 +9,7 @@ stage to the module that owns it and the ``results.json`` keys it computes.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import platform
@@ -22,8 +23,9 @@ from typing import Any
 
 import polars as pl
 
-from selfmodel import atomic, describe
+from selfmodel import atomic, describe, fitpool
 from selfmodel import models as model_registry
+from selfmodel import progress as progress_lines
 from selfmodel.cells import build_cells, derived_models
 from selfmodel.confounds import scale_axis_confounds, without_family
 from selfmodel.contract import InputError
@@ -31,6 +33,7 @@ from selfmodel.decisions import scale_effect
 from selfmodel.effect_sensitivity import effect_prior_sensitivity
 from selfmodel.elpd_words import elpd_sentence
 from selfmodel.fit import fit
+from selfmodel.fitpool import concurrently
 from selfmodel.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from selfmodel.holdout import leave_group_out
 from selfmodel.hypotheses import load_hypotheses
@@ -306,6 +309,20 @@ def stage_training(state: RunState, say: Progress) -> None:
     )
 
 
+def stage_fits(state: RunState, say: Progress) -> None:
+    """Stages 3 and 4 at once: the verdict and then the other models, beside the training fit.
+
+    :func:`stage_training` needs none of the others' results, so with worker processes
+    (``--jobs``) its fit runs while the verdict and model fits run (:mod:`selfmodel.fitpool`).
+    """
+
+    def verdict_then_models() -> None:
+        stage_verdict(state, say)
+        stage_models(state, say)
+
+    concurrently(verdict_then_models, lambda: stage_training(state, say))
+
+
 def _headlines(state: RunState) -> dict[str, Any]:
     """Each registered model's declared headline section (``None`` when not fitted)."""
     out: dict[str, Any] = {}
@@ -421,22 +438,49 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         state.hypotheses, section["rows"], evidence, state.frequentist_section
     )
     if v.fit is not None and cfg.robustness:
-        try:
-            loo, sensitivity = robustness_refits(
-                main=v.fit,
-                usable=v.usable,
-                records=state.ingest.records,
-                registry=state.registry,
-                scale=cfg.scale,
-                seed=cfg.seed,
-                settings=cfg.sampler,
-                rule=cfg.rule,
-                cache_dir=cfg.cache_dir,
-                progress=say,
-            )
-        except NUMERICAL_ERRORS as exc:
-            loo = sensitivity = not_estimable("the robustness refits", exc)
-            say(f"not estimable: {sensitivity['reason']}")
+        fitted = v.fit
+
+        def refits() -> tuple[Any, Any]:
+            try:
+                return robustness_refits(
+                    main=fitted,
+                    usable=v.usable,
+                    records=state.ingest.records if state.ingest else pl.DataFrame(),
+                    registry=state.registry,
+                    scale=cfg.scale,
+                    seed=cfg.seed,
+                    settings=cfg.sampler,
+                    rule=cfg.rule,
+                    cache_dir=cfg.cache_dir,
+                    progress=say,
+                )
+            except NUMERICAL_ERRORS as exc:
+                failed = not_estimable("the robustness refits", exc)
+                say(f"not estimable: {failed['reason']}")
+                return failed, failed
+
+        def family_left_out() -> None:
+            if state.confounds_section is not None:
+                state.confounds_section["without_family"] = without_family(
+                    v.usable,
+                    state.confounds_section["largest_family"],
+                    scale=cfg.scale,
+                    rule=cfg.rule,
+                    seed=cfg.seed,
+                    settings=cfg.sampler,
+                    cache_dir=cfg.cache_dir,
+                    progress=say,
+                )
+
+        # independent checks, each filling its own section: with worker processes their
+        # fits run at once (selfmodel.fitpool); the companions' part joins sensitivity after
+        (loo, sensitivity), _, _, companions, _ = concurrently(
+            refits,
+            family_left_out,
+            lambda: _holdout_family_check(state, say),
+            lambda: _companion_prior_sensitivity(state, say),
+            lambda: _strict_accuracy(state, say),
+        )
         if isinstance(loo, dict) and loo.get("elpd_diff") is not None and loo.get("dse") is not None:
             loo["sentence"] = elpd_sentence(
                 float(loo["elpd_diff"]), float(loo["dse"]),
@@ -444,49 +488,46 @@ def stage_robustness(state: RunState, say: Progress) -> None:
             )
         section["scale_term_loo"] = loo
         state.sensitivity_section = sensitivity
-        if state.confounds_section is not None:
-            state.confounds_section["without_family"] = without_family(
-                v.usable,
-                state.confounds_section["largest_family"],
-                scale=cfg.scale,
-                rule=cfg.rule,
-                seed=cfg.seed,
-                settings=cfg.sampler,
-                cache_dir=cfg.cache_dir,
-                progress=say,
-            )
-        _holdout_family_check(state, say)
-        _companion_prior_sensitivity(state, say)
-        _strict_accuracy(state, say)
+        if companions is not None:
+            sensitivity.update(companions)
         if cfg.holdout:
             section["scale_term_holdout"] = _leave_group_out(state, cfg.holdout, say)
     state.hypotheses_section = section
     state.calibration_study_section = calibration_study()
 
 
-def _companion_prior_sensitivity(state: RunState, say: Progress) -> None:
-    """``sensitivity.effects``: prior x0.5 / x2 refits of each companion model's effects."""
-    mf, cfg = state.model_fits, state.config
-    if mf is None or state.sensitivity_section is None or state.verdict is None:
-        return
-    out = {}
-    for name, f in sorted(mf.fits.items()):
-        if state.verdict.fit is not None and name == state.verdict.fit.model:
-            continue
-        if not model_registry.get(name).SPEC.decides or name not in mf.data_for:
-            continue
-        out[name] = effect_prior_sensitivity(
-            name, f, mf.data_for[name], rule=cfg.rule, scale=cfg.scale, seed=cfg.seed,
-            settings=cfg.sampler,
-            cache_dir=cfg.cache_dir, progress=say,
+def _companion_prior_sensitivity(state: RunState, say: Progress) -> dict[str, Any] | None:
+    """``sensitivity.effects`` and ``.effects_scale_variable`` of each companion model.
+
+    Prior x0.5 / x2 variants and the other scale variables of every companion model's
+    effects (``None`` without model fits); the refits run at once with worker processes.
+    """
+    mf, cfg, v = state.model_fits, state.config, state.verdict
+    if mf is None or v is None:
+        return None
+    names = [name for name in sorted(mf.fits)
+             if not (v.fit is not None and name == v.fit.model)
+             and model_registry.get(name).SPEC.decides and name in mf.data_for]
+
+    def priors(name: str) -> dict[str, Any]:
+        return effect_prior_sensitivity(
+            name, mf.fits[name], mf.data_for[name], rule=cfg.rule, scale=cfg.scale,
+            seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say,
         )
-    state.sensitivity_section["effects"] = out
-    state.sensitivity_section["effects_scale_variable"] = companion_scale_variable_refits(
-        mf.fits, mf.data_for, verdict_model=state.verdict.fit.model if state.verdict.fit else None,
-        records=state.ingest.records if state.ingest else pl.DataFrame(), registry=state.registry,
-        scale=cfg.scale, seed=cfg.seed, settings=cfg.sampler, rule=cfg.rule,
-        cache_dir=cfg.cache_dir, progress=say,
+
+    def variables() -> dict[str, Any]:
+        return companion_scale_variable_refits(
+            mf.fits, mf.data_for, verdict_model=v.fit.model if v.fit else None,
+            records=state.ingest.records if state.ingest else pl.DataFrame(),
+            registry=state.registry, scale=cfg.scale, seed=cfg.seed, settings=cfg.sampler,
+            rule=cfg.rule, cache_dir=cfg.cache_dir, progress=say,
+        )
+
+    *effects, by_variable = concurrently(
+        *[functools.partial(priors, name) for name in names], variables
     )
+    return {"effects": dict(zip(names, effects, strict=True)),
+            "effects_scale_variable": by_variable}
 
 
 def _strict_accuracy(state: RunState, say: Progress) -> None:
@@ -620,9 +661,7 @@ def _run_info(state: RunState, started: str, argv: Sequence[str] | None) -> dict
 STAGES: tuple[Callable[[RunState, Progress], None], ...] = (
     stage_ingest,
     stage_cells,
-    stage_verdict,
-    stage_models,
-    stage_training,
+    stage_fits,
     stage_frequentist,
     stage_skill,
     stage_truth,
@@ -645,8 +684,9 @@ def run(
     _remove_stale_outputs(cfg.out)
     state = RunState(config=cfg, inputs=inputs, hypotheses=hypotheses)
     state.settings_section = _settings(cfg, inputs)
-    for stage in STAGES:
-        stage(state, say)
+    with fitpool.workers(cfg.jobs, report=progress_lines.current() is not None):
+        for stage in STAGES:
+            stage(state, say)
     results = write_results(state)
     effect = state.effect_section or {}
     say(f"scale effect: {effect.get('decision')}  -> {cfg.out / 'results.json'}")

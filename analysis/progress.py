@@ -189,16 +189,21 @@ class Steps:
         """Start step ``k + 1``; returns its ``"[k/n] "`` prefix (the fits' lines carry it)."""
         self.k += 1
         prefix = f"[{self.k}/{self.total}] "
-        if self._token is not None:
-            _STEP.reset(self._token)
+        self._reset()
         self._token = _STEP.set(prefix)
         return prefix
 
+    def _reset(self) -> None:
+        if self._token is not None:
+            try:
+                _STEP.reset(self._token)
+            except ValueError:  # set in the context of another thread (selfmodel.fitpool),
+                pass  # which ended with it
+            self._token = None
+
     def close(self) -> None:
         """Leave the loop: drop the prefix; report how many steps ran in how long."""
-        if self._token is not None:
-            _STEP.reset(self._token)
-            self._token = None
+        self._reset()
         if self.rep is not None and self.k:
             self.rep.update(f"{self.label}: {self.k}/{self.total} done, "
                             f"{self.clock() - self.t0:.0f} s", final=True)

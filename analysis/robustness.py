@@ -31,6 +31,7 @@ from selfmodel import atomic
 from selfmodel import models as model_registry
 from selfmodel.decisions import rope_for, x_by_model
 from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.fitpool import concurrently
 from selfmodel.hypotheses import (
     DecisionRule,
     Evidence,
@@ -136,33 +137,40 @@ def robustness_refits(
         ``{"priors": ..., "scale_variable": ...}``.
     """
     per_task = models_per_task(usable)
-    progress("LOO with and without the scale term (fitting pooled with random effects)")
-    without, label = fit_without_effect(
-        main, usable, seed=seed, settings=settings, cache_dir=cache_dir
-    )
-    loo = scale_term_loo(main, without, usable, without_label=label, cache_dir=cache_dir)
+
+    def loo_without_effect() -> dict[str, Any]:
+        progress("LOO with and without the scale term (fitting pooled with random effects)")
+        without, label = fit_without_effect(
+            main, usable, seed=seed, settings=settings, cache_dir=cache_dir
+        )
+        return scale_term_loo(main, without, usable, without_label=label, cache_dir=cache_dir)
+
     main_rule, _ = rope_for(rule, scale, x_by_model(usable))
-    priors = prior_sensitivity(
-        usable,
-        seed=seed,
-        settings=settings,
-        model=main.model,
-        rule=main_rule,
-        main=main,
-        models_per_task=per_task,
-        cache_dir=cache_dir,
-        progress=progress,
-    )
-    variables = scale_variable_sensitivity(
-        records,
-        registry,
-        seed=seed,
-        settings=settings,
-        main_scale=scale,
-        rule=rule,
-        main=main,
-        cache_dir=cache_dir,
-        progress=progress,
+    # the three are independent: with worker processes their fits run at once (selfmodel.fitpool)
+    loo, priors, variables = concurrently(
+        loo_without_effect,
+        lambda: prior_sensitivity(
+            usable,
+            seed=seed,
+            settings=settings,
+            model=main.model,
+            rule=main_rule,
+            main=main,
+            models_per_task=per_task,
+            cache_dir=cache_dir,
+            progress=progress,
+        ),
+        lambda: scale_variable_sensitivity(
+            records,
+            registry,
+            seed=seed,
+            settings=settings,
+            main_scale=scale,
+            rule=rule,
+            main=main,
+            cache_dir=cache_dir,
+            progress=progress,
+        ),
     )
     return loo, {"priors": priors, "scale_variable": variables}
 

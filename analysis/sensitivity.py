@@ -33,6 +33,7 @@ decision but is flagged (``diagnostics_passed = False``).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,7 @@ from selfmodel.contract import (
 from selfmodel.decisions import SCALE_UNITS, rope_for, x_by_model
 from selfmodel.effect_sensitivity import _decisions
 from selfmodel.fit import Fit, SamplerSettings, fit
+from selfmodel.fitpool import concurrently
 from selfmodel.hypotheses import DecisionRule, decide, not_estimable
 from selfmodel.models._common import scale_priors
 from selfmodel.progress import steps
@@ -201,9 +203,9 @@ def prior_sensitivity(
         say(f"prior sensitivity: fitting '{model}' with the default priors")
         main = fit(model, cells, seed=seed, settings=settings, options=options, cache_dir=cache_dir)
     main_sum = summarise_fit(main, rule=rule, n_models=n_models, models_per_task=models_per_task)
-    variants = []
     with steps(f"prior sensitivity ('{model}')", len(factors)) as st:
-        for f in factors:
+
+        def variant(f: float) -> dict[str, Any]:
             priors = scale_priors(module.DEFAULT_PRIORS, float(f))
             say(f"{st.next()}prior sensitivity: '{model}' with every prior scale x{f:g}")
             refit = prior_variant(main, cells, priors=priors, seed=seed, settings=settings,
@@ -213,7 +215,10 @@ def prior_sensitivity(
                      "reweighting": refit.provenance.get("prior_variant"),
                      **summarise_fit(refit, rule=rule, n_models=n_models,
                                      models_per_task=models_per_task)}
-            variants.append(_compare(entry, main_sum))
+            return _compare(entry, main_sum)
+
+        # refits (where reweighting fails) run at once with worker processes (selfmodel.fitpool)
+        variants = concurrently(*[functools.partial(variant, f) for f in factors])
     return {
         "model": model,
         "parameter": module.EFFECT,
@@ -271,9 +276,9 @@ def scale_variable_sensitivity(
     rule = rule or DecisionRule()
     say = progress or (lambda _m: None)
     order = [main_scale, *[v for v in variables if v != main_scale]]
-    entries: dict[str, dict[str, Any]] = {}
     with steps("scale-variable sensitivity", len(order)) as st:
-        for var in order:
+
+        def entry(var: str) -> dict[str, Any]:
             prefix = st.next()
             cells = build_cells(records, registry, scale=var)
             usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
@@ -295,9 +300,8 @@ def scale_variable_sensitivity(
                 reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
             if reason is not None:
                 ne = not_estimable(reason, rule)
-                entries[var] = {**head, "parameter": model_registry.verdict().EFFECT, **{k: ne[k] for k in _KEEP}, "per_task": {},
-                                "diagnostics_passed": False}
-                continue
+                return {**head, "parameter": model_registry.verdict().EFFECT,
+                        **{k: ne[k] for k in _KEEP}, "per_task": {}, "diagnostics_passed": False}
             per_task = models_per_task(usable)
             if var == main_scale and main is not None:
                 fitted = main
@@ -305,8 +309,12 @@ def scale_variable_sensitivity(
                 name = model_registry.verdict().NAME
                 say(f"{prefix}scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
                 fitted = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
-            entries[var] = {**head, **summarise_fit(fitted, rule=var_rule, n_models=n_models,
-                                                    models_per_task=per_task)}
+            return {**head, **summarise_fit(fitted, rule=var_rule, n_models=n_models,
+                                            models_per_task=per_task)}
+
+        # the refits run at once with worker processes (selfmodel.fitpool)
+        entries = dict(zip(order, concurrently(*[functools.partial(entry, v) for v in order]),
+                           strict=True))
     ref = entries[main_scale]
     variants = []
     for var in order:
@@ -399,8 +407,8 @@ def effect_scale_variable_sensitivity(
                 for e in effects}
 
     base = decisions(main, main_data, main_scale)
-    variants: list[dict[str, Any]] = []
-    for var in [v for v in variables if v != main_scale]:
+
+    def variant(var: str) -> dict[str, Any]:
         cells = build_cells(records, registry, scale=var)
         usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
         derived = set(derived_models(registry)) & set(cells["model"].to_list())
@@ -417,10 +425,9 @@ def effect_scale_variable_sensitivity(
         elif table["x"].n_unique() < 2:
             reason = f"every model has the same '{SCALE_COLUMNS[var]}'"
         if reason is not None:
-            variants.append({**head, "diagnostics_passed": False, "same_data_as_main": False,
-                             **{e.key: {"decision": "not_estimable", "reason": reason, "per_task": {},
-                                        "matches_main": None} for e in effects}})
-            continue
+            return {**head, "diagnostics_passed": False, "same_data_as_main": False,
+                    **{e.key: {"decision": "not_estimable", "reason": reason, "per_task": {},
+                               "matches_main": None} for e in effects}}
         cols = [c for c in module.REQUIRED_COLUMNS if c in table.columns]
         same = set(cols) <= set(main_data.columns) and main_data.select(cols).sort(
             "model", "task").equals(table.select(cols).sort("model", "task"))
@@ -430,9 +437,12 @@ def effect_scale_variable_sensitivity(
             say(f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
             f = fit(name, table, seed=seed, settings=settings, cache_dir=cache_dir)
         got = decisions(f, table, var)
-        variants.append({**head, "same_data_as_main": bool(same),
-                         "diagnostics_passed": bool(f.diagnostics.get("passed")),
-                         **{k: _effect_direction_match(base[k], got[k]) for k in got}})
+        return {**head, "same_data_as_main": bool(same),
+                "diagnostics_passed": bool(f.diagnostics.get("passed")),
+                **{k: _effect_direction_match(base[k], got[k]) for k in got}}
+
+    # the refits run at once with worker processes (selfmodel.fitpool)
+    variants = concurrently(*[functools.partial(variant, v) for v in variables if v != main_scale])
     holds: dict[str, bool | None] = {}
     changed: dict[str, list[str]] = {}
     for e in effects:

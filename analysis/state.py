@@ -57,6 +57,9 @@ class RunConfig:
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
     holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)
+    #: fits sampled at once in worker processes (``selfmodel.fitpool``); 1: in this process.
+    #: Changes how long a run takes, not its results.
+    jobs: int = 1
 
     @property
     def cache_dir(self) -> Path | None:

@@ -180,7 +180,10 @@ def quiet_warnings() -> None:
 def pipeline_ratios(by_step: dict[str, dict[str, Any]]) -> dict[str, float]:
     """Ratios of the pipeline steps: unchanged second over first run, 10x over 1x records."""
     ratios: dict[str, float] = {}
-    for key, (num, den) in {"second_over_first": ("second", "first"),
+    for key, (num, den) in {"first_over_naive": ("first", "naive"),
+                            "second_over_naive": ("second", "naive"),
+                            "other_data_over_first": ("other_data", "first"),
+                            "second_over_first": ("second", "first"),
                             "one_record_over_first": ("one_record", "first"),
                             "records_10x_over_1x": ("records_10x", "records_1x")}.items():
         if num in by_step and den in by_step:

@@ -21,6 +21,15 @@ peak RSS; phase times from ``OUT/run.json``):
                       and rerun key are there, and stale): every fit depends on every record
                       of its cells, so the target is this run against ``first``.
 
+8. ``naive``       -- one naive PyMC fit of the main model in a new process with an *empty*
+                      compile cache: import, ``models.get("scale").build(cells)`` on the
+                      default data, ``pm.sample()`` with PyMC's defaults (4 chains,
+                      ``cores=2``); issue 32's yardstick for ``first`` (target: at most 1.5x);
+9. ``other_data``  -- after ``first``: a cold run on *another* simulated data set with the
+                      same models (``selfmodel simulate --seed 7``; other records, the same
+                      design) into an empty ``--out``, the compile cache as ``first`` left it
+                      (target: at most 0.5x ``first``).
+
 Results: ``bench/results/pipeline.json`` and ``pipeline.md``.
 """
 
@@ -100,6 +109,30 @@ def one_record_changed() -> tuple[Path, dict[str, str]]:
                     "prediction": f"{old} -> {new}"}
 
 
+#: Step ``naive``: one fit of the main model as a PyMC user would write it.
+NAIVE_FIT = """
+import pymc as pm
+import polars as pl
+from selfmodel import models
+from selfmodel.cells import build_cells
+from selfmodel.ingest import ingest
+from selfmodel.registry import load_registry
+records = ingest(["data_raw/records.csv"], registry="data_raw/registry.csv").records
+cells = build_cells(records, load_registry("data_raw/registry.csv"), scale="params")
+usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
+with models.get("scale").build(usable):
+    pm.sample(chains=4, cores=2, random_seed=1, progressbar=False)
+"""
+
+
+def other_data() -> Path:
+    """Another simulated data set with the default design (``selfmodel simulate --seed 7``)."""
+    folder = SCRATCH / "data_other_seed"
+    if not (folder / "records.csv").exists():
+        run_command([SELFMODEL, "simulate", "--seed", "7", "--out", str(folder)])
+    return folder
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
@@ -131,15 +164,26 @@ def main() -> None:
         return r
 
     a, b = work / "A", work / "B"
-    cold = {"PYTENSOR_FLAGS": f"base_compiledir={work / 'pytensor-cold'}"}
+    cold = {"PYTENSOR_FLAGS": f"base_compiledir={work / 'pytensor-cold'}",
+            "SELFMODEL_CACHE_DIR": str(work / "selfmodel-cache-cold")}
     if not args.quick:
         if "first" in args.steps:
             shutil.rmtree(work, ignore_errors=True)
         work.mkdir(parents=True, exist_ok=True)
+        if "naive" in args.steps:
+            naive = work / "naive"
+            shutil.rmtree(naive, ignore_errors=True)
+            step("naive", [PYTHON, "-c", NAIVE_FIT], None,
+                 {"PYTENSOR_FLAGS": f"base_compiledir={naive / 'pytensor'}",
+                  "SELFMODEL_CACHE_DIR": str(naive / "selfmodel-cache")})
         if "first" in args.steps:
             step("first", [SELFMODEL, "run", "data_raw", "--out", str(a)], a, cold)
         if "second" in args.steps:
             step("second", [SELFMODEL, "run", "data_raw", "--out", str(a)], a, cold)
+        if "other_data" in args.steps:
+            d = work / "D"
+            shutil.rmtree(d, ignore_errors=True)
+            step("other_data", [SELFMODEL, "run", str(other_data()), "--out", str(d)], d, cold)
         if "warm_refit" in args.steps:
             step("warm_refit", [SELFMODEL, "run", "data_raw", "--out", str(b)], b, cold)
         if "one_record" in args.steps:

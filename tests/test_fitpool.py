@@ -1,0 +1,127 @@
+"""Fits at once (analysis/fitpool.py): threads that take turns, fits in worker processes.
+
+The fast tests check the turn-taking without sampling anything (the pool's worker
+processes are never started: nothing is submitted to them). The slow test samples one
+small model in a worker and in this process and finds the same draws.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from selfmodel import fitpool
+from selfmodel.cli import main
+
+
+def test_without_workers_tasks_run_one_after_the_other_in_order():
+    seen: list[str] = []
+    got = fitpool.concurrently(lambda: seen.append("a") or 1, lambda: seen.append("b") or 2)
+    assert got == [1, 2] and seen == ["a", "b"]
+    assert not fitpool.active()
+
+
+def test_with_workers_tasks_take_turns_and_overlap_only_while_waiting():
+    """Only one task runs Python at a time; one that waits (as for a worker's fit) lets the
+    next run. Without the turn being released while waiting, task a would wait for b's
+    event forever (the timeout turns that into a failure, not a hang)."""
+    running = {"now": 0, "most": 0}
+    lock = threading.Lock()
+    b_started = threading.Event()
+
+    def enter() -> None:
+        with lock:
+            running["now"] += 1
+            running["most"] = max(running["most"], running["now"])
+
+    def leave() -> None:
+        with lock:
+            running["now"] -= 1
+
+    def a() -> str:
+        enter()
+        leave()
+        with fitpool.waiting():  # as fit() does while a worker samples
+            assert b_started.wait(timeout=60), "task b never ran while a waited"
+        enter()
+        leave()
+        return "a"
+
+    def b() -> str:
+        enter()
+        b_started.set()
+        leave()
+        return "b"
+
+    with fitpool.workers(2, report=False):
+        assert fitpool.active()
+        assert fitpool.concurrently(a, b) == ["a", "b"]
+    assert not fitpool.active()
+    assert running["most"] == 1
+
+
+def test_an_exception_is_raised_after_every_task_finished():
+    done: list[str] = []
+
+    def bad() -> None:
+        raise ValueError("boom")
+
+    def slow() -> str:
+        with fitpool.waiting():
+            threading.Event().wait(0.2)
+        done.append("slow")
+        return "ok"
+
+    with fitpool.workers(2, report=False), pytest.raises(ValueError, match="boom"):
+        fitpool.concurrently(bad, slow)
+    assert done == ["slow"]
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "two"])
+def test_jobs_must_be_a_whole_number_of_at_least_one(value, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--jobs", value, "--out", "unused"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "--jobs takes a whole number of at least 1" in err[-1] and "Traceback" not in "".join(err)
+
+
+@pytest.mark.slow
+def test_a_fit_sampled_in_a_worker_is_the_fit_of_this_process(tmp_path):
+    """Same arguments, same seed: the worker's saved fit has the draws this process samples."""
+    from selfmodel.fit import SamplerSettings, content_sha256, fit
+    from selfmodel.simulate import simulate_scale_cells
+
+    data, _ = simulate_scale_cells(seed=3, n_families=3, sizes_per_family=2, n_tasks=2,
+                                   n_per_cell=100)
+    settings = SamplerSettings(draws=200, tune=200, chains=2)
+    here = fit("pooled", data, seed=7, settings=settings, cache_dir=tmp_path / "here")
+    with fitpool.workers(2, report=False):
+        there = fit("pooled", data, seed=7, settings=settings, cache_dir=tmp_path / "there")
+    assert not there.reused
+    assert there.provenance["cache_key"] == here.provenance["cache_key"]
+    assert content_sha256(there.idata) == content_sha256(here.idata)
+
+
+def test_a_loop_of_steps_can_be_numbered_from_threads():
+    """``progress.steps`` numbered from the threads of ``concurrently`` (each step's
+    ``[k/n]`` set in its own thread's context) closes without error, as the refit loops do."""
+    import functools
+    import io
+
+    from selfmodel import progress
+
+    rep = progress.make_reporter(io.StringIO())
+    with progress.reporting(rep), fitpool.workers(2, report=False):
+        with progress.steps("loop", 2) as st:
+
+            def step(_i: int) -> str:
+                prefix = st.next()
+                with fitpool.waiting():
+                    threading.Event().wait(0.05)
+                return prefix + progress.step_prefix()
+
+            got = fitpool.concurrently(*[functools.partial(step, i) for i in range(2)])
+        assert progress.step_prefix() == ""
+    assert sorted(got) == ["[1/2] [1/2] ", "[2/2] [2/2] "]
