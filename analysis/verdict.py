@@ -423,6 +423,22 @@ def effect_priors_finding(R: Results) -> str | None:
     return text + "; ".join(parts) + "."
 
 
+def _missing_size(sec: Mapping[str, Any], task: str) -> str:
+    """The effect size beside a p-value: how many predictions of the task are unusable.
+
+    A significant slope on 3 unusable predictions of 4,000 is a flag on 3 records; the
+    count and share say so where the p-value cannot.
+    """
+    rows = [r for r in sec.get("per_model_task") or [] if r.get("task") == task]
+    if not rows:
+        return ""
+    bad = sum(int(r["n_missing"]) + int(r["n_unreadable"]) for r in rows)
+    possible = sum(int(r["n_records"]) + int(r["n_missing"]) for r in rows)
+    if possible == 0:
+        return ""
+    return f"{bad:,} of {possible:,} predictions unusable, {100 * bad / possible:.2g}%; "
+
+
 def missingness_finding(R: Results) -> str | None:
     """Said only when missing or unreadable predictions depend on scale."""
     sec = R.get("missingness") or {}
@@ -434,7 +450,9 @@ def missingness_finding(R: Results) -> str | None:
     for t in dep:
         e = per.get(t) or {}
         way = "falls" if (e.get("estimate") or 0) < 0 else "rises"
-        words.append(f"in {_task(t)} it {way} with scale (p = {_n(e.get('p_value'), '.3f')})")
+        words.append(f"in {_task(t)} it {way} with scale ({_missing_size(sec, t)}slope "
+                     f"{_n(e.get('estimate'), '+.2f')} log-odds per unit of scale, "
+                     f"p = {_n(e.get('p_value'), '.3f')})")
     strict = _strict_outcome(R)
     tail = (f" Refitted on strict accuracy (missing counted as wrong), the accuracy model {strict}."
             if strict else " See the strict-accuracy sensitivity.")
