@@ -57,6 +57,9 @@ class RunConfig:
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
     holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)
+    study_mapping: Path | None = None  # --mapping: a format = "records" mapping file
+    allow_low_yield: bool = False  # --allow-low-yield: go on when under half the rows are kept
+    preset: str | None = None  # --preset exploratory: short sampling, never findings
 
     @property
     def cache_dir(self) -> Path | None:
