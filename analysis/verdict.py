@@ -368,12 +368,24 @@ def self_other_finding(R: Results) -> str | None:
     return "Self versus other (each model's predictions rescored against the others' outcomes): " + "; ".join(parts) + "."
 
 
+def _flag_size(sec: Mapping[str, Any], flag: Mapping[str, Any]) -> str:
+    """A flagged group's size and effect beside its p-value (cells, observed vs replicated)."""
+    rows = sec.get(f"by_{flag['kind']}") or []
+    row = next((r for r in rows if r.get(flag["kind"]) == flag["group"]), None)
+    p = f"p = {_n(flag.get('p_value'), '.2g')}"
+    if row is None or not row.get("replicated_accuracy_94"):
+        return f" ({p})"
+    lo, hi = row["replicated_accuracy_94"]
+    return (f" ({row['cells']} cells; accuracy {_n(row['observed_accuracy'], '.2f')} against "
+            f"{_n(lo, '.2f')}-{_n(hi, '.2f')} replicated, {p})")
+
+
 def mixed_check_finding(R: Results) -> str | None:
     """Said only when the predictive check on new families, models and cells fails."""
     sec = R.get("mixed_predictive") or {}
     if sec.get("status") != "estimated" or sec.get("passed"):
         return None
-    groups = [f"{f['kind']} {f['group']}" for f in sec.get("flagged", [])]
+    groups = [f"{f['kind']} {f['group']}{_flag_size(sec, f)}" for f in sec.get("flagged", [])]
     where = f": flagged {_list(groups)}" if groups else f" (overall p = {_n(sec['overall']['p_value'], '.3f')})"
     return ("The accuracy model fails its predictive check on new families, models and cells"
             f"{where}; the population it assumes does not reproduce these data.")

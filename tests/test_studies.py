@@ -377,3 +377,76 @@ def test_correct_only_records_are_said_to_be_read_as_self_prediction() -> None:
 
     (line,) = status_lines({"data": {"correct_only_records": 7}})
     assert line["key"] == "correct_only" and "task accuracy, not self-prediction" in line["text"]
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, capsys) -> None:
+    """The 0-10 study through `selfmodel run` (no sizes: nothing sampled, no compile).
+
+    results.json leads with the not-fitted sentence; the accuracy of gpt-4o before solving
+    is the hand-computed 8 of 12 (test_confidence_0_10_study_matches_hand_computation).
+    """
+    out = tmp_path / "out"
+    code = main(["run", str(CONF), "--mapping", str(CONF / "study.toml"), "--out", str(out),
+                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    R = json.loads((out / "results.json").read_text())
+    assert R["status"][0]["key"] == "not_fitted"
+    assert R["status"][0]["text"].startswith("No model was fitted: ")
+    assert "2 model(s) have no params_b (gpt-4o, gpt-5)" in R["status"][0]["text"]
+    assert printed.splitlines()[0] == R["status"][0]["text"]  # said first on the terminal too
+    assert "R-hat n/a" not in printed
+    cell = {(r["model"], r["task"]): r for r in R["by_model_task"]}
+    assert (cell["gpt-4o", "before_solving"]["n"],
+            cell["gpt-4o", "before_solving"]["accuracy"]) == (12, pytest.approx(8 / 12))
+    assert R["data"]["study_mapping"]["counts"]["predictions_derived"] == 48
+    assert R["settings"]["study_mapping"] == str(CONF / "study.toml")
+
+
+@pytest.mark.slow
+def test_exploratory_preset_run_leads_with_its_words(tmp_path: Path, capsys) -> None:
+    """Three sized models (per-option study): a real fit at the exploratory preset."""
+    registry = tmp_path / "registry.csv"
+    registry.write_text("model,family,params_b\nllama-3-1b,llama,1\nllama-3-8b,llama,8\n"
+                        "llama-3-70b,llama,70\n")
+    out = tmp_path / "out"
+    code = main(["run", str(OPTS / "answers.jsonl"), "--mapping", str(OPTS / "study.toml"),
+                 "--registry", str(registry), "--out", str(out), "--preset", "exploratory",
+                 "--models", "scale", "--no-power", "--no-robustness", "--no-report", "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    R = json.loads((out / "results.json").read_text())
+    assert R["settings"]["preset"] == "exploratory"
+    assert R["settings"]["sampler"]["draws"] == 300 and R["settings"]["sampler"]["chains"] == 2
+    assert R["status"][0]["text"].startswith("Exploratory settings: not for findings")
+    assert printed.startswith("Exploratory settings: not for findings")
+    assert not any(s["text"].startswith("Diagnostics failed") for s in R["status"])
+
+
+def test_predictive_check_flag_shows_its_size() -> None:
+    """A model flagged on 3 cells: its cells and accuracy against the replicates beside p."""
+    from selfmodel.verdict import mixed_check_finding
+
+    sec = {"status": "estimated", "passed": False, "overall": {"p_value": 0.2},
+           "flagged": [{"kind": "model", "group": "m7", "p_value": 0.0004}],
+           "by_model": [{"model": "m7", "cells": 3, "observed_accuracy": 0.4,
+                         "replicated_accuracy_94": [0.55, 0.71], "p_value": 0.0004}]}
+    text = mixed_check_finding({"mixed_predictive": sec})
+    assert "flagged model m7 (3 cells; accuracy 0.40 against 0.55-0.71 replicated, p = 0.0004)" in text
+
+
+def test_repeat_hint_only_for_an_integer_column(tmp_path: Path) -> None:
+    """Two rows of one item told apart by 'iteration' (1, 2) and 'latency' (0.5, 0.7)."""
+    log = tmp_path / "r.csv"
+    log.write_text("model,task,item_id,prediction,outcome,iteration,latency\n"
+                   "m,t,q1,yes,yes,1,0.5\nm,t,q1,yes,yes,2,0.7\n")
+    s = ingest([log]).summary
+    assert s["records_duplicate"] == 1 and s["repeat_columns"] == {"iteration": 2}
+    assert s["hints"] == ["2 rows share model, task and item_id and are told apart only by the "
+                          "ignored column 'iteration': if they are repeats of an item, map it "
+                          "to sample (--map sample=iteration, or [map] sample = \"iteration\" "
+                          "in a mapping file)."]
+    assert ingest([log], mapping={"sample": "iteration"}).summary["hints"] == []

@@ -3,8 +3,9 @@
 Rows that share a record key (:data:`~selfmodel.contract.KEY`) are duplicates (kept once) or
 conflicting duplicates (quarantined). When such rows are told apart by a column ingest does
 not read (``iteration``, ``repeat``, ``seed``), they are most likely repeats of one item, and
-mapping that column to ``sample`` keeps them all. :func:`repeat_columns` finds those columns;
-ingest turns them into a hint (``ingest.json`` ``hints``).
+mapping that column to ``sample`` keeps them all. :func:`repeat_columns` finds those columns
+(within each file; only columns of non-negative integers, which ``sample`` must be); ingest
+turns them into a hint (``ingest.json`` ``hints``).
 """
 
 from __future__ import annotations
@@ -40,8 +41,9 @@ def repeat_columns(canonical: pl.DataFrame, raw: pl.DataFrame, unused: Iterable[
     Examples
     --------
     >>> can = pl.DataFrame({k: ["a", "a", "b"] if k == "item_id" else ["x"] * 3 for k in KEY})
-    >>> raw = pl.DataFrame({"iteration": ["1", "2", "1"], "note": ["n", "n", "n"]})
-    >>> repeat_columns(can, raw, ["iteration", "note"])
+    >>> raw = pl.DataFrame({"iteration": ["1", "2", "1"], "note": ["n", "n", "n"],
+    ...                     "latency": ["0.5", "0.7", "0.2"]})
+    >>> repeat_columns(can, raw, ["iteration", "note", "latency"])
     {'iteration': 2}
     """
     cols = [c for c in unused if c in raw.columns][:MAX_COLUMNS]
@@ -56,6 +58,10 @@ def repeat_columns(canonical: pl.DataFrame, raw: pl.DataFrame, unused: Iterable[
         return {}
     out: dict[str, int] = {}
     for c in cols:
+        values = dup.get_column(c).drop_nulls().str.strip_chars().cast(pl.Float64, strict=False)
+        if values.len() == 0 or values.null_count() or not ((values >= 0)
+                                                           & (values == values.floor())).all():
+            continue  # only a column of non-negative integers can be the sample index
         n = (dup.group_by(names).agg(pl.col(c).n_unique().alias("u"), pl.len().alias("n"))
              .filter(pl.col("u") > 1)["n"].sum())
         if n:
