@@ -525,6 +525,25 @@ def _ingest(args: argparse.Namespace, say) -> int:
     return 0
 
 
+def _not_a_records_mapping(path: Path, fmt: str) -> None:
+    """A ``format = "records"`` mapping given to ``import`` says where it belongs (exit 2)."""
+    import tomllib
+
+    from selfmodel.toml_errors import key_line
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        doc = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return  # the importer's own reader reports it in its words
+    if doc.get("format") == "records":
+        raise InputError(
+            f"{path}: line {key_line(text, 'format')}, column 'format': a records mapping (format = \"records\") is for "
+            f"JSONL/CSV/Parquet records, not 'import {fmt}'. Use 'selfmodel ingest FILES "
+            f"--mapping {path}' (or run, describe, fit)."
+        )
+
+
 def _import(args: argparse.Namespace, say) -> int:
     from selfmodel.importers.seb import write_import
 
@@ -537,6 +556,7 @@ def _import(args: argparse.Namespace, say) -> int:
             raise InputError(
                 f"import {args.format} needs --mapping FILE (a TOML mapping; see README)."
             )
+        _not_a_records_mapping(args.mapping, args.format)
         fmt = args.format
         if fmt == "mapped":
             fmt = load_mapping(args.mapping).format

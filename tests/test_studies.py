@@ -450,3 +450,12 @@ def test_repeat_hint_only_for_an_integer_column(tmp_path: Path) -> None:
                           "to sample (--map sample=iteration, or [map] sample = \"iteration\" "
                           "in a mapping file)."]
     assert ingest([log], mapping={"sample": "iteration"}).summary["hints"] == []
+
+
+def test_a_records_mapping_given_to_import_says_where_it_belongs(capsys) -> None:
+    code = main(["import", "mapped", str(CONF), "--mapping", str(CONF / "study.toml"),
+                 "--preview"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "study.toml: line 3, column 'format': a records mapping" in err
+    assert "Use 'selfmodel ingest FILES --mapping" in err
