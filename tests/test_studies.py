@@ -459,3 +459,20 @@ def test_a_records_mapping_given_to_import_says_where_it_belongs(capsys) -> None
     assert code == 2
     assert "study.toml: line 3, column 'format': a records mapping" in err
     assert "Use 'selfmodel ingest FILES --mapping" in err
+
+
+def test_low_yield_run_stops_unless_allowed_and_then_says_so_first(tmp_path: Path, capsys) -> None:
+    """The issue's case through `selfmodel run`: 7 of 48 rows kept (see the ingest test above)."""
+    args = ["run", str(CONF), "--map", "model=model_name", "--map", "task=condition",
+            "--map", "item_id=question_id", "--map", "correct=is_correct",
+            "--no-power", "--no-robustness", "--no-report", "--quiet"]
+    out = tmp_path / "out"
+    assert main([*args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "Only 7 of 48 records (14.6%) were kept" in err and "--allow-low-yield" in err
+    assert not out.exists()  # stopped before anything was written
+    assert main([*args, "--out", str(out), "--allow-low-yield"]) == 0
+    R = json.loads((out / "results.json").read_text())
+    keys = [s["key"] for s in R["status"]]
+    assert keys[:2] == ["low_yield", "not_fitted"] and {"correct_only", "repeats"} <= set(keys)
+    assert capsys.readouterr().out.startswith("Only 7 of 48 records (14.6%) were kept")
