@@ -476,3 +476,22 @@ def test_low_yield_run_stops_unless_allowed_and_then_says_so_first(tmp_path: Pat
     keys = [s["key"] for s in R["status"]]
     assert keys[:2] == ["low_yield", "not_fitted"] and {"correct_only", "repeats"} <= set(keys)
     assert capsys.readouterr().out.startswith("Only 7 of 48 records (14.6%) were kept")
+
+
+def test_a_file_column_named_correct_read_as_task_accuracy_is_not_the_self_predictions(
+        tmp_path: Path) -> None:
+    """A log whose 'correct' says the answer was right: [answered] reads it as the outcome.
+
+    By hand: confidence 0.9 and right -> said right, was right: correct True; 0.8 and wrong
+    -> correct False; 0.2 and wrong -> correct True. Without dropping the file's own
+    'correct', ingest would compare it with prediction == outcome and quarantine row 3.
+    """
+    log = tmp_path / "c.csv"
+    log.write_text("model,task,item_id,confidence,correct\nm,t,1,0.9,1\nm,t,2,0.8,0\n"
+                   "m,t,3,0.2,0\n")
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('[confidence]\ncolumn = "confidence"\n[answered]\ncolumn = "correct"\n'
+                       "[prediction]\nthreshold = 0.5\n")
+    res = ingest([log], transform=load_transform(mapping))
+    assert res.summary["records_quarantined"] == 0
+    assert res.records.sort("item_id")["correct"].to_list() == [True, False, True]

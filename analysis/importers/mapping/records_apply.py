@@ -20,18 +20,13 @@ from typing import Any
 import polars as pl
 
 from selfmodel.contract import InputError
-from selfmodel.importers.mapping.records_spec import (
-    MAP_FIELDS,
-    RecordsMapping,
-    load_records_mapping,
-)
+from selfmodel.importers.mapping.records_spec import RecordsMapping, load_records_mapping
 from selfmodel.ingest.rules import _bool_of, _text
 from selfmodel.registry import format_input_error
 
 __all__ = ["RecordsTransform", "load_transform"]
 
 _LINE = "__line"
-_CANONICAL = frozenset(MAP_FIELDS)
 _BAD = "__bad_reason"
 _CAT = "__bad_cat"
 
@@ -128,7 +123,14 @@ class RecordsTransform:
                 pl.when(conf.is_null()).then(None)
                 .when(conf >= m.threshold).then(pl.lit("true")).otherwise(pl.lit("false"))
                 .alias("prediction"))
-        consumed = [c for c in m.source_columns() if c not in _CANONICAL and c in frame.columns]
+        # the columns read are dropped, unless the mapping wrote that canonical column itself:
+        # a file's own 'correct' read by [answered] is task accuracy and must not reach ingest
+        # as the self-prediction's 'correct'
+        written = set(m.columns) | set(m.constants)
+        written |= {"confidence"} if (m.confidence_column or m.options) else set()
+        written |= {"outcome"} if (m.answered_column or m.answer) else set()
+        written |= {"prediction"} if m.threshold is not None else set()
+        consumed = [c for c in m.source_columns() if c not in written and c in frame.columns]
         bad = frame.filter(pl.col(_BAD).is_not_null())
         good = frame.filter(pl.col(_BAD).is_null()).drop(_BAD, _CAT, *consumed)
         self._count(good)
