@@ -43,6 +43,11 @@ def _n(v: float | None, fmt: str = ".2f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
+def _exploratory(R: Results) -> bool:
+    """Whether the run used ``--preset exploratory`` (a short run: failed checks expected)."""
+    return (R.get("settings") or {}).get("preset") == "exploratory"
+
+
 def _interval(e: Mapping[str, Any]) -> str:
     return (f"{_n(e.get('mean'), '+.2f')}, {e.get('hdi_prob', 0.94):.0%} HDI "
             f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}")
@@ -143,7 +148,9 @@ def accuracy_finding(R: Results) -> str | None:
                 f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")
     text = slope_sentence(E, quantity=quantity, units=units, rope=rope_text(E))
     if not E.get("finding", True) and E.get("decision") != "not_estimable":
-        text += " The fit failed its diagnostics, so this is not a finding."
+        text += (" At the exploratory settings the fit's checks do not pass, so this is not a "
+                 "finding." if _exploratory(R) else
+                 " The fit failed its diagnostics, so this is not a finding.")
     return text
 
 
@@ -188,8 +195,10 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
         words = _grouped(bias["per_task"], criterion_words)
         out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
     if not S.get("sensitivity", {}).get("finding", True):
-        out.append(("sdt_diagnostics", "The signal-detection fit failed its diagnostics: its "
-                    "slopes are reported as computed and are not findings."))
+        why = ("The signal-detection fit's checks do not pass at the exploratory settings"
+               if _exploratory(R) else "The signal-detection fit failed its diagnostics")
+        out.append(("sdt_diagnostics", f"{why}: its slopes are reported as computed and are "
+                    "not findings."))
     return out
 
 
@@ -234,6 +243,8 @@ def checks_finding(R: Results) -> str:
             if name != (R.get("scale_effect") or {}).get("fit_model"):
                 failed.append(f"the {name} model")
     diag = ("Every fit passed its diagnostics." if not failed
+            else f"Checks not passed at the exploratory settings (not findings): {_list(failed)}."
+            if _exploratory(R)
             else f"Failed diagnostics (reported, not findings): {_list(failed)}.")
     sens = R.get("sensitivity") or {}
     rob = []

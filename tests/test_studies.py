@@ -495,3 +495,15 @@ def test_a_file_column_named_correct_read_as_task_accuracy_is_not_the_self_predi
     res = ingest([log], transform=load_transform(mapping))
     assert res.summary["records_quarantined"] == 0
     assert res.records.sort("item_id")["correct"].to_list() == [True, False, True]
+
+
+def test_findings_word_a_short_run_apart_from_a_failure() -> None:
+    """The checks finding: 'Failed diagnostics' for a real run, other words when exploratory."""
+    from selfmodel.verdict import checks_finding
+
+    R = {"diagnostics": {"passed": False}}
+    assert checks_finding(R).startswith("Failed diagnostics (reported, not findings): the "
+                                        "accuracy model.")
+    R["settings"] = {"preset": "exploratory"}
+    assert checks_finding(R).startswith("Checks not passed at the exploratory settings (not "
+                                        "findings): the accuracy model.")
