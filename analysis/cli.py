@@ -23,6 +23,7 @@ from selfmodel.importers.preview import preview_text
 from selfmodel.ingest import ingest, parse_map_options, write_ingest
 from selfmodel.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 from selfmodel.registry import load_registry
+from selfmodel.status import EXPLORATORY
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
 # brings ingest, registry and atomic). The imports inside the command functions are kept
@@ -75,6 +76,21 @@ def _common_inputs(p: argparse.ArgumentParser) -> None:
         help="map a column of your logs to a canonical one, e.g. item_id=question_id",
     )
     p.add_argument("--config", type=Path, help="TOML ingest config ([map], tasks, [defaults])")
+    p.add_argument(
+        "--mapping",
+        type=Path,
+        metavar="FILE",
+        help='records mapping (TOML, format = "records"): rename columns, rescale a declared '
+        "confidence scale, derive the self-prediction, join an answer key (docs/mapping.md)",
+    )
+
+
+def _preview_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--preview",
+        action="store_true",
+        help="print the first mapped records and the row accounting; write nothing, fit nothing",
+    )
 
 
 def _jobs(text: str) -> int:
@@ -104,6 +120,19 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         "--jobs", type=_jobs, default=None, metavar="N",
         help="fits sampled at once, each in a worker process (default: the CPUs, at most 4; "
         "1: every fit in this process, one after the other); results do not depend on it",
+    )
+    p.add_argument(
+        "--preset",
+        choices=("exploratory",),
+        default=None,
+        help="exploratory: 300 draws, 300 tuning, 2 chains (replaces --draws/--tune/--chains); "
+        "results and report say 'exploratory settings: not for findings' first",
+    )
+    p.add_argument(
+        "--allow-low-yield",
+        action="store_true",
+        help="go on when fewer than half the records read are kept (the run stops by default; "
+        "the report then says so first)",
     )
     p.add_argument(
         "--no-cache", action="store_true",
@@ -153,13 +182,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", type=Path, default=Path("build"))
     _run_options(p)
     p.add_argument("--no-report", action="store_true", help="stop after results.json")
+    _preview_option(p)
 
     p = sub.add_parser(
         "ingest", help="validate records: OUT/records.parquet, quarantine.parquet, ingest.json"
     )
     p.add_argument("paths", nargs="+", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, help="output folder (required unless --preview)")
+    _preview_option(p)
 
     _import_parsers(sub.add_parser(
         "import",
@@ -332,6 +363,9 @@ def run_config(args: argparse.Namespace, *, report: bool):
             get(args.model)
         except KeyError as e:
             raise InputError(str(e.args[0])) from None
+    sampler = (SamplerSettings(draws=EXPLORATORY["draws"], tune=EXPLORATORY["tune"],
+                                 chains=EXPLORATORY["chains"]) if args.preset == "exploratory"
+               else SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains))
     return RunConfig(
         paths=list(args.paths) or [DEFAULT_DATA],
         registry=args.registry,
@@ -341,7 +375,7 @@ def run_config(args: argparse.Namespace, *, report: bool):
         mapping=parse_map_options(args.map),
         config=args.config,
         rule=DecisionRule(rope=args.rope),
-        sampler=SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains),
+        sampler=sampler,
         report=report,
         use_cache=not args.no_cache,
         models=_model_list(args.models, getattr(args, "model", None)),
@@ -350,6 +384,9 @@ def run_config(args: argparse.Namespace, *, report: bool):
         robustness=not args.no_robustness,
         holdout=getattr(args, "holdout", None),
         jobs=getattr(args, "jobs", None) or default_jobs(),
+        study_mapping=getattr(args, "mapping", None),
+        allow_low_yield=bool(getattr(args, "allow_low_yield", False)),
+        preset=getattr(args, "preset", None),
     )
 
 
@@ -359,7 +396,12 @@ def _rerun_key(args: argparse.Namespace) -> str:
     options = {k: v for k, v in sorted(vars(args).items()) if k not in ("handler", "jobs")}
     options["cwd"] = os.getcwd()  # results name the inputs relative to it
     files = [*(args.paths or [DEFAULT_DATA]), args.hypotheses or DEFAULT_HYPOTHESES_FILE,
-             *(p for p in (args.registry, args.config) if p is not None)]
+             *(p for p in (args.registry, args.config, args.mapping) if p is not None)]
+    if args.mapping is not None:  # the answer key a mapping joins is read too
+        from selfmodel.importers.mapping.records_spec import load_records_mapping
+
+        join = load_records_mapping(args.mapping).join_file
+        files += [join] if join is not None else []
     return rerun.run_key(options, files)
 
 
@@ -397,12 +439,16 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
                           argv=["selfmodel", *argv])
         if key is not None:
             rerun.record(args.out, key)
+    from selfmodel.status import status_lines
+
+    for status in results.get("status") or status_lines(results):
+        print(status["text"])  # low yield, exploratory settings, nothing fitted ... first
     eff = results["scale_effect"]
     line = f"scale effect ({eff['units']}): {eff['decision']}"
     if eff.get("mean") is not None:
         line += f", mean {eff['mean']:.3f}, {eff['hdi_prob']:.0%} HDI [{eff['hdi_low']:.3f}, {eff['hdi_high']:.3f}]"
     if not results["diagnostics"]["passed"]:
-        line += "  (diagnostics FAILED: not a finding)"
+        line += "  (not a finding)"
     print(line)
     if report:
         print(f"report: {args.out / 'report.html'}")
@@ -418,27 +464,12 @@ def _dispatch(args: argparse.Namespace, argv: Sequence[str]) -> int:
 def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     if getattr(args, "handler", None) is not None:  # subcommands defined in their own module
         return args.handler(args, say)
+    if args.command in ("run", "fit") and getattr(args, "preview", False):
+        return _ingest(args, say)
     if args.command in ("run", "fit"):
         return _run(args, argv, say)
     if args.command == "ingest":
-        from selfmodel.pipeline import resolve_inputs
-
-        inputs = resolve_inputs(args.paths, args.registry)
-        res = ingest(
-            inputs.record_paths,
-            mapping=parse_map_options(args.map) or None,
-            config=args.config,
-            registry=inputs.registry,
-        )
-        res.summary["files_not_read"] = inputs.not_read
-        with outputs.staged(args.out, say) as staging:
-            write_ingest(res, staging)
-        s = res.summary
-        print(
-            f"read {s['records_read']}, used {s['records_used']}, quarantined "
-            f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}"
-        )
-        return 0
+        return _ingest(args, say)
     if args.command == "import":
         return _import(args, say)
     if args.command == "power":
@@ -449,12 +480,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         from selfmodel.pipeline import resolve_inputs
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
-        res = ingest(
-            inputs.record_paths,
-            mapping=parse_map_options(args.map) or None,
-            config=args.config,
-            registry=inputs.registry,
-        )
+        res = _ingest_inputs(args, inputs)
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
@@ -473,6 +499,70 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     raise AssertionError(args.command)  # pragma: no cover
 
 
+def _ingest_inputs(args: argparse.Namespace, inputs):
+    """Ingest the inputs with the command's ``--map``, ``--config`` and ``--mapping``."""
+    from selfmodel.importers.mapping.records_apply import load_transform, without_join_file
+
+    transform = None
+    if getattr(args, "mapping", None) is not None:
+        transform = load_transform(args.mapping)
+    paths, key_file = without_join_file(inputs.record_paths, transform)
+    res = ingest(
+        paths,
+        mapping=parse_map_options(args.map) or None,
+        config=args.config,
+        registry=inputs.registry,
+        transform=transform,
+    )
+    res.summary["files_not_read"] = inputs.not_read + key_file
+    return res
+
+
+def _ingest(args: argparse.Namespace, say) -> int:
+    """``selfmodel ingest`` (and ``run --preview``): the row accounting, written or shown."""
+    from selfmodel.importers.preview import ingest_preview_text
+    from selfmodel.pipeline import resolve_inputs
+    from selfmodel.status import status_lines
+
+    inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
+    res = _ingest_inputs(args, inputs)
+    s = res.summary
+    lines = [x["text"] for x in status_lines({"data": s, "diagnostics": {"max_rhat": 1.0}})]
+    if args.preview:
+        print(ingest_preview_text(res, lines))
+        return 0
+    if args.out is None:
+        raise InputError("ingest needs --out DIR (or --preview to only look).")
+    with outputs.staged(args.out, say) as staging:
+        write_ingest(res, staging)
+    for line in lines:  # low yield, 'correct' only, repeats: said before the counts
+        print(line)
+    print(
+        f"read {s['records_read']}, used {s['records_used']}, quarantined "
+        f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}"
+    )
+    return 0
+
+
+def _not_a_records_mapping(path: Path, fmt: str) -> None:
+    """A ``format = "records"`` mapping given to ``import`` says where it belongs (exit 2)."""
+    import tomllib
+
+    from selfmodel.toml_errors import key_line
+
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+        doc = tomllib.loads(text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return  # the importer's own reader reports it in its words
+    if doc.get("format") == "records":
+        raise InputError(
+            f"{path}: line {key_line(text, 'format')}, column 'format': a records mapping (format = \"records\") is for "
+            f"JSONL/CSV/Parquet records, not 'import {fmt}'. Use 'selfmodel ingest FILES "
+            f"--mapping {path}' (or run, describe, fit)."
+        )
+
+
 def _import(args: argparse.Namespace, say) -> int:
     from selfmodel.importers.seb import write_import
 
@@ -485,6 +575,7 @@ def _import(args: argparse.Namespace, say) -> int:
             raise InputError(
                 f"import {args.format} needs --mapping FILE (a TOML mapping; see README)."
             )
+        _not_a_records_mapping(args.mapping, args.format)
         fmt = args.format
         if fmt == "mapped":
             fmt = load_mapping(args.mapping).format

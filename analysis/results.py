@@ -17,6 +17,7 @@ import numpy as np
 from selfmodel import atomic
 from selfmodel.contract import RESULTS_SCHEMA_VERSION
 from selfmodel.state import RunState
+from selfmodel.status import status_lines
 from selfmodel.verdict import findings
 
 #: The ingest summary keys copied into ``results["data"]`` (in this order).
@@ -31,6 +32,10 @@ DATA_KEYS = (
     "tasks",
     "files",
     "quarantine_reasons",
+    "correct_only_records",
+    "repeat_columns",
+    "hints",
+    "study_mapping",
 )
 
 
@@ -67,6 +72,7 @@ RESULT_KEYS = (
     "mixed_predictive",
     "sdt_crosscheck",
     "verdict",
+    "status",
 )
 
 
@@ -134,6 +140,8 @@ def build_results(state: RunState) -> dict[str, Any]:
     )
     # the first screen's sentences, chosen from the numbers above (analysis/verdict.py)
     out["verdict"] = {"findings": findings(out)}
+    # the lines the run leads with (low yield, exploratory settings, nothing fitted ...)
+    out["status"] = status_lines(out)
     return out
 
 

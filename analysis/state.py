@@ -60,6 +60,9 @@ class RunConfig:
     #: fits sampled at once in worker processes (``selfmodel.fitpool``); 1: in this process.
     #: Changes how long a run takes, not its results.
     jobs: int = 1
+    study_mapping: Path | None = None  # --mapping: a format = "records" mapping file
+    allow_low_yield: bool = False  # --allow-low-yield: go on when under half the rows are kept
+    preset: str | None = None  # --preset exploratory: short sampling, never findings
 
     @property
     def cache_dir(self) -> Path | None:

@@ -43,6 +43,11 @@ def _n(v: float | None, fmt: str = ".2f") -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
+def _exploratory(R: Results) -> bool:
+    """Whether the run used ``--preset exploratory`` (a short run: failed checks expected)."""
+    return (R.get("settings") or {}).get("preset") == "exploratory"
+
+
 def _interval(e: Mapping[str, Any]) -> str:
     return (f"{_n(e.get('mean'), '+.2f')}, {e.get('hdi_prob', 0.94):.0%} HDI "
             f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}")
@@ -143,7 +148,9 @@ def accuracy_finding(R: Results) -> str | None:
                 f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")
     text = slope_sentence(E, quantity=quantity, units=units, rope=rope_text(E))
     if not E.get("finding", True) and E.get("decision") != "not_estimable":
-        text += " The fit failed its diagnostics, so this is not a finding."
+        text += (" At the exploratory settings the fit's checks do not pass, so this is not a "
+                 "finding." if _exploratory(R) else
+                 " The fit failed its diagnostics, so this is not a finding.")
     return text
 
 
@@ -188,8 +195,10 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
         words = _grouped(bias["per_task"], criterion_words)
         out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
     if not S.get("sensitivity", {}).get("finding", True):
-        out.append(("sdt_diagnostics", "The signal-detection fit failed its diagnostics: its "
-                    "slopes are reported as computed and are not findings."))
+        why = ("The signal-detection fit's checks do not pass at the exploratory settings"
+               if _exploratory(R) else "The signal-detection fit failed its diagnostics")
+        out.append(("sdt_diagnostics", f"{why}: its slopes are reported as computed and are "
+                    "not findings."))
     return out
 
 
@@ -234,6 +243,8 @@ def checks_finding(R: Results) -> str:
             if name != (R.get("scale_effect") or {}).get("fit_model"):
                 failed.append(f"the {name} model")
     diag = ("Every fit passed its diagnostics." if not failed
+            else f"Checks not passed at the exploratory settings (not findings): {_list(failed)}."
+            if _exploratory(R)
             else f"Failed diagnostics (reported, not findings): {_list(failed)}.")
     sens = R.get("sensitivity") or {}
     rob = []
@@ -368,12 +379,24 @@ def self_other_finding(R: Results) -> str | None:
     return "Self versus other (each model's predictions rescored against the others' outcomes): " + "; ".join(parts) + "."
 
 
+def _flag_size(sec: Mapping[str, Any], flag: Mapping[str, Any]) -> str:
+    """A flagged group's size and effect beside its p-value (cells, observed vs replicated)."""
+    rows = sec.get(f"by_{flag['kind']}") or []
+    row = next((r for r in rows if r.get(flag["kind"]) == flag["group"]), None)
+    p = f"p = {_n(flag.get('p_value'), '.2g')}"
+    if row is None or not row.get("replicated_accuracy_94"):
+        return f" ({p})"
+    lo, hi = row["replicated_accuracy_94"]
+    return (f" ({row['cells']} cells; accuracy {_n(row['observed_accuracy'], '.2f')} against "
+            f"{_n(lo, '.2f')}-{_n(hi, '.2f')} replicated, {p})")
+
+
 def mixed_check_finding(R: Results) -> str | None:
     """Said only when the predictive check on new families, models and cells fails."""
     sec = R.get("mixed_predictive") or {}
     if sec.get("status") != "estimated" or sec.get("passed"):
         return None
-    groups = [f"{f['kind']} {f['group']}" for f in sec.get("flagged", [])]
+    groups = [f"{f['kind']} {f['group']}{_flag_size(sec, f)}" for f in sec.get("flagged", [])]
     where = f": flagged {_list(groups)}" if groups else f" (overall p = {_n(sec['overall']['p_value'], '.3f')})"
     return ("The accuracy model fails its predictive check on new families, models and cells"
             f"{where}; the population it assumes does not reproduce these data.")
@@ -423,6 +446,22 @@ def effect_priors_finding(R: Results) -> str | None:
     return text + "; ".join(parts) + "."
 
 
+def _missing_size(sec: Mapping[str, Any], task: str) -> str:
+    """The effect size beside a p-value: how many predictions of the task are unusable.
+
+    A significant slope on 3 unusable predictions of 4,000 is a flag on 3 records; the
+    count and share say so where the p-value cannot.
+    """
+    rows = [r for r in sec.get("per_model_task") or [] if r.get("task") == task]
+    if not rows:
+        return ""
+    bad = sum(int(r["n_missing"]) + int(r["n_unreadable"]) for r in rows)
+    possible = sum(int(r["n_records"]) + int(r["n_missing"]) for r in rows)
+    if possible == 0:
+        return ""
+    return f"{bad:,} of {possible:,} predictions unusable, {100 * bad / possible:.2g}%; "
+
+
 def missingness_finding(R: Results) -> str | None:
     """Said only when missing or unreadable predictions depend on scale."""
     sec = R.get("missingness") or {}
@@ -434,7 +473,9 @@ def missingness_finding(R: Results) -> str | None:
     for t in dep:
         e = per.get(t) or {}
         way = "falls" if (e.get("estimate") or 0) < 0 else "rises"
-        words.append(f"in {_task(t)} it {way} with scale (p = {_n(e.get('p_value'), '.3f')})")
+        words.append(f"in {_task(t)} it {way} with scale ({_missing_size(sec, t)}slope "
+                     f"{_n(e.get('estimate'), '+.2f')} log-odds per unit of scale, "
+                     f"p = {_n(e.get('p_value'), '.3f')})")
     strict = _strict_outcome(R)
     tail = (f" Refitted on strict accuracy (missing counted as wrong), the accuracy model {strict}."
             if strict else " See the strict-accuracy sensitivity.")

@@ -391,19 +391,17 @@ def test_inspect_join_and_folder(tmp_path: Path) -> None:
         "q2::1": ("openai/gpt-4o", "anthropic/claude-3-5-haiku", "false", "false", True),
     }
     assert r.counts["cross_predictions"] == 2
-    # a folder is listed as Inspect lists it: .eval files, and .json files named as Inspect
-    # names logs (timestamp first); another .json is said not to be read
+    # a folder is read by content (issue 29): hyp.json is an Inspect log whatever its name,
+    # so both logs are read; a renamed log is read the same; other files are listed
     folder_mapping = parse_mapping(
         {**INSPECT_MAPPING, "fields": {**INSPECT_MAPPING["fields"], "outcome": "target"}}
     )
-    one = import_inspect(tmp_path, mapping=folder_mapping)
-    assert set(one.records["model"]) == {"openai/gpt-4o"}
-    assert one.counts["files_not_read"] == ["hyp.json"]
-    assert any("not Inspect logs" in n and "hyp.json" in n for n in one.notes)
-    (tmp_path / "hyp.json").rename(tmp_path / "2025-03-01T00-00-00+00-00_self-pred_x.json")
     both = import_inspect(tmp_path, mapping=folder_mapping)
     assert set(both.records["model"]) == {"openai/gpt-4o", "anthropic/claude-3-5-haiku"}
     assert both.counts["files"] == 2 and both.counts["files_not_read"] == []
+    (tmp_path / "hyp.json").rename(tmp_path / "2025-03-01T00-00-00+00-00_self-pred_x.json")
+    renamed = import_inspect(tmp_path, mapping=folder_mapping)
+    assert renamed.records.height == both.records.height
 
 
 def test_inspect_unreadable_file(tmp_path: Path) -> None:

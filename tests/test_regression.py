@@ -87,6 +87,14 @@ The run samples every fit of a default run (several minutes), so the test is
 (e.g. ``build/fits``) to seed the fit cache: fits are reused only when their cache key
 (model, options, priors, sampler settings, seed, data hash, package versions) matches, so
 seeding cannot hide a change in what is fitted.
+
+It was amended by hand for issue 29 (status words, records mappings): the keys ``status``
+(``[]``: no status line applies to the default run, whose diagnostics pass and which keeps
+every record), ``data.correct_only_records`` (0), ``data.repeat_columns`` (``{}``),
+``data.hints`` (``[]``), ``data.study_mapping`` and ``settings.study_mapping`` /
+``settings.preset`` (``null``: no ``--mapping``, no ``--preset``) were added with the values
+the code gives for the default data (the data keys computed by ``ingest`` on ``data_raw``);
+no number changed.
 """
 
 from __future__ import annotations

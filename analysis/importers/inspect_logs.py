@@ -22,8 +22,12 @@ Score values are Inspect's: ``scores.<scorer>.value`` is ``"C"`` (correct), ``"I
 Defaults when the mapping does not say otherwise: ``task`` = ``@task``; ``item_id`` =
 ``id``; ``sample`` = ``epoch - 1`` (epochs are repeats of one item); ``status`` =
 ``"error"`` for a sample that carries an ``error``; ``run_id`` = the log file (each log is its
-own run). A folder is searched with ``inspect_ai.log.list_eval_logs``; other ``.json`` files
-in it are listed as not read. ``source_line`` is the sample's 1-based position in the log.
+own run). A folder is searched recursively and every Inspect log in it is read, whatever
+its name: the ``.eval`` files and ``.json`` files ``inspect_ai.log.list_eval_logs`` lists,
+and any other ``.json`` file whose content is a log (a ``version`` and an ``eval`` key at
+its start, a header Inspect's reader reads). Every other file is listed in
+``files_not_read`` with its reason (hidden, not ``.eval``/``.json``, JSON that is not a
+log, a log Inspect cannot read). ``source_line`` is the sample's 1-based position in the log.
 """
 
 from __future__ import annotations
@@ -137,19 +141,69 @@ def _candidates(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
 
 
-def _find(folder: Path) -> list[Path]:
-    """The Inspect logs in ``folder`` (recursively), as ``list_eval_logs`` finds them.
+#: How much of a ``.json`` file is looked at to tell an Inspect log from other JSON.
+_SNIFF_BYTES: Final = 4096
 
-    Other ``.json`` files are not logs.
+
+def _is_log(path: Path, listed: set[Path]) -> str | None:
+    """``None`` when ``path`` is an Inspect log (by its content), else why it is not read.
+
+    Inspect's ``list_eval_logs`` only lists ``.json`` files named as Inspect names logs
+    (timestamp first); users rename them. So a ``.json`` file not listed is opened: a
+    log starts with a ``version`` and an ``eval`` key, and Inspect's reader must read its
+    header.
+    """
+    if path.resolve() in listed:
+        return None
+    if path.suffix == ".eval":
+        return "not listed by inspect_ai as an eval log"
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(_SNIFF_BYTES).decode("utf-8", "replace")
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror})"
+    if not head.lstrip().startswith("{") or '"eval"' not in head or '"version"' not in head:
+        return "JSON, but not an Inspect log (no 'version' and 'eval' keys at its start)"
+    try:
+        from inspect_ai.log import read_eval_log
+
+        read_eval_log(str(path), header_only=True)
+    except Exception as exc:  # inspect raises several types for a file it cannot read
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"looks like an Inspect log but inspect_ai cannot read it ({first[:160]})"
+    return None
+
+
+def _survey(folder: Path) -> tuple[list[Path], list[dict[str, str]]]:
+    """The Inspect logs in ``folder`` and every other file, with the reason it is not read.
+
+    Recursive; logs are detected by content (:func:`_is_log`).
     """
     try:
         from inspect_ai.log import list_eval_logs
     except ImportError:
         raise InputError(INSTALL_HINT) from None
-    found = {Path(unquote(urlparse(info.name).path)).resolve() for info in list_eval_logs(
+    listed = {Path(unquote(urlparse(info.name).path)).resolve() for info in list_eval_logs(
         str(folder), recursive=True
     )}
-    return [p for p in _candidates(folder) if p.resolve() in found]
+    logs: list[Path] = []
+    not_read: list[dict[str, str]] = []
+    for p in sorted(q for q in folder.rglob("*") if q.is_file()):
+        rel = p.relative_to(folder).as_posix()
+        if any(part.startswith(".") for part in p.relative_to(folder).parts):
+            not_read.append({"path": rel, "reason": "hidden"})
+        elif p.suffix not in (".eval", ".json"):
+            not_read.append({"path": rel, "reason": "not a .eval or .json file"})
+        elif (why := _is_log(p, listed)) is None:
+            logs.append(p)
+        else:
+            not_read.append({"path": rel, "reason": why})
+    return logs, not_read
+
+
+def _find(folder: Path) -> list[Path]:
+    """The Inspect logs in ``folder`` (recursively), detected by content (see :func:`_is_log`)."""
+    return _survey(folder)[0]
 
 
 def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> MappedImport:
@@ -186,13 +240,8 @@ def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> 
         what="Inspect logs (.eval, .json)",
     )
     if src is not None and Path(src).is_dir() and not m.joins:
-        logs = set(_find(Path(src)))
-        others = [p.relative_to(src).as_posix() for p in _candidates(Path(src)) if p not in logs]
+        _, others = _survey(Path(src))
         result.counts["files_not_read"] = others
-        if others:
-            result.notes.insert(
-                0,
-                f"{len(others)} .json/.eval file(s) are not Inspect logs and were not read: "
-                f"{', '.join(others[:10])}{' ...' if len(others) > 10 else ''}.",
-            )
+        for o in reversed(others):
+            result.notes.insert(0, f"not read: {o['path']} ({o['reason']}).")
     return result

@@ -76,3 +76,52 @@ def preview_text(result: ImportResult, *, rows: int = 10) -> str:
             "preview only: nothing written.",
         ]
     )
+
+
+#: Columns of the ingest preview (the mapped record fields).
+INGEST_SHOWN = ("model", "task", "item_id", "sample", "confidence", "prediction", "outcome",
+                "correct", "status")
+
+
+def ingest_preview_text(result, status: list[str], *, rows: int = 10) -> str:
+    """``selfmodel ingest|run ... --preview``: mapped records and the accounting, as text.
+
+    Parameters
+    ----------
+    result
+        What :func:`selfmodel.ingest.ingest` returned (an ``IngestResult``).
+    status
+        The status sentences that lead (low yield, ``correct`` only, repeats).
+    rows
+        How many records (and quarantined rows) to show.
+
+    Returns
+    -------
+    str
+        The status sentences, the accounting (read = used + quarantined + duplicate) with
+        the quarantine reasons, the first records and the first quarantined rows.
+    """
+    s = result.summary
+    recs = result.records
+    shown = recs.select([c for c in INGEST_SHOWN if c in recs.columns]).head(rows)
+    bad = result.quarantine.select("source_file", "source_line", "reason").head(rows)
+    with pl.Config(tbl_rows=rows, tbl_cols=-1, tbl_width_chars=160, fmt_str_lengths=60,
+                   tbl_hide_dataframe_shape=True, tbl_hide_column_data_types=True):
+        first, quarantined = str(shown), str(bad)
+    reasons = ", ".join(f"{k} {v}" for k, v in sorted(
+        (s.get("quarantine_reasons") or {}).items(), key=lambda kv: -kv[1]))
+    out = [*status,
+           f"records read {s['records_read']}, used {s['records_used']}, quarantined "
+           f"{s['records_quarantined']}, duplicate {s['records_duplicate']}"
+           + (f" (quarantine reasons: {reasons})" if reasons else ""),
+           f"models: {', '.join(s['models'])}; tasks: {', '.join(s['tasks'])}",
+           f"first {shown.height} of {recs.height} records:", first]
+    if bad.height:
+        out += [f"first {bad.height} of {result.quarantine.height} quarantined rows:",
+                quarantined]
+    counts = (s.get("study_mapping") or {}).get("counts")
+    if counts:
+        out.append("mapping: " + ", ".join(f"{k.replace('_', ' ')} {v}"
+                                           for k, v in counts.items()))
+    out.append("preview only: nothing written, nothing fitted.")
+    return "\n".join(out)

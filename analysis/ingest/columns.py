@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Mapping, Sequence
 
 import polars as pl
@@ -20,14 +21,48 @@ from selfmodel.registry import format_input_error
 # --------------------------------------------------------------------------- columns
 
 
-def _closest(word: str, candidates: Sequence[str]) -> str | None:
-    if not candidates:
+#: Columns that name things (a model, a task): a column of numbers or booleans is never one.
+_NAME_COLUMNS = frozenset({"model", "task", "predictor"})
+
+
+def _tokens(name: str) -> set[str]:
+    return {t for t in re.split(r"[^0-9a-z]+", name.lower()) if t}
+
+
+def _shares_part(word: str, column: str) -> bool:
+    """A name part in common, or a part of ``column`` ending in one of ``word`` (``qid``)."""
+    mine, theirs = _tokens(word), _tokens(column)
+    return bool(mine & theirs) or any(t.endswith(m) for t in theirs for m in mine if len(m) >= 2)
+
+
+def _kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
+    """Whether ``column``'s values could be a ``canonical`` value (names are not numbers)."""
+    if frame is None or column not in frame.columns or canonical not in _NAME_COLUMNS | {"item_id"}:
+        return True
+    values = frame.get_column(column).drop_nulls().head(200).cast(pl.Utf8).str.strip_chars()
+    values = values.filter(values != "")
+    if values.len() == 0:
+        return True
+    lower = values.str.to_lowercase()
+    boolean = lower.is_in(["true", "false", "yes", "no"]).all()
+    numeric = values.cast(pl.Float64, strict=False).is_not_null().all()
+    return not boolean and not (numeric and canonical in _NAME_COLUMNS)
+
+
+def _closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
+             ) -> str | None:
+    """The candidate that plausibly is ``word``, or ``None`` when none is.
+
+    Plausible: it shares a name part (``question_id`` for ``item_id``) or is spelled alike
+    (difflib ratio >= 0.6), and holds values of the same kind (a model or task column is
+    not numbers or booleans).
+    """
+    ratio = {c: difflib.SequenceMatcher(None, word.lower(), c.lower()).ratio() for c in candidates}
+    plausible = [c for c in candidates
+                 if (ratio[c] >= 0.6 or _shares_part(word, c)) and _kind_fits(word, frame, c)]
+    if not plausible:
         return None
-    ranked = sorted(
-        candidates,
-        key=lambda c: (-difflib.SequenceMatcher(None, word.lower(), c.lower()).ratio(), c),
-    )
-    return ranked[0]
+    return sorted(plausible, key=lambda c: (-_shares_part(word, c), -ratio[c], c))[0]
 
 
 def _resolve(
@@ -71,14 +106,16 @@ def _resolve(
                 )
             )
         if canonical in REQUIRED:
-            guess = _closest(canonical, unused)
+            guess = _closest(canonical, unused, read.frame)
             raise InputError(
                 format_input_error(
                     inp.name,
                     f"required column '{canonical}' is missing (present: {shown or 'none'})",
                     f"Map it with --map {canonical}={guess}"
                     if guess
-                    else f"Add a '{canonical}' column",
+                    else f"Add a '{canonical}' column, map one with --map {canonical}=COLUMN, "
+                    f"or give one value for every row ({canonical} = \"...\" in a --mapping "
+                    "file, or [defaults] in --config)",
                     line=line,
                     column=canonical,
                 )

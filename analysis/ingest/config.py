@@ -37,12 +37,20 @@ class IngestConfig:
         Canonical column -> constant text used when a file has no such column.
     path
         The file the options came from, for messages.
+    transform
+        A records mapping applied to each file's rows before validation (``--mapping``,
+        :class:`selfmodel.importers.mapping.records_apply.RecordsTransform`): called as
+        ``transform(file_name, frame) -> (frame, [(line, category, reason, raw)])``, with a
+        ``read_columns`` set and a ``summary()`` for ``ingest.json``.
     """
 
     mapping: dict[str, str] = field(default_factory=dict)
     tasks: tuple[str, ...] | None = None
     defaults: dict[str, str] = field(default_factory=dict)
     path: str | None = None
+    transform: Any = None
+    #: Filled while ingesting: ignored column -> rows it alone tells apart (repeat hint).
+    hints: dict[str, int] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- options

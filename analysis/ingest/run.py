@@ -22,6 +22,7 @@ from selfmodel.ingest.columns import _resolve
 from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
 from selfmodel.ingest.dedup import _order_and_deduplicate
 from selfmodel.ingest.discover import _discover, _Input
+from selfmodel.ingest.hints import repeat_columns, repeat_hint
 from selfmodel.ingest.readers import _LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
 from selfmodel.ingest.rules import _GOOD_SCHEMA, _validate
 from selfmodel.registry import format_input_error, load_registry, registry_report
@@ -53,7 +54,8 @@ class IngestResult:
 
 
 def _merge_options(
-    mapping: Mapping[str, str] | None, config: Path | str | IngestConfig | None
+    mapping: Mapping[str, str] | None, config: Path | str | IngestConfig | None,
+    transform: Any = None,
 ) -> IngestConfig:
     cfg = (
         config
@@ -77,6 +79,8 @@ def _merge_options(
         tasks=cfg.tasks,
         defaults=dict(cfg.defaults),
         path=cfg.path,
+        transform=transform if transform is not None else cfg.transform,
+        hints={},
     )
 
 
@@ -86,6 +90,7 @@ def ingest(
     mapping: Mapping[str, str] | None = None,
     config: Path | str | IngestConfig | None = None,
     registry: Path | str | None = None,
+    transform: Any = None,
 ) -> IngestResult:
     r"""Read, validate and deduplicate self-prediction records, accounting for every row.
 
@@ -102,6 +107,9 @@ def ingest(
     registry
         A model registry (see :func:`selfmodel.registry.load_registry`); when given, the
         summary gets its ``registry_report``.
+    transform
+        A records mapping (``--mapping``; see :class:`IngestConfig`) applied to each file's
+        rows before validation; the summary gets its ``study_mapping`` account.
 
     Returns
     -------
@@ -134,10 +142,12 @@ def ingest(
     >>> res.quarantine.select("source_line", "reason").row(0)
     (2, "invalid JSON (Expecting ',' delimiter at column 14)")
     """
-    options = _merge_options(mapping, config)
+    options = _merge_options(mapping, config, transform)
     inputs = _discover(paths)
     registry_frame = load_registry(registry) if registry is not None else None
     wanted = set(INPUT_COLUMNS) | set(options.mapping.values())
+    if options.transform is not None:
+        wanted |= options.transform.read_columns
 
     total = hashlib.sha256()
     goods, bads, reads, files, ignored = _read_files(inputs, options, wanted, total)
@@ -189,15 +199,36 @@ def ingest(
                 f"no records to analyse ({n_read} read, {quarantine.height} quarantined"
                 + (f": {top}" if top else "")
                 + f", {n_copies} duplicate)",
-                "Check that the files hold records with model, task, item_id and an outcome",
+                "Check that the files hold records with model, task, item_id and an outcome"
+                + (" (a confidence on another scale, 0-10 or 0-100, is declared in a --mapping "
+                   "file: [confidence] scale = [0, 10])"
+                   if reasons and reasons.most_common(1)[0][0] == "invalid confidence" else ""),
             )
         )
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
     summary["predictions_not_boolean"] = not_boolean
+    summary.update(_study_summary(records, options))
     if registry_frame is not None:
         summary["registry_report"] = registry_report(records, registry_frame)
     return IngestResult(records=records, quarantine=quarantine, summary=summary)
+
+
+def _study_summary(records: pl.DataFrame, options: IngestConfig) -> dict[str, Any]:
+    """What a study needs said: ``correct``-only records, repeat hints, the records mapping."""
+    hint = repeat_hint(options.hints)
+    out: dict[str, Any] = {
+        # read as "the self-prediction was right"; task accuracy needs a mapping to say so
+        "correct_only_records": records.filter(
+            pl.col("prediction").is_null() & pl.col("outcome").is_null()
+            & pl.col("correct").is_not_null()
+        ).height,
+        "repeat_columns": dict(sorted(options.hints.items())),
+        "hints": [hint] if hint else [],
+    }
+    if options.transform is not None:
+        out["study_mapping"] = options.transform.summary()
+    return out
 
 
 def _read_files(
@@ -215,6 +246,7 @@ def _read_files(
     reads: list[_Read] = []
     files: list[dict[str, Any]] = []
     ignored: set[str] = set()
+    repeats: dict[str, int] = {}
     # Each file is hashed (and its lines counted) in a second thread while polars parses
     # it: hashlib and polars both release the GIL. One file at a time, in reading order.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
@@ -238,9 +270,16 @@ def _read_files(
         )
         if read.bad:
             bads.append(_unreadable_rows(index, read.bad))
+        if options.transform is not None and read.frame.height:
+            read.frame, mapped_bad = options.transform(inp.name, read.frame, read.present)
+            read.present = [c for c in read.frame.columns if c != _LINE]
+            if mapped_bad:
+                bads.append(_unreadable_rows(index, mapped_bad))
         if read.frame.height == 0:
             continue
         canonical, unused = _resolve(inp, read, options.mapping, options.defaults)
+        for col, n in repeat_columns(canonical, read.frame, unused).items():
+            repeats[col] = repeats.get(col, 0) + n
         read.frame = read.frame.clear()  # the canonical columns are all that is needed now
         ignored |= unused
         good, bad = _validate(canonical, tasks=options.tasks)
@@ -258,6 +297,7 @@ def _read_files(
             )
 
     pool.shutdown(wait=True)
+    options.hints.update(repeats)
     return goods, bads, reads, files, ignored
 
 

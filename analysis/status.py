@@ -1,0 +1,135 @@
+"""The status sentences a run leads with, each chosen by code from the numbers.
+
+A run's first lines (``results.json`` ``status``, the command line and the report's first
+screen) say, in this order and only when it applies:
+
+``low_yield``
+    fewer than :data:`LOW_YIELD_SHARE` of the records read were kept, with the top
+    quarantine reasons (the run stops before this unless ``--allow-low-yield``);
+``exploratory``
+    the sampler ran the exploratory preset (``--preset exploratory``): "Exploratory
+    settings: not for findings";
+``not_fitted``
+    no model was fitted, and why (instead of "Diagnostics failed (R-hat n/a ...)");
+``diagnostics``
+    a fitted model failed its sampler checks (a real failure, or one expected at the
+    exploratory settings);
+``correct_only``
+    records that give only ``correct`` were read as *self-prediction* right or wrong;
+``repeats``
+    repeats told apart only by an ignored column (map it to ``sample``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "low_yield_sentence", "status_lines"]
+
+#: A run that keeps fewer than this share of the records it read says so first (or stops).
+LOW_YIELD_SHARE: Final = 0.5
+#: ``--preset exploratory``: sampler settings for a first look, never for findings.
+EXPLORATORY: Final = {"draws": 300, "tune": 300, "chains": 2}
+EXPLORATORY_WORDS: Final = "Exploratory settings: not for findings"
+
+_SCALE_HINT: Final = (" If the confidence is on another scale (0-10, 0-100), declare it in a "
+                      "mapping file: [confidence] scale = [0, 10] (docs/mapping.md).")
+
+
+def low_yield_sentence(summary: Mapping[str, Any]) -> str | None:
+    """The low-yield sentence of an ingest summary, or ``None`` when at least half is kept.
+
+    Examples
+    --------
+    >>> s = {"records_read": 1440, "records_used": 38, "records_duplicate": 0,
+    ...      "quarantine_reasons": {"invalid confidence": 1402}}
+    >>> print(low_yield_sentence(s))  # doctest: +NORMALIZE_WHITESPACE
+    Only 38 of 1,440 records (2.6%) were kept: invalid confidence 1,402. If the confidence is
+    on another scale (0-10, 0-100), declare it in a mapping file: [confidence] scale = [0, 10]
+    (docs/mapping.md).
+    """
+    read = int(summary.get("records_read") or 0)
+    used = int(summary.get("records_used") or 0)
+    if read == 0 or used >= LOW_YIELD_SHARE * read:
+        return None
+    reasons = dict(summary.get("quarantine_reasons") or {})
+    if summary.get("records_duplicate"):
+        reasons["exact duplicates of a record key"] = int(summary["records_duplicate"])
+    top = sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    text = (f"Only {used:,} of {read:,} records ({used / read:.1%}) were kept: "
+            + ", ".join(f"{k} {v:,}" for k, v in top) + ".")
+    if top and top[0][0] in ("invalid confidence", "confidence outside declared scale"):
+        text += _SCALE_HINT
+    return text
+
+
+def _fmt(x: Any, spec: str) -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def _not_fitted(R: Mapping[str, Any]) -> str:
+    eff = R.get("scale_effect") or {}
+    reason = eff.get("reason") or (R.get("diagnostics") or {}).get("note") or "no usable data"
+    missing = eff.get("models_without_scale_variable") or []
+    names = [m["model"] if isinstance(m, Mapping) else str(m) for m in missing]
+    text = f"No model was fitted: {reason}."
+    if names:
+        col = eff.get("registry_column") or "the scale variable"
+        text += (f" {len(names)} model(s) have no {col} ({', '.join(names[:6])}"
+                 f"{', ...' if len(names) > 6 else ''}).")
+    return text + (" Nothing below is a posterior estimate; the descriptive tables and "
+                   "frequentist checks are computed from the records.")
+
+
+def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
+    """The status sentences of a results dict, in the order they lead the report.
+
+    Parameters
+    ----------
+    R
+        ``results.json`` as a dict (``data``, ``diagnostics``, ``scale_effect``,
+        ``settings``).
+
+    Returns
+    -------
+    list of dict
+        ``{"key": ..., "text": ...}``, possibly empty.
+    """
+    out: list[tuple[str, str]] = []
+    data = R.get("data") or {}
+    if (text := low_yield_sentence(data)) is not None:
+        out.append(("low_yield", text))
+    settings = R.get("settings") or {}
+    exploratory = settings.get("preset") == "exploratory"
+    if exploratory:
+        s = settings.get("sampler") or {}
+        out.append(("exploratory", f"{EXPLORATORY_WORDS} ({s.get('draws')} draws, "
+                    f"{s.get('tune')} tuning, {s.get('chains')} chains; --preset exploratory). "
+                    "Rerun without the preset before reading any verdict as a finding."))
+    diag = R.get("diagnostics")
+    if diag is None:  # no fitting stage (ingest, --preview)
+        pass
+    elif diag.get("max_rhat") is None and diag.get("min_ess_bulk") is None:
+        out.append(("not_fitted", _not_fitted(R)))
+    elif not diag.get("passed", True):
+        numbers = (f"R-hat {_fmt(diag.get('max_rhat'), '.3f')}, bulk ESS "
+                   f"{_fmt(diag.get('min_ess_bulk'), '.0f')}, divergences "
+                   f"{_fmt(diag.get('divergences'), 'd')}")
+        if exploratory:
+            out.append(("diagnostics", f"The sampler checks do not pass at these exploratory "
+                        f"settings ({numbers}); this says the run was short, not that the "
+                        "model failed: rerun without --preset."))
+        else:
+            out.append(("diagnostics", f"Diagnostics failed ({numbers}): the verdict is "
+                        "reported as computed and is not a finding."))
+    n_correct = int(data.get("correct_only_records") or 0)
+    if n_correct:
+        out.append(("correct_only", f"{n_correct:,} records give only 'correct' (no prediction "
+                    "or outcome): they are read as the self-prediction being right or wrong. "
+                    "If 'correct' says whether the task was answered right, that is task "
+                    "accuracy, not self-prediction: declare it in a mapping file "
+                    "(correct_means = \"task\") with the stated confidence."))
+    for hint in data.get("hints") or []:
+        out.append(("repeats", str(hint)))
+    return [{"key": k, "text": t} for k, t in out]
