@@ -424,6 +424,38 @@ def section_pipeline(pipe) -> str:
             + second_run_profile())
 
 
+#: Issue 32's targets: (ratio key of bench_pipeline, bound, what it measures).
+ISSUE32_TARGETS = (
+    ("first_over_naive", 1.5, "cold whole pipeline (empty compile caches, robustness and "
+     "report included) against one naive PyMC fit of the main model"),
+    ("second_over_naive", 0.1, "unchanged rerun against the naive fit"),
+    ("other_data_over_first", 0.5, "cold run on another data set with the same models "
+     "against the first cold run"),
+)
+
+
+def section_issue32() -> str:
+    """Issue 32's targets from ``pipeline_issue32.json``: measured ratios, verdicts."""
+    head = "## A cold run against one naive fit (issue 32)\n\n"
+    res = load("pipeline_issue32")
+    cmd = ("bench/bench_pipeline.py --steps naive first second other_data "
+           "--name pipeline_issue32")
+    if not res:
+        return head + missing(cmd)
+    table = md_table(res["rows"], ["step", "wall_s", "cpu_s", "peak_rss_mib", "fits_saved"])
+    lines = []
+    for key, bound, what in ISSUE32_TARGETS:
+        for unit in ("wall", "cpu"):
+            got = res.get("ratios", {}).get(f"{key}_{unit}")
+            if got is None:
+                continue
+            lines.append(f"| {what} | {unit} | {got:.2f}x | at most {bound}x | "
+                         f"{verdict(got <= bound)} |")
+    targets = ("| target | seconds | measured | bound | verdict |\n|---|---|---|---|---|\n"
+               + "\n".join(lines))
+    return head + load_note(res) + "\n" + table + "\n\n" + targets + "\n"
+
+
 def section_growth(growth) -> str:
     head = "## How cost grows\n\n"
     if not growth:
@@ -751,6 +783,7 @@ def main() -> None:
         "PIPELINE": section_pipeline(pipe),
         "GROWTH": section_growth(growth),
         "ISSUE18": section_issue18(),
+        "ISSUE32": section_issue32(),
         "SLOPE_BASIS": section_slope_basis(),
         "ENGINES": section_engines(),
     }
