@@ -133,7 +133,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", type=Path, help="record files or folders (default: data_raw/)"
     )
     _common_inputs(p)
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
     _run_options(p)
     p.add_argument("--no-report", action="store_true", help="stop after results.json")
 
@@ -142,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="+", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=outputs.out_folder, required=True)
 
     _import_parsers(sub.add_parser(
         "import",
@@ -160,24 +160,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="*", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
 
     p = sub.add_parser("fit", help="ingest and fit; write results.json without the report")
     p.add_argument("paths", nargs="*", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
     p.add_argument("--model", default=None, help="model from models/ (default: scale)")
     _run_options(p)
 
     p = sub.add_parser("report", help="render the report from OUT/results.json (never refits)")
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
     p.add_argument("--format", choices=["html", "pdf"], default="html")
     _quiet_option(p)
 
     p = sub.add_parser(
         "simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)"
     )
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=outputs.out_folder, required=True)
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
     _power_options(
@@ -228,7 +228,7 @@ def _import_parsers(p: argparse.ArgumentParser) -> None:
         q.add_argument("src", type=Path, help=src)
         if name != "seb":
             q.add_argument("--mapping", type=Path, help="TOML mapping (format, task, [fields] ...)")
-        q.add_argument("--out", type=Path, help="folder for records and registry (required unless --preview)")
+        q.add_argument("--out", type=outputs.out_folder, help="folder for records and registry (required unless --preview)")
         q.add_argument(
             "--preview",
             action="store_true",
@@ -280,7 +280,7 @@ def _power_options(p: argparse.ArgumentParser) -> None:
         help="data sets per design of the models-vs-items sweep; 0 skips the sweep (default 150)",
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=outputs.out_folder, required=True)
     _quiet_option(p)
 
 
@@ -439,6 +439,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
+        outputs.claim(args.out)
         atomic.write_json(args.out / "describe.json", rows)
         _print_table(rows)
         return 0
@@ -448,6 +449,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     if args.command == "simulate":
         from selfmodel.simulate import write_dataset
 
+        outputs.claim(args.out)
         paths = write_dataset(args.out, seed=args.seed)
         print(" ".join(str(p) for p in paths.values()))
         return 0
@@ -481,6 +483,7 @@ def _import(args: argparse.Namespace, say) -> int:
         return 0
     if args.out is None:
         raise InputError(f"import {args.format} needs --out DIR (or --preview to only look).")
+    outputs.claim(args.out)
     write_import(res, args.out)
     for note in res.notes:
         say(note)
@@ -535,6 +538,7 @@ def _power(args: argparse.Namespace, say) -> int:
             design, slope=pw.sweep_slope(power), sims=args.sweep_sims, seed=args.seed,
             progress=_power_progress("models-vs-items sweep"),
         )
+    outputs.claim(args.out)
     paths = pw.write_power(power, args.out, design=design)
     Console(highlight=False).print(pw.power_table(power), markup=False)
     for line in pw.summary_lines(power):

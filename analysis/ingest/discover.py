@@ -15,6 +15,7 @@ from typing import Final
 from selfmodel.contract import (
     InputError,
 )
+from selfmodel.outputs import MARKER
 from selfmodel.registry import format_input_error
 
 #: File suffix -> format name.
@@ -58,11 +59,18 @@ def walk_folder(
     Searched recursively, following links to folders (each real folder once). Not read,
     and listed as ``{"path", "reason"}``: hidden files and folders (a name starting with
     ``.``), files of another type, files named in ``exclude`` (e.g. a registry beside the
-    records), dangling links and links that loop back into a folder being read. The one
+    records), dangling links, links that loop back into a folder being read, and a folder
+    of outputs of a ``selfmodel run``, ``fit`` or ``ingest`` (outputs are never read back
+    as input: an ``--out`` inside an input folder does not add its records). The one
     file discovery of ``selfmodel``: ``ingest`` and ``selfmodel.pipeline.resolve_inputs``.
     """
     files: list[Path] = []
     skipped: list[dict[str, str]] = []
+    if is_output_folder(root):
+        raise InputError(format_input_error(
+            root, "this folder holds outputs of selfmodel, which are never read back as input",
+            "Name the record files (e.g. its records.parquet), or the folder of the original "
+            "records"))
     seen = {root.resolve()}
     stack = [root]
     while stack:
@@ -73,6 +81,8 @@ def walk_folder(
                 skipped.append({"path": rel, "reason": "hidden"})
             elif entry.is_symlink() and not entry.exists():
                 skipped.append({"path": rel, "reason": "dangling link"})
+            elif entry.is_dir() and is_output_folder(entry):
+                skipped.append({"path": rel, "reason": OUTPUT_FOLDER})
             elif entry.is_dir():
                 real = entry.resolve()
                 if real in seen:
@@ -90,6 +100,23 @@ def walk_folder(
             else:
                 files.append(entry)
     return sorted(files), sorted(skipped, key=lambda s: s["path"])
+
+
+#: Why an output folder of selfmodel found among the inputs is not read.
+OUTPUT_FOLDER: Final = "outputs of selfmodel (an earlier --out): outputs are never inputs"
+
+
+def is_output_folder(folder: Path) -> bool:
+    """Whether ``folder`` is the ``--out`` of a ``selfmodel run``, ``fit`` or ``ingest``.
+
+    It holds ``ingest.json`` beside the marker file ``.selfmodel-out`` (or beside
+    ``records.parquet`` and ``quarantine.parquet``, as made before the marker). The output
+    folder of ``selfmodel import`` has no ``ingest.json``: its records are read.
+    """
+    if not (folder / "ingest.json").is_file():
+        return False
+    return (folder / MARKER).is_file() or (
+        (folder / "records.parquet").is_file() and (folder / "quarantine.parquet").is_file())
 
 
 def data_files(root: Path, *, exclude: Sequence[str] = ()) -> list[Path]:
