@@ -150,6 +150,40 @@ class InputError(Exception):
     """
 
 
+#: What ``json.loads`` raises on text it cannot turn into data: a syntax error or an integer
+#: of more than 4,300 digits (``ValueError``), nesting deeper than the interpreter's
+#: recursion limit (``RecursionError``).
+JSON_ERRORS: Final = (ValueError, RecursionError)
+
+
+def json_problem(exc: BaseException) -> str:
+    """Why a JSON text could not be read, in a few words (for a quarantine reason or message).
+
+    Examples
+    --------
+    >>> import json
+    >>> try:
+    ...     json.loads("[" * 100_000 + "]" * 100_000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'nested too deeply, over about 1,000 levels'
+    >>> try:
+    ...     json.loads("9" * 5000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'an integer of more than 4300 digits'
+    """
+    if isinstance(exc, RecursionError):
+        return "nested too deeply, over about 1,000 levels"
+    msg = getattr(exc, "msg", None)
+    if msg is not None and hasattr(exc, "colno"):  # json.JSONDecodeError
+        return f"{msg} at column {exc.colno}"  # type: ignore[attr-defined]
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer of more than 4300 digits"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
 def parse_bool(value: object) -> bool | None:
     """Parse a boolean written as true/false/1/0/yes/no in any case.
 

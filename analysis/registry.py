@@ -49,6 +49,7 @@ import polars as pl
 from selfmodel.atomic import FORMULA_STARTS
 from selfmodel.contract import REGISTRY_SCHEMA, InputError, parse_bool
 from selfmodel.toml_errors import did_you_mean
+from selfmodel.toml_errors import loads as toml_loads
 
 __all__ = [
     "did_you_mean",
@@ -379,7 +380,7 @@ def _load_csv(path: Path, text: str) -> pl.DataFrame:
 
 def _load_toml(path: Path, text: str) -> pl.DataFrame:
     try:
-        doc = tomllib.loads(text)
+        doc = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(
             format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")

@@ -32,7 +32,7 @@ import re
 from pathlib import Path
 from typing import Any, Final
 
-from selfmodel.contract import InputError
+from selfmodel.contract import JSON_ERRORS, InputError, json_problem
 from selfmodel.importers.mapping import (
     LogSample,
     MappedImport,
@@ -83,8 +83,8 @@ def _results_for(path: Path, date: str | None) -> tuple[dict[str, Any], Path | N
         if c.is_file():
             try:
                 data = json.loads(c.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InputError(f"{c}: not valid JSON ({exc}).") from None
+            except (*JSON_ERRORS, UnicodeDecodeError) as exc:
+                raise InputError(f"{c}: not valid JSON ({json_problem(exc)}).") from None
             if isinstance(data, dict):
                 return data, c
     return {}, None
@@ -152,7 +152,7 @@ def read_lmeval_samples(
                     continue
                 try:
                     data = json.loads(line)
-                except json.JSONDecodeError:
+                except JSON_ERRORS:  # a syntax error, nesting too deep, a 5,000-digit number
                     bad.append(line_no)
                     continue
                 samples.append(LogSample(data, meta, rel, line_no))

@@ -14,6 +14,7 @@ from selfmodel.contract import (
 )
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
+from selfmodel.toml_errors import loads as toml_loads
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
@@ -122,7 +123,7 @@ def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
             format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
         ) from exc
     try:
-        doc = tomllib.loads(text)
+        doc = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(
             format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")

@@ -14,9 +14,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from selfmodel.contract import (
-    InputError,
-)
+from selfmodel.contract import JSON_ERRORS, InputError, json_problem
 from selfmodel.ingest.discover import _Input
 from selfmodel.ingest.duplicate_keys import split_duplicate_keys
 from selfmodel.registry import format_input_error
@@ -210,7 +208,7 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
                 break
             try:
                 obj = json.loads(chunk)
-            except ValueError:
+            except JSON_ERRORS:
                 continue
             if isinstance(obj, dict):
                 sample_keys.update(dict.fromkeys(obj))
@@ -315,15 +313,9 @@ def _parse_json_chunks(
     for number, text in items:
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            bad.append(
-                (
-                    number,
-                    "invalid JSON",
-                    f"invalid JSON ({exc.msg} at column {exc.colno})",
-                    _clip(text),
-                )
-            )
+        except JSON_ERRORS as exc:  # a syntax error, nesting too deep, a 5,000-digit number
+            bad.append((number, "invalid JSON", f"invalid JSON ({json_problem(exc)})",
+                        _clip(text)))
             continue
         if not isinstance(obj, dict):
             kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(

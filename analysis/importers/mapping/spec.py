@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 from selfmodel.contract import InputError
 from selfmodel.importers.result import ImportResult
 from selfmodel.toml_errors import did_you_mean
+from selfmodel.toml_errors import loads as toml_loads
 
 Format = Literal["lmeval", "inspect"]
 Side = Literal["object", "hypothetical"]
@@ -208,7 +209,7 @@ def load_mapping(path: Path | str) -> Mapping:
     if not p.is_file():
         raise InputError(f"{p}: mapping file not found; pass a TOML mapping (see the docs).")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = toml_loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: not valid TOML ({exc}).") from None
     return parse_mapping(data, source=str(p), base=p.parent)
