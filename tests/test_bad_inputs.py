@@ -8,6 +8,7 @@ exit 2) or ingests with the declared quarantine reasons and counts. Whatever hap
 from __future__ import annotations
 
 import json
+import os
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -279,3 +280,166 @@ def test_deep_mapping_toml_is_one_line_with_its_line(where: str, tmp_path: Path)
     line = 2 if where == "top" else 3
     assert f"nested too deeply, over about 1,000 levels (at line {line})" in str(info.value)
     assert "\n" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- resources (class 3)
+
+
+def _gzip_bomb(path: Path, *, mib: int) -> Path:
+    """One record, then ``mib`` MiB of blank lines, gzipped (about 1 KiB per MiB)."""
+    import gzip
+
+    with gzip.open(path, "wb", compresslevel=9) as fh:
+        if path.name.endswith(".csv.gz"):
+            fh.write(b"model,task,item_id,prediction,outcome\nm1,refusal,q0,true,true\n")
+        else:
+            fh.write((GOOD.format(i=0) + "\n").encode())
+        blank = b"\n" * (1 << 20)
+        for _ in range(mib):
+            fh.write(blank)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".jsonl.gz", ".csv.gz"])
+def test_a_gzip_bomb_is_refused_at_its_limit(
+    suffix: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Stopped by the declared size limit (here 1 MiB), never decompressed whole."""
+    from selfmodel.ingest import discover
+
+    bomb = _gzip_bomb(tmp_path / f"bomb{suffix}", mib=4)
+    assert bomb.stat().st_size < 20_000
+    monkeypatch.setenv("SELFMODEL_MAX_GUNZIP", "1M")
+    written: list[int] = []
+    real = discover._gunzip
+    monkeypatch.setattr(discover, "_GZ_DIR", [])  # a temporary folder of its own
+
+    def spy(path: Path) -> Path:
+        try:
+            return real(path)
+        finally:
+            written.append(sum(p.stat().st_size for p in discover._GZ_DIR[0].iterdir()))
+
+    monkeypatch.setattr(discover, "_gunzip", spy)
+    out = tmp_path / "out"
+    assert main(["ingest", str(bomb), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"{bomb}: it decompresses to more than 1 MiB" in err
+    assert "SELFMODEL_MAX_GUNZIP=" in err
+    assert written == [0]  # the partial copy is removed at once
+    assert not out.exists()
+    # raised by the option, the same file is read: 1 record, blank lines are not rows
+    monkeypatch.setenv("SELFMODEL_MAX_GUNZIP", "5M")
+    assert main(["ingest", str(bomb), "--out", str(out)]) == 0
+    assert json.loads((out / "ingest.json").read_text())["records_read"] == 1
+
+
+def test_the_default_gzip_limit_follows_the_compressed_size(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selfmodel.ingest.discover import gunzip_limit
+
+    monkeypatch.delenv("SELFMODEL_MAX_GUNZIP", raising=False)
+    assert gunzip_limit(1 << 20) == 256 << 20  # a 1 MB bomb of 1 GiB is refused
+    assert gunzip_limit(1 << 30) == 100 << 30
+    for value, limit in [("20G", 20 << 30), ("512k", 512 << 10), ("1.5MiB", 3 << 19),
+                         ("1000", 1000)]:
+        monkeypatch.setenv("SELFMODEL_MAX_GUNZIP", value)
+        assert gunzip_limit(1) == limit
+    for value in ("-1", "lots", "inf", "nan"):
+        monkeypatch.setenv("SELFMODEL_MAX_GUNZIP", value)
+        with pytest.raises(InputError, match="is not a size"):
+            gunzip_limit(1)
+
+
+def test_an_lmeval_gzip_bomb_is_refused_while_streaming(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selfmodel.importers.lmeval import read_lmeval_samples
+
+    folder = tmp_path / "org__m"
+    folder.mkdir()
+    bomb = _gzip_bomb(folder / "samples_t_2025-02-02T01-02-03.5.jsonl.gz", mib=16)
+    monkeypatch.setenv("SELFMODEL_MAX_GUNZIP", "2M")
+    with pytest.raises(InputError, match="decompresses to more than 2 MiB"):
+        read_lmeval_samples(bomb)
+
+
+def test_a_full_temporary_disk_is_not_a_bad_gzip(tmp_path: Path) -> None:
+    """A good .gz that does not fit into TMPDIR: the message says so (ENOSPC), not 'bad file'."""
+    import gzip
+    import random
+    import subprocess
+    import sys
+
+    disk = tmp_path / "tmp"
+    disk.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)],
+                             capture_output=True).returncode == 0
+    if not mounted:
+        pytest.skip("cannot mount a tmpfs here (needs root and mount)")
+    try:
+        good = tmp_path / "good.jsonl.gz"
+        rng = random.Random(3)
+        with gzip.open(good, "wt") as fh:
+            for i in range(3000):
+                fh.write(GOOD.format(i=f"{i}-{rng.getrandbits(64):x}") + "\n")
+        done = subprocess.run(
+            [sys.executable, "-m", "selfmodel.cli", "ingest", str(good), "--out",
+             str(tmp_path / "out")], env={**os.environ, "TMPDIR": str(disk)},
+            capture_output=True, text=True)
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert "cannot decompress it into the temporary folder" in done.stderr
+        assert "No space left on device" in done.stderr and "TMPDIR" in done.stderr
+        assert "not a readable gzip" not in done.stderr
+    finally:
+        subprocess.run(["umount", str(disk)], check=False)
+
+
+def _lmeval_with_answers(folder: Path, answers: list[str]) -> Path:
+    logs = folder / "org__model-x"
+    logs.mkdir(parents=True)
+    path = logs / "samples_t_2025-02-02T01-02-03.5.jsonl"
+    path.write_text("".join(json.dumps({"doc_id": i, "doc": {"id": f"q{i}"}, "target": "true",
+                                        "filtered_resps": [a]}) + "\n"
+                            for i, a in enumerate(answers)), encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("pattern", [r"^(a|aa)+$", r"^(a|a)+$", r"(?:a|aa)+b"])
+def test_a_regex_that_backtracks_without_end_is_stopped_with_one_line(
+    pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from selfmodel.importers.lmeval import import_lmeval
+    from selfmodel.importers.mapping import apply, parse_mapping, paths
+
+    for module in (apply, paths):  # 2 s by default; these patterns would run for years
+        monkeypatch.setattr(module, "REGEX_TIMEOUT", 0.2)
+
+    path = _lmeval_with_answers(tmp_path, ["aaa", "a" * 40 + "!"])
+    mapping = parse_mapping({"format": "lmeval", "task": "refusal", "fields": {
+        "item_id": "doc.id", "outcome": "target",
+        "prediction": {"path": "filtered_resps.0", "regex": pattern}}}, source="m.toml")
+    with pytest.raises(InputError) as info:
+        import_lmeval(path, mapping=mapping)
+    message = str(info.value)
+    assert message.startswith(f"m.toml: fields.prediction.regex {pattern!r} ran for more than "
+                              "0.2 s on the value in")
+    assert "(line 2)" in message and "\n" not in message
+
+
+def test_the_regex_of_the_issue_finishes_at_once(tmp_path: Path) -> None:
+    """``^(a+)+$`` on a 35-character answer: hangs ``re``; ``regex`` answers 'no match'."""
+    from selfmodel.importers.lmeval import import_lmeval
+    from selfmodel.importers.mapping import parse_mapping
+
+    path = _lmeval_with_answers(tmp_path, ["aaaa", "a" * 35 + "!"])
+    mapping = parse_mapping({"format": "lmeval", "task": "refusal", "fields": {
+        "item_id": "doc.id", "outcome": "target",
+        "prediction": {"path": "filtered_resps.0", "regex": "^(a+)+$"}}})
+    res = import_lmeval(path, mapping=mapping)
+    assert res.records.get_column("prediction").to_list() == ["aaaa", None]
+    assert res.counts["unreadable_values"] == {"prediction": 1}

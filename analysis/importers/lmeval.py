@@ -26,7 +26,6 @@ id defaults to ``doc_id``. A folder tree with many models and tasks is read in o
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from pathlib import Path
@@ -40,6 +39,7 @@ from selfmodel.importers.mapping import (
     as_mapping,
     import_logs,
 )
+from selfmodel.ingest.discover import open_gzip_text
 
 __all__ = ["import_lmeval", "read_lmeval_samples"]
 
@@ -142,11 +142,10 @@ def read_lmeval_samples(
         "results": results,
         "params_b": _params_b(results),
     }
-    opener = gzip.open if p.suffix == ".gz" else open
     samples: list[LogSample] = []
     bad: list[int] = []
     try:
-        with opener(p, "rt", encoding="utf-8") as fh:
+        with open_gzip_text(p) if p.suffix == ".gz" else p.open(encoding="utf-8") as fh:
             for line_no, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue

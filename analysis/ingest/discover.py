@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import atexit
 import gzip
+import io
+import os
 import shutil
 import tempfile
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from selfmodel.contract import (
     InputError,
@@ -126,20 +128,133 @@ def data_files(root: Path, *, exclude: Sequence[str] = ()) -> list[Path]:
 
 _GZ_DIR: list[Path] = []
 
+#: The environment variable that sets the largest decompressed size of one ``.gz`` input
+#: (bytes, or with a K, M, G or T suffix: ``SELFMODEL_MAX_GUNZIP=50G``).
+GUNZIP_ENV: Final = "SELFMODEL_MAX_GUNZIP"
+#: Unless it is set, a ``.gz`` file may expand to 100 times its size, and to 256 MiB at
+#: least: far beyond logs (JSONL compresses 5 to 20 times), far below a gzip bomb (1 MB
+#: of blank lines expands to 1 GiB).
+GUNZIP_RATIO: Final = 100
+GUNZIP_FLOOR: Final = 256 << 20
+_UNITS: Final = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+def gunzip_limit(compressed: int) -> int:
+    """Largest decompressed size allowed for a ``.gz`` file of ``compressed`` bytes.
+
+    Examples
+    --------
+    >>> gunzip_limit(1 << 20) == 256 << 20, gunzip_limit(10 << 20) == 1000 << 20
+    (True, True)
+    """
+    text = os.environ.get(GUNZIP_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    if not text:
+        return max(GUNZIP_FLOOR, GUNZIP_RATIO * compressed)
+    unit = text[-1] if text[-1] in _UNITS and not text[-1].isdigit() else ""
+    try:
+        value = float(text[: len(text) - len(unit)])
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < 1e18:
+        raise InputError(format_input_error(
+            None, f"{GUNZIP_ENV}={os.environ[GUNZIP_ENV]!r} is not a size",
+            f"Set it to a number of bytes, e.g. {GUNZIP_ENV}=20G, or unset it"))
+    return int(value * _UNITS[unit])
+
+
+def _too_big(path: Path, limit: int) -> InputError:
+    return InputError(format_input_error(
+        path, f"it decompresses to more than {_size(limit)}, the limit for a gzip file of "
+        f"{_size(path.stat().st_size)} (a gzip bomb?)",
+        f"If the file is genuine, raise the limit, e.g. {GUNZIP_ENV}=20G"))
+
+
+def _size(n: int) -> str:
+    for unit in ("GiB", "MiB", "KiB"):
+        scale = _UNITS[unit[0]]
+        if n >= scale:
+            return f"{n / scale:.1f}".removesuffix(".0") + f" {unit}"
+    return f"{n} bytes"
+
+
+class BoundedReader(io.RawIOBase):
+    """A readable stream that stops with :class:`InputError` past ``limit`` bytes.
+
+    Wraps a decompressing stream (``gzip.open(path, "rb")``), so a gzip bomb is refused
+    after at most ``limit`` bytes, whatever reads it.
+    """
+
+    def __init__(self, raw: Any, path: Path, limit: int) -> None:
+        self._raw, self._path, self._limit, self.total = raw, path, limit, 0
+
+    def readable(self) -> bool:  # noqa: D102
+        return True
+
+    def readinto(self, buffer: Any) -> int:  # noqa: D102
+        n = self._raw.readinto(buffer)
+        self.total += n or 0
+        if self.total > self._limit:
+            raise _too_big(self._path, self._limit)
+        return n
+
+    def close(self) -> None:  # noqa: D102
+        self._raw.close()
+        super().close()
+
+
+def open_gzip_text(path: Path, *, encoding: str = "utf-8") -> io.TextIOWrapper:
+    """Open a ``.gz`` file as text, its decompressed size bounded (:func:`gunzip_limit`)."""
+    raw = BoundedReader(gzip.open(path, "rb"), path, gunzip_limit(path.stat().st_size))
+    return io.TextIOWrapper(io.BufferedReader(raw), encoding=encoding)
+
 
 def _gunzip(path: Path) -> Path:
-    """Decompress ``path`` into a private temporary folder (removed at exit)."""
-    if not _GZ_DIR:
-        _GZ_DIR.append(Path(tempfile.mkdtemp(prefix="selfmodel-gz-")))
-        atexit.register(shutil.rmtree, _GZ_DIR[0], True)
-    target = _GZ_DIR[0] / f"{len(list(_GZ_DIR[0].iterdir()))}{path.suffixes[-2]}"
+    """Decompress ``path`` into a private temporary folder (removed at exit).
+
+    The decompressed size is bounded (:func:`gunzip_limit`); a read that fails is "not a
+    readable gzip file", a write that fails (a full temporary disk) says so.
+    """
+    limit = gunzip_limit(path.stat().st_size)
     try:
-        with gzip.open(path, "rb") as src, target.open("wb") as dst:
-            shutil.copyfileobj(src, dst, 1 << 20)
-    except (OSError, EOFError, zlib.error) as exc:
-        raise InputError(format_input_error(
-            path, f"not a readable gzip file ({exc})", "Check the file or decompress it")) from exc
+        if not _GZ_DIR:
+            _GZ_DIR.append(Path(tempfile.mkdtemp(prefix="selfmodel-gz-")))
+            atexit.register(shutil.rmtree, _GZ_DIR[0], True)
+        target = _GZ_DIR[0] / f"{len(list(_GZ_DIR[0].iterdir()))}{path.suffixes[-2]}"
+        dst = target.open("wb")
+    except OSError as exc:
+        raise _no_room(path, exc) from exc
+    total = 0
+    try:
+        with dst, gzip.open(path, "rb") as src:
+            while True:
+                try:
+                    chunk = src.read(1 << 20)
+                except (OSError, EOFError, zlib.error) as exc:
+                    raise InputError(format_input_error(
+                        path, f"not a readable gzip file ({exc})",
+                        "Check the file or decompress it")) from exc
+                if not chunk:
+                    break
+                total += len(chunk)
+                if total > limit:
+                    raise _too_big(path, limit)
+                try:
+                    dst.write(chunk)
+                except OSError as exc:
+                    raise _no_room(path, exc) from exc
+    except BaseException:
+        target.unlink(missing_ok=True)  # frees the space at once
+        raise
     return target
+
+
+def _no_room(path: Path, exc: OSError) -> InputError:
+    """A ``.gz`` file that could not be decompressed into the temporary folder."""
+    where = _GZ_DIR[0] if _GZ_DIR else Path(tempfile.gettempdir())
+    return InputError(format_input_error(
+        path, f"cannot decompress it into the temporary folder {where} "
+        f"({exc.strerror or exc}; the file itself was not at fault)",
+        "Free space there, or set TMPDIR to a folder with room"))
 
 
 def _input(path: Path, name: str, hash_name: str, fmt: str) -> _Input:
