@@ -215,6 +215,47 @@ GENERATED: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
         {"r.jsonl": _jsonl_with(_row()),
          "cfg.toml": 'tasks = ["refusal"]\n[defaults]\ntask = ' + _arrays(50_000) + "\n"},
         {"expect": "exit2", "config": "cfg.toml", "message": "nested too deeply"}),
+    # class 4: look-alike model names, one rule (name_key): two spellings of one name are
+    # an error showing both, in the registry, in the records, and between the two
+    "registry_names_differ_by_a_zero_width_space": (
+        {"r.jsonl": _jsonl_with(_row()), "reg.csv": "model,params_b\nm1,70\nm\u200b1,8\n"},
+        {"expect": "exit2", "registry": "reg.csv",
+         "message": "reg.csv: line 3, column 'model': duplicate model 'm1' (first on line 2 as "
+                    "'m1', here 'm\\u200b1': the same name once invisible characters"}),
+    "registry_names_differ_by_normal_form": (
+        {"r.jsonl": _jsonl_with(_row()),
+         "reg.csv": "model,params_b\nQw\u00e9n,70\nm1,8\nQwe\u0301n,8\n"},
+        {"expect": "exit2", "registry": "reg.csv",
+         "message": "line 4, column 'model': duplicate model 'Qw\u00e9n' (first on line 2 as "
+                    "'Qw\\xe9n', here 'Qwe\\u0301n'"}),
+    "registry_names_differ_by_inner_white_space": (
+        {"r.jsonl": _jsonl_with(_row()), "reg.csv": "model,params_b\ngpt 4,70\ngpt\t4,8\n"},
+        {"expect": "exit2", "registry": "reg.csv", "message": "here 'gpt\\t4'"}),
+    "registry_toml_names_differ_by_a_word_joiner": (
+        {"r.jsonl": _jsonl_with(_row()),
+         "reg.toml": '[[model]]\nmodel = "m1"\n[[model]]\nmodel = "m1\u2060"\n'},
+        {"expect": "exit2", "registry": "reg.toml",
+         "message": "reg.toml: line 4, column 'model': duplicate model 'm1'"}),
+    "records_and_registry_spell_a_model_differently": (
+        {"r.jsonl": _jsonl_with(_row()),
+         "reg.csv": "model,params_b\nm\u00ad1,70\nm2,8\n"},  # a soft hyphen
+        {"expect": "exit2", "registry": "reg.csv",
+         "message": "r.jsonl: line 1, column 'model': model 'm1' is written 'm\\xad1' in the "
+                    "registry reg.csv"}),
+    "records_spell_a_model_two_ways": (
+        {"r.jsonl": _jsonl_with(_row(model='"m1\ufeff"'), before=2)},
+        {"expect": "exit2",
+         "message": "r.jsonl: line 3, column 'model': model 'm1\\ufeff' is also written 'm1' "
+                    "(r.jsonl: line 1, column 'model')"}),
+    "records_spell_a_predictor_in_nfd": (
+        {"r.jsonl": _jsonl_with(_row(model='"Qw\u00e9n"'))
+         + _row(model='"m1"', predictor='"Qwe\u0301n"', item_id='"q9"') + "\n"},
+        {"expect": "exit2", "message": "column 'predictor': model 'Qwe\\u0301n' is also written"}),
+    "look_alike_names_spelt_the_same_everywhere_are_fine": (
+        {"r.jsonl": "".join(_row(model='"m\u200b1"', item_id=f'"q{i}"') + "\n" for i in range(3)),
+         "reg.csv": "model,params_b\nm\u200b1,70\nm2,8\n"},
+        {"expect": "quarantine", "registry": "reg.csv", "reasons": [], "quarantined": 0,
+         "read": 3, "used": 3}),
     "deep_inline_tables_in_config": (
         {"r.jsonl": _jsonl_with(_row()), "cfg.toml": "x = " + "{a = " * 50_000 + "1" + "}" * 50_000},
         {"expect": "exit2", "config": "cfg.toml", "message": "(at line 1)"}),
@@ -225,7 +266,8 @@ def _generated_case(name: str, folder: Path) -> dict[str, Any]:
     files, case = GENERATED[name]
     for file_name, text in files.items():
         (folder / file_name).write_text(text, encoding="utf-8")
-    data = [f for f in files if f.endswith((".jsonl", ".csv"))]
+    data = [f for f in files if f.endswith((".jsonl", ".csv"))
+            and f not in (case.get("registry"), case.get("config"))]
     if case.get("expect") == "exit2":
         return {"name": name, "files": data, "folder": folder, **case}
     return {"name": name, "files": data, "folder": folder, "expect": "quarantine",
