@@ -183,7 +183,63 @@ def _objects(depth: int) -> str:
     return '{"a": ' * depth + "1" + "}" * depth
 
 
-GENERATED: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
+HEADER = "model,task,item_id,prediction,outcome"
+CSV_ROWS = "m1,refusal,q1,true,true\nm1,refusal,q2,false,true\n"
+
+
+def _defaults(line: str) -> tuple[dict[str, str | bytes], dict[str, Any]]:
+    return ({"r.jsonl": _jsonl_with(_row()), "cfg.toml": f"[defaults]\n{line}\n"},
+            {"expect": "exit2", "config": "cfg.toml",
+             "message": f"cfg.toml: line 2, column '{line.split()[0]}': the default"})
+
+
+GENERATED: dict[str, tuple[dict[str, str | bytes], dict[str, Any]]] = {
+    # class 6: encodings and separators that are not UTF-8 CSV: one line saying which
+    "utf16_csv_with_bom": (
+        {"u.csv": f"{HEADER}\n{CSV_ROWS}".encode("utf-16")},
+        {"expect": "exit2", "message": "u.csv: line 1: the file is UTF-16, not UTF-8. Save it as "
+                                       "UTF-8 (e.g. iconv -f UTF-16"}),
+    "utf16_be_jsonl_with_bom": (
+        {"u.jsonl": "\ufeff".encode("utf-16-be") + _jsonl_with(_row()).encode("utf-16-be")},
+        {"expect": "exit2", "message": "u.jsonl: line 1: the file is UTF-16, not UTF-8"}),
+    "utf16_le_csv_without_bom": (
+        {"u.csv": f"{HEADER}\n{CSV_ROWS}".encode("utf-16-le")},
+        {"expect": "exit2", "message": "the file is UTF-16 or UTF-32, not UTF-8"}),
+    "utf32_jsonl": (
+        {"u.jsonl": _jsonl_with(_row()).encode("utf-32")},
+        {"expect": "exit2", "message": "the file is UTF-32, not UTF-8"}),
+    "semicolon_separated_csv": (
+        {"s.csv": f"{HEADER}\n{CSV_ROWS}".replace(",", ";")},
+        {"expect": "exit2", "message": "s.csv: line 1: the header is one column holding "
+                                       "semicolons ('model;task;item_id;prediction;outcome'): "
+                                       "the file is separated by semicolons, not commas"}),
+    "tab_separated_csv": (
+        {"s.csv": f"{HEADER}\n{CSV_ROWS}".replace(",", "\t")},
+        {"expect": "exit2", "message": "the file is separated by tabs, not commas"}),
+    "bar_separated_csv": (
+        {"s.csv": f"{HEADER}\n{CSV_ROWS}".replace(",", "|")},
+        {"expect": "exit2", "message": "separated by vertical bars"}),
+    "one_column_csv_with_a_semicolon_in_its_name_is_still_read_as_csv": (
+        {"s.csv": "model;x,task,item_id,prediction,outcome\n" + CSV_ROWS},
+        {"expect": "exit2", "message": "required column 'model' is missing"}),
+    # class 6: a [defaults] value that no record rule accepts is refused at its line
+    "defaults_correct_not_boolean": _defaults('correct = "perhaps"'),
+    "defaults_confidence_out_of_range": _defaults("confidence = 7"),
+    "defaults_confidence_nan": _defaults("confidence = nan"),
+    "defaults_sample_negative": _defaults("sample = -1"),
+    "defaults_sample_arabic_digit": _defaults('sample = "\u0663"'),
+    "defaults_status_unknown": _defaults('status = "maybe"'),
+    "defaults_task_blank": _defaults('task = "  "'),
+    "defaults_model_missing_spelling": _defaults('model = "None"'),
+    # class 6: a bare NaN is a missing value in every column (prediction: unreadable)
+    "bare_nan_prediction_jsonl": (
+        {"n.jsonl": _jsonl_with(_row(prediction="NaN", confidence="NaN"))},
+        {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 1}),
+    "nan_prediction_csv": (
+        {"n.csv": f"{HEADER},confidence\nm1,refusal,q1,NaN,true,nan\nm1,refusal,q2,nan,true,\n"
+                  "m1,refusal,q3,true,true,NAN\n"},
+        {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 2}),
+
     # class 2: nesting deeper than Python reads, numbers longer than it converts
     "deep_array_in_extra_column_5000": (
         {"deep.jsonl": _jsonl_with(_row(extra=_arrays(5000)))},
@@ -265,15 +321,16 @@ GENERATED: dict[str, tuple[dict[str, str], dict[str, Any]]] = {
 def _generated_case(name: str, folder: Path) -> dict[str, Any]:
     files, case = GENERATED[name]
     for file_name, text in files.items():
-        (folder / file_name).write_text(text, encoding="utf-8")
+        if isinstance(text, bytes):
+            (folder / file_name).write_bytes(text)
+        else:
+            (folder / file_name).write_text(text, encoding="utf-8")
     data = [f for f in files if f.endswith((".jsonl", ".csv"))
             and f not in (case.get("registry"), case.get("config"))]
     if case.get("expect") == "exit2":
         return {"name": name, "files": data, "folder": folder, **case}
     return {"name": name, "files": data, "folder": folder, "expect": "quarantine",
-            "read": 3, "used": 2, "quarantined": 1, "duplicate": 0,
-            **{k: v for k, v in case.items() if k not in ("read", "used")},
-            **({"read": case["read"], "used": case["used"]} if "read" in case else {})}
+            "read": 3, "used": 2, "quarantined": 1, "duplicate": 0, **case}
 
 
 @pytest.mark.parametrize("name", list(GENERATED))

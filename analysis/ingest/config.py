@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -9,8 +10,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from selfmodel.contract import (
+    MISSING_STRINGS,
     RECORD_SCHEMA,
+    STATUSES,
     InputError,
+    parse_bool,
 )
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
@@ -131,6 +135,38 @@ def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
     return text, doc
 
 
+#: What a good default of each typed column looks like (for the messages).
+_DEFAULT_EXAMPLES: Final = {"correct": "true", "confidence": "0.5", "sample": "0",
+                            "status": '"ok"'}
+
+
+def _default_problem(column: str, value: object) -> str | None:
+    """Why a ``[defaults]`` value could never pass the record rules, or ``None``.
+
+    A bad default would quarantine every row that lacks the column (or make every row
+    unreadable), so it is refused where it is written: the config's line.
+    """
+    text = str(value).strip()
+    if text == "" or text.lower() in MISSING_STRINGS or (
+            isinstance(value, float) and not math.isfinite(value)):
+        return "is empty or a missing value, which is no default"
+    if column == "correct" and parse_bool(value) is None:
+        return "is not true/false/1/0/yes/no"
+    if column == "confidence":
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not 0.0 <= number <= 1.0:
+            return "is not a number in [0, 1]"
+    if column == "sample" and (isinstance(value, bool) or not (
+            isinstance(value, int) and value >= 0 or (text.isascii() and text.isdigit()))):
+        return "is not a non-negative integer"
+    if column == "status" and text.lower() not in STATUSES:
+        return f"is not a status ({', '.join(STATUSES)})"
+    return None
+
+
 def load_config(path: Path | str) -> IngestConfig:
     r"""Read ingestion options from a TOML file.
 
@@ -238,4 +274,9 @@ def load_config(path: Path | str) -> IngestConfig:
                 canonical,
                 "defaults",
             )
+        problem = _default_problem(canonical, value)
+        if problem is not None:
+            raise fail(f"the default {value!r} {problem}", f"Write {canonical} = "
+                       f"{_DEFAULT_EXAMPLES.get(canonical, chr(34) + '<value>' + chr(34))}, or "
+                       "remove the line", canonical, "defaults")
     return IngestConfig(mapping=mapping, tasks=tasks, defaults=defaults, path=str(path))
