@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -167,6 +167,41 @@ def _default_problem(column: str, value: object) -> str | None:
     return None
 
 
+def _load_defaults(doc: dict[str, Any], fail: Callable[..., InputError]) -> dict[str, str]:
+    """The ``[defaults]`` table of a config as text, each value checked (:func:`_default_problem`)."""
+    defaults: dict[str, str] = {}
+    raw_defaults = doc.get("defaults", {})
+    if not isinstance(raw_defaults, dict):
+        raise fail(
+            "'defaults' must be a table", 'Write [defaults] then task = "refusal"', "defaults"
+        )
+    for canonical, value in raw_defaults.items():
+        if canonical not in INPUT_COLUMNS:
+            raise fail(
+                f"unknown canonical column in [defaults].{did_you_mean(canonical, INPUT_COLUMNS)}",
+                f"Canonical columns are {', '.join(INPUT_COLUMNS)}",
+                canonical,
+                "defaults",
+            )
+        if isinstance(value, bool):
+            defaults[canonical] = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            defaults[canonical] = str(value)
+        else:
+            raise fail(
+                "a default must be a string, number or boolean",
+                f'Write {canonical} = "<value>"',
+                canonical,
+                "defaults",
+            )
+        problem = _default_problem(canonical, value)
+        if problem is not None:
+            raise fail(f"the default {value!r} {problem}", f"Write {canonical} = "
+                       f"{_DEFAULT_EXAMPLES.get(canonical, chr(34) + '<value>' + chr(34))}, or "
+                       "remove the line", canonical, "defaults")
+    return defaults
+
+
 def load_config(path: Path | str) -> IngestConfig:
     r"""Read ingestion options from a TOML file.
 
@@ -249,34 +284,5 @@ def load_config(path: Path | str) -> IngestConfig:
                 "tasks",
             )
         tasks = tuple(t.strip() for t in raw_tasks)
-    defaults: dict[str, str] = {}
-    raw_defaults = doc.get("defaults", {})
-    if not isinstance(raw_defaults, dict):
-        raise fail(
-            "'defaults' must be a table", 'Write [defaults] then task = "refusal"', "defaults"
-        )
-    for canonical, value in raw_defaults.items():
-        if canonical not in INPUT_COLUMNS:
-            raise fail(
-                f"unknown canonical column in [defaults].{did_you_mean(canonical, INPUT_COLUMNS)}",
-                f"Canonical columns are {', '.join(INPUT_COLUMNS)}",
-                canonical,
-                "defaults",
-            )
-        if isinstance(value, bool):
-            defaults[canonical] = "true" if value else "false"
-        elif isinstance(value, str | int | float):
-            defaults[canonical] = str(value)
-        else:
-            raise fail(
-                "a default must be a string, number or boolean",
-                f'Write {canonical} = "<value>"',
-                canonical,
-                "defaults",
-            )
-        problem = _default_problem(canonical, value)
-        if problem is not None:
-            raise fail(f"the default {value!r} {problem}", f"Write {canonical} = "
-                       f"{_DEFAULT_EXAMPLES.get(canonical, chr(34) + '<value>' + chr(34))}, or "
-                       "remove the line", canonical, "defaults")
+    defaults = _load_defaults(doc, fail)
     return IngestConfig(mapping=mapping, tasks=tasks, defaults=defaults, path=str(path))
