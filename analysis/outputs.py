@@ -169,11 +169,16 @@ def check_owned(out: Path) -> None:
 
 
 def claim(out: Path) -> None:
-    """Check that ``out`` may be written into (:func:`check_out`), make it and mark it ours."""
+    """Check that ``out`` may be written into (:func:`check_out`) and make it.
+
+    A new or empty folder gets the marker file; one already holding outputs is left as
+    it is (``selfmodel simulate --out data_raw`` adds nothing to the data it rewrites).
+    """
     out = Path(out)
     check_out(out)
     out.mkdir(parents=True, exist_ok=True)
-    mark(out)
+    if not any(out.iterdir()):
+        mark(out)
 
 
 def mark(folder: Path) -> None:
