@@ -447,9 +447,9 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         print(f"report: {_render_report(args.out, args.format, say)}")
         return 0
     if args.command == "simulate":
+        outputs.claim(args.out)  # before loading SciPy: a refused --out stops at once
         from selfmodel.simulate import write_dataset
 
-        outputs.claim(args.out)
         paths = write_dataset(args.out, seed=args.seed)
         print(" ".join(str(p) for p in paths.values()))
         return 0

@@ -492,7 +492,7 @@ def nobody_base():
     shutil.rmtree(base, ignore_errors=True)
 
 
-@pytest.mark.parametrize("command", ["ingest", "describe", "simulate"])
+@pytest.mark.parametrize("command", ["ingest", "simulate"])
 def test_a_users_folder_is_refused_and_left_untouched(command: str, nobody_base: Path) -> None:
     base = nobody_base
     user = _users_folder(base / "mine")
