@@ -19,11 +19,14 @@ from selfmodel.contract import SCALE_COLUMNS, InputError
 from selfmodel.engines.command import add_reduce_parser
 from selfmodel.fitpool import default_jobs
 from selfmodel.importers.mapping import load_mapping
-from selfmodel.importers.preview import preview_text
+from selfmodel.importers.mapping.records_apply import load_transform, without_join_file
+from selfmodel.importers.mapping.records_spec import load_records_mapping
+from selfmodel.importers.preview import ingest_preview_text, preview_text
 from selfmodel.ingest import ingest, parse_map_options, write_ingest
 from selfmodel.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 from selfmodel.registry import load_registry
-from selfmodel.status import EXPLORATORY
+from selfmodel.status import EXPLORATORY, status_lines
+from selfmodel.toml_errors import key_line
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
 # brings ingest, registry and atomic). The imports inside the command functions are kept
@@ -179,7 +182,7 @@ def build_parser() -> argparse.ArgumentParser:
         "paths", nargs="*", type=Path, help="record files or folders (default: data_raw/)"
     )
     _common_inputs(p)
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
     _run_options(p)
     p.add_argument("--no-report", action="store_true", help="stop after results.json")
     _preview_option(p)
@@ -189,7 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="+", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, help="output folder (required unless --preview)")
+    p.add_argument("--out", type=outputs.out_folder, help="output folder (required unless --preview)")
     _preview_option(p)
 
     _import_parsers(sub.add_parser(
@@ -208,24 +211,24 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("paths", nargs="*", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
 
     p = sub.add_parser("fit", help="ingest and fit; write results.json without the report")
     p.add_argument("paths", nargs="*", type=Path)
     _common_inputs(p)
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
     p.add_argument("--model", default=None, help="model from models/ (default: scale)")
     _run_options(p)
 
     p = sub.add_parser("report", help="render the report from OUT/results.json (never refits)")
-    p.add_argument("--out", type=Path, default=Path("build"))
+    p.add_argument("--out", type=outputs.out_folder, default=Path("build"))
     p.add_argument("--format", choices=["html", "pdf"], default="html")
     _quiet_option(p)
 
     p = sub.add_parser(
         "simulate", help="draw a data set with known truth (records.csv, registry.csv, truth.json)"
     )
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=outputs.out_folder, required=True)
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
 
     _power_options(
@@ -276,7 +279,7 @@ def _import_parsers(p: argparse.ArgumentParser) -> None:
         q.add_argument("src", type=Path, help=src)
         if name != "seb":
             q.add_argument("--mapping", type=Path, help="TOML mapping (format, task, [fields] ...)")
-        q.add_argument("--out", type=Path, help="folder for records and registry (required unless --preview)")
+        q.add_argument("--out", type=outputs.out_folder, help="folder for records and registry (required unless --preview)")
         q.add_argument(
             "--preview",
             action="store_true",
@@ -328,7 +331,7 @@ def _power_options(p: argparse.ArgumentParser) -> None:
         help="data sets per design of the models-vs-items sweep; 0 skips the sweep (default 150)",
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=outputs.out_folder, required=True)
     _quiet_option(p)
 
 
@@ -398,7 +401,6 @@ def _rerun_key(args: argparse.Namespace) -> str:
     files = [*(args.paths or [DEFAULT_DATA]), args.hypotheses or DEFAULT_HYPOTHESES_FILE,
              *(p for p in (args.registry, args.config, args.mapping) if p is not None)]
     if args.mapping is not None:  # the answer key a mapping joins is read too
-        from selfmodel.importers.mapping.records_spec import load_records_mapping
 
         join = load_records_mapping(args.mapping).join_file
         files += [join] if join is not None else []
@@ -439,7 +441,6 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
                           argv=["selfmodel", *argv])
         if key is not None:
             rerun.record(args.out, key)
-    from selfmodel.status import status_lines
 
     for status in results.get("status") or status_lines(results):
         print(status["text"])  # low yield, exploratory settings, nothing fitted ... first
@@ -484,6 +485,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
+        outputs.claim(args.out)
         atomic.write_json(args.out / "describe.json", rows)
         _print_table(rows)
         return 0
@@ -491,6 +493,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         print(f"report: {_render_report(args.out, args.format, say)}")
         return 0
     if args.command == "simulate":
+        outputs.claim(args.out)  # before loading SciPy: a refused --out stops at once
         from selfmodel.simulate import write_dataset
 
         paths = write_dataset(args.out, seed=args.seed)
@@ -501,8 +504,6 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
 
 def _ingest_inputs(args: argparse.Namespace, inputs):
     """Ingest the inputs with the command's ``--map``, ``--config`` and ``--mapping``."""
-    from selfmodel.importers.mapping.records_apply import load_transform, without_join_file
-
     transform = None
     if getattr(args, "mapping", None) is not None:
         transform = load_transform(args.mapping)
@@ -520,9 +521,7 @@ def _ingest_inputs(args: argparse.Namespace, inputs):
 
 def _ingest(args: argparse.Namespace, say) -> int:
     """``selfmodel ingest`` (and ``run --preview``): the row accounting, written or shown."""
-    from selfmodel.importers.preview import ingest_preview_text
     from selfmodel.pipeline import resolve_inputs
-    from selfmodel.status import status_lines
 
     inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
     res = _ingest_inputs(args, inputs)
@@ -548,7 +547,6 @@ def _not_a_records_mapping(path: Path, fmt: str) -> None:
     """A ``format = "records"`` mapping given to ``import`` says where it belongs (exit 2)."""
     import tomllib
 
-    from selfmodel.toml_errors import key_line
 
     try:
         text = path.read_text(encoding="utf-8-sig")
@@ -591,6 +589,7 @@ def _import(args: argparse.Namespace, say) -> int:
         return 0
     if args.out is None:
         raise InputError(f"import {args.format} needs --out DIR (or --preview to only look).")
+    outputs.claim(args.out)
     write_import(res, args.out)
     for note in res.notes:
         say(note)
@@ -645,6 +644,7 @@ def _power(args: argparse.Namespace, say) -> int:
             design, slope=pw.sweep_slope(power), sims=args.sweep_sims, seed=args.seed,
             progress=_power_progress("models-vs-items sweep"),
         )
+    outputs.claim(args.out)
     paths = pw.write_power(power, args.out, design=design)
     Console(highlight=False).print(pw.power_table(power), markup=False)
     for line in pw.summary_lines(power):

@@ -30,6 +30,7 @@ source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Final, Literal
 
 import polars as pl
@@ -148,6 +149,74 @@ class InputError(Exception):
 
     The message names the file (and line or column where known) and says what to do.
     """
+
+
+#: What ``json.loads`` raises on text it cannot turn into data: a syntax error or an integer
+#: of more than 4,300 digits (``ValueError``), nesting deeper than the interpreter's
+#: recursion limit (``RecursionError``).
+JSON_ERRORS: Final = (ValueError, RecursionError)
+
+
+def json_problem(exc: BaseException) -> str:
+    """Why a JSON text could not be read, in a few words (for a quarantine reason or message).
+
+    Examples
+    --------
+    >>> import json
+    >>> try:
+    ...     json.loads("[" * 100_000 + "]" * 100_000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'nested too deeply, over about 1,000 levels'
+    >>> try:
+    ...     json.loads("9" * 5000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'an integer of more than 4300 digits'
+    """
+    if isinstance(exc, RecursionError):
+        return "nested too deeply, over about 1,000 levels"
+    msg = getattr(exc, "msg", None)
+    if msg is not None and hasattr(exc, "colno"):  # json.JSONDecodeError
+        return f"{msg} at column {exc.colno}"  # type: ignore[attr-defined]
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer of more than 4300 digits"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def name_key(name: str) -> str:
+    """The form in which two model names are compared: the one rule for look-alike names.
+
+    Invisible format characters (zero-width space and joiners, soft hyphen, byte-order
+    mark: Unicode category Cf) are removed, the text is put in Unicode normal form NFC, and
+    white space is trimmed and collapsed to single spaces. Names with the same key are the
+    same name: a registry may hold only one of them, and a record's model matches the
+    registry row with its key.
+
+    Examples
+    --------
+    >>> name_key("llama\u200b-70b") == name_key("llama-70b") == name_key(" llama-70b ")
+    True
+    >>> name_key("Qwe\u0301n") == name_key("Qw\u00e9n"), name_key("gpt  4") == "gpt 4"
+    (True, True)
+    """
+    visible = "".join(ch for ch in name if unicodedata.category(ch) != "Cf")
+    return " ".join(unicodedata.normalize("NFC", visible).split())
+
+
+def shown(name: str) -> str:
+    r"""A name as it is written, quoted, with invisible and combining characters escaped.
+
+    >>> print(shown("llama​-70b"), shown("m1"), shown("gpt  4"))
+    'llama​-70b' 'm1' 'gpt\x20\x204'
+    """
+    if name == name_key(name) and name.isascii():
+        return repr(name)
+    text = ascii(name)
+    if name != " ".join(name.split()):  # spaces that a one-line message would collapse
+        text = text[0] + text[1:-1].replace(" ", "\\x20") + text[-1]
+    return text
 
 
 def parse_bool(value: object) -> bool | None:

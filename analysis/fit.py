@@ -25,11 +25,16 @@ power simulation of ``analysis/power/``) are saved beside it as JSON by
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
+import hmac
 import json
+import os
 import platform
+import secrets
 import sys
+import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -44,7 +49,7 @@ import polars as pl
 
 from selfmodel import _arviz, atomic, fitpool, progress
 from selfmodel import models as model_registry
-from selfmodel.compile_cache import compiled_model
+from selfmodel.compile_cache import compiled_model, default_cache_dir
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,
@@ -460,9 +465,49 @@ def source_sha256(paths: Iterable[Path | str]) -> str:
     return h.hexdigest()
 
 
+#: Name of the file, in the user's selfmodel cache folder, that holds the secret of
+#: :func:`_value_sha256` (made on first use, readable by its owner only).
+SEAL_FILE: Final = "derived-results.key"
+
+
+@functools.cache
+def _seal_key() -> bytes:
+    """The user's secret for sealing saved results; ``b""`` when no cache folder is usable.
+
+    Made complete under a temporary name and linked into place, so processes starting at
+    once all read the same whole key.
+    """
+    folder = default_cache_dir()
+    path = folder / SEAL_FILE
+    try:
+        if not path.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{SEAL_FILE}.", dir=folder)  # mode 0600
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(secrets.token_hex(32).encode())
+                with contextlib.suppress(FileExistsError):
+                    os.link(tmp, path)  # the first process to get here wins
+            finally:
+                os.unlink(tmp)
+        key = path.read_bytes().strip()
+    except OSError:
+        return b""
+    return key if len(key) >= 32 else b""
+
+
 def _value_sha256(value: Any) -> str:
-    """SHA-256 of a saved result's canonical JSON (checked when it is read back)."""
-    return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()
+    """Seal of a saved result's canonical JSON (checked when it is read back).
+
+    An HMAC-SHA-256 under this user's secret (:data:`SEAL_FILE`), so a value edited with
+    its hash recomputed, or a file brought from elsewhere, fails the check and is
+    recomputed with a note; a plain SHA-256 where no cache folder can hold the secret.
+    """
+    text = json.dumps(value, sort_keys=True).encode()
+    key = _seal_key()
+    if not key:
+        return hashlib.sha256(text).hexdigest()
+    return hmac.new(key, text, hashlib.sha256).hexdigest()
 
 
 def cached_json(

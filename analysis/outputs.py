@@ -15,9 +15,15 @@ complete set, never a mixture:
   them.
 * A run killed outright leaves its staging folder behind; the next run removes it after
   moving its finished fits into ``--out/fits``.
-* Files in ``--out`` that no run writes (notes, other tools' files) are moved into the new
-  set; outputs of earlier commands that this one does not write (``report.pdf`` after a
-  run, ``results.json`` after an ``ingest``) are stale and are not.
+* ``--out`` must be a new folder, an empty one, or one that ``selfmodel`` made (it holds
+  the marker file ``.selfmodel-out``, or only files ``selfmodel`` writes). Any other folder
+  is refused with one line before anything is written, so a user's folder (a repository,
+  a home folder, the working folder) is never changed.
+* Entries of ``--out`` that no command writes (notes added to it later, other tools' files)
+  are never moved, renamed, overwritten or removed: the new outputs are then moved in one
+  by one (below) instead of swapping the folder. Outputs of earlier commands that this one
+  does not write (``report.pdf`` after a run, ``results.json`` after an ``ingest``) are
+  stale and are removed.
 
 Two commands never write into one ``--out`` at once: :func:`staged` holds an exclusive
 lock (``flock``) on ``<parent>/.<name>.lock`` for the whole command, and a second command
@@ -27,7 +33,8 @@ blocks a later run; the empty lock file stays (removing it would let two command
 different files of one name).
 
 Where the exchange is impossible (the file system refuses it, ``--out`` is a mount point,
-or the working directory is inside ``--out``) the new files are moved in one by one with
+the working directory is inside ``--out``, or ``--out`` holds entries that are not
+``selfmodel``'s) the new files are moved in one by one with
 ``results.json`` and then the report last, after the stale results and reports were
 removed: the folder may then briefly hold new data files beside no results at all, never
 a report of other results.
@@ -35,6 +42,7 @@ a report of other results.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import ctypes.util
@@ -55,11 +63,34 @@ RUN_OUTPUTS: Final = frozenset({
     "records.parquet", "quarantine.parquet", "ingest.json", "cells.parquet", "results.json",
     "run.json", "report.html", "report.pdf", "describe.json", "fits",
 })
+#: The marker file in every ``--out`` that ``selfmodel`` made: only such a folder, an empty
+#: one, or one holding nothing but its outputs is written into.
+MARKER: Final = ".selfmodel-out"
+_MARKER_TEXT: Final = ("This folder holds outputs of selfmodel (its commands write only into a "
+                       "folder with this file, an empty one or a new one).\n")
+#: What a ``run``, ``fit`` or ``ingest`` swaps in or out as a whole: the outputs, the marker,
+#: the rerun record and the keys of the rendered reports.
+SWAPPED: Final = RUN_OUTPUTS | {MARKER, "run-key.json", ".report.html.key", ".report.pdf.key"}
+#: Every name a ``selfmodel`` command writes into ``--out`` (``import``, ``simulate``,
+#: ``power`` and ``reduce`` too): any other entry is the user's.
+OWN_NAMES: Final = SWAPPED | {".selfmodel-write-probe", "registry.csv", "records.csv",
+                              "truth.json", "power.json", "power.png", "design.toml",
+                              "reduce.json"}
+#: A temporary file of :mod:`selfmodel.atomic` for one of those names (``.results.json.x1.tmp``).
+_OWN_TEMPORARY: Final = re.compile(r"^\.(?P<name>.+)\.[^.]+\.tmp$")
 #: Written last when files must be moved one by one (a report never precedes its results).
 LAST: Final = ("run.json", "results.json", "report.html", "report.pdf")
 FITS: Final = "fits"
 _RENAME_EXCHANGE: Final = 2
 _AT_FDCWD: Final = -100
+
+
+def out_folder(text: str) -> Path:
+    """``--out`` as given on the command line; an empty one is an error, not the working folder."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError(
+            "--out is empty (it would mean the current folder); name a new folder, e.g. --out build")
+    return Path(text)
 
 
 def staging_path(out: Path) -> Path:
@@ -102,8 +133,66 @@ def locked(out: Path) -> Iterator[None]:
         os.close(fd)  # releases the lock
 
 
+def is_own(name: str, names: frozenset[str] = OWN_NAMES) -> bool:
+    """Whether an entry of ``--out`` called ``name`` is one ``selfmodel`` writes (of ``names``)."""
+    if name in names:
+        return True
+    found = _OWN_TEMPORARY.match(name)
+    return found is not None and found.group("name") in names
+
+
+def foreign_entries(out: Path, names: frozenset[str] = OWN_NAMES) -> list[str]:
+    """Names of the entries of the folder ``out`` not among ``names`` (sorted)."""
+    try:
+        return sorted(e.name for e in out.iterdir() if not is_own(e.name, names))
+    except FileNotFoundError:
+        return []
+
+
+def check_owned(out: Path) -> None:
+    """Stop with one line when ``out`` is a folder of the user's, not one ``selfmodel`` made.
+
+    Written into: a folder that does not exist yet, an empty one, one with the marker file
+    :data:`MARKER`, or one holding only entries ``selfmodel`` writes (made before the
+    marker existed). Anything else is refused before anything is written.
+    """
+    if not out.is_dir() or (out / MARKER).is_file():
+        return
+    foreign = foreign_entries(out)
+    if foreign:
+        shown = ", ".join(repr(n) for n in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
+        raise InputError(
+            f"--out {out}: this folder holds {len(foreign)} entr"
+            f"{'y' if len(foreign) == 1 else 'ies'} selfmodel did not write ({shown}), and "
+            "selfmodel writes only into a new folder, an empty one or one it made. Choose a "
+            "new folder for --out.")
+
+
+def claim(out: Path) -> None:
+    """Check that ``out`` may be written into (:func:`check_out`) and make it.
+
+    A new or empty folder gets the marker file; one already holding outputs is left as
+    it is (``selfmodel simulate --out data_raw`` adds nothing to the data it rewrites).
+    """
+    out = Path(out)
+    check_out(out)
+    out.mkdir(parents=True, exist_ok=True)
+    if not any(out.iterdir()):
+        mark(out)
+
+
+def mark(folder: Path) -> None:
+    """Write the marker file :data:`MARKER` into ``folder`` (kept when it is there)."""
+    marker = folder / MARKER
+    if not marker.is_file():
+        marker.write_text(_MARKER_TEXT, encoding="utf-8")
+
+
 def check_out(out: Path) -> None:
-    """Stop with one line when ``--out`` is a file, lies under one, or cannot be written.
+    """Stop with one line when ``--out`` cannot or may not be written into.
+
+    That is: it is a file, lies under one, cannot be written, or is a folder of the user's
+    (see :func:`check_owned`).
 
     A folder that exists is probed by creating and removing a file in it, which also
     catches an immutable folder (``chattr +i``), where root ignores permissions.
@@ -115,6 +204,7 @@ def check_out(out: Path) -> None:
                 raise InputError(f"--out {out}: {what}. Choose a folder for --out.")
             break
     if out.is_dir():
+        check_owned(out)  # before the probe: a user's folder is not touched at all
         probe = out / ".selfmodel-write-probe"
         try:
             probe.touch()
@@ -141,6 +231,7 @@ def staged(out: Path | str, say: Callable[[str], None] = lambda _m: None) -> Ite
         recover(out, say)
         staging.mkdir(parents=True)
         try:
+            mark(staging)
             _link_fits(out / FITS, staging / FITS)
             yield staging
         except BaseException as exc:
@@ -164,9 +255,20 @@ def recover(out: Path, say: Callable[[str], None] = lambda _m: None) -> None:
     fits and the user's own entries missing from ``out`` are moved there; the rest goes.
     """
     staging = staging_path(out)
+    if not (staging.exists() or staging.is_symlink()):
+        return
+    if staging.is_symlink() or not staging.is_dir() or not (staging / MARKER).is_file():
+        raise InputError(
+            f"--out {out}: {staging} is in the way and selfmodel did not make it (it keeps "
+            "its unfinished outputs there). Move it away, or choose another --out.")
+    _discard(staging, out)
     if staging.exists():
-        _discard(staging, out)
-        say(f"removed the unfinished outputs of an interrupted run ({staging})")
+        left = sorted(e.name for e in staging.iterdir() if e.name != MARKER)
+        raise InputError(
+            f"--out {out}: {staging} holds {', '.join(map(repr, left[:3]))} that selfmodel "
+            f"did not write and could not move back into {out} (the name is taken there, or "
+            "it cannot be moved). Move them yourself and remove that folder, then rerun.")
+    say(f"removed the unfinished outputs of an interrupted run ({staging})")
 
 
 #: How libraries that wrap an operating-system error report it: polars and other Rust code
@@ -202,30 +304,42 @@ def interrupted_message(out: Path) -> str:
 
 def publish(staging: Path, out: Path) -> None:
     """Make the staging folder's files the contents of ``out`` (atomically when possible)."""
-    if out.exists():
-        for entry in out.iterdir():  # the user's own files go along (hard links)
-            if entry.name not in RUN_OUTPUTS and entry.is_file() and not entry.is_symlink():
-                with contextlib.suppress(OSError):
-                    os.link(entry, staging / entry.name)
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         os.rename(staging, out)
-    elif _swappable(out) and _same_owner_and_mode(staging, out) and _exchange(staging, out):
-        _discard(staging, out)  # now the previous outputs: the user's folders move across
-    else:
+    elif (not foreign_entries(out, SWAPPED) and _swappable(out) and _same_owner_and_mode(staging, out)
+          and _exchange(staging, out)):
+        _discard(staging, out)  # now the previous outputs, selfmodel's files only
+    else:  # entries of the user's stay where they are, untouched
         _move_in(staging, out)
 
 
 def _discard(staging: Path, out: Path) -> None:
-    """Remove a staging folder, first moving its finished fits and the user's entries to ``out``."""
-    if out.is_dir():
+    """Remove a staging folder: its finished fits go to ``out``, then selfmodel's own files.
+
+    Only entries ``selfmodel`` writes are removed. Anything else (a file the user put into
+    ``out`` just as the folders were swapped) is moved back into ``out`` when its name is
+    free there; if that fails, the staging folder is left in place with it, and the next
+    command says so instead of removing it.
+    """
+    if out.is_dir() and (staging / FITS).is_dir():
         with contextlib.suppress(OSError):
-            if (staging / FITS).is_dir():
-                _merge_fits(staging / FITS, out / FITS)
-            for entry in staging.iterdir():
-                if entry.name not in RUN_OUTPUTS and not (out / entry.name).exists():
-                    _put(entry, out / entry.name)
-    shutil.rmtree(staging, ignore_errors=True)
+            _merge_fits(staging / FITS, out / FITS)
+    for entry in list(staging.iterdir()) if staging.is_dir() else []:
+        try:
+            if entry.name == MARKER:
+                continue  # removed last: a folder left behind is still known as ours
+            if is_own(entry.name, SWAPPED):
+                _remove(entry)
+            elif out.is_dir() and not (out / entry.name).exists() and \
+                    not (out / entry.name).is_symlink():
+                os.rename(entry, out / entry.name)  # same file system: one step, nothing copied
+        except OSError:
+            continue  # left in the staging folder, which is then kept
+    with contextlib.suppress(OSError):
+        if [e.name for e in staging.iterdir()] == [MARKER]:
+            (staging / MARKER).unlink()
+        staging.rmdir()  # only when empty: never removes an entry that is not selfmodel's
 
 
 def _swappable(out: Path) -> bool:
@@ -282,7 +396,7 @@ def _move_in(staging: Path, out: Path) -> None:
         if dst.is_dir() and not dst.is_symlink():
             shutil.rmtree(dst)
         _put(src, dst)
-    shutil.rmtree(staging, ignore_errors=True)
+    _discard(staging, out)  # what is left: the emptied fits folder
 
 
 

@@ -47,8 +47,9 @@ from typing import Any
 import polars as pl
 
 from selfmodel.atomic import FORMULA_STARTS
-from selfmodel.contract import REGISTRY_SCHEMA, InputError, parse_bool
+from selfmodel.contract import REGISTRY_SCHEMA, InputError, name_key, parse_bool, shown
 from selfmodel.toml_errors import did_you_mean
+from selfmodel.toml_errors import loads as toml_loads
 
 __all__ = [
     "did_you_mean",
@@ -191,7 +192,7 @@ def _build_rows(
 ) -> pl.DataFrame:
     """Validate ``(line, {column: value}, {column: line})`` entries into a registry frame."""
     out: dict[str, list[Any]] = {c: [] for c in REGISTRY_SCHEMA}
-    seen: dict[str, int | None] = {}
+    seen: dict[str, tuple[str, int | None]] = {}  # name_key -> (name as written, line)
     base_lines: dict[str, int | None] = {}
     for line, values, key_lines in entries:
         parsed: dict[str, Any] = {}
@@ -214,19 +215,27 @@ def _build_rows(
                     column="model",
                 )
             )
-        if model in seen:
-            first = seen[model]
+        key = name_key(model)
+        if key in seen:
+            spelling, first = seen[key]
             first_txt = f" (first on line {first})" if first is not None else ""
+            if spelling != model:  # look-alikes: show both spellings, escaped
+                first_txt = (f"{first_txt[:-1]} as {shown(spelling)}, here {shown(model)}: "
+                             "the same name once invisible characters, Unicode normal form "
+                             "and white space are set aside)" if first_txt else
+                             f" ({shown(spelling)} and {shown(model)} are the same name once "
+                             "invisible characters, Unicode normal form and white space are "
+                             "set aside)")
             raise InputError(
                 format_input_error(
                     path,
-                    f"duplicate model '{model}'{first_txt}",
+                    f"duplicate model '{key}'{first_txt}",
                     "Keep one row per model",
                     line=key_lines.get("model", line),
                     column="model",
                 )
             )
-        seen[model] = key_lines.get("model", line)
+        seen[key] = (model, key_lines.get("model", line))
         total, active = parsed["params_b"], parsed["active_params_b"]
         if total is not None and active is not None and active > total:
             raise InputError(
@@ -379,7 +388,7 @@ def _load_csv(path: Path, text: str) -> pl.DataFrame:
 
 def _load_toml(path: Path, text: str) -> pl.DataFrame:
     try:
-        doc = tomllib.loads(text)
+        doc = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(
             format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")

@@ -4,14 +4,17 @@ Every TOML file ``selfmodel`` reads (ingest ``--config``, ``hypotheses.toml``, a
 ``--design``, an importer ``--mapping``) reports a mistake as one line naming the file, the
 line of the key at fault and what to do (``selfmodel.registry.format_input_error``), with a
 "Did you mean ...?" for a misspelt key or name. The two helpers here are the only
-implementation of each.
+implementation of each. :func:`loads` is how they parse TOML: nesting too deep for the
+parser is a ``TOMLDecodeError`` with its line like any other syntax error.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
+import tomllib
 from collections.abc import Iterable
+from typing import Any
 
 _HEADER = re.compile(r"^\s*(\[\[?)\s*([^\]]+?)\s*\]\]?")
 
@@ -77,3 +80,39 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f" Did you mean '{close[0]}'?" if close else ""
+
+
+def loads(text: str) -> dict[str, Any]:
+    """``tomllib.loads``, with nesting too deep for it a ``TOMLDecodeError`` naming the line.
+
+    Examples
+    --------
+    >>> loads("x = " + "[" * 50_000 + "]" * 50_000)
+    Traceback (most recent call last):
+    ...
+    tomllib.TOMLDecodeError: nested too deeply, over about 1,000 levels (at line 1)
+    """
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError(
+            f"nested too deeply, over about 1,000 levels (at line {_deep_line(text)})") from None
+
+
+def _deep_line(text: str, depth: int = 500) -> int:
+    """The first line where brackets outside strings nest ``depth`` deep (else line 1)."""
+    level, quote, line = 0, "", 1
+    for ch in text:
+        if ch == "\n":
+            line += 1
+        elif quote:
+            quote = "" if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "[{":
+            level += 1
+            if level >= depth:
+                return line
+        elif ch in "]}":
+            level -= 1
+    return 1

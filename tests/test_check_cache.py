@@ -207,6 +207,40 @@ def test_an_edited_value_with_its_key_intact_is_recomputed(
     assert "fails its content check" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("forgery", ["plain sha256", "another user's seal"])
+def test_a_value_edited_with_its_hash_recomputed_is_recomputed(
+    forgery: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Issue 30: a tampered saved check whose hash was recomputed too fails the seal."""
+    import hashlib
+    import hmac
+
+    from selfmodel import fit as fit_module
+
+    monkeypatch.setenv("SELFMODEL_CACHE_DIR", str(tmp_path / "user-cache"))
+    fit_module._seal_key.cache_clear()
+    try:
+        c = Counter()
+        cached_json(tmp_path, "a", {"k": 1}, c)
+        key_file = tmp_path / "user-cache" / fit_module.SEAL_FILE
+        assert key_file.stat().st_mode & 0o077 == 0  # the secret is the user's alone
+        (path,) = tmp_path.glob("a-*.json")
+        saved = json.loads(path.read_text())
+        saved["value"]["x"] = 0.99
+        text = json.dumps(saved["value"], sort_keys=True).encode()
+        saved["sha256"] = (hashlib.sha256(text).hexdigest() if forgery == "plain sha256" else
+                           hmac.new(b"0" * 64, text, hashlib.sha256).hexdigest())
+        path.write_text(json.dumps(saved))
+        assert cached_json(tmp_path, "a", {"k": 1}, c) == {"x": 0.2, "n": [1, 2]}
+        assert c.calls == 2
+        assert "fails its content check; computing it again" in capsys.readouterr().err
+        assert cached_json(tmp_path, "a", {"k": 1}, c) == {"x": 0.2, "n": [1, 2]}
+        assert c.calls == 2  # repaired: reused again
+    finally:
+        fit_module._seal_key.cache_clear()
+
+
 @pytest.fixture(scope="module")
 def small_fit_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pl.DataFrame, Fit]:
     from selfmodel.fit import SamplerSettings, fit

@@ -716,13 +716,13 @@ def test_parse_map_options_errors(items: list[str], fragment: str) -> None:
 def test_load_config_ok(tmp_path: Path) -> None:
     cfg = tmp_path / "c.toml"
     cfg.write_text(
-        'tasks = ["a", "b"]\n[map]\nitem_id = "qid"\n[defaults]\nsample = 1\nstatus = true\n'
+        'tasks = ["a", "b"]\n[map]\nitem_id = "qid"\n[defaults]\nsample = 1\ncorrect = true\n'
     )
     loaded = load_config(cfg)
     assert loaded == IngestConfig(
         mapping={"item_id": "qid"},
         tasks=("a", "b"),
-        defaults={"sample": "1", "status": "true"},
+        defaults={"sample": "1", "correct": "true"},
         path=str(cfg),
     )
 

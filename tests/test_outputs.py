@@ -410,3 +410,182 @@ def test_rerun_where_out_cannot_be_swapped(
         if where == "out is a mount point":
             monkeypatch.chdir(tmp_path)
             subprocess.run(["umount", str(real)], check=False)
+
+
+# --------------------------------------------------------------------------- a user's folder
+# Issue 30: outputs never delete, move or overwrite anything selfmodel did not write. A
+# folder of the user's (a repository, with subfolders, a link, a FIFO and an entry that
+# cannot be moved) is refused before anything is written; one selfmodel made keeps the
+# entries the user added to it. Run as a user who is not root (root ignores permissions).
+
+_NOBODY = 65534
+
+
+def _as_nobody() -> list[str]:
+    """The prefix that runs a command as ``nobody`` when this is root, else nothing.
+
+    ``nobody`` keeps one capability, reading any file (``CAP_DAC_READ_SEARCH``): the
+    interpreter may sit under root's private home (pyenv). Writing, which is what is
+    tested, obeys the permissions as for any user who is not root.
+    """
+    if os.geteuid() != 0:
+        return []
+    if shutil.which("setpriv") is None:
+        pytest.skip("root, and no setpriv to run the command as a user who is not root")
+    return ["setpriv", f"--reuid={_NOBODY}", f"--regid={_NOBODY}", "--clear-groups",
+            "--inh-caps=+dac_read_search", "--ambient-caps=+dac_read_search"]
+
+
+def _users_folder(user: Path, *, results: bool = True) -> Path:
+    """A folder of the user's: .git/, a subfolder, a link, a FIFO, a read-only folder."""
+    (user / ".git" / "objects").mkdir(parents=True)
+    (user / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (user / "sub").mkdir()
+    (user / "sub" / "data.txt").write_text("keep me")
+    (user / "notes.txt").write_text("my notes")
+    if results:
+        (user / "results.json").write_text('{"mine": true}')  # a name selfmodel also writes
+    (user / "link").symlink_to("sub/data.txt")
+    os.mkfifo(user / "pipe")
+    (user / "frozen").mkdir()
+    (user / "frozen" / "inside.txt").write_text("cannot be moved")
+    return user
+
+
+def _tree(folder: Path) -> dict[str, tuple]:
+    """Every entry under ``folder`` (links not followed): type, mode, owner, content."""
+    out: dict[str, tuple] = {".": (oct(folder.lstat().st_mode), folder.lstat().st_uid)}
+    for p in sorted(folder.rglob("*")):
+        st = p.lstat()
+        body = (os.readlink(p) if p.is_symlink() else p.read_bytes() if p.is_file()
+                and not p.is_fifo() else None)
+        out[p.relative_to(folder).as_posix()] = (oct(st.st_mode), st.st_uid, body)
+    return out
+
+
+def _chown_tree(folder: Path) -> None:
+    if os.geteuid() == 0:
+        for p in [folder, *folder.rglob("*")]:
+            os.chown(p, _NOBODY, _NOBODY, follow_symlinks=False)
+
+
+def _selfmodel(args: list[str], cwd: Path, home: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HOME": str(home), "TMPDIR": str(home)}
+    return subprocess.run([*_as_nobody(), sys.executable, "-m", "selfmodel.cli", *args],
+                          cwd=cwd, env=env, capture_output=True, text=True)
+
+
+@pytest.fixture
+def nobody_base():
+    """A folder ``nobody`` owns, readable by all (``tmp_path`` is private to root)."""
+    import tempfile
+
+    base = Path(tempfile.mkdtemp(prefix="selfmodel-nobody-"))
+    base.chmod(0o755)
+    (base / "home").mkdir()
+    (base / "cwd").mkdir()  # the working folder: nobody cannot write there
+    shutil.copy(OLD_DATA, base / "in.jsonl")
+    _chown_tree(base)
+    os.chown(base / "cwd", 0, 0) if os.geteuid() == 0 else (base / "cwd").chmod(0o555)
+    yield base
+    subprocess.run(["chmod", "-R", "u+rwx", str(base)], check=False)
+    shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.mark.parametrize("command", ["ingest", "simulate"])
+def test_a_users_folder_is_refused_and_left_untouched(command: str, nobody_base: Path) -> None:
+    base = nobody_base
+    user = _users_folder(base / "mine")
+    _chown_tree(user)
+    (user / "frozen").chmod(0o555)
+    before, parent_before = _tree(user), sorted(p.name for p in base.iterdir())
+    inputs = [] if command == "simulate" else [str(base / "in.jsonl")]
+    done = _selfmodel([command, *inputs, "--out", str(user)], base / "cwd", base / "home")
+    assert done.returncode == 2, done.stderr
+    _one_line(done.stderr, "selfmodel did not write")
+    assert "'.git'" in done.stderr and "Choose a new folder for --out" in done.stderr
+    assert _tree(user) == before  # nothing deleted, moved, overwritten or added
+    assert sorted(p.name for p in base.iterdir()) == parent_before  # no lock, no staging
+
+
+def test_entries_added_to_an_out_selfmodel_made_are_never_touched(nobody_base: Path) -> None:
+    """A rerun into a folder selfmodel made moves its outputs in by name, around the user's."""
+    base = nobody_base
+    out = base / "out"
+    first = _selfmodel(["ingest", str(base / "in.jsonl"), "--out", str(out)], base / "cwd",
+                       base / "home")
+    assert first.returncode == 0, first.stderr
+    assert (out / outputs.MARKER).is_file()
+    _users_folder(out, results=False)  # the same entries, now inside selfmodel's folder
+    _chown_tree(out)
+    (out / "frozen").chmod(0o555)
+    user_entries = {k: v for k, v in _tree(out).items()
+                    if k.split("/")[0] in {".git", "sub", "notes.txt", "link", "pipe", "frozen"}}
+    new = base / "new.jsonl"
+    new.write_text("".join(ROW.format(m=m, i=i) for m in ("n1", "n2") for i in range(3)))
+    _chown_tree(new)
+    for _ in range(2):  # twice: the second run finds no leftovers either
+        done = _selfmodel(["ingest", str(new), "--out", str(out)], base / "cwd", base / "home")
+        assert done.returncode == 0, done.stderr
+        assert {k: v for k, v in _tree(out).items() if k in user_entries} == user_entries
+        assert _models(out) == ["n1", "n2"]
+        assert not outputs.staging_path(out).exists()
+
+
+def test_empty_out_is_an_error_not_the_working_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for out in ("", "  "):
+        with pytest.raises(SystemExit) as info:
+            main(["ingest", str(OLD_DATA), "--out", out])
+        assert info.value.code == 2
+        _one_line(capsys.readouterr().err, "--out is empty")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_working_folder_of_the_user_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    (tmp_path / "notes.txt").write_text("mine")
+    monkeypatch.chdir(tmp_path)
+    assert main(["ingest", str(OLD_DATA), "--out", "."]) == 2
+    _one_line(capsys.readouterr().err, "selfmodel did not write ('notes.txt')")
+    assert [p.name for p in tmp_path.iterdir()] == ["notes.txt"]
+
+
+def test_a_staging_name_of_the_users_is_not_removed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``<parent>/.<out>.staging`` that selfmodel did not make is the user's: refused, kept."""
+    out = tmp_path / "out"
+    staging = outputs.staging_path(out)
+    staging.mkdir()
+    (staging / "records.parquet").write_text("the user's, despite the name")
+    assert main(["ingest", str(OLD_DATA), "--out", str(out)]) == 2
+    _one_line(capsys.readouterr().err, "selfmodel did not make it")
+    assert (staging / "records.parquet").read_text() == "the user's, despite the name"
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("nested", ["out", "deeper/out"])
+def test_an_out_inside_the_input_folder_is_never_read_back(
+    nested: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(OLD_DATA, data / "runs.jsonl")
+    out = data / nested
+    counts = []
+    for _ in range(3):
+        assert main(["ingest", str(data), "--out", str(out)]) == 0, capsys.readouterr().err
+        s = json.loads((out / "ingest.json").read_text())
+        counts.append((s["records_read"], s["records_used"], s["records_duplicate"]))
+        assert len(counts) == 1 or {"path": f"{data.as_posix()}/{nested}",
+                "reason": "outputs of selfmodel (an earlier --out): outputs are never inputs"} \
+            in s["files_not_read"]
+    assert counts == [(3, 3, 0)] * 3
+    assert main(["ingest", str(out), "--out", str(tmp_path / "o2")]) == 2
+    _one_line(capsys.readouterr().err, "holds outputs of selfmodel")
+    # named as a file, an output is read (the documented way to reuse one)
+    assert main(["ingest", str(out / "records.parquet"), "--out", str(tmp_path / "o3")]) == 0

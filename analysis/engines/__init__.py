@@ -42,7 +42,7 @@ from typing import Any, Final, Protocol
 
 import polars as pl
 
-from selfmodel.contract import REQUIRED, InputError
+from selfmodel.contract import JSON_ERRORS, REQUIRED, InputError
 from selfmodel.engines.sql import (
     Dialect,
     accounting_sql,
@@ -161,7 +161,7 @@ def json_keys(path: Path) -> list[str]:
         for _, line in zip(range(_JSON_SAMPLE_LINES), fh, strict=False):
             try:
                 obj = json.loads(line)
-            except ValueError:
+            except JSON_ERRORS:
                 continue
             if isinstance(obj, dict):
                 keys.update(dict.fromkeys(obj))

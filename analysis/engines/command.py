@@ -15,6 +15,7 @@ from selfmodel import atomic
 from selfmodel.contract import SCALE_COLUMNS, InputError
 from selfmodel.engines import ENGINES, reduce_records
 from selfmodel.ingest import parse_map_options
+from selfmodel.outputs import claim, out_folder
 from selfmodel.registry import load_registry
 
 # selfmodel.cli imports this module for every command; cells (NumPy) and pipeline (PyMC)
@@ -46,7 +47,7 @@ def add_reduce_parser(sub: Any) -> None:
                    help="Spark master (default local[*], or $SPARK_MASTER): spark://host:7077, yarn, ...")
     p.add_argument("--memory-limit", default=None, metavar="SIZE",
                    help="DuckDB: memory to use before spilling to a temporary folder, e.g. 2GB")
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=out_folder, required=True)
     p.set_defaults(handler=run_reduce)
 
 
@@ -77,7 +78,7 @@ def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     summary = {**res.summary, "files_not_read": inputs.not_read,
                "registry": str(inputs.registry) if inputs.registry else None,
                "scale": args.scale, "cells": cells.height}
-    args.out.mkdir(parents=True, exist_ok=True)
+    claim(args.out)
     atomic.write_parquet(args.out / "cells.parquet", cells)
     atomic.write_json(args.out / "reduce.json", summary)
     s = res.summary

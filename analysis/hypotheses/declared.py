@@ -17,6 +17,7 @@ from selfmodel.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
 from selfmodel.paths import DEFAULT_HYPOTHESES_FILE
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
+from selfmodel.toml_errors import loads as toml_loads
 
 
 def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:
@@ -218,7 +219,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
     except (OSError, UnicodeDecodeError) as e:
         raise InputError(f"{path}: cannot read the hypotheses file ({e}). Save it as UTF-8 text.") from None
     try:
-        raw = tomllib.loads(text)
+        raw = toml_loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax.") from None
     r = _Reader(path, text)

@@ -26,13 +26,12 @@ id defaults to ``doc_id``. A folder tree with many models and tasks is read in o
 
 from __future__ import annotations
 
-import gzip
 import json
 import re
 from pathlib import Path
 from typing import Any, Final
 
-from selfmodel.contract import InputError
+from selfmodel.contract import JSON_ERRORS, InputError, json_problem
 from selfmodel.importers.mapping import (
     LogSample,
     MappedImport,
@@ -40,6 +39,7 @@ from selfmodel.importers.mapping import (
     as_mapping,
     import_logs,
 )
+from selfmodel.ingest.discover import open_gzip_text
 
 __all__ = ["import_lmeval", "read_lmeval_samples"]
 
@@ -83,8 +83,8 @@ def _results_for(path: Path, date: str | None) -> tuple[dict[str, Any], Path | N
         if c.is_file():
             try:
                 data = json.loads(c.read_text(encoding="utf-8"))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise InputError(f"{c}: not valid JSON ({exc}).") from None
+            except (*JSON_ERRORS, UnicodeDecodeError) as exc:
+                raise InputError(f"{c}: not valid JSON ({json_problem(exc)}).") from None
             if isinstance(data, dict):
                 return data, c
     return {}, None
@@ -142,17 +142,16 @@ def read_lmeval_samples(
         "results": results,
         "params_b": _params_b(results),
     }
-    opener = gzip.open if p.suffix == ".gz" else open
     samples: list[LogSample] = []
     bad: list[int] = []
     try:
-        with opener(p, "rt", encoding="utf-8") as fh:
+        with open_gzip_text(p) if p.suffix == ".gz" else p.open(encoding="utf-8") as fh:
             for line_no, line in enumerate(fh, start=1):
                 if not line.strip():
                     continue
                 try:
                     data = json.loads(line)
-                except json.JSONDecodeError:
+                except JSON_ERRORS:  # a syntax error, nesting too deep, a 5,000-digit number
                     bad.append(line_no)
                     continue
                 samples.append(LogSample(data, meta, rel, line_no))

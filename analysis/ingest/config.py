@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import math
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from selfmodel.contract import (
+    MISSING_STRINGS,
     RECORD_SCHEMA,
+    STATUSES,
     InputError,
+    parse_bool,
 )
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
+from selfmodel.toml_errors import loads as toml_loads
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
@@ -130,12 +135,79 @@ def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
             format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
         ) from exc
     try:
-        doc = tomllib.loads(text)
+        doc = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(
             format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
         ) from exc
     return text, doc
+
+
+#: What a good default of each typed column looks like (for the messages).
+_DEFAULT_EXAMPLES: Final = {"correct": "true", "confidence": "0.5", "sample": "0",
+                            "status": '"ok"'}
+
+
+def _default_problem(column: str, value: object) -> str | None:
+    """Why a ``[defaults]`` value could never pass the record rules, or ``None``.
+
+    A bad default would quarantine every row that lacks the column (or make every row
+    unreadable), so it is refused where it is written: the config's line.
+    """
+    text = str(value).strip()
+    if text == "" or text.lower() in MISSING_STRINGS or (
+            isinstance(value, float) and not math.isfinite(value)):
+        return "is empty or a missing value, which is no default"
+    if column == "correct" and parse_bool(value) is None:
+        return "is not true/false/1/0/yes/no"
+    if column == "confidence":
+        try:
+            number = float(value)  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            number = math.nan
+        if isinstance(value, bool) or not 0.0 <= number <= 1.0:
+            return "is not a number in [0, 1]"
+    if column == "sample" and (isinstance(value, bool) or not (
+            isinstance(value, int) and value >= 0 or (text.isascii() and text.isdigit()))):
+        return "is not a non-negative integer"
+    if column == "status" and text.lower() not in STATUSES:
+        return f"is not a status ({', '.join(STATUSES)})"
+    return None
+
+
+def _load_defaults(doc: dict[str, Any], fail: Callable[..., InputError]) -> dict[str, str]:
+    """The ``[defaults]`` table of a config as text, each value checked (:func:`_default_problem`)."""
+    defaults: dict[str, str] = {}
+    raw_defaults = doc.get("defaults", {})
+    if not isinstance(raw_defaults, dict):
+        raise fail(
+            "'defaults' must be a table", 'Write [defaults] then task = "refusal"', "defaults"
+        )
+    for canonical, value in raw_defaults.items():
+        if canonical not in INPUT_COLUMNS:
+            raise fail(
+                f"unknown canonical column in [defaults].{did_you_mean(canonical, INPUT_COLUMNS)}",
+                f"Canonical columns are {', '.join(INPUT_COLUMNS)}",
+                canonical,
+                "defaults",
+            )
+        if isinstance(value, bool):
+            defaults[canonical] = "true" if value else "false"
+        elif isinstance(value, str | int | float):
+            defaults[canonical] = str(value)
+        else:
+            raise fail(
+                "a default must be a string, number or boolean",
+                f'Write {canonical} = "<value>"',
+                canonical,
+                "defaults",
+            )
+        problem = _default_problem(canonical, value)
+        if problem is not None:
+            raise fail(f"the default {value!r} {problem}", f"Write {canonical} = "
+                       f"{_DEFAULT_EXAMPLES.get(canonical, chr(34) + '<value>' + chr(34))}, or "
+                       "remove the line", canonical, "defaults")
+    return defaults
 
 
 def load_config(path: Path | str) -> IngestConfig:
@@ -220,29 +292,5 @@ def load_config(path: Path | str) -> IngestConfig:
                 "tasks",
             )
         tasks = tuple(t.strip() for t in raw_tasks)
-    defaults: dict[str, str] = {}
-    raw_defaults = doc.get("defaults", {})
-    if not isinstance(raw_defaults, dict):
-        raise fail(
-            "'defaults' must be a table", 'Write [defaults] then task = "refusal"', "defaults"
-        )
-    for canonical, value in raw_defaults.items():
-        if canonical not in INPUT_COLUMNS:
-            raise fail(
-                f"unknown canonical column in [defaults].{did_you_mean(canonical, INPUT_COLUMNS)}",
-                f"Canonical columns are {', '.join(INPUT_COLUMNS)}",
-                canonical,
-                "defaults",
-            )
-        if isinstance(value, bool):
-            defaults[canonical] = "true" if value else "false"
-        elif isinstance(value, str | int | float):
-            defaults[canonical] = str(value)
-        else:
-            raise fail(
-                "a default must be a string, number or boolean",
-                f'Write {canonical} = "<value>"',
-                canonical,
-                "defaults",
-            )
+    defaults = _load_defaults(doc, fail)
     return IngestConfig(mapping=mapping, tasks=tasks, defaults=defaults, path=str(path))

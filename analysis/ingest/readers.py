@@ -14,9 +14,7 @@ from typing import Any, Final
 
 import polars as pl
 
-from selfmodel.contract import (
-    InputError,
-)
+from selfmodel.contract import JSON_ERRORS, InputError, json_problem
 from selfmodel.ingest.discover import _Input
 from selfmodel.ingest.duplicate_keys import split_duplicate_keys
 from selfmodel.registry import format_input_error
@@ -176,9 +174,34 @@ def _peek(inp: _Input) -> tuple[bool, bool]:
                 inp.name, f"cannot read the file ({exc.strerror})", "Check its permissions"
             )
         ) from exc
+    _check_encoding(inp, head)
     bom = head.startswith(_BOM)
     body = head[len(_BOM) :] if bom else head
     return bom, bool(body) and not body.isspace()
+
+
+#: Byte-order marks of the encodings that are not UTF-8 (UTF-32 first: its little-endian
+#: mark starts with UTF-16's).
+_OTHER_BOMS: Final = (
+    (b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+    (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"),
+)
+
+
+def _check_encoding(inp: _Input, head: bytes) -> None:
+    """Stop with one line when a file is UTF-16 or UTF-32, not UTF-8.
+
+    Known by its byte-order mark, or by the NUL bytes between the letters of its first line.
+    """
+    encoding = next((name for mark, name in _OTHER_BOMS if head.startswith(mark)), None)
+    first = head.split(b"\n", 1)[0]
+    if encoding is None and len(first) >= 4 and first.count(b"\0") * 3 >= len(first):
+        encoding = "UTF-16 or UTF-32"  # no mark, but every other byte of the text is NUL
+    if encoding is not None:
+        raise InputError(format_input_error(
+            inp.name, f"the file is {encoding}, not UTF-8", "Save it as UTF-8 (e.g. iconv -f "
+            f"{encoding.split()[0]} -t UTF-8 {Path(inp.name).name} > utf8-copy), then ingest "
+            "that copy", line=1))
 
 
 def _source(inp: _Input, bom: bool) -> Path | io.BytesIO:
@@ -210,7 +233,7 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
                 break
             try:
                 obj = json.loads(chunk)
-            except ValueError:
+            except JSON_ERRORS:
                 continue
             if isinstance(obj, dict):
                 sample_keys.update(dict.fromkeys(obj))
@@ -315,15 +338,9 @@ def _parse_json_chunks(
     for number, text in items:
         try:
             obj = json.loads(text)
-        except json.JSONDecodeError as exc:
-            bad.append(
-                (
-                    number,
-                    "invalid JSON",
-                    f"invalid JSON ({exc.msg} at column {exc.colno})",
-                    _clip(text),
-                )
-            )
+        except JSON_ERRORS as exc:  # a syntax error, nesting too deep, a 5,000-digit number
+            bad.append((number, "invalid JSON", f"invalid JSON ({json_problem(exc)})",
+                        _clip(text)))
             continue
         if not isinstance(obj, dict):
             kind = {list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
@@ -357,6 +374,15 @@ def _csv_header(inp: _Input, lines: Iterable[str]) -> list[str]:
             )
         ) from exc
     names = [h.strip() for h in header]
+    if len(names) == 1:
+        for sep, label in ((";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")):
+            if names[0].count(sep) >= 2:
+                raise InputError(format_input_error(
+                    inp.name, f"the header is one column holding {label} "
+                    f"({_clip(names[0])[:80]!r}): the file is separated by {label}, not commas",
+                    "Save it as comma-separated CSV (in a spreadsheet: CSV, comma-delimited), "
+                    f"or convert it, e.g. pl.read_csv(path, separator={sep!r})"
+                    ".write_csv(new_path) in Python", line=1))
     if not any(names):
         raise InputError(
             format_input_error(

@@ -17,6 +17,8 @@ from selfmodel.contract import (
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
     InputError,
+    name_key,
+    shown,
 )
 from selfmodel.ingest.columns import _resolve
 from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
@@ -208,6 +210,7 @@ def ingest(
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
     summary["predictions_not_boolean"] = not_boolean
+    check_lookalike_names(records, registry_frame, registry)
     summary.update(_study_summary(records, options))
     if registry_frame is not None:
         summary["registry_report"] = registry_report(records, registry_frame)
@@ -229,6 +232,46 @@ def _study_summary(records: pl.DataFrame, options: IngestConfig) -> dict[str, An
     if options.transform is not None:
         out["study_mapping"] = options.transform.summary()
     return out
+
+
+def check_lookalike_names(
+    records: pl.DataFrame, registry: pl.DataFrame | None, registry_path: Path | str | None
+) -> None:
+    """Stop when two spellings of one model name meet (:func:`selfmodel.contract.name_key`).
+
+    Two spellings in the records (``model`` or ``predictor``), or a record's spelling and
+    the registry's, that differ only by invisible characters, Unicode normal form or white
+    space would be two models, or a model without its registry row: one line names both
+    spellings (escaped) and where they are, instead of a silent mismatch.
+    """
+    names: dict[str, str] = {}  # spelling -> column it was found in
+    for column in ("model", "predictor"):
+        for name in records.get_column(column).drop_nulls().unique().sort().to_list():
+            names.setdefault(name, column)
+    by_key: dict[str, list[str]] = {}
+    for name in names:
+        by_key.setdefault(name_key(name), []).append(name)
+    known = {name_key(m): m for m in registry.get_column("model").to_list()} if (
+        registry is not None) else {}
+
+    def where(name: str) -> str:
+        col = names[name]
+        row = records.filter(pl.col(col) == name).select("source_file", "source_line").row(0)
+        return f"{row[0]}: line {row[1]}, column '{col}'"
+
+    for key, spellings in by_key.items():
+        if len(spellings) > 1:
+            a, b = spellings[:2]
+            raise InputError(
+                f"{where(b)}: model {shown(b)} is also written {shown(a)} ({where(a)}); the "
+                "two differ only by invisible characters, Unicode normal form or white space. "
+                "Spell one model one way (or give two models names that differ visibly).")
+        if key in known and known[key] != spellings[0]:
+            raise InputError(
+                f"{where(spellings[0])}: model {shown(spellings[0])} is written "
+                f"{shown(known[key])} in the registry {registry_path}; the two differ only by "
+                "invisible characters, Unicode normal form or white space. Spell it the same "
+                "way in both.")
 
 
 def _read_files(

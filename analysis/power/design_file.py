@@ -13,6 +13,7 @@ from selfmodel.hypotheses import DecisionRule
 from selfmodel.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
+from selfmodel.toml_errors import loads as toml_loads
 
 # --------------------------------------------------------------------------- design files
 
@@ -161,7 +162,7 @@ def load_design(path: Path | str) -> Design:
             f"{path}: cannot read the design file ({e}). Save it as UTF-8 text."
         ) from None
     try:
-        raw = tomllib.loads(text)
+        raw = toml_loads(text)
     except tomllib.TOMLDecodeError as e:
         raise InputError(
             f"{path}: not valid TOML ({e}). Fix the syntax; see 'selfmodel power --help'."

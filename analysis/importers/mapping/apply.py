@@ -22,6 +22,7 @@ from selfmodel.importers.mapping.paths import _convert, _describe, _PathError, _
 from selfmodel.importers.mapping.spec import (
     HYPOTHETICAL_FIELDS,
     META_PREFIX,
+    REGEX_TIMEOUT,
     FieldSpec,
     Format,
     JoinSpec,
@@ -61,7 +62,15 @@ class _Reader:
                 return _convert(spec.default, spec)
             return None, True
         self.resolved[key] = True
-        value, ok = _convert(raw, spec)
+        try:
+            value, ok = _convert(raw, spec)
+        except TimeoutError:  # the user's regex backtracks without end on this value
+            raise InputError(
+                f"{self.mapping.source}: fields.{name}.regex {spec.regex.pattern!r} "  # type: ignore[union-attr]
+                f"ran for more than {REGEX_TIMEOUT:g} s on the value in "
+                f"{sample.source_file} (line {sample.source_line}) and was stopped: it "
+                "backtracks without end. Write it without nested repeats (e.g. '^a+$' "
+                "rather than '^(a|aa)+$').") from None
         if not ok:
             self.unreadable[name] = self.unreadable.get(name, 0) + 1
         return value, ok

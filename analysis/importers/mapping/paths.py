@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from selfmodel.contract import parse_bool
-from selfmodel.importers.mapping.spec import FieldSpec, _suggest, normalize_text
+from selfmodel.importers.mapping.spec import REGEX_TIMEOUT, FieldSpec, _suggest, normalize_text
 
 # ----------------------------------------------------------------------------------------------
 # resolving paths
@@ -114,7 +114,8 @@ def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
     if raw is None:
         return None, True
     if spec.regex is not None:
-        found = spec.regex.search(raw if isinstance(raw, str) else _text(raw))
+        found = spec.regex.search(raw if isinstance(raw, str) else _text(raw),
+                                  timeout=REGEX_TIMEOUT)
         if found is None:
             return None, False
         raw = found.group(1) if spec.regex.groups else found.group(0)

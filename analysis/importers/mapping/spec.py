@@ -10,9 +10,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
+import regex as rx
+
 from selfmodel.contract import InputError
 from selfmodel.importers.result import ImportResult
 from selfmodel.toml_errors import did_you_mean
+from selfmodel.toml_errors import loads as toml_loads
 
 Format = Literal["lmeval", "inspect"]
 Side = Literal["object", "hypothetical"]
@@ -39,6 +42,8 @@ FIELDS: Final = (
 TOP_KEYS: Final = ("format", "task", "model", "predictor", "run_id", "fields", "where", "join")
 #: Constants allowed at the top level.
 CONSTANTS: Final = ("task", "model", "predictor", "run_id")
+#: Seconds a user's ``regex`` may run on one value before the import stops (see :func:`_regex`).
+REGEX_TIMEOUT: Final = 2.0
 FIELD_KEYS: Final = ("path", "map", "type", "default", "normalize", "regex")
 JOIN_KEYS: Final = ("object", "hypothetical", "key", "object_key", "hypothetical_key")
 #: Value types of ``fields.<name>.type``.
@@ -86,7 +91,7 @@ class FieldSpec:
     type: ValueType | None = None
     default: Any = None
     normalize: tuple[NormalizeStep, ...] = ()
-    regex: re.Pattern[str] | None = None
+    regex: rx.Pattern[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -208,7 +213,7 @@ def load_mapping(path: Path | str) -> Mapping:
     if not p.is_file():
         raise InputError(f"{p}: mapping file not found; pass a TOML mapping (see the docs).")
     try:
-        data = tomllib.loads(p.read_text(encoding="utf-8"))
+        data = toml_loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise InputError(f"{p}: not valid TOML ({exc}).") from None
     return parse_mapping(data, source=str(p), base=p.parent)
@@ -375,15 +380,27 @@ def _normalize_steps(raw: Any, name: str, source: str) -> tuple[NormalizeStep, .
     return tuple(steps)  # type: ignore[arg-type]
 
 
-def _regex(raw: Any, name: str, source: str) -> re.Pattern[str] | None:
+def _regex(raw: Any, name: str, source: str) -> rx.Pattern[str] | None:
+    """Compile a user's pattern with the ``regex`` package, which takes a ``timeout``.
+
+    A pattern that backtracks without end on some value (``^(a|aa)+$`` on 40 ``a``) is
+    stopped after :data:`REGEX_TIMEOUT` seconds on one value, and the import ends with one
+    line naming it (``selfmodel.importers.mapping.apply``); ``regex`` also finishes many
+    such patterns at once (``^(a+)+$``) where ``re`` would not.
+    """
     if raw is None:
         return None
     if not isinstance(raw, str) or not raw:
         raise InputError(f"{source}: fields.{name}.regex must be a non-empty pattern string.")
     try:
-        pattern = re.compile(raw)
-    except re.error as exc:
-        col = f" (column {exc.pos + 1})" if exc.pos is not None else ""
+        pattern = rx.compile(raw)
+    except rx.error as exc:
+        pos = exc.pos
+        try:  # re names where a bad construct starts (regex: where it noticed, often the end)
+            re.compile(raw)
+        except re.error as std:
+            pos = std.pos if std.pos is not None else pos
+        col = f" (column {pos + 1})" if pos is not None else ""
         raise InputError(
             f"{source}: fields.{name}.regex {raw!r} is not a valid pattern{col}: {exc.msg}; "
             "TOML strings need doubled backslashes, or write it in single quotes."
