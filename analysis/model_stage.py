@@ -12,7 +12,8 @@ models. The verdict model (``SPEC.role == "verdict"``) is fitted first by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -121,22 +122,48 @@ def run_checks(
     return out
 
 
+def exclusion_text(excluded: Sequence[Mapping[str, Any]], task: str | None = None) -> str | None:
+    """The reasons cells were left out of a model's table, counted (of one task, or all).
+
+    Examples
+    --------
+    >>> exclusion_text([{"model": "a", "task": "t", "reason": "no outcome-false trial"},
+    ...                 {"model": "b", "task": "t", "reason": "no outcome-false trial"}], "t")
+    'every cell of t was left out of the table: no outcome-false trial (2 cells)'
+    """
+    rows = [e for e in excluded if task is None or e["task"] == task]
+    if not rows:
+        return None
+    counts = Counter(str(e["reason"]) for e in rows)
+    why = "; ".join(f"{r} ({n} cell{'s' if n > 1 else ''})" for r, n in sorted(counts.items()))
+    where = f"every cell of {task} was" if task is not None else f"{len(rows)} cell(s) were"
+    return f"{where} left out of the table: {why}"
+
+
 def declared_decisions(
     module: Any,
-    f: Fit,
+    f: Fit | None,
     data: pl.DataFrame,
     *,
     rule: DecisionRule,
     tasks: Sequence[str],
     scale: str = "params",
+    excluded: Sequence[Mapping[str, Any]] = (),
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """Each effect in ``module.SPEC.decides`` decided on ``f`` (key -> decision).
 
     Each effect's ROPE is the declared one in its own quantity and the scale variable's
     unit (``selfmodel.decisions.rope_for``), recorded as ``rope`` and ``rope_meaning``.
+    Without a fit (``f`` None) every decision is ``not_estimable`` with ``reason``; a task
+    with no cell in ``data`` is ``not_estimable`` with the reasons its cells were left out
+    (``excluded``, from :meth:`selfmodel.tables.Tables.excluded`).
     """
-    n_models = data["model"].n_unique()
-    counts = models_per_task(data, list(tasks))
+    n_models = data["model"].n_unique() if "model" in data.columns else 0
+    by_task = "task" in data.columns
+    counts = models_per_task(data, list(tasks)) if by_task else {}
+    absent = {t: exclusion_text(excluded, t) for t in tasks
+              if not by_task or data.filter(pl.col("task") == t).height == 0}
     out: dict[str, Any] = {}
     for effect in module.SPEC.decides:
         eff_rule, meaning = rope_for(rule, scale, x_by_model(data), effect=effect.key)
@@ -148,6 +175,8 @@ def declared_decisions(
             n_models=n_models,
             tasks=tasks if effect.per_task else [],
             models_per_task=counts,
+            reason=reason,
+            absent_reasons={t: r for t, r in absent.items() if r},
         )
         out[effect.key]["rope"] = eff_rule.rope
         out[effect.key]["rope_meaning"] = meaning
@@ -174,9 +203,11 @@ def _sample_requested(
         if name in out.fits:
             continue
         if data.height == 0 or data["model"].n_unique() < rule.min_models:
+            why = exclusion_text(tables.excluded(module.SPEC.table))
             out.summary[name] = {
                 "fitted": False,
-                "reason": f"fewer than {rule.min_models} models with usable data",
+                "reason": f"fewer than {rule.min_models} models with usable data"
+                + (f" ({why})" if why else ""),
             }
             continue
         reason = module.SPEC.unfit_reason(data) if module.SPEC.unfit_reason else None
@@ -210,18 +241,31 @@ def fit_models(
         progress=progress,
     )
     loos: dict[str, Any] = {}
+    for name in names:  # not fitted: each declared effect is not estimable, with the reason
+        entry = out.summary.get(name)
+        if entry is None or entry.get("fitted") or name not in out.data_for:
+            continue
+        module = model_registry.get(name)
+        excluded = tables.excluded(module.SPEC.table)
+        entry["excluded_cells"] = excluded
+        entry.update(declared_decisions(module, None, out.data_for[name], rule=rule, tasks=tasks,
+                                        scale=tables.scale, excluded=excluded,
+                                        reason=entry["reason"]))
     for name, f in out.fits.items():
         module = model_registry.get(name)
         data = out.data_for.get(name, tables.usable)
-        entry: dict[str, Any] = {
+        entry = {
             "fitted": True,
             "summary": module.SUMMARY,
             "fit": fit_info(f, data),
             "diagnostics": f.diagnostics,
         }
         if module.SPEC.role != "verdict":  # the verdict is decided into scale_effect
+            excluded = tables.excluded(module.SPEC.table)
+            entry["excluded_cells"] = excluded
             entry.update(
-                declared_decisions(module, f, data, rule=rule, tasks=tasks, scale=tables.scale)
+                declared_decisions(module, f, data, rule=rule, tasks=tasks, scale=tables.scale,
+                                   excluded=excluded)
             )
         progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
         with_loo = module.SPEC.loo is not None

@@ -307,7 +307,12 @@ def stage_training(state: RunState, say: Progress) -> None:
 
 
 def _headlines(state: RunState) -> dict[str, Any]:
-    """Each registered model's declared headline section (``None`` when not fitted)."""
+    """Each registered model's declared headline section.
+
+    ``None`` when the model was not requested; requested but not fitted (e.g. no cell whose
+    d' the data inform), ``fitted`` false, the ``reason`` and every decision
+    ``not_estimable`` with it.
+    """
     out: dict[str, Any] = {}
     zoo = state.zoo_section or {}
     fits = state.model_fits.fits if state.model_fits else {}
@@ -316,11 +321,17 @@ def _headlines(state: RunState) -> dict[str, Any]:
         if h is None:
             continue
         entry = zoo.get(name)
-        if not entry or not entry.get("fitted"):
+        if not entry or not all(e.key in entry for e in module.SPEC.decides):
             out[h.key] = None
             continue
-        section: dict[str, Any] = {"fit_model": name, "units": h.units}
+        section: dict[str, Any] = {"fit_model": name, "units": h.units,
+                                   "fitted": bool(entry.get("fitted"))}
         section.update({e.key: entry[e.key] for e in module.SPEC.decides})
+        section["excluded_cells"] = entry.get("excluded_cells", [])
+        if not entry.get("fitted"):  # requested, not fitted: every decision not_estimable
+            section.update(reason=entry.get("reason"), finding=False)
+            out[h.key] = section
+            continue
         section["finding"] = bool(entry["diagnostics"]["passed"])
         if h.curves is not None and name in fits and state.model_fits is not None:
             section["curves"] = population_curves(

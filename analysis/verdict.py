@@ -181,13 +181,18 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
     if sens.get("per_task"):
-        words = _grouped(sens["per_task"], lambda r: DECISION_MEANING.get(r.get("decision"), ""))
+        words = _grouped(sens["per_task"], lambda r: (
+            f"not estimable ({r.get('reason') or 'no fit'})" if r.get("decision") == "not_estimable"
+            else DECISION_MEANING.get(r.get("decision"), "")))
         out.append(("sensitivity", f"Sensitivity d' slope per task, mean [94% HDI], ROPE "
                     f"{rope_text(sens)}: {words}."))
     if bias.get("per_task"):
         words = _grouped(bias["per_task"], criterion_words)
         out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
-    if not S.get("sensitivity", {}).get("finding", True):
+    if S.get("fitted") is False:
+        out.append(("sdt_diagnostics", "The signal-detection model was not fitted "
+                    f"({S.get('reason') or 'no reason recorded'}): d' and criterion are not estimable."))
+    elif not S.get("sensitivity", {}).get("finding", True):
         out.append(("sdt_diagnostics", "The signal-detection fit failed its diagnostics: its "
                     "slopes are reported as computed and are not findings."))
     return out

@@ -55,10 +55,15 @@ dprime, criterion (cell)
     the cell-level :math:`d'_{mt}` and :math:`c_{mt}` (saved as deterministics).
 
 Cells with ``n_signal == 0`` or ``n_noise == 0`` (a behaviour that never or always
-happened) contribute a Binomial with zero trials for the missing side, whose log
-likelihood is exactly 0: such a cell informs only one rate, and :math:`d'` and :math:`c`
-are separated there by the hierarchy, not by the cell. A cell with no readable record
-contributes nothing.
+happened) would contribute a Binomial with zero trials for the missing side, whose log
+likelihood is exactly 0: such a cell informs only one rate, and its :math:`d'` would come
+from the hierarchy, not from the cell. A constant responder (every prediction "true", or
+every one "false") has a flat profile likelihood in :math:`d'` too, and with
+:math:`S \ne N` the likelihood pushes its :math:`d'` away from 0 by the unequal counts
+alone. The pipeline therefore fits this model only to cells whose :math:`d'` the data
+inform (``selfmodel.skill.sdt_cells``) and lists the others with the reason
+(``excluded_cells``); a task left with no such cell has its slopes ``not_estimable``.
+``build`` itself accepts any cells.
 
 Task slopes and standard-deviation priors
 -----------------------------------------
