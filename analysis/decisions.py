@@ -123,7 +123,6 @@ def scale_effect(
         "units": SCALE_UNITS[scale],
         "fit_model": fit.model if fit else verdict_name,
         "rope": rule.rope,
-        "prob_threshold": rule.prob_threshold,
         "rule": rule.describe(),
         "n_models": n_models,
         "models_without_scale_variable": list(excluded_models),

@@ -39,8 +39,33 @@ from selfmodel.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DE
 Results = Mapping[str, Any]
 
 
-def _n(v: float | None, fmt: str = ".2f") -> str:
-    return "n/a" if v is None else format(v, fmt)
+def fmt_number(v: float | None, fmt: str = ".2f") -> str:
+    """``v`` in ``fmt``; a value that is not 0 but would print as 0 gets two significant digits.
+
+    A printed interval bound then never reads as 0 when it is not, so an interval beside a
+    "credibly positive" is seen to exclude 0 (issue 28.3). The report's ``num`` is this.
+
+    Examples
+    --------
+    >>> fmt_number(0.0031, "+.2f"), fmt_number(-0.0004, "+.2f"), fmt_number(0.0, "+.2f")
+    ('+0.0031', '-0.0004', '+0.00')
+    >>> fmt_number(None), fmt_number(1234.5, ",.0f"), fmt_number(0.25, ".1%")
+    ('n/a', '1,234', '25.0%')
+    """
+    if v is None:
+        return "n/a"
+    out = format(v, fmt)
+    if v != 0 and fmt.endswith("f"):
+        try:
+            shown = float(out.replace(",", ""))
+        except ValueError:
+            return out
+        if shown == 0:
+            out = format(v, ("+" if "+" in fmt else "") + ".2g")
+    return out
+
+
+_n = fmt_number
 
 
 def _interval(e: Mapping[str, Any]) -> str:
@@ -136,8 +161,10 @@ def accuracy_finding(R: Results) -> str | None:
     estimand = (f"averaged over the {len(per)} tasks" if len(per) > 1 else "")
     quantity = "self-prediction accuracy" + (f" ({estimand})" if estimand else "")
     if signs_disagree(per):
-        pos = [_task(t) for t, r in sorted(per.items()) if r.get("decision") in POSITIVE_DECISIONS]
-        neg = [_task(t) for t, r in sorted(per.items()) if r.get("decision") in NEGATIVE_DECISIONS]
+        pos = [f"{_task(t)} ({_ci(r)})" for t, r in sorted(per.items())
+               if r.get("decision") in POSITIVE_DECISIONS]
+        neg = [f"{_task(t)} ({_ci(r)})" for t, r in sorted(per.items())
+               if r.get("decision") in NEGATIVE_DECISIONS]
         return (f"The tasks disagree on the direction: accuracy credibly rises with scale in "
                 f"{_list(pos)} and credibly falls in {_list(neg)}. The average over tasks "
                 f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")

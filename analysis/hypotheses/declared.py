@@ -13,7 +13,7 @@ from typing import Any
 
 from selfmodel import models as model_registry
 from selfmodel.contract import Decision, InputError
-from selfmodel.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
+from selfmodel.hypotheses.rule import DIRECTIONS, RETIRED_RULE_KEYS, DecisionRule, Direction
 from selfmodel.paths import DEFAULT_HYPOTHESES_FILE
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
@@ -48,7 +48,7 @@ class Hypothesis:
     direction
         The predicted sign: ``increase`` (the decision ``improves`` supports it) or
         ``decrease`` (``worsens`` supports it).
-    rope, prob_threshold, hdi_prob, min_models
+    rope, hdi_prob, min_models
         The decision rule (:class:`DecisionRule`).
     description
         One sentence for the report.
@@ -59,7 +59,6 @@ class Hypothesis:
     parameter: str = "beta"
     direction: Direction = "increase"
     rope: float = 0.1
-    prob_threshold: float = 0.95
     hdi_prob: float = 0.94
     min_models: int = 3
     description: str = ""
@@ -67,7 +66,7 @@ class Hypothesis:
     @property
     def rule(self) -> DecisionRule:
         """The decision rule of this hypothesis."""
-        return DecisionRule(self.rope, self.prob_threshold, self.hdi_prob, self.min_models)
+        return DecisionRule(rope=self.rope, hdi_prob=self.hdi_prob, min_models=self.min_models)
 
     @property
     def base(self) -> str:
@@ -89,8 +88,8 @@ class Hypothesis:
         sign = ">" if self.direction == "increase" else "<"
         return (
             f"{self.name}: {self.parameter} of model '{self.model}' {sign} 0 "
-            f"('{self.predicted}' when P {sign} 0 exceeds {self.prob_threshold:g} and the "
-            f"{self.hdi_prob:.0%} HDI lies outside the ROPE +-{self.rope:g})."
+            f"('{self.predicted}' when the {self.hdi_prob:.0%} HDI lies {'above' if sign == '>' else 'below'} "
+            f"the ROPE +-{self.rope:g})."
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -110,7 +109,7 @@ def _split_parameter(parameter: str) -> tuple[str, str | None]:
 
 
 _TOP_KEYS = ("defaults", "hypothesis")
-_RULE_KEYS = ("rope", "prob_threshold", "hdi_prob", "min_models")
+_RULE_KEYS = ("rope", "hdi_prob", "min_models")
 _HYP_KEYS = ("name", "description", "model", "parameter", "direction", *_RULE_KEYS)
 
 
@@ -136,6 +135,9 @@ class _Reader:
     def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], where: str,
                    block: int | None) -> None:
         for key in table:
+            if key in RETIRED_RULE_KEYS:
+                raise self.fail(f"{where}, key '{key}'", "no longer a key", RETIRED_RULE_KEYS[key],
+                                key=str(key), block=block)
             if key not in allowed:
                 hint = did_you_mean(str(key), allowed).strip()
                 raise self.fail(
@@ -158,7 +160,6 @@ def _rule_values(r: _Reader, table: Mapping[str, Any], where: str, block: int | 
     out = dict(base)
     limits = {
         "rope": (0.0, math.inf, "a number >= 0 (the ROPE half-width, in the parameter's units)"),
-        "prob_threshold": (0.5, 1.0, "a probability between 0.5 and 1 (e.g. 0.95)"),
         "hdi_prob": (0.0, 1.0, "a probability between 0 and 1 (e.g. 0.94)"),
         "min_models": (1, 10**6, "a whole number of models >= 1"),
     }
@@ -229,7 +230,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
                          "Use a [defaults] table and [[hypothesis]] entries")
     defaults_raw = raw.get("defaults", {})
     if not isinstance(defaults_raw, dict):
-        raise r.fail("'defaults'", "is not a table", "Write [defaults] with rope = ..., prob_threshold = ...")
+        raise r.fail("'defaults'", "is not a table", "Write [defaults] with rope = ..., hdi_prob = ...")
     r.check_keys(defaults_raw, _RULE_KEYS, "[defaults]", None)
     defaults = _rule_values(r, defaults_raw, "[defaults]", None, asdict(DecisionRule()))
 
