@@ -20,7 +20,7 @@ from typing import Any
 
 import polars as pl
 
-from selfmodel import checks
+from selfmodel import _arviz, checks
 from selfmodel import models as model_registry
 from selfmodel.contract import SCALE_COLUMNS
 from selfmodel.decisions import rope_for, slope_decisions, x_by_model
@@ -53,11 +53,36 @@ class ModelFits:
     data_for: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
+def fitted_declaration(f: Fit) -> dict[str, Any]:
+    """What the fitted model is, from its own declaration and its saved options and priors.
+
+    ``models/<name>.declaration(options, priors)`` gives the equations, the prose and the
+    priors of the variables the model has under the options saved in the fit's provenance
+    (issue 28.5: the report printed the pooled variant's equation above the independent
+    fit, and a prior of a term not in the fit). A model without ``declaration`` gets no
+    equations, its ``SUMMARY`` and the saved priors of the variables in its posterior.
+    """
+    module = model_registry.get(f.model)
+    prov = f.provenance
+    declare = getattr(module, "declaration", None)
+    if declare is not None:
+        d = declare(prov.get("options"), prov.get("priors"))
+        return {"source": f"selfmodel.models.{f.model}.declaration", "options": d.options,
+                "equations": d.equations, "prose": d.prose,
+                "priors": {k: [v[0], v[1]] for k, v in d.priors.items()}}
+    names = set(_arviz.posterior(f.idata).data_vars)
+    return {"source": "the fit's saved priors of the variables in its posterior",
+            "options": dict(prov.get("options") or {}), "equations": None,
+            "prose": module.SUMMARY,
+            "priors": {k: v for k, v in (prov.get("priors") or {}).items() if k in names}}
+
+
 def fit_info(f: Fit, data: pl.DataFrame) -> dict[str, Any]:
-    """The ``fit`` entry of a fitted model: provenance without timings, file, cells."""
+    """The ``fit`` entry of a fitted model: provenance without timings, file, cells, declaration."""
     info = {k: v for k, v in f.provenance.items() if k != "sampling_seconds"}
     info["file"] = f"fits/{f.model}-{f.provenance['cache_key'][:16]}.nc"
     info["cells"] = data.height
+    info["declaration"] = fitted_declaration(f)
     return info
 
 
