@@ -15,7 +15,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,7 +33,7 @@ from selfmodel.elpd_words import elpd_sentence
 from selfmodel.fit import fit
 from selfmodel.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from selfmodel.holdout import leave_group_out
-from selfmodel.hypotheses import load_hypotheses
+from selfmodel.hypotheses import label_roles, load_hypotheses, one_rule
 from selfmodel.ingest import IngestResult, ingest, write_ingest
 from selfmodel.ingest.discover import FORMATS, walk_folder
 from selfmodel.missingness import missingness, strict_accuracy_refit
@@ -258,6 +258,7 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         per_task_var=effect.per_task,
         fit_data=v.usable,
     )
+    label_roles(state.effect_section, module.NAME, effect.variable, effect.per_task, state.hypotheses)
     if derived:
         state.effect_section["excluded_derived_checkpoints"] = {
             "models": sorted(derived & set(state.cells["model"].to_list())),
@@ -292,6 +293,11 @@ def stage_models(state: RunState, say: Progress) -> None:
             verdict=v.fit,
         )
         state.zoo_section = state.model_fits.summary
+    for name, entry in (state.zoo_section or {}).items():
+        if name in model_registry.REGISTRY:
+            for e in model_registry.get(name).SPEC.decides:
+                if isinstance(entry.get(e.key), dict):
+                    label_roles(entry[e.key], name, e.variable, e.per_task, state.hypotheses)
     state.headline_sections = _headlines(state)
 
 
@@ -598,6 +604,7 @@ def _settings(cfg: RunConfig, inputs: Inputs) -> dict[str, Any]:
         "scale": cfg.scale,
         "seed": cfg.seed,
         "rule": cfg.rule.as_dict(),
+        "rule_source": cfg.rule_source,
         "sampler": asdict(cfg.sampler),
         "inputs": [str(p) for p in inputs.record_paths],
         "registry": str(inputs.registry) if inputs.registry else None,
@@ -650,6 +657,9 @@ def run(
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
+    rule, hypotheses, source = one_rule(hypotheses, cfg.rule, rope_given=cfg.rope_given,
+                                        path=cfg.hypotheses)
+    cfg = replace(cfg, rule=rule, rule_source=source)
     check_out(cfg.out)  # a file, under a file, or not writable: one line
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)

@@ -474,10 +474,39 @@ def missingness_finding(R: Results) -> str | None:
             "is not missing at random: " + "; ".join(words) + "." + tail)
 
 
+def confirmatory_finding(R: Results) -> str | None:
+    """The confirmatory family, decided together (``hypotheses.multiplicity.confirmatory``).
+
+    Every other decision of the first screen is exploratory: one decision at a time at the
+    declared HDI mass, not controlled for the number of decisions.
+    """
+    fam = ((R.get("hypotheses") or {}).get("multiplicity") or {}).get("confirmatory") or {}
+    if not fam.get("size"):
+        return None
+    parts = []
+    for m in fam.get("members") or []:
+        d = m.get("decision")
+        if d == "not_estimable" or m.get("mean") is None:
+            parts.append(f"{m.get('name')}: not estimable ({m.get('reason') or 'no fit'})")
+            continue
+        parts.append(f"{m.get('name')}: {DECISION_MEANING.get(d, d)}, {_interval(m)}"
+                     + ("" if m.get("supported") else f" (predicted: {m.get('predicted')})"))
+    verdict = {True: "supported as a family", False: "not supported as a family",
+               None: "not decidable as a family"}[fam.get("supported")]
+    joint = "; ".join(f"P(every confirmatory slope of the {j['fit']} fit has its predicted sign) = "
+                      f"{_n(j.get('prob_all_predicted_sign'), '.3f')}" for j in fam.get("joint") or [])
+    return (f"Confirmatory hypotheses ({fam['size']}, declared in the hypotheses file), decided together "
+            f"with Bonferroni-adjusted {_n(fam.get('hdi_prob'), '.1%')} HDIs: {verdict}. "
+            + "; ".join(parts) + "."
+            + (f" {joint}." if joint else "")
+            + " Every other decision on this page is exploratory (one at a time, not adjusted).")
+
+
 def findings(R: Results) -> list[dict[str, str]]:
     """The first screen's findings, in order (``key``, ``text``)."""
     out: list[tuple[str, str | None]] = [
         ("accuracy", accuracy_finding(R)),
+        ("confirmatory", confirmatory_finding(R)),
         ("accuracy_tasks", accuracy_tasks_finding(R)),
     ]
     out += sdt_findings(R)

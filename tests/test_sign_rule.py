@@ -56,7 +56,13 @@ def _results(seed: int, es: list[tuple[float, float, float]], rope: float) -> di
          "per_task": {t: eff(1 + i) for i, t in enumerate(tasks)}}
     sens = {**eff(3), "finding": True, "per_task": {t: eff(4 + i) for i, t in enumerate(tasks)}}
     bias = {**eff(6), "finding": True, "per_task": {t: eff(7 + i) for i, t in enumerate(tasks)}}
+    members = [{**eff(9 + i), "name": f"h{i}", "predicted": "improves"} for i in range(2)]
+    for m in members:
+        m["supported"] = m["decision"] == "improves"
+    conf = {"size": 2, "hdi_prob": 0.97, "members": members,
+            "supported": all(m["supported"] for m in members), "joint": []}
     return {"scale_effect": E, "sdt_effect": {"fitted": True, "sensitivity": sens, "bias": bias},
+            "hypotheses": {"multiplicity": {"confirmatory": conf}},
             "diagnostics": {"passed": True},
             "model_zoo": {"scale": {"fitted": True, "diagnostics": {"passed": True}},
                           "sdt": {"fitted": True, "diagnostics": {"passed": True}}}}

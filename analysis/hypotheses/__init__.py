@@ -112,7 +112,9 @@ from selfmodel.hypotheses.declared import (
     Hypothesis,
     base_default,
     file_sha256,
+    label_roles,
     load_hypotheses,
+    one_rule,
     slope_priors,
 )
 from selfmodel.hypotheses.evaluate import (
@@ -146,6 +148,8 @@ __all__ = [
     "Hypothesis",
     "base_default",
     "load_hypotheses",
+    "one_rule",
+    "label_roles",
     "file_sha256",
     "savage_dickey",
     "slope_prior_density",
