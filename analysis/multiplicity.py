@@ -183,11 +183,14 @@ def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str
     (a ``NAME[*]`` hypothesis gives one per task) is a member of the family, of size
     :math:`k`. Each member is decided again with the Bonferroni-adjusted HDI mass
     :math:`1 - (1 - m)/k` (:math:`m` the declared mass): a sign is claimed only when that
-    wider interval excludes 0, so the chance that the family claims any wrong sign is at
-    most about :math:`k` times the per-interval tail :math:`(1 - m')/2`, i.e. :math:`(1 -
-    m)/2` for the family (for posteriors close to their normal approximation). The family
-    ``supported`` when every member's adjusted decision is its predicted one. Beside it,
-    per fit, the joint posterior probability that every member on that fit has its
+    wider interval excludes 0. By Bonferroni's inequality, if each adjusted interval wrongly
+    excludes 0 on one side at most at its nominal rate :math:`(1 - m')/2`, the family claims
+    some wrong sign at most at :math:`k (1 - m')/2 = (1 - m)/2`; that is a frequentist
+    statement only as far as the intervals' coverage is calibrated (``validation/``
+    measures the 94% HDI of the scale slope, not these adjusted ones). The family is
+    ``supported`` when every member's adjusted decision is its predicted one (``None``, with
+    the ``reason``, when a member is not a finding: its fit failed its diagnostics). Beside
+    it, per fit, the joint posterior probability that every member on that fit has its
     predicted sign (members on different fits have no joint posterior).
 
     Examples
@@ -228,7 +231,7 @@ def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str
         draws = (None if ev is None or isinstance(ev, str)
                  else _param_draws(ev.idata, str(r["parameter"]), r.get("label")))
         member = {"name": r.get("name"), "hypothesis": r.get("hypothesis"), "predicted": r.get("predicted"),
-                  "unadjusted_decision": r.get("decision")}
+                  "unadjusted_decision": r.get("decision"), "finding": r.get("finding")}
         if draws is None or r.get("decision") == "not_estimable":
             member.update(decision="not_estimable", supported=None,
                           reason=r.get("reason") or "no draws of the parameter")
@@ -244,6 +247,10 @@ def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str
         out["members"].append(member)
     sup = [m["supported"] for m in out["members"]]
     out["supported"] = None if any(v is None for v in sup) else all(sup)
+    failed = [str(m["name"]) for m in out["members"] if m.get("finding") is False]
+    if failed:  # a member whose fit failed its diagnostics decides nothing for the family
+        out["supported"] = None
+        out["reason"] = f"not a finding: {', '.join(failed)} (fit failed its diagnostics or not estimable)"
     for model, ss in sorted(signs.items()):
         n = min(len(x) for x in ss)
         joint = np.all(np.vstack([x[:n] for x in ss]), axis=0)

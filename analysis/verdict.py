@@ -490,9 +490,13 @@ def confirmatory_finding(R: Results) -> str | None:
             parts.append(f"{m.get('name')}: not estimable ({m.get('reason') or 'no fit'})")
             continue
         parts.append(f"{m.get('name')}: {DECISION_MEANING.get(d, d)}, {_interval(m)}"
-                     + ("" if m.get("supported") else f" (predicted: {m.get('predicted')})"))
+                     + ("" if m.get("supported") else f" (predicted: {m.get('predicted')})")
+                     + (" -- its fit failed its diagnostics, not a finding" if m.get("finding") is False
+                        else ""))
     verdict = {True: "supported as a family", False: "not supported as a family",
                None: "not decidable as a family"}[fam.get("supported")]
+    if fam.get("supported") is None and fam.get("reason"):
+        verdict += f" ({fam['reason']})"
     joint = "; ".join(f"P(every confirmatory slope of the {j['fit']} fit has its predicted sign) = "
                       f"{_n(j.get('prob_all_predicted_sign'), '.3f')}" for j in fam.get("joint") or [])
     return (f"Confirmatory hypotheses ({fam['size']}, declared in the hypotheses file), decided together "

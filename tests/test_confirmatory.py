@@ -119,3 +119,14 @@ def test_the_first_screen_says_which_decisions_are_confirmatory() -> None:
     for sign, lo, hi in sign_claims(text):
         assert (lo > 0) if sign == "+" else (hi < 0)
     assert confirmatory_finding({"hypotheses": {"multiplicity": {"confirmatory": {"size": 0}}}}) is None
+
+
+def test_a_member_whose_fit_failed_leaves_the_family_undecided() -> None:
+    ev = _evidence({"beta": 0.6, "gamma": 0.6})
+    rows = [{**_row("a", "beta"), "finding": True}, {**_row("b", "gamma"), "finding": False}]
+    fam = confirmatory_family(rows, ev)
+    assert fam["supported"] is None and "b" in fam["reason"]
+    text = confirmatory_finding({"hypotheses": {"multiplicity": {"confirmatory": fam}}})
+    assert "not decidable as a family" in text and "failed its diagnostics, not a finding" in text
+    rows[1]["finding"] = True
+    assert confirmatory_family(rows, ev)["supported"] is True
