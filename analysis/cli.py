@@ -115,7 +115,9 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         help="scale variable: total parameters, active parameters or capability",
     )
     p.add_argument("--seed", type=int, default=DEFAULT_SEED, help="sampler seed")
-    p.add_argument("--rope", type=float, default=0.1, help="region of practical equivalence (+/-)")
+    p.add_argument("--rope", type=float, default=None,
+                   help="region of practical equivalence (+/-; default: the hypotheses file's ROPE "
+                        "for the decided slopes, else 0.1); given, it overrides the file's ROPE of those")
     p.add_argument("--draws", type=int, default=2000)
     p.add_argument("--tune", type=int, default=1000)
     p.add_argument("--chains", type=int, default=4)
@@ -377,7 +379,8 @@ def run_config(args: argparse.Namespace, *, report: bool):
         seed=args.seed,
         mapping=parse_map_options(args.map),
         config=args.config,
-        rule=DecisionRule(rope=args.rope),
+        rule=DecisionRule() if args.rope is None else DecisionRule(rope=args.rope),
+        rope_given=args.rope is not None,
         sampler=sampler,
         report=report,
         use_cache=not args.no_cache,

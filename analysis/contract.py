@@ -128,7 +128,7 @@ DECISION_MEANING: Final[dict[str, str]] = {
     "no_credible_effect": "inconclusive (the sign is not credible)",
     "not_estimable": "not estimable from these data",
 }
-#: Decisions whose sign is credible (P of the sign above the threshold).
+#: Decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
 POSITIVE_DECISIONS: Final = frozenset({"improves", "credibly_positive"})
 NEGATIVE_DECISIONS: Final = frozenset({"worsens", "credibly_negative"})
 

@@ -123,7 +123,6 @@ def scale_effect(
         "units": SCALE_UNITS[scale],
         "fit_model": fit.model if fit else verdict_name,
         "rope": rule.rope,
-        "prob_threshold": rule.prob_threshold,
         "rule": rule.describe(),
         "n_models": n_models,
         "models_without_scale_variable": list(excluded_models),
@@ -157,14 +156,18 @@ def slope_decisions(
     tasks: Sequence[str],
     reason: str | None = None,
     models_per_task: Mapping[str, int] | None = None,
+    absent_reasons: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Decision on a fitted slope overall and per task (any model's effect variables).
 
-    A verdict is a ``finding`` only when the fit's diagnostics passed.
+    A verdict is a ``finding`` only when the fit's diagnostics passed. A task of ``tasks``
+    that the fit does not have is ``not_estimable`` with its reason from ``absent_reasons``
+    (default: no model with the scale variable).
     """
+    why_absent = dict(absent_reasons or {})
     if fit is None:
         why = reason or "no fit"
-        absent = {t: not_estimable(why, rule) for t in tasks}
+        absent = {t: not_estimable(why_absent.get(t, why), rule) for t in tasks}
         return {**not_estimable(why, rule), "per_task": absent, "finding": False}
     overall = decide(posterior_draws(fit, effect_var).values, rule, n_models=n_models)
     per_task: dict[str, Any] = {}
@@ -178,6 +181,7 @@ def slope_decisions(
                 "n_models": n_t,
             }
     for t in tasks:
-        per_task.setdefault(t, not_estimable("task has no model with the scale variable", rule))
+        per_task.setdefault(t, not_estimable(
+            why_absent.get(t, "task has no model with the scale variable"), rule))
     return {**overall, "per_task": per_task, "finding": bool(fit.diagnostics["passed"])}
 

@@ -32,6 +32,45 @@ def _prior(dist: str, params: Mapping[str, float]) -> str:
     return f"{_DIST.get(dist, dist)}({args})"
 
 
+def fitted_priors(fit: Mapping[str, Any]) -> dict[str, Any]:
+    """The priors of the variables the fitted model has (its ``declaration``; else as saved)."""
+    decl = fit.get("declaration") or {}
+    return dict(decl.get("priors") or fit.get("priors") or {})
+
+
+def prior_rows(fit: Mapping[str, Any]) -> list[list[str]]:
+    """Rows ``[parameter, prior]`` of the report's table of priors as fitted."""
+    return [[f"`{k}`", f"{v[0]}({', '.join(f'{a}={b:g}' for a, b in v[1].items())})"]
+            for k, v in fitted_priors(fit).items()]
+
+
+def model_markdown(fit: Mapping[str, Any]) -> str:
+    r"""The report's model text: the fitted model's equations and prose (its declaration).
+
+    Examples
+    --------
+    >>> fit = {"model": "scale", "declaration": {"equations": r"y &= a", "prose": "with a.",
+    ...        "source": "selfmodel.models.scale.declaration", "options": {}}}
+    >>> print(model_markdown(fit))
+    The fitted model `scale` (from `selfmodel.models.scale.declaration`, with the options it was fitted with):
+    <BLANKLINE>
+    $$
+    \begin{aligned}
+    y &= a
+    \end{aligned}
+    $$
+    <BLANKLINE>
+    with a.
+    """
+    decl = fit.get("declaration") or {}
+    head = (f"The fitted model `{fit.get('model')}` (from `{decl.get('source', 'its provenance')}`, "
+            "with the options it was fitted with)")
+    if not decl.get("equations"):
+        return f"{head}: {decl.get('prose') or ''}"
+    return (f"{head}:\n\n$$\n\\begin{{aligned}}\n{decl['equations']}\n\\end{{aligned}}\n$$\n\n"
+            f"{decl.get('prose') or ''}")
+
+
 def methods_text(results: Mapping[str, Any]) -> str:
     """Return a methods paragraph (Markdown) for the fitted scale model.
 
@@ -60,9 +99,7 @@ def methods_text(results: Mapping[str, Any]) -> str:
         "capability": "the capability score",
     }[eff["scale_variable"]]
     priors = "; ".join(
-        f"{_PARAM_TEXT.get(k, k)} ~ {_prior(v[0], v[1])}"
-        for k, v in fit["priors"].items()
-        if k != "sigma_family_slope" or fit.get("options", {}).get("family_slopes")
+        f"{_PARAM_TEXT.get(k, k)} ~ {_prior(v[0], v[1])}" for k, v in fitted_priors(fit).items()
     )
     s = fit["sampler"]
     excluded = eff.get("models_without_scale_variable") or []
@@ -75,7 +112,7 @@ def methods_text(results: Mapping[str, Any]) -> str:
     d = results.get("diagnostics", {})
     th = d.get("thresholds", {})
     versions = fit.get("versions", {})
-    own = "slope_task" in (fit.get("priors") or {})
+    own = "slope_task" in fitted_priors(fit)
     slopes = (
         "a slope per task on the centred scale variable "
         f"({scale_desc}), each with its own prior (no spread shared between tasks), whose "

@@ -13,14 +13,15 @@ models. The verdict model (``SPEC.role == "verdict"``) is fitted first by
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from selfmodel import checks
+from selfmodel import _arviz, checks
 from selfmodel import models as model_registry
 from selfmodel.contract import SCALE_COLUMNS
 from selfmodel.decisions import rope_for, slope_decisions, x_by_model
@@ -54,11 +55,36 @@ class ModelFits:
     data_for: dict[str, pl.DataFrame] = field(default_factory=dict)
 
 
+def fitted_declaration(f: Fit) -> dict[str, Any]:
+    """What the fitted model is, from its own declaration and its saved options and priors.
+
+    ``models/<name>.declaration(options, priors)`` gives the equations, the prose and the
+    priors of the variables the model has under the options saved in the fit's provenance
+    (issue 28.5: the report printed the pooled variant's equation above the independent
+    fit, and a prior of a term not in the fit). A model without ``declaration`` gets no
+    equations, its ``SUMMARY`` and the saved priors of the variables in its posterior.
+    """
+    module = model_registry.get(f.model)
+    prov = f.provenance
+    declare = getattr(module, "declaration", None)
+    if declare is not None:
+        d = declare(prov.get("options"), prov.get("priors"))
+        return {"source": f"selfmodel.models.{f.model}.declaration", "options": d.options,
+                "equations": d.equations, "prose": d.prose,
+                "priors": {k: [v[0], v[1]] for k, v in d.priors.items()}}
+    names = set(_arviz.posterior(f.idata).data_vars)
+    return {"source": "the fit's saved priors of the variables in its posterior",
+            "options": dict(prov.get("options") or {}), "equations": None,
+            "prose": module.SUMMARY,
+            "priors": {k: v for k, v in (prov.get("priors") or {}).items() if k in names}}
+
+
 def fit_info(f: Fit, data: pl.DataFrame) -> dict[str, Any]:
-    """The ``fit`` entry of a fitted model: provenance without timings, file, cells."""
+    """The ``fit`` entry of a fitted model: provenance without timings, file, cells, declaration."""
     info = {k: v for k, v in f.provenance.items() if k != "sampling_seconds"}
     info["file"] = f"fits/{f.model}-{f.provenance['cache_key'][:16]}.nc"
     info["cells"] = data.height
+    info["declaration"] = fitted_declaration(f)
     return info
 
 
@@ -138,22 +164,48 @@ def run_checks(
     return out
 
 
+def exclusion_text(excluded: Sequence[Mapping[str, Any]], task: str | None = None) -> str | None:
+    """The reasons cells were left out of a model's table, counted (of one task, or all).
+
+    Examples
+    --------
+    >>> exclusion_text([{"model": "a", "task": "t", "reason": "no outcome-false trial"},
+    ...                 {"model": "b", "task": "t", "reason": "no outcome-false trial"}], "t")
+    'every cell of t was left out of the table: no outcome-false trial (2 cells)'
+    """
+    rows = [e for e in excluded if task is None or e["task"] == task]
+    if not rows:
+        return None
+    counts = Counter(str(e["reason"]) for e in rows)
+    why = "; ".join(f"{r} ({n} cell{'s' if n > 1 else ''})" for r, n in sorted(counts.items()))
+    where = f"every cell of {task} was" if task is not None else f"{len(rows)} cell(s) were"
+    return f"{where} left out of the table: {why}"
+
+
 def declared_decisions(
     module: Any,
-    f: Fit,
+    f: Fit | None,
     data: pl.DataFrame,
     *,
     rule: DecisionRule,
     tasks: Sequence[str],
     scale: str = "params",
+    excluded: Sequence[Mapping[str, Any]] = (),
+    reason: str | None = None,
 ) -> dict[str, Any]:
     """Each effect in ``module.SPEC.decides`` decided on ``f`` (key -> decision).
 
     Each effect's ROPE is the declared one in its own quantity and the scale variable's
     unit (``selfmodel.decisions.rope_for``), recorded as ``rope`` and ``rope_meaning``.
+    Without a fit (``f`` None) every decision is ``not_estimable`` with ``reason``; a task
+    with no cell in ``data`` is ``not_estimable`` with the reasons its cells were left out
+    (``excluded``, from :meth:`selfmodel.tables.Tables.excluded`).
     """
-    n_models = data["model"].n_unique()
-    counts = models_per_task(data, list(tasks))
+    n_models = data["model"].n_unique() if "model" in data.columns else 0
+    by_task = "task" in data.columns
+    counts = models_per_task(data, list(tasks)) if by_task else {}
+    absent = {t: exclusion_text(excluded, t) for t in tasks
+              if not by_task or data.filter(pl.col("task") == t).height == 0}
     out: dict[str, Any] = {}
     for effect in module.SPEC.decides:
         eff_rule, meaning = rope_for(rule, scale, x_by_model(data), effect=effect.key)
@@ -165,6 +217,8 @@ def declared_decisions(
             n_models=n_models,
             tasks=tasks if effect.per_task else [],
             models_per_task=counts,
+            reason=reason,
+            absent_reasons={t: r for t, r in absent.items() if r},
         )
         out[effect.key]["rope"] = eff_rule.rope
         out[effect.key]["rope_meaning"] = meaning
@@ -192,9 +246,11 @@ def _sample_requested(
         if name in out.fits:
             continue
         if data.height == 0 or data["model"].n_unique() < rule.min_models:
+            why = exclusion_text(tables.excluded(module.SPEC.table))
             out.summary[name] = {
                 "fitted": False,
-                "reason": f"fewer than {rule.min_models} models with usable data",
+                "reason": f"fewer than {rule.min_models} models with usable data"
+                + (f" ({why})" if why else ""),
             }
             continue
         reason = module.SPEC.unfit_reason(data) if module.SPEC.unfit_reason else None
@@ -238,18 +294,31 @@ def fit_models(
         progress=progress,
     )
     loos: dict[str, Any] = {}
+    for name in names:  # not fitted: each declared effect is not estimable, with the reason
+        entry = out.summary.get(name)
+        if entry is None or entry.get("fitted") or name not in out.data_for:
+            continue
+        module = model_registry.get(name)
+        excluded = tables.excluded(module.SPEC.table)
+        entry["excluded_cells"] = excluded
+        entry.update(declared_decisions(module, None, out.data_for[name], rule=rule, tasks=tasks,
+                                        scale=tables.scale, excluded=excluded,
+                                        reason=entry["reason"]))
     for name, f in out.fits.items():
         module = model_registry.get(name)
         data = out.data_for.get(name, tables.usable)
-        entry: dict[str, Any] = {
+        entry = {
             "fitted": True,
             "summary": module.SUMMARY,
             "fit": fit_info(f, data),
             "diagnostics": f.diagnostics,
         }
         if module.SPEC.role != "verdict":  # the verdict is decided into scale_effect
+            excluded = tables.excluded(module.SPEC.table)
+            entry["excluded_cells"] = excluded
             entry.update(
-                declared_decisions(module, f, data, rule=rule, tasks=tasks, scale=tables.scale)
+                declared_decisions(module, f, data, rule=rule, tasks=tasks, scale=tables.scale,
+                                   excluded=excluded)
             )
         progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
         with_loo = module.SPEC.loo is not None

@@ -28,6 +28,8 @@ from typing import Any, Final
 
 import numpy as np
 
+from selfmodel.hypotheses import DecisionRule, decide
+
 #: Declared slope-prior widths of the Bayes factor range (sd, in the effect's units).
 WIDTHS: Final = (0.1, 0.25, 0.5, 1.0)
 #: Bootstrap resamples of the posterior draws for the interval of each Bayes factor.
@@ -158,6 +160,7 @@ def multiplicity(
                       "prob_any_predicted_sign": float(sign.any(axis=0).mean())})
     holm = (frequentist or {}).get("holm") or {}
     return {
+        "confirmatory": confirmatory_family(rows, evidence),
         "n_hypotheses": len(hypotheses),
         "n_decisions": len(rows),
         "n_supported": sum(1 for r in rows if r.get("supported")),
@@ -171,3 +174,86 @@ def multiplicity(
             "the Holm-adjusted p-values the frequentist one"
         ),
     }
+
+
+def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str, Any]) -> dict[str, Any]:
+    """The confirmatory family's decision, controlled together (issue 28.7).
+
+    The hypotheses file marks hypotheses ``role = "confirmatory"``; every decision row of one
+    (a ``NAME[*]`` hypothesis gives one per task) is a member of the family, of size
+    :math:`k`. Each member is decided again with the Bonferroni-adjusted HDI mass
+    :math:`1 - (1 - m)/k` (:math:`m` the declared mass): a sign is claimed only when that
+    wider interval excludes 0. By Bonferroni's inequality, if each adjusted interval wrongly
+    excludes 0 on one side at most at its nominal rate :math:`(1 - m')/2`, the family claims
+    some wrong sign at most at :math:`k (1 - m')/2 = (1 - m)/2`; that is a frequentist
+    statement only as far as the intervals' coverage is calibrated (``validation/``
+    measures the 94% HDI of the scale slope, not these adjusted ones). The family is
+    ``supported`` when every member's adjusted decision is its predicted one (``None``, with
+    the ``reason``, when a member is not a finding: its fit failed its diagnostics). Beside
+    it, per fit, the joint posterior probability that every member on that fit has its
+    predicted sign (members on different fits have no joint posterior).
+
+    Examples
+    --------
+    >>> import xarray as xr
+    >>> from selfmodel import _arviz
+    >>> rng = np.random.default_rng(0)
+    >>> post = xr.Dataset({"beta": (("chain", "draw"), rng.normal(0.3, 0.1, (2, 2000)))})
+    >>> class Ev:
+    ...     idata, n_models = _arviz.from_datasets(posterior=post), 10
+    >>> row = {"role": "confirmatory", "name": "h", "hypothesis": "h", "model": "scale",
+    ...        "parameter": "beta", "label": None, "predicted": "improves", "direction": "increase",
+    ...        "rule": {"rope": 0.1, "hdi_prob": 0.94, "min_models": 3}, "decision": "improves"}
+    >>> fam = confirmatory_family([row, {**row, "name": "h2"}], {"scale": Ev()})
+    >>> fam["size"], round(fam["hdi_prob"], 3), fam["members"][0]["decision"]
+    (2, 0.97, 'credibly_positive')
+    """
+    members = [r for r in rows if r.get("role") == "confirmatory"]
+    k = len(members)
+    out: dict[str, Any] = {
+        "size": k,
+        "method": ("Bonferroni over the confirmatory family: each member decided with HDI mass "
+                   "1 - (1 - hdi_prob) / size; supported when every member's decision is the "
+                   "predicted one; joint P(every member has its predicted sign) per fit"),
+        "hdi_prob": None, "members": [], "supported": None, "joint": [],
+    }
+    if k == 0:
+        out["reason"] = "no hypothesis is declared confirmatory (role = \"confirmatory\")"
+        return out
+    signs: dict[str, list[np.ndarray]] = {}
+    for r in members:
+        rule_d = r.get("rule") or {}
+        base = DecisionRule(**{key: rule_d[key] for key in ("rope", "hdi_prob", "min_models")
+                               if key in rule_d})
+        level = 1.0 - (1.0 - base.hdi_prob) / k
+        out["hdi_prob"] = level
+        ev = evidence.get(str(r.get("model")))
+        draws = (None if ev is None or isinstance(ev, str)
+                 else _param_draws(ev.idata, str(r["parameter"]), r.get("label")))
+        member = {"name": r.get("name"), "hypothesis": r.get("hypothesis"), "predicted": r.get("predicted"),
+                  "unadjusted_decision": r.get("decision"), "finding": r.get("finding")}
+        if draws is None or r.get("decision") == "not_estimable":
+            member.update(decision="not_estimable", supported=None,
+                          reason=r.get("reason") or "no draws of the parameter")
+        else:
+            n_models = int(getattr(ev, "n_models", base.min_models))
+            d = decide(draws, DecisionRule(rope=base.rope, hdi_prob=level, min_models=base.min_models),
+                       n_models=n_models)
+            member.update({key: d[key] for key in ("decision", "mean", "hdi_low", "hdi_high", "hdi_prob",
+                                                   "reason")})
+            member["supported"] = d["decision"] == r.get("predicted")
+            sign = draws > 0 if r.get("direction") == "increase" else draws < 0
+            signs.setdefault(str(r.get("model")), []).append(sign)
+        out["members"].append(member)
+    sup = [m["supported"] for m in out["members"]]
+    out["supported"] = None if any(v is None for v in sup) else all(sup)
+    failed = [str(m["name"]) for m in out["members"] if m.get("finding") is False]
+    if failed:  # a member whose fit failed its diagnostics decides nothing for the family
+        out["supported"] = None
+        out["reason"] = f"not a finding: {', '.join(failed)} (fit failed its diagnostics or not estimable)"
+    for model, ss in sorted(signs.items()):
+        n = min(len(x) for x in ss)
+        joint = np.all(np.vstack([x[:n] for x in ss]), axis=0)
+        out["joint"].append({"fit": model, "members": len(ss),
+                             "prob_all_predicted_sign": float(joint.mean())})
+    return out

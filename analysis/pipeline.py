@@ -16,7 +16,7 @@ import platform
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ from selfmodel.fit import fit
 from selfmodel.fitpool import concurrently
 from selfmodel.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from selfmodel.holdout import leave_group_out
-from selfmodel.hypotheses import load_hypotheses
+from selfmodel.hypotheses import label_roles, load_hypotheses, one_rule
 from selfmodel.importers.mapping.records_apply import load_transform, without_join_file
 from selfmodel.ingest import IngestResult, ingest, write_ingest
 from selfmodel.ingest.discover import FORMATS, walk_folder
@@ -283,6 +283,7 @@ def stage_verdict(state: RunState, say: Progress) -> None:
         per_task_var=effect.per_task,
         fit_data=v.usable,
     )
+    label_roles(state.effect_section, module.NAME, effect.variable, effect.per_task, state.hypotheses)
     if derived:
         state.effect_section["excluded_derived_checkpoints"] = {
             "models": sorted(derived & set(state.cells["model"].to_list())),
@@ -317,6 +318,11 @@ def stage_models(state: RunState, say: Progress) -> None:
             verdict=v.fit,
         )
         state.zoo_section = state.model_fits.summary
+    for name, entry in (state.zoo_section or {}).items():
+        if name in model_registry.REGISTRY:
+            for e in model_registry.get(name).SPEC.decides:
+                if isinstance(entry.get(e.key), dict):
+                    label_roles(entry[e.key], name, e.variable, e.per_task, state.hypotheses)
     state.headline_sections = _headlines(state)
 
 
@@ -346,7 +352,12 @@ def stage_fits(state: RunState, say: Progress) -> None:
 
 
 def _headlines(state: RunState) -> dict[str, Any]:
-    """Each registered model's declared headline section (``None`` when not fitted)."""
+    """Each registered model's declared headline section.
+
+    ``None`` when the model was not requested; requested but not fitted (e.g. no cell whose
+    d' the data inform), ``fitted`` false, the ``reason`` and every decision
+    ``not_estimable`` with it.
+    """
     out: dict[str, Any] = {}
     zoo = state.zoo_section or {}
     fits = state.model_fits.fits if state.model_fits else {}
@@ -355,11 +366,17 @@ def _headlines(state: RunState) -> dict[str, Any]:
         if h is None:
             continue
         entry = zoo.get(name)
-        if not entry or not entry.get("fitted"):
+        if not entry or not all(e.key in entry for e in module.SPEC.decides):
             out[h.key] = None
             continue
-        section: dict[str, Any] = {"fit_model": name, "units": h.units}
+        section: dict[str, Any] = {"fit_model": name, "units": h.units,
+                                   "fitted": bool(entry.get("fitted"))}
         section.update({e.key: entry[e.key] for e in module.SPEC.decides})
+        section["excluded_cells"] = entry.get("excluded_cells", [])
+        if not entry.get("fitted"):  # requested, not fitted: every decision not_estimable
+            section.update(reason=entry.get("reason"), finding=False)
+            out[h.key] = section
+            continue
         section["finding"] = bool(entry["diagnostics"]["passed"])
         if h.curves is not None and name in fits and state.model_fits is not None:
             section["curves"] = population_curves(
@@ -650,6 +667,7 @@ def _settings(cfg: RunConfig, inputs: Inputs) -> dict[str, Any]:
         "scale": cfg.scale,
         "seed": cfg.seed,
         "rule": cfg.rule.as_dict(),
+        "rule_source": cfg.rule_source,
         "sampler": asdict(cfg.sampler),
         "inputs": [str(p) for p in inputs.record_paths],
         "registry": str(inputs.registry) if inputs.registry else None,
@@ -702,6 +720,9 @@ def run(
     t0 = time.perf_counter()
     started = datetime.now(UTC).isoformat(timespec="seconds")
     hypotheses = load_hypotheses(cfg.hypotheses)  # a bad file stops the run before any work
+    rule, hypotheses, source = one_rule(hypotheses, cfg.rule, rope_given=cfg.rope_given,
+                                        path=cfg.hypotheses)
+    cfg = replace(cfg, rule=rule, rule_source=source)
     check_out(cfg.out)  # a file, under a file, or not writable: one line
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)

@@ -15,7 +15,9 @@ readable prediction and outcome and ``B`` has an outcome. On those items
 * *self* scores ``A``'s predictions against ``A``'s outcomes, *cross* against ``B``'s;
 * accuracy is the share of agreements; d' is
   :math:`z(H) - z(F)` with the log-linear correction (Hautus 1995), where ``H`` and ``F`` are
-  the rates of predicting "true" among items whose (self or ``B``'s) outcome is true / false.
+  the rates of predicting "true" among items whose (self or ``B``'s) outcome is true / false
+  (``selfmodel.skill.sdt_arrays``: 0 for a constant predictor, whose rates are equal; a pair
+  whose shared items have one outcome only has no d' and is left out of the d' means).
 
 The self advantage of ``A`` is the mean over ``B`` of (self - cross), each difference paired
 on its own shared items. The *target-side* advantage (``*_target``) compares ``A``'s
@@ -47,6 +49,8 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 from scipy.stats import norm
+
+from selfmodel.skill import sdt_arrays
 
 #: Bootstrap replicates (items and models resampled).
 N_BOOT: Final = 1000
@@ -122,10 +126,6 @@ def _matrices(
     return models, np.nan_to_num(p), np.nan_to_num(o_self), self_ok, out_mask, cluster_of, o
 
 
-def _z(k: np.ndarray, n: np.ndarray) -> np.ndarray:
-    return norm.ppf((k + 0.5) / (n + 1.0))
-
-
 def pair_scores(
     p: np.ndarray,
     o_self: np.ndarray,
@@ -159,24 +159,26 @@ def pair_scores(
     with np.errstate(divide="ignore", invalid="ignore"):
         acc_x = agree_x / n
         acc_s = agree_s / n
-    d_x = _z(hit_x, sig_x) - _z(fa_x, noi_x)
-    d_s = _z(hit_s, sig_s) - _z(fa_s, noi_s)
+    d_x = sdt_arrays(hit_x, sig_x, fa_x, noi_x)[0]  # NaN without both outcomes, 0 if constant
+    d_s = sdt_arrays(hit_s, sig_s, fa_s, noi_s)[0]
     return {"n": n, "acc_self": acc_s, "acc_cross": acc_x, "d_self": d_s, "d_cross": d_x}
 
 
 def _advantages(s: Mapping[str, np.ndarray], valid: np.ndarray) -> dict[str, np.ndarray]:
     """Per model: mean over valid other models of self - cross (and the mean self / cross)."""
     out: dict[str, np.ndarray] = {}
-    cnt = valid.sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
         for metric, a, b in (("accuracy", "acc_self", "acc_cross"), ("dprime", "d_self", "d_cross")):
-            diff = np.where(valid, s[a] - s[b], 0.0)
+            # a pair whose d' does not exist (one outcome only on the shared items) is left out
+            ok = valid & np.isfinite(s[a]) & np.isfinite(s[b])
+            cnt = ok.sum(axis=1)
+            diff = np.where(ok, s[a] - s[b], 0.0)
             out[metric] = np.where(cnt > 0, diff.sum(axis=1) / cnt, np.nan)
-            out[metric + "_self"] = np.where(cnt > 0, np.where(valid, s[a], 0).sum(1) / cnt, np.nan)
-            out[metric + "_other"] = np.where(cnt > 0, np.where(valid, s[b], 0).sum(1) / cnt, np.nan)
+            out[metric + "_self"] = np.where(cnt > 0, np.where(ok, s[a], 0).sum(1) / cnt, np.nan)
+            out[metric + "_other"] = np.where(cnt > 0, np.where(ok, s[b], 0).sum(1) / cnt, np.nan)
             # target side: the model's own predictions of its outcomes against the other
             # models' predictions of the same outcomes (column of the pair matrix)
-            col = valid.T
+            col = ok.T
             ccnt = col.sum(axis=1)
             self_diag = np.diag(s[a])
             cross_col = np.where(col, s[b].T, 0.0).sum(axis=1)

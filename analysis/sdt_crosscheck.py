@@ -32,6 +32,7 @@ from scipy.stats import norm
 from selfmodel.frequentist.run import holm
 from selfmodel.frequentist.two_stage import _dl_tau2, meta_regression
 from selfmodel.frequentist.wild_bootstrap import WEBB_POINTS
+from selfmodel.skill import excluded_sdt_cells, sdt_arrays, sdt_cells
 
 N_BOOT: Final = 1999
 ALPHA: Final = 0.05
@@ -39,18 +40,23 @@ MIN_MODELS: Final = 4
 
 
 def sdt_values(cells: pl.DataFrame) -> pl.DataFrame:
-    """Per binary cell with a scale value: d', c and their delta-method variances."""
-    use = cells.filter(pl.col("binary") & pl.col("x").is_not_null()
-                       & (pl.col("n_signal") > 0) & (pl.col("n_noise") > 0))
+    """Per binary cell with a scale value: d', c and their delta-method variances.
+
+    The cells are those of the signal-detection model (``selfmodel.skill.sdt_cells``): both
+    outcomes observed and not a constant responder, whose d' is 0 by definition and whose
+    criterion and variances are not finite (``selfmodel.skill.sdt_note``).
+    """
+    use = sdt_cells(cells).filter(pl.col("x").is_not_null())
     s = use["n_signal"].to_numpy().astype(float)
     n = use["n_noise"].to_numpy().astype(float)
+    d, c = sdt_arrays(use["hits"].to_numpy(), s, use["false_alarms"].to_numpy(), n)
     h = (use["hits"].to_numpy() + 0.5) / (s + 1)
     f = (use["false_alarms"].to_numpy() + 0.5) / (n + 1)
     zh, zf = norm.ppf(h), norm.ppf(f)
     vh = h * (1 - h) / ((s + 1) * norm.pdf(zh) ** 2)
     vf = f * (1 - f) / ((n + 1) * norm.pdf(zf) ** 2)
     return use.select("model", "family", "task", "x").with_columns(
-        pl.Series("dprime", zh - zf), pl.Series("criterion", -0.5 * (zh + zf)),
+        pl.Series("dprime", d), pl.Series("criterion", c),
         pl.Series("v_dprime", vh + vf), pl.Series("v_criterion", (vh + vf) / 4),
     )
 
@@ -96,7 +102,9 @@ def sdt_crosscheck(cells: pl.DataFrame, sdt_effect: Mapping[str, Any] | None, *,
     out: dict[str, Any] = {"method": "per-model d' and c (log-linear, delta-method variances), "
                                      "random-effects meta-regression on scale per task "
                                      "(DL tau2, Knapp-Hartung), wild bootstrap over models, Holm "
-                                     "over tasks", "per_task": {}}
+                                     "over tasks", "per_task": {},
+                                     "excluded_cells": excluded_sdt_cells(
+                                         cells.filter(pl.col("x").is_not_null()))}
     pvals: dict[str, dict[str, float | None]] = {q: {} for q in keys}
     for t in sorted(vals["task"].unique().to_list()):
         sub = vals.filter(pl.col("task") == t).sort("model")

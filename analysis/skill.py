@@ -38,7 +38,19 @@ SDT :math:`d'` and criterion :math:`c`
     cell (not only to those with rates of 0 or 1) so that all cells are estimated the same
     way (Stanislaw & Todorov 1999, *Behav. Res. Methods* 31:137). This is the convention of
     :mod:`selfmodel.simulate`: :math:`P(\hat y = 1 \mid y) = \Phi(d'(y - \tfrac12) - c)`,
-    so :math:`c < 0` is a yes-bias. ``None`` when the cell has no signal or no noise trial.
+    so :math:`c < 0` is a yes-bias. ``None`` when the cell has no signal or no noise trial
+    (the hit or the false-alarm rate does not exist), with the reason in ``sdt_note``.
+
+    **Constant responder.** A cell whose predictions are all "true" (or all "false") has
+    :math:`H = F = 1` (or :math:`0`): the prediction does not depend on the outcome, and
+    kappa is 0 and balanced accuracy 0.5. The correction would still give it a d' of the
+    sign of :math:`n_s - n_n`, from the counts alone (always "yes" on 950 signal and 50
+    noise trials: :math:`z(950.5/951) - z(50.5/51) = +0.94`), so such a cell gets
+    :math:`d' = 0` exactly and no criterion (it lies beyond every trial, not finite), with
+    the reason in ``sdt_note``. :func:`sdt_arrays` applies the same rule to arrays; every
+    d' of the package (this table, the frequentist SDT cross-check, the self-vs-other
+    rescoring, the d' power simulation) goes through it, and the signal-detection model
+    leaves such cells out (:func:`sdt_cells`).
 
 Confidence metrics
 ------------------
@@ -108,6 +120,98 @@ def _ratio(a: float, b: float) -> float | None:
     return float(a) / float(b) if b else None
 
 
+#: Why a cell has no d' / criterion, or a d' of 0 without a criterion (``sdt_note``).
+SDT_NO_NOISE: Final = "no outcome-false trial: the false-alarm rate does not exist"
+SDT_NO_SIGNAL: Final = "no outcome-true trial: the hit rate does not exist"
+SDT_CONSTANT: Final = (
+    "constant responder (every prediction '{0}'): hit and false-alarm rates are both {1}, "
+    "so d' = 0 (no discrimination) and the criterion is not finite"
+)
+
+
+def sdt_note(hits: float, n_signal: float, false_alarms: float, n_noise: float) -> str | None:
+    """Why the SDT point estimate of one cell is undefined or fixed (``None`` when neither).
+
+    Examples
+    --------
+    >>> sdt_note(950, 950, 50, 50)
+    "constant responder (every prediction 'true'): hit and false-alarm rates are both 1, so d' = 0 (no discrimination) and the criterion is not finite"
+    >>> sdt_note(10, 10, 0, 0)
+    'no outcome-false trial: the false-alarm rate does not exist'
+    >>> sdt_note(5, 10, 2, 10) is None
+    True
+    """
+    if n_signal <= 0 and n_noise <= 0:
+        return f"{SDT_NO_SIGNAL}; {SDT_NO_NOISE}"
+    if n_noise <= 0:
+        return SDT_NO_NOISE
+    if n_signal <= 0:
+        return SDT_NO_SIGNAL
+    if hits >= n_signal and false_alarms >= n_noise:
+        return SDT_CONSTANT.format("true", 1)
+    if hits <= 0 and false_alarms <= 0:
+        return SDT_CONSTANT.format("false", 0)
+    return None
+
+
+def sdt_arrays(
+    hits: np.ndarray, n_signal: np.ndarray, false_alarms: np.ndarray, n_noise: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Sensitivity d' and criterion of many cells (counts may be weighted), log-linear corrected.
+
+    NaN where the hit or false-alarm rate does not exist; d' = 0 and criterion NaN for a
+    constant responder (module docstring). The one implementation behind every d' of the
+    package.
+
+    Examples
+    --------
+    >>> d, c = sdt_arrays(np.array([950, 45, 3]), np.array([950, 50, 3]),
+    ...                   np.array([50, 20, 0]), np.array([50, 50, 0]))
+    >>> d.round(3).tolist(), c.round(3).tolist()
+    ([0.0, 1.486, nan], [nan, -0.495, nan])
+    """
+    h, s, f, n = (np.asarray(a, dtype=float) for a in (hits, n_signal, false_alarms, n_noise))
+    h, s, f, n = np.broadcast_arrays(h, s, f, n)
+    tol = 1e-9 * np.maximum(s + n, 1.0)  # bootstrap-weighted counts are sums of floats
+    defined = (s > 0) & (n > 0)
+    constant = defined & (((h >= s - tol) & (f >= n - tol)) | ((h <= tol) & (f <= tol)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        zh = norm.ppf((h + 0.5) / (s + 1.0))
+        zf = norm.ppf((f + 0.5) / (n + 1.0))
+    d = np.where(defined, zh - zf, np.nan)
+    c = np.where(defined, -0.5 * (zh + zf), np.nan)
+    return np.where(constant, 0.0, d), np.where(constant, np.nan, c)
+
+
+def sdt_cells(cells: pl.DataFrame) -> pl.DataFrame:
+    r"""Binary cells whose d' the data can inform (the signal-detection model's input).
+
+    Both outcomes observed (``n_signal > 0`` and ``n_noise > 0``) and not a constant
+    responder. A cell with one outcome only, or whose predictions are all the same, has a
+    flat profile likelihood in d' (for every d' some criterion fits the data exactly): in a
+    hierarchical model its d' would come from the criterion's prior and, for a constant
+    responder, from the unequal counts (always "yes": the log likelihood's derivative in d'
+    at :math:`d' = 0` is :math:`\tfrac12 \lambda(-c) (n_s - n_n)`, :math:`\lambda` the
+    inverse Mills ratio), not from the cell.
+    :func:`excluded_sdt_cells` lists the cells left out, with the reason.
+    """
+    s, n = pl.col("n_signal"), pl.col("n_noise")
+    yes = pl.col("hits") + pl.col("false_alarms")
+    return cells.filter(pl.col("binary") & (s > 0) & (n > 0) & (yes > 0) & (yes < s + n))
+
+
+def excluded_sdt_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
+    """Binary cells with readable records that :func:`sdt_cells` leaves out: model, task, reason."""
+    kept = sdt_cells(cells).select(*CELL_KEY)
+    out = cells.filter(pl.col("binary") & ((pl.col("n_signal") + pl.col("n_noise")) > 0))
+    out = out.join(kept, on=list(CELL_KEY), how="anti").sort(list(CELL_KEY))
+    return [
+        {"model": r["model"], "task": r["task"],
+         "reason": sdt_note(r["hits"], r["n_signal"], r["false_alarms"], r["n_noise"])}
+        for r in out.iter_rows(named=True)
+    ]
+
+
 def sdt_loglinear(
     hits: int, n_signal: int, false_alarms: int, n_noise: int
 ) -> tuple[float | None, float | None]:
@@ -123,7 +227,8 @@ def sdt_loglinear(
     Returns
     -------
     (d', c)
-        ``(None, None)`` when ``n_signal`` or ``n_noise`` is 0.
+        ``(None, None)`` when ``n_signal`` or ``n_noise`` is 0; ``(0.0, None)`` for a
+        constant responder (:func:`sdt_note` says why).
 
     Examples
     --------
@@ -133,12 +238,12 @@ def sdt_loglinear(
     >>> d, c = sdt_loglinear(45, 50, 20, 50)  # H = .9, F = .4 (corrected .892, .402)
     >>> round(d, 3), round(c, 3)
     (1.486, -0.495)
+    >>> sdt_loglinear(950, 950, 50, 50)       # always "true": no discrimination
+    (0.0, None)
     """
-    if n_signal <= 0 or n_noise <= 0:
-        return None, None
-    zh = float(norm.ppf((hits + 0.5) / (n_signal + 1.0)))
-    zf = float(norm.ppf((false_alarms + 0.5) / (n_noise + 1.0)))
-    return zh - zf, -0.5 * (zh + zf)
+    d, c = sdt_arrays(np.array([hits]), np.array([n_signal]), np.array([false_alarms]),
+                      np.array([n_noise]))
+    return _f(d[0]), _f(c[0])
 
 
 def binary_metrics(
@@ -158,7 +263,8 @@ def binary_metrics(
         ``n``, ``accuracy``, ``hit_rate``, ``false_alarm_rate``, ``balanced_accuracy``,
         ``kappa``, ``outcome_rate``, ``prediction_yes_rate``, ``mode_baseline``,
         ``skill_over_mode``, ``skill_score``, ``dprime``, ``criterion``; ``None`` where
-        undefined (see the module docstring).
+        undefined (see the module docstring); ``sdt_note``: why d' / criterion are
+        undefined or fixed, ``None`` otherwise.
 
     Examples
     --------
@@ -167,6 +273,8 @@ def binary_metrics(
     >>> m = binary_metrics(80, 0, 20, 0)
     >>> m["accuracy"], m["mode_baseline"], m["kappa"], m["balanced_accuracy"]
     (0.8, 0.8, 0.0, 0.5)
+    >>> m["dprime"], m["criterion"]
+    (0.0, None)
     """
     h, mi, fa, cr = (int(v) for v in (hits, misses, false_alarms, correct_rejections))
     if min(h, mi, fa, cr) < 0:
@@ -187,6 +295,7 @@ def binary_metrics(
         "skill_score": None,
         "dprime": None,
         "criterion": None,
+        "sdt_note": sdt_note(h, ns, fa, nn),
     }
     if n == 0:
         return out
@@ -417,6 +526,7 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
             m = binary_metrics(h, int(c["n_signal"]) - h, fa, int(c["n_noise"]) - fa)
         else:
             m = binary_metrics(0, 0, 0, 0)
+            m["sdt_note"] = "not a binary cell: predictions or outcomes are not all true/false"
             n = int(c["n"])
             m["n"] = n
             if n:

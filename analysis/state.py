@@ -49,6 +49,8 @@ class RunConfig:
     mapping: dict[str, str] = field(default_factory=dict)
     config: Path | None = None
     rule: DecisionRule = field(default_factory=DecisionRule)
+    rope_given: bool = False  # --rope given: it overrides the hypotheses file (one_rule)
+    rule_source: str = "default"  # where the rule came from (set by pipeline.run)
     sampler: SamplerSettings = field(default_factory=SamplerSettings)
     report: bool = True
     use_cache: bool = True

@@ -3,7 +3,9 @@
 ``cells``
     model x task counts of the models that have the scale variable (the scale fit's input);
 ``binary_cells``
-    those cells of binary tasks with a signal or noise record (signal-detection counts);
+    those cells of binary tasks whose d' the data can inform: both outcomes observed and
+    not a constant responder (``selfmodel.skill.sdt_cells``; the others are listed with
+    the reason by ``excluded_sdt_cells``);
 ``item_cells``
     model x item counts with the scale variable (``selfmodel.cells.to_item_cells``);
 ``pair_cells``
@@ -28,12 +30,10 @@ from selfmodel.cells import (
     to_item_cells,
     to_pair_cells,
 )
+from selfmodel.skill import excluded_sdt_cells, sdt_cells
 from selfmodel.training import training_table
 
-
-def sdt_cells(cells: pl.DataFrame) -> pl.DataFrame:
-    """Binary cells with both outcomes observed (what the signal-detection model needs)."""
-    return cells.filter(pl.col("binary") & ((pl.col("n_signal") > 0) | (pl.col("n_noise") > 0)))
+__all__ = ["Tables", "excluded_sdt_cells", "models_per_task", "sdt_cells"]
 
 
 def models_per_task(data: pl.DataFrame, tasks: list[str] | None = None) -> dict[str, int]:
@@ -57,6 +57,12 @@ class Tables:
         if kind not in self.built:
             self.built[kind] = self._build(kind)
         return self.built[kind]
+
+    def excluded(self, kind: str) -> list[dict[str, str]]:
+        """Cells of the run that the table ``kind`` leaves out, with the reason (model, task, reason)."""
+        if kind == "binary_cells":
+            return excluded_sdt_cells(self.usable)
+        return []
 
     def _build(self, kind: str) -> pl.DataFrame:
         if kind == "cells":

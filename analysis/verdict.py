@@ -39,8 +39,33 @@ from selfmodel.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DE
 Results = Mapping[str, Any]
 
 
-def _n(v: float | None, fmt: str = ".2f") -> str:
-    return "n/a" if v is None else format(v, fmt)
+def fmt_number(v: float | None, fmt: str = ".2f") -> str:
+    """``v`` in ``fmt``; a value that is not 0 but would print as 0 gets two significant digits.
+
+    A printed interval bound then never reads as 0 when it is not, so an interval beside a
+    "credibly positive" is seen to exclude 0 (issue 28.3). The report's ``num`` is this.
+
+    Examples
+    --------
+    >>> fmt_number(0.0031, "+.2f"), fmt_number(-0.0004, "+.2f"), fmt_number(0.0, "+.2f")
+    ('+0.0031', '-0.0004', '+0.00')
+    >>> fmt_number(None), fmt_number(1234.5, ",.0f"), fmt_number(0.25, ".1%")
+    ('n/a', '1,234', '25.0%')
+    """
+    if v is None:
+        return "n/a"
+    out = format(v, fmt)
+    if v != 0 and fmt.endswith("f"):
+        try:
+            shown = float(out.replace(",", ""))
+        except ValueError:
+            return out
+        if shown == 0:
+            out = format(v, ("+" if "+" in fmt else "") + ".2g")
+    return out
+
+
+_n = fmt_number
 
 
 def _exploratory(R: Results) -> bool:
@@ -141,8 +166,10 @@ def accuracy_finding(R: Results) -> str | None:
     estimand = (f"averaged over the {len(per)} tasks" if len(per) > 1 else "")
     quantity = "self-prediction accuracy" + (f" ({estimand})" if estimand else "")
     if signs_disagree(per):
-        pos = [_task(t) for t, r in sorted(per.items()) if r.get("decision") in POSITIVE_DECISIONS]
-        neg = [_task(t) for t, r in sorted(per.items()) if r.get("decision") in NEGATIVE_DECISIONS]
+        pos = [f"{_task(t)} ({_ci(r)})" for t, r in sorted(per.items())
+               if r.get("decision") in POSITIVE_DECISIONS]
+        neg = [f"{_task(t)} ({_ci(r)})" for t, r in sorted(per.items())
+               if r.get("decision") in NEGATIVE_DECISIONS]
         return (f"The tasks disagree on the direction: accuracy credibly rises with scale in "
                 f"{_list(pos)} and credibly falls in {_list(neg)}. The average over tasks "
                 f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")
@@ -188,13 +215,18 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
     if sens.get("per_task"):
-        words = _grouped(sens["per_task"], lambda r: DECISION_MEANING.get(r.get("decision"), ""))
+        words = _grouped(sens["per_task"], lambda r: (
+            f"not estimable ({r.get('reason') or 'no fit'})" if r.get("decision") == "not_estimable"
+            else DECISION_MEANING.get(r.get("decision"), "")))
         out.append(("sensitivity", f"Sensitivity d' slope per task, mean [94% HDI], ROPE "
                     f"{rope_text(sens)}: {words}."))
     if bias.get("per_task"):
         words = _grouped(bias["per_task"], criterion_words)
         out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
-    if not S.get("sensitivity", {}).get("finding", True):
+    if S.get("fitted") is False:
+        out.append(("sdt_diagnostics", "The signal-detection model was not fitted "
+                    f"({S.get('reason') or 'no reason recorded'}): d' and criterion are not estimable."))
+    elif not S.get("sensitivity", {}).get("finding", True):
         why = ("The signal-detection fit's checks do not pass at the exploratory settings"
                if _exploratory(R) else "The signal-detection fit failed its diagnostics")
         out.append(("sdt_diagnostics", f"{why}: its slopes are reported as computed and are "
@@ -483,10 +515,43 @@ def missingness_finding(R: Results) -> str | None:
             "is not missing at random: " + "; ".join(words) + "." + tail)
 
 
+def confirmatory_finding(R: Results) -> str | None:
+    """The confirmatory family, decided together (``hypotheses.multiplicity.confirmatory``).
+
+    Every other decision of the first screen is exploratory: one decision at a time at the
+    declared HDI mass, not controlled for the number of decisions.
+    """
+    fam = ((R.get("hypotheses") or {}).get("multiplicity") or {}).get("confirmatory") or {}
+    if not fam.get("size"):
+        return None
+    parts = []
+    for m in fam.get("members") or []:
+        d = m.get("decision")
+        if d == "not_estimable" or m.get("mean") is None:
+            parts.append(f"{m.get('name')}: not estimable ({m.get('reason') or 'no fit'})")
+            continue
+        parts.append(f"{m.get('name')}: {DECISION_MEANING.get(d, d)}, {_interval(m)}"
+                     + ("" if m.get("supported") else f" (predicted: {m.get('predicted')})")
+                     + (" -- its fit failed its diagnostics, not a finding" if m.get("finding") is False
+                        else ""))
+    verdict = {True: "supported as a family", False: "not supported as a family",
+               None: "not decidable as a family"}[fam.get("supported")]
+    if fam.get("supported") is None and fam.get("reason"):
+        verdict += f" ({fam['reason']})"
+    joint = "; ".join(f"P(every confirmatory slope of the {j['fit']} fit has its predicted sign) = "
+                      f"{_n(j.get('prob_all_predicted_sign'), '.3f')}" for j in fam.get("joint") or [])
+    return (f"Confirmatory hypotheses ({fam['size']}, declared in the hypotheses file), decided together "
+            f"with Bonferroni-adjusted {_n(fam.get('hdi_prob'), '.1%')} HDIs: {verdict}. "
+            + "; ".join(parts) + "."
+            + (f" {joint}." if joint else "")
+            + " Every other decision on this page is exploratory (one at a time, not adjusted).")
+
+
 def findings(R: Results) -> list[dict[str, str]]:
     """The first screen's findings, in order (``key``, ``text``)."""
     out: list[tuple[str, str | None]] = [
         ("accuracy", accuracy_finding(R)),
+        ("confirmatory", confirmatory_finding(R)),
         ("accuracy_tasks", accuracy_tasks_finding(R)),
     ]
     out += sdt_findings(R)

@@ -7,7 +7,8 @@ these declarations, never a model's name (see ``docs/registry.md``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import inspect
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -124,6 +125,47 @@ class ModelSpec:
     without_effect: Comparison | None = None
     unfit_reason: Callable[[Any], str | None] | None = None
     prior_density_options: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """What a model is under the build options it was fitted with (issue 28.5).
+
+    ``equations`` is the body of a LaTeX ``aligned`` block, ``prose`` says what the symbols
+    are, ``priors`` holds the prior of every variable the built model has under these
+    options (and of no other), ``options`` the options with their defaults filled in. The
+    report's model section prints these and nothing typed by hand.
+    """
+
+    options: dict[str, Any]
+    equations: str
+    prose: str
+    priors: dict[str, Prior]
+
+
+def build_options(build: Callable[..., Any], options: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``options`` with the defaults of ``build``'s keyword-only parameters filled in."""
+    params = inspect.signature(build).parameters
+    out = {n: p.default for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    for k, v in (options or {}).items():
+        if k not in out:
+            raise KeyError(f"unknown option '{k}'; build() takes {sorted(out)}")
+        out[k] = v
+    return out
+
+
+def declared_priors(defaults: Mapping[str, Prior], used: Iterable[str],
+                    given: Mapping[str, Any] | None) -> dict[str, Prior]:
+    """The priors of the variables ``used``: ``defaults``, overridden by ``given``.
+
+    ``given`` may be a fit's provenance priors (``[dist, params]`` lists), which can hold
+    priors of variables the options leave out; those are dropped.
+    """
+    out: dict[str, Prior] = {}
+    for k in used:
+        dist, params = (given or {}).get(k) or defaults[k]
+        out[k] = (str(dist), dict(params))
+    return out
 
 
 def merge_priors(

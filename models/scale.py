@@ -153,10 +153,13 @@ import pymc as pm
 
 from selfmodel.models._common import (
     Comparison,
+    Declaration,
     Effect,
     ModelSpec,
     Prior,
     SlopeNames,
+    build_options,
+    declared_priors,
     decorrelatable,
     decorrelated_slopes,
     factorize,
@@ -346,6 +349,48 @@ def build(
         eta = alpha[task_idx] + slope * x + u[fam_of_cell] + v[model_idx] + w
         pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="cell")
     return model
+
+
+def declaration(options: Mapping[str, Any] | None = None,
+                priors: Mapping[str, Any] | None = None) -> Declaration:
+    """Equations, prose and priors of the model :func:`build` makes with ``options``.
+
+    ``priors``: overrides, or a fit's provenance priors (priors of variables these options
+    leave out, e.g. ``sigma_family_slope`` without family slopes, are dropped).
+
+    Examples
+    --------
+    >>> d = declaration()
+    >>> sorted(d.priors)
+    ['alpha', 'sigma_cell', 'sigma_family', 'sigma_model', 'slope_task']
+    >>> "sigma_delta" in declaration({"task_slopes": "pooled"}).priors
+    True
+    """
+    o = build_options(build, options)
+    independent = o["task_slopes"] == "independent"
+    used = ["alpha", *(["slope_task"] if independent else ["beta", "sigma_delta"]),
+            "sigma_family", "sigma_model", "sigma_cell",
+            *(["sigma_family_slope"] if o["family_slopes"] else [])]
+    slope = "b_t" if independent else r"(\beta + \delta_t)"
+    lam = r" + \lambda_{f[m]}\,x_m" if o["family_slopes"] else ""
+    lines = [r"k_{mt} &\sim \operatorname{Binomial}\left(n_{mt},\ \operatorname{logit}^{-1}\eta_{mt}\right)",
+             rf"\eta_{{mt}} &= \alpha_t + {slope}\,x_m{lam} + u_{{f[m]}} + v_m + w_{{mt}}"]
+    if independent:
+        lines.append(r"\beta &= \tfrac{1}{T}\textstyle\sum_t b_t")
+    prose = (r"with $x_m$ the centred scale variable, $u$ and $v$ zero-sum family and model "
+             r"effects and $w_{mt}$ cell effects (models, not records, are the unit of evidence). ")
+    if independent:
+        prose += (r"Each task's slope $b_t$ has its own prior (`slope_task`); $\beta$, the verdict's "
+                  r"slope, is their average over the $T$ tasks, a declared estimand, not a parameter.")
+    else:
+        prose += (r"$\beta$ is the mean slope and $\delta_t$ zero-sum task deviations whose spread "
+                  r"(`sigma_delta`) has its own prior; $\beta$ is the mean of the task slopes.")
+    if o["family_slopes"]:
+        prose += r" $\lambda_f$ are zero-sum family-varying slopes of spread `sigma_family_slope`."
+    prose += (f" Parameterisation (same model): cell effects {o['cell_effect']}, group effects "
+              f"{o['group_effects']}, slope basis {o['slope_basis']}.")
+    return Declaration(o, " \\\\\n".join(lines), prose,
+                       declared_priors({**DEFAULT_PRIORS, **POOLED_PRIORS}, used, priors))
 
 
 def _cell_effects(model: pm.Model, sigma_cell: Any, centred: np.ndarray) -> Any:

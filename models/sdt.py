@@ -55,10 +55,15 @@ dprime, criterion (cell)
     the cell-level :math:`d'_{mt}` and :math:`c_{mt}` (saved as deterministics).
 
 Cells with ``n_signal == 0`` or ``n_noise == 0`` (a behaviour that never or always
-happened) contribute a Binomial with zero trials for the missing side, whose log
-likelihood is exactly 0: such a cell informs only one rate, and :math:`d'` and :math:`c`
-are separated there by the hierarchy, not by the cell. A cell with no readable record
-contributes nothing.
+happened) would contribute a Binomial with zero trials for the missing side, whose log
+likelihood is exactly 0: such a cell informs only one rate, and its :math:`d'` would come
+from the hierarchy, not from the cell. A constant responder (every prediction "true", or
+every one "false") has a flat profile likelihood in :math:`d'` too, and with
+:math:`S \ne N` the likelihood pushes its :math:`d'` away from 0 by the unequal counts
+alone. The pipeline therefore fits this model only to cells whose :math:`d'` the data
+inform (``selfmodel.skill.sdt_cells``) and lists the others with the reason
+(``excluded_cells``); a task left with no such cell has its slopes ``not_estimable``.
+``build`` itself accepts any cells.
 
 Task slopes and standard-deviation priors
 -----------------------------------------
@@ -165,11 +170,14 @@ import pytensor.tensor as pt
 
 from selfmodel.models._common import (
     Curves,
+    Declaration,
     Effect,
     Headline,
     ModelSpec,
     Prior,
     SlopeNames,
+    build_options,
+    declared_priors,
     decorrelatable,
     decorrelated_slopes,
     factorize,
@@ -289,6 +297,48 @@ def implied_accuracy(p: Mapping[str, np.ndarray], data: Any) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         acc = (s * p["hits"] + n * (1.0 - p["false_alarms"])) / tot
     return np.where(tot > 0, acc, 0.5)
+
+
+def declaration(options: Mapping[str, Any] | None = None,
+                priors: Mapping[str, Any] | None = None) -> Declaration:
+    """Equations, prose and priors of the model :func:`build` makes with ``options``.
+
+    Examples
+    --------
+    >>> sorted(declaration({"cell_effects": False}).priors)[:4]
+    ['alpha_criterion', 'alpha_dprime', 'criterion_slope_task', 'dprime_slope_task']
+    >>> "sigma_dprime_cell" in declaration({"cell_effects": False}).priors
+    False
+    """
+    o = build_options(build, options)
+    independent = o["task_slopes"] == "independent"
+    used = ["alpha_dprime", "alpha_criterion"]
+    used += (["dprime_slope_task", "criterion_slope_task"] if independent else
+             ["beta_dprime", "beta_criterion", "sigma_dprime_slope", "sigma_criterion_slope"])
+    for side in ("dprime", "criterion"):
+        used += [f"sigma_{side}_family", f"sigma_{side}_model"]
+        if o["cell_effects"]:
+            used.append(f"sigma_{side}_cell")
+    slope = r"b^{\cdot}_t" if independent else r"(\beta_{\cdot} + \delta^{\cdot}_t)"
+    cell = r" + w^{\cdot}_{mt}" if o["cell_effects"] else ""
+    lines = [r"H_{mt} &\sim \operatorname{Binomial}\left(S_{mt},\ \Phi(\tfrac12 d'_{mt} - c_{mt})\right),"
+             r"\quad F_{mt} \sim \operatorname{Binomial}\left(N_{mt},\ \Phi(-\tfrac12 d'_{mt} - c_{mt})\right)",
+             rf"d'_{{mt}}, c_{{mt}} &= a^{{\cdot}}_t + {slope}\,x_m + u^{{\cdot}}_{{f[m]}} + v^{{\cdot}}_m{cell}"
+             r"\quad (\cdot \in \{d, c\})"]
+    if independent:
+        lines.append(r"\beta_{\cdot} &= \tfrac{1}{T}\textstyle\sum_t b^{\cdot}_t")
+    prose = (r"Hits $H$ among the $S$ outcome-true and false alarms $F$ among the $N$ outcome-false "
+             r"readable predictions of each cell whose data inform d' (both outcomes, not a constant "
+             r"responder); sensitivity d' and criterion c each with task intercepts, slopes on the "
+             r"centred scale variable $x_m$ and zero-sum family and model effects")
+    prose += r" and cell effects $w$." if o["cell_effects"] else " (no cell effects)."
+    prose += (r" Each task's slopes have their own priors; $\beta_{\cdot}$ is their average over the "
+              r"tasks, a declared estimand." if independent else
+              r" $\beta_{\cdot}$ is the mean slope and $\delta_t$ zero-sum task deviations with a "
+              r"spread prior.")
+    prose += f" Slope basis {o['slope_basis']} (same model)."
+    return Declaration(o, " \\\\\n".join(lines), prose,
+                       declared_priors({**DEFAULT_PRIORS, **POOLED_PRIORS}, used, priors))
 
 
 def build(

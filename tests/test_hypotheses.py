@@ -44,7 +44,7 @@ from selfmodel.models.scale import DEFAULT_PRIORS as SCALE_PRIORS
 GOOD = """
 [defaults]
 rope = 0.05
-prob_threshold = 0.9
+hdi_prob = 0.9
 
 [[hypothesis]]
 name = "overall"
@@ -100,8 +100,8 @@ def test_default_file_declares_accuracy_and_dprime_overall_and_per_task() -> Non
 
 def test_defaults_apply_and_entries_override(tmp_path: Path) -> None:
     overall, refusal = load_hypotheses(_write(tmp_path, GOOD))
-    assert (overall.rope, overall.prob_threshold, overall.hdi_prob) == (0.05, 0.9, 0.94)
-    assert (refusal.rope, refusal.prob_threshold) == (0.2, 0.9)
+    assert (overall.rope, overall.hdi_prob, overall.min_models) == (0.05, 0.9, 3)
+    assert (refusal.rope, refusal.hdi_prob) == (0.2, 0.9)
     assert refusal.base == "slope_task" and refusal.label == "refusal"
     assert refusal.predicted == "worsens" and overall.predicted == "improves"
 
@@ -115,7 +115,8 @@ def test_defaults_apply_and_entries_override(tmp_path: Path) -> None:
         ('direction = "increase"', 'direction = "increse"', "Did you mean 'increase'?"),
         ("rope = 0.05", "rop = 0.05", "Did you mean 'rope'?"),
         ("[defaults]", "[default]", "Did you mean 'defaults'?"),
-        ("prob_threshold = 0.9", "prob_threshold = 1.5", "between 0.5 and 1"),
+        ("hdi_prob = 0.9", "hdi_prob = 1.5", "between 0 and 1"),
+        ("hdi_prob = 0.9", "prob_threshold = 0.95", "one level"),
         ('name = "refusal"', 'name = "overall"', "declared twice"),
         ('parameter = "beta"', 'parameter = "beta[["', "NAME[label]"),
     ],

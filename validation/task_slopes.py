@@ -92,7 +92,7 @@ def run_sim(n_sims: int, draws: int, seed0: int = 1000, n_per_cell: int = 300) -
             "n": len(rows),
         }
     return {"true_task_slopes": dict(zip(("task0", "task1"), TRUE_SLOPES, strict=True)),
-            "declared_rate": 1 - rule.prob_threshold, "draws_per_chain": draws,
+            "declared_rate": (1 - rule.hdi_prob) / 2, "draws_per_chain": draws,
             "n_per_cell": n_per_cell, "models": 16, "families": 4,
             "summary": summary, "fits": per}
 

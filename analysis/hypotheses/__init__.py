@@ -5,38 +5,42 @@ Decision rule
 A scale effect (posterior draws of a slope) is turned into one of the DESIGN decisions:
 
 ``improves``
-    :math:`P(\theta > 0) > p^*` **and** the HDI lies entirely above the ROPE (lower end > +rope);
+    the HDI lies entirely above the ROPE (lower end > +rope, so it excludes 0);
 ``worsens``
-    :math:`P(\theta < 0) > p^*` **and** the HDI lies entirely below the ROPE;
+    the HDI lies entirely below the ROPE;
 ``practically_null``
     the HDI lies entirely inside the ROPE :math:`[-r, r]` (whatever the sign);
 ``credibly_positive``
-    :math:`P(\theta > 0) > p^*` but the HDI is not entirely above the ROPE: the direction
-    is credible, the size is not shown to exceed the ROPE;
+    the HDI lies above 0 but not entirely above the ROPE: the direction is credible, the
+    size is not shown to exceed the ROPE;
 ``credibly_negative``
-    the same with :math:`P(\theta < 0) > p^*`;
+    the same below 0;
 ``no_credible_effect`` (read "inconclusive")
-    neither sign is credible and the HDI is not inside the ROPE;
+    the HDI contains 0 and is not inside the ROPE;
 ``not_estimable``
     fewer than ``min_models`` models carry the scale variable (or no draws).
 
-Direction (is :math:`P` of the sign above :math:`p^*`?) and size (does the HDI clear the
-ROPE?) are separate questions: ``improves`` answers both, ``credibly_positive`` only the
-first. ``selfmodel.contract.DECISION_MEANING`` holds the phrase of each.
+**One rule, one level.** Direction (does the HDI exclude 0?) and size (does the HDI clear
+the ROPE?) are separate questions, both read on the one HDI that is printed beside the
+decision: ``improves`` answers both, ``credibly_positive`` only the first. A sentence that
+says an effect is credibly positive or negative therefore never stands beside a printed
+interval that contains 0. (Until issue 28.3 the direction was a one-sided
+:math:`P(\theta > 0) > 0.95`, a second level: it called +0.21 [-0.01, +0.42] credibly
+positive.) ``prob_positive`` is still reported, not used to decide.
+``selfmodel.contract.DECISION_MEANING`` holds the phrase of each decision.
 
-Defaults: :math:`p^* = 0.95`, ROPE :math:`\pm 0.1` logits per 10x parameters, 94% HDI
-(Kruschke 2018, "Rejecting or accepting parameter values in Bayesian estimation",
-*AMPPS* 1(2), for the HDI+ROPE rule).
+Defaults: ROPE :math:`\pm 0.1` logits per 10x parameters, 94% HDI (Kruschke 2018,
+"Rejecting or accepting parameter values in Bayesian estimation", *AMPPS* 1(2), for the
+HDI+ROPE rule).
 
 Declared hypotheses
 -------------------
 A hypotheses file (TOML; the defaults are ``hypotheses.toml`` at the repository root,
 :data:`DEFAULT_HYPOTHESES_FILE`) names, for each hypothesis, the fitted model, the parameter,
-the predicted direction and the rule (ROPE, probability threshold, HDI mass)::
+the predicted direction and the rule (ROPE, HDI mass)::
 
     [defaults]                 # applied to every [[hypothesis]] that does not set its own
     rope = 0.1
-    prob_threshold = 0.95
     hdi_prob = 0.94
     min_models = 3
 
@@ -108,7 +112,9 @@ from selfmodel.hypotheses.declared import (
     Hypothesis,
     base_default,
     file_sha256,
+    label_roles,
     load_hypotheses,
+    one_rule,
     slope_priors,
 )
 from selfmodel.hypotheses.evaluate import (
@@ -121,6 +127,7 @@ from selfmodel.hypotheses.loo import (
 )
 from selfmodel.hypotheses.rule import (
     DIRECTIONS,
+    RETIRED_RULE_KEYS,
     DecisionRule,
     Direction,
     decide,
@@ -135,11 +142,14 @@ __all__ = [
     "DIRECTIONS",
     "slope_priors",
     "DecisionRule",
+    "RETIRED_RULE_KEYS",
     "decide",
     "not_estimable",
     "Hypothesis",
     "base_default",
     "load_hypotheses",
+    "one_rule",
+    "label_roles",
     "file_sha256",
     "savage_dickey",
     "slope_prior_density",

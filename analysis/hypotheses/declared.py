@@ -7,17 +7,19 @@ import math
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from selfmodel import models as model_registry
 from selfmodel.contract import Decision, InputError
-from selfmodel.hypotheses.rule import DIRECTIONS, DecisionRule, Direction
+from selfmodel.hypotheses.rule import DIRECTIONS, RETIRED_RULE_KEYS, DecisionRule, Direction
 from selfmodel.paths import DEFAULT_HYPOTHESES_FILE
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
 from selfmodel.toml_errors import loads as toml_loads
+
+Role = Literal["confirmatory", "exploratory"]
 
 
 def slope_priors(model: str) -> Mapping[str, tuple[str, str | None]]:
@@ -49,8 +51,12 @@ class Hypothesis:
     direction
         The predicted sign: ``increase`` (the decision ``improves`` supports it) or
         ``decrease`` (``worsens`` supports it).
-    rope, prob_threshold, hdi_prob, min_models
+    rope, hdi_prob, min_models
         The decision rule (:class:`DecisionRule`).
+    role
+        ``confirmatory`` (declared before the data, one of the family whose decisions are
+        controlled together, ``selfmodel.multiplicity.confirmatory_family``) or
+        ``exploratory`` (the default: reported, not a confirmatory claim).
     description
         One sentence for the report.
     """
@@ -60,15 +66,15 @@ class Hypothesis:
     parameter: str = "beta"
     direction: Direction = "increase"
     rope: float = 0.1
-    prob_threshold: float = 0.95
     hdi_prob: float = 0.94
     min_models: int = 3
     description: str = ""
+    role: Role = "exploratory"
 
     @property
     def rule(self) -> DecisionRule:
         """The decision rule of this hypothesis."""
-        return DecisionRule(self.rope, self.prob_threshold, self.hdi_prob, self.min_models)
+        return DecisionRule(rope=self.rope, hdi_prob=self.hdi_prob, min_models=self.min_models)
 
     @property
     def base(self) -> str:
@@ -90,8 +96,8 @@ class Hypothesis:
         sign = ">" if self.direction == "increase" else "<"
         return (
             f"{self.name}: {self.parameter} of model '{self.model}' {sign} 0 "
-            f"('{self.predicted}' when P {sign} 0 exceeds {self.prob_threshold:g} and the "
-            f"{self.hdi_prob:.0%} HDI lies outside the ROPE +-{self.rope:g})."
+            f"('{self.predicted}' when the {self.hdi_prob:.0%} HDI lies {'above' if sign == '>' else 'below'} "
+            f"the ROPE +-{self.rope:g})."
         )
 
     def as_dict(self) -> dict[str, Any]:
@@ -111,8 +117,9 @@ def _split_parameter(parameter: str) -> tuple[str, str | None]:
 
 
 _TOP_KEYS = ("defaults", "hypothesis")
-_RULE_KEYS = ("rope", "prob_threshold", "hdi_prob", "min_models")
-_HYP_KEYS = ("name", "description", "model", "parameter", "direction", *_RULE_KEYS)
+_RULE_KEYS = ("rope", "hdi_prob", "min_models")
+_HYP_KEYS = ("name", "description", "model", "parameter", "direction", "role", *_RULE_KEYS)
+ROLES: tuple[str, ...] = ("confirmatory", "exploratory")
 
 
 class _Reader:
@@ -137,6 +144,9 @@ class _Reader:
     def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], where: str,
                    block: int | None) -> None:
         for key in table:
+            if key in RETIRED_RULE_KEYS:
+                raise self.fail(f"{where}, key '{key}'", "no longer a key", RETIRED_RULE_KEYS[key],
+                                key=str(key), block=block)
             if key not in allowed:
                 hint = did_you_mean(str(key), allowed).strip()
                 raise self.fail(
@@ -159,7 +169,6 @@ def _rule_values(r: _Reader, table: Mapping[str, Any], where: str, block: int | 
     out = dict(base)
     limits = {
         "rope": (0.0, math.inf, "a number >= 0 (the ROPE half-width, in the parameter's units)"),
-        "prob_threshold": (0.5, 1.0, "a probability between 0.5 and 1 (e.g. 0.95)"),
         "hdi_prob": (0.0, 1.0, "a probability between 0 and 1 (e.g. 0.94)"),
         "min_models": (1, 10**6, "a whole number of models >= 1"),
     }
@@ -187,6 +196,20 @@ def base_default(key: str) -> Any:
     return getattr(DecisionRule(), key)
 
 
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    """The hypotheses file's text and its TOML table; one line when either cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such hypotheses file. Check the path.") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise InputError(f"{path}: cannot read the hypotheses file ({e}). Save it as UTF-8 text.") from None
+    try:
+        return text, toml_loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax.") from None
+
+
 def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothesis]:
     """Read and validate a hypotheses file (TOML).
 
@@ -212,16 +235,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
     ['accuracy_overall', 'accuracy_by_task']
     """
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such hypotheses file. Check the path.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the hypotheses file ({e}). Save it as UTF-8 text.") from None
-    try:
-        raw = toml_loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax.") from None
+    text, raw = _read_toml(path)
     r = _Reader(path, text)
     for key in raw:
         if key not in _TOP_KEYS:
@@ -230,7 +244,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
                          "Use a [defaults] table and [[hypothesis]] entries")
     defaults_raw = raw.get("defaults", {})
     if not isinstance(defaults_raw, dict):
-        raise r.fail("'defaults'", "is not a table", "Write [defaults] with rope = ..., prob_threshold = ...")
+        raise r.fail("'defaults'", "is not a table", "Write [defaults] with rope = ..., hdi_prob = ...")
     r.check_keys(defaults_raw, _RULE_KEYS, "[defaults]", None)
     defaults = _rule_values(r, defaults_raw, "[defaults]", None, asdict(DecisionRule()))
 
@@ -283,9 +297,14 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
         if not isinstance(description, str):
             raise r.fail(f"{where}, key 'description'", "is not text", "Write description = \"...\"",
                          key="description", block=i)
+        role = entry.get("role", "exploratory")
+        if role not in ROLES:
+            hint = did_you_mean(str(role), ROLES).strip()
+            raise r.fail(f"{where}, key 'role'", f"'{role}' is not a role" + (f". {hint}" if hint else ""),
+                         "Use confirmatory or exploratory", key="role", block=i)
         rule = _rule_values(r, entry, where, i, defaults)
         out.append(Hypothesis(name=name, model=model, parameter=parameter, direction=direction,
-                              description=description.strip(), **rule))
+                              description=description.strip(), role=role, **rule))
     return out
 
 
@@ -298,3 +317,88 @@ def _known_parameters(model: str, module: Any) -> list[str]:
 def file_sha256(path: Path | str) -> str:
     """SHA-256 of a hypotheses file (recorded with the results as provenance)."""
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def decided_parameters() -> set[tuple[str, str]]:
+    """(model, variable) of every effect a model's ``SPEC`` decides with the run's rule."""
+    out: set[tuple[str, str]] = set()
+    for name, module in model_registry.REGISTRY.items():
+        for e in module.SPEC.decides:
+            out |= {(name, v) for v in (e.variable, e.per_task) if v}
+    return out
+
+
+def one_rule(hypotheses: Sequence[Hypothesis], rule: DecisionRule, *, rope_given: bool,
+             path: Path | str = "hypotheses file") -> tuple[DecisionRule, list[Hypothesis], str]:
+    """One rule for each decided slope: the run's rule and the hypotheses' agree (issue 28.7).
+
+    The run decides its effects (the verdict's slope, d' and criterion ...) with one rule,
+    and a hypotheses file can declare a rule for the same slopes. Precedence:
+
+    - ``--rope`` given: it is the ROPE of the run's decisions and of every hypothesis on a
+      decided slope (the file's ROPE for those is overridden; the source says so);
+    - otherwise the file decides: the hypotheses on decided slopes must declare one rule
+      (ROPE, HDI mass, minimum models), which the run's decisions take; two different
+      rules for decided slopes stop the run with one line naming them;
+    - no hypothesis on a decided slope: the run's rule (``--rope`` default).
+
+    Returns the run's rule, the hypotheses (with the rule applied) and where the rule came
+    from.
+
+    Examples
+    --------
+    >>> hs = [Hypothesis("a", rope=0.2), Hypothesis("b", parameter="slope_task[*]", rope=0.2)]
+    >>> rule, _, source = one_rule(hs, DecisionRule(), rope_given=False)
+    >>> rule.rope, source
+    (0.2, 'hypotheses file (a, b)')
+    >>> rule, hs2, source = one_rule(hs, DecisionRule(rope=0.05), rope_given=True)
+    >>> rule.rope, [h.rope for h in hs2], source
+    (0.05, [0.05, 0.05], '--rope (overrides the ROPE the hypotheses file declares for a, b)')
+    """
+    decided = decided_parameters()
+    on = [h for h in hypotheses if (h.model, h.base) in decided]
+    if rope_given:
+        out = [replace(h, rope=rule.rope) if (h.model, h.base) in decided else h for h in hypotheses]
+        names = ", ".join(h.name for h in on)
+        return rule, out, ("--rope" + (f" (overrides the ROPE the hypotheses file declares for {names})"
+                                       if names else ""))
+    if not on:
+        return rule, list(hypotheses), "default (--rope not given; no hypothesis on a decided slope)"
+    rules: dict[tuple[float, float, int], list[str]] = {}
+    for h in on:
+        rules.setdefault((h.rope, h.hdi_prob, h.min_models), [])
+    for h in on:
+        rules[(h.rope, h.hdi_prob, h.min_models)].append(h.name)
+    if len(rules) > 1:
+        which = "; ".join(f"{', '.join(n)}: rope {k[0]:g}, hdi_prob {k[1]:g}, min_models {k[2]}"
+                          for k, n in rules.items())
+        raise InputError(format_input_error(
+            Path(path), f"two rules for the slopes the run decides ({which})",
+            "Give these hypotheses one rule (one slope, one rule), or pass --rope"))
+    (rope, hdi_prob, min_models), = rules
+    chosen = replace(rule, rope=rope, hdi_prob=hdi_prob, min_models=min_models)
+    return chosen, list(hypotheses), f"hypotheses file ({', '.join(h.name for h in on)})"
+
+
+def label_roles(section: dict[str, Any], model: str, variable: str, per_task: str | None,
+                hypotheses: Sequence[Hypothesis]) -> None:
+    """Mark a decided effect and each per-task decision ``role`` confirmatory or exploratory.
+
+    A decision is confirmatory when a hypothesis declared ``role = "confirmatory"`` names its
+    parameter (``beta``; ``slope_task[refusal]`` or ``slope_task[*]`` for a task); every
+    other decision is exploratory. In place.
+
+    Examples
+    --------
+    >>> sec = {"decision": "improves", "per_task": {"a": {}, "b": {}}}
+    >>> label_roles(sec, "scale", "beta", "slope_task",
+    ...             [Hypothesis("h", role="confirmatory"),
+    ...              Hypothesis("t", parameter="slope_task[a]", role="confirmatory")])
+    >>> sec["role"], sec["per_task"]["a"]["role"], sec["per_task"]["b"]["role"]
+    ('confirmatory', 'confirmatory', 'exploratory')
+    """
+    conf = {(h.model, h.base, h.label) for h in hypotheses if h.role == "confirmatory"}
+    section["role"] = "confirmatory" if (model, variable, None) in conf else "exploratory"
+    for task, d in (section.get("per_task") or {}).items():
+        hit = {(model, per_task, task), (model, per_task, "*")} & conf
+        d["role"] = "confirmatory" if hit else "exploratory"

@@ -91,6 +91,7 @@ def evaluate(
         "label": label,
         "direction": hypothesis.direction,
         "predicted": hypothesis.predicted,
+        "role": hypothesis.role,
         "rule": hypothesis.rule.as_dict(),
     }
     post = idata.posterior
@@ -200,7 +201,7 @@ def evaluate_all(
         if isinstance(ev, str):
             head = {"name": h.name, "description": h.description, "model": h.model,
                     "parameter": h.parameter, "label": h.label, "direction": h.direction,
-                    "predicted": h.predicted, "rule": h.rule.as_dict()}
+                    "predicted": h.predicted, "role": h.role, "rule": h.rule.as_dict()}
             rows.append({**head, **_absent(h, ev), "hypothesis": h.name, "finding": False})
             continue
         res = evaluate(h, ev.idata, n_models=ev.n_models, models_per_label=ev.models_per_label)

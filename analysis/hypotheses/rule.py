@@ -16,28 +16,37 @@ DIRECTIONS: tuple[str, ...] = ("increase", "decrease")
 
 @dataclass(frozen=True)
 class DecisionRule:
-    """A declared decision rule."""
+    """A declared decision rule: one HDI (mass ``hdi_prob``) decides direction and size."""
 
     rope: float = 0.1
-    prob_threshold: float = 0.95
     hdi_prob: float = 0.94
     min_models: int = 3
 
     def describe(self) -> str:
         """One sentence stating the rule, for reports and methods text."""
         return (
-            f"'improves' when P(slope > 0) > {self.prob_threshold:g} and the {self.hdi_prob:.0%} HDI "
-            f"lies above the ROPE [-{self.rope:g}, {self.rope:g}]; 'worsens' symmetrically; "
-            f"'practically_null' when the HDI lies inside the ROPE; 'credibly_positive' "
-            f"('credibly_negative') when P(slope > 0) (P(slope < 0)) > {self.prob_threshold:g} "
-            f"but the HDI does not clear the ROPE; 'not_estimable' with fewer than "
-            f"{self.min_models} models carrying the scale variable; otherwise "
-            f"'no_credible_effect' (inconclusive; the sign is not credible)."
+            f"'improves' when the {self.hdi_prob:.0%} HDI lies above the ROPE "
+            f"[-{self.rope:g}, {self.rope:g}]; 'worsens' symmetrically; 'practically_null' when "
+            f"the HDI lies inside the ROPE; 'credibly_positive' ('credibly_negative') when the "
+            f"HDI lies above (below) 0 but does not clear the ROPE; 'not_estimable' with fewer "
+            f"than {self.min_models} models carrying the scale variable; otherwise "
+            f"'no_credible_effect' (inconclusive; the HDI contains 0). One level: the sign is "
+            f"credible exactly when the printed {self.hdi_prob:.0%} HDI excludes 0."
         )
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
         return asdict(self)
+
+
+#: Rule keys of earlier versions, refused in files with what to do (docs/decisions.md).
+RETIRED_RULE_KEYS: dict[str, str] = {
+    "prob_threshold": (
+        "the sign rule has one level since issue 28.3: a direction is credible when the "
+        "hdi_prob HDI excludes 0 (docs/decisions.md). Remove prob_threshold; set hdi_prob "
+        "to change the level"
+    ),
+}
 
 
 def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str, Any]:
@@ -69,6 +78,12 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
     'no_credible_effect'
     >>> decide(rng.normal(0.2, 0.06, 4000), DecisionRule(), n_models=10)["decision"]
     'credibly_positive'
+
+    P(slope > 0) above 0.95 with a printed interval through 0 is not a credible sign:
+
+    >>> r = decide(rng.normal(0.21, 0.115, 4000), DecisionRule(), n_models=10)
+    >>> r["prob_positive"] > 0.95, r["hdi_low"] < 0, r["decision"]
+    (True, True, 'no_credible_effect')
     >>> decide(rng.normal(-0.2, 0.06, 4000), DecisionRule(), n_models=10)["decision"]
     'credibly_negative'
     >>> decide(rng.normal(0.5, 0.1, 4000), DecisionRule(), n_models=2)["decision"]
@@ -83,24 +98,18 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
     lo, hi = _arviz.hdi(flat, rule.hdi_prob)
     p_pos = float(np.mean(flat > 0))
     decision: Decision
-    if p_pos > rule.prob_threshold and lo > rule.rope:
-        decision, reason = "improves", "P(slope > 0) above threshold and HDI above the ROPE"
-    elif (1 - p_pos) > rule.prob_threshold and hi < -rule.rope:
-        decision, reason = "worsens", "P(slope < 0) above threshold and HDI below the ROPE"
+    if lo > rule.rope:
+        decision, reason = "improves", "HDI above the ROPE"
+    elif hi < -rule.rope:
+        decision, reason = "worsens", "HDI below the ROPE"
     elif lo >= -rule.rope and hi <= rule.rope:
         decision, reason = "practically_null", "HDI inside the ROPE"
-    elif p_pos > rule.prob_threshold:
-        decision, reason = (
-            "credibly_positive",
-            "P(slope > 0) above threshold but the HDI does not lie above the ROPE",
-        )
-    elif (1 - p_pos) > rule.prob_threshold:
-        decision, reason = (
-            "credibly_negative",
-            "P(slope < 0) above threshold but the HDI does not lie below the ROPE",
-        )
+    elif lo > 0:
+        decision, reason = "credibly_positive", "HDI above 0 but not above the ROPE"
+    elif hi < 0:
+        decision, reason = "credibly_negative", "HDI below 0 but not below the ROPE"
     else:
-        decision, reason = "no_credible_effect", "neither sign credible; HDI not inside the ROPE"
+        decision, reason = "no_credible_effect", "HDI contains 0 and is not inside the ROPE"
     return {
         "mean": float(np.mean(flat)),
         "sd": float(np.std(flat, ddof=1)),

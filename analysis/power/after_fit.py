@@ -216,7 +216,7 @@ def power_after_fit(
         idata, data = sdt
         scale = (results.get("settings") or {}).get("scale", "params")
         rule = DecisionRule(**{k: v for k, v in ((results.get("settings") or {}).get("rule") or {}).items()
-                               if k in ("rope", "hdi_prob", "prob_threshold", "min_models")})
+                               if k in ("rope", "hdi_prob", "min_models")})
         rule = rope_for(rule, scale, x_by_model(data), effect="sensitivity")[0]
         design = design_from_sdt_fit(idata, data, rule)
         dcomps = sdt_component_draws(idata, sims, seed=seed)

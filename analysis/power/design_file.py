@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from selfmodel.contract import InputError
-from selfmodel.hypotheses import DecisionRule
+from selfmodel.hypotheses import RETIRED_RULE_KEYS, DecisionRule
 from selfmodel.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
 from selfmodel.registry import format_input_error
 from selfmodel.toml_errors import did_you_mean, key_line
@@ -28,7 +28,7 @@ _TOP_KEYS: Final = (
 )
 _TASK_KEYS: Final = ("items", "accuracy", "base_rate", "dprime", "criterion", "unreadable")
 _VARIANCE_KEYS: Final = ("sigma_family", "sigma_model", "sigma_cell", "sigma_task_slope")
-_RULE_KEYS: Final = ("rope", "prob_threshold", "hdi_prob", "min_models")
+_RULE_KEYS: Final = ("rope", "hdi_prob", "min_models")
 
 DESIGN_EXAMPLE: Final = """\
 # selfmodel power design (TOML). Sizes are billions of parameters.
@@ -54,8 +54,7 @@ sigma_task_slope = 0.1
 
 [rule]                      # the declared decision rule (selfmodel.hypotheses)
 rope = 0.1
-prob_threshold = 0.95
-hdi_prob = 0.94
+hdi_prob = 0.94             # one level: a sign is credible when this HDI excludes 0
 """
 
 
@@ -77,6 +76,8 @@ class _DesignReader:
         self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None
     ) -> None:
         for key in table:
+            if key in RETIRED_RULE_KEYS and section == "rule":
+                raise self.fail(f"rule.{key}", "no longer a key", RETIRED_RULE_KEYS[key], section)
             if key not in allowed:
                 full = f"{section}.{key}" if section else key
                 hint = did_you_mean(key, allowed).strip()
@@ -299,15 +300,6 @@ def _read_rule(r: _DesignReader, raw: dict[str, Any]) -> DecisionRule:
     base_rule = DecisionRule()
     rule = DecisionRule(
         rope=r.number(rule_raw, "rope", "rule", lo=0, hi=10, default=base_rule.rope),
-        prob_threshold=r.number(
-            rule_raw,
-            "prob_threshold",
-            "rule",
-            lo=0.5,
-            hi=1,
-            hi_open=True,
-            default=base_rule.prob_threshold,
-        ),
         hdi_prob=r.number(
             rule_raw, "hdi_prob", "rule", lo=0.5, hi=1, hi_open=True, default=base_rule.hdi_prob
         ),
@@ -373,7 +365,6 @@ def design_to_toml(design: Design) -> str:
         "",
         "[rule]",
         f"rope = {rule.rope:g}",
-        f"prob_threshold = {rule.prob_threshold:g}",
         f"hdi_prob = {rule.hdi_prob:g}",
         f"min_models = {rule.min_models}",
         "",

@@ -49,6 +49,7 @@ from selfmodel.power.approximate_fit import _Grid, _grid_posterior, _Layout, _mi
 from selfmodel.power.design import N_DRAWS, OUTCOMES, TARGET_POWER
 from selfmodel.power.posterior_draws import summarise_draws
 from selfmodel.power.sweep import _mde, normal_theory_mde
+from selfmodel.skill import sdt_arrays
 
 
 @dataclass(frozen=True)
@@ -152,10 +153,12 @@ def simulate_sdt_counts(design: DprimeDesign, slope: float, *, seed: int, sim: i
 
 
 def dprime_estimates(dl: _DLayout, hits: np.ndarray, fas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's corrected d' and its variance at the task's pooled rates (module docstring)."""
-    h = (hits + 0.5) / (dl.s + 1.0)
-    f = (fas + 0.5) / (dl.n + 1.0)
-    y = norm.ppf(h) - norm.ppf(f)
+    """Each cell's corrected d' and its variance at the task's pooled rates (module docstring).
+
+    d' is ``selfmodel.skill.sdt_arrays``: a simulated constant responder enters at d' = 0
+    (the SDT fit would leave such a cell out; they are rare at the fitted rates).
+    """
+    y = sdt_arrays(hits, dl.s, fas, dl.n)[0]
     t = dl.layout.cell_task
     s2 = np.empty_like(y)
     for j in range(len(dl.tasks)):

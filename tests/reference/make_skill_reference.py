@@ -6,7 +6,9 @@ Computed *without* ``selfmodel.skill``:
   (rows = prediction, columns = outcome);
 - balanced accuracy, hit and false-alarm rates: from the table by definition;
 - d' and c with the log-linear correction (Hautus 1995): ``statistics.NormalDist`` (the
-  standard library's inverse normal, independent of scipy);
+  standard library's inverse normal, independent of scipy); a constant responder (every
+  prediction the same: H = F = 1 or 0) has d' = 0 and no criterion (issue 28.2: the
+  correction would give it d' of the sign of n_signal - n_noise from the counts alone);
 - AUROC: ``scipy.stats.mannwhitneyu`` U statistic divided by n1 * n0 (mid-ranks for ties);
 - Brier score and ECE (10 equal-width bins): by definition in plain Python loops.
 
@@ -27,7 +29,8 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "skill_small.json"
 
 #: (hits, misses, false_alarms, correct_rejections)
-TABLES = [(45, 5, 20, 30), (10, 40, 3, 47), (60, 0, 40, 0), (12, 13, 11, 14), (50, 0, 0, 50)]
+TABLES = [(45, 5, 20, 30), (10, 40, 3, 47), (60, 0, 40, 0), (12, 13, 11, 14), (50, 0, 0, 50),
+          (0, 950, 0, 50), (950, 0, 50, 0)]
 
 #: predictions, outcomes and confidences (probability the prediction is right)
 PRED = [1, 1, 1, 0, 0, 1, 0, 1, 1, 0, 1, 0, 1, 1, 0, 0]
@@ -44,7 +47,10 @@ def table_reference(h: int, m: int, f: int, c: int) -> dict[str, float | None]:
     zh = z((h + 0.5) / (h + m + 1))
     zf = z((f + 0.5) / (f + c + 1))
     ba = 0.5 * (h / (h + m) + c / (f + c)) if (h + m) and (f + c) else None
-    return {"kappa": kappa, "balanced_accuracy": ba, "dprime": zh - zf, "criterion": -(zh + zf) / 2,
+    d, crit = zh - zf, -(zh + zf) / 2
+    if m == c == 0 or h == f == 0:  # constant responder: H = F
+        d, crit = 0.0, None
+    return {"kappa": kappa, "balanced_accuracy": ba, "dprime": d, "criterion": crit,
             "accuracy": (h + c) / n, "mode_baseline": max(h + m, f + c) / n}
 
 
