@@ -54,3 +54,15 @@ def build_copy(quick_build, tmp_path) -> Path:
     dst = tmp_path / "build"
     shutil.copytree(quick_build, dst)
     return dst
+
+
+@pytest.fixture
+def fake_nutpie(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
+    """nutpie's compile and sample replaced by prior draws shaped as a posterior (tests/fakes.py).
+
+    ``selfmodel.fit.fit`` then runs whole (cache, provenance, diagnostics) in the fast layer
+    without compiling; the returned counters say how often it compiled and sampled.
+    """
+    from fakes import install_fake_nutpie
+
+    return install_fake_nutpie(monkeypatch)
