@@ -3,8 +3,8 @@
 Test layers (markers declared in pyproject.toml; README "Tests"):
 
 - no layer marker: the fast layer, ``make test``. It compiles no model and renders no report.
-- ``ci``: compiles or samples a model (a real fit, a recovery check); CI runs it after the
-  fast layer (``make test-ci``).
+- ``ci``: compiles or samples a model (a real fit, a recovery check, a Monte Carlo check of
+  a prior) or starts Spark; CI runs it after the fast layer (``make test-ci``).
 - ``e2e``: runs the whole pipeline, renders a report or installs the wheel; CI runs it
   (``make test-ci``) unless it is also ``slow``.
 - ``slow``: long statistical tests (parameter recovery, calibration); ``make test-slow``,
