@@ -14,7 +14,9 @@ The guard: while a test without ``slow``, ``ci`` or ``e2e`` runs (its fixtures' 
 tear-down included), the entry points that compile or sample a model or execute a report's
 kernel raise :class:`UnmarkedSlowTest`, so a test that would make the fast layer slow fails
 at once and says how to fix it. Each pytest-xdist worker loads this file and installs the
-guard in its own process.
+guard in its own process. It guards this process only: a test that starts ``selfmodel run``
+in a subprocess is not stopped by it (none of the fast layer does; the CPU seconds of
+``make test`` in bench/README.md would show one).
 """
 
 from __future__ import annotations
