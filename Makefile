@@ -19,7 +19,7 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST  = -n $(TEST_WORKERS) --dist loadfile
 
 .DEFAULT_GOAL := help
-.PHONY: help install report test test-all test-slow lint data lock clean bench bench-quick validate calibration-data pipeline-calibration
+.PHONY: help install report test test-ci test-all test-slow lint data lock clean bench bench-quick validate calibration-data pipeline-calibration
 
 help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -41,14 +41,23 @@ report: $(STAMP)  ## run the whole pipeline on data_raw/ into build/ (report.htm
 	$(BIN)/selfmodel run data_raw --out $(OUT)
 	$(BIN)/selfmodel report --out $(OUT) --format pdf
 
-test: $(STAMP)  ## fast tests plus the slow recovery tests that matter (what CI runs)
-	$(BIN)/python -m pytest -q $(XDIST) -m "not slow or ci" $(PYTEST_ARGS)
+# The test layers (README "Tests"; markers in pyproject.toml): the fast layer has none of the
+# markers slow, ci, e2e and compiles no model (tests/conftest.py fails a fast test that does);
+# CI runs it, then the `ci` tests and the `e2e` tests that are not `slow`.
+FAST_TESTS := not (slow or ci or e2e)
+CI_TESTS   := ci or (e2e and not slow)
 
-test-all: $(STAMP)  ## every test, slow statistical ones included
-	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
+test: $(STAMP)  ## the fast tests: no model compiled, no report rendered (CI runs it first)
+	$(BIN)/python -m pytest -q $(XDIST) -m "$(FAST_TESTS)" $(PYTEST_ARGS)
 
-test-slow: $(STAMP)  ## only the slow statistical tests
+test-ci: $(STAMP)  ## the slower tests CI runs after `make test`: fits (ci) and end-to-end (e2e)
+	$(BIN)/python -m pytest -q $(XDIST) -m "$(CI_TESTS)" $(PYTEST_ARGS)
+
+test-slow: $(STAMP)  ## only the long statistical tests (slow; most are not in CI)
 	$(BIN)/python -m pytest -q $(XDIST) -m slow $(PYTEST_ARGS)
+
+test-all: $(STAMP)  ## every test, all layers
+	$(BIN)/python -m pytest -q $(XDIST) $(PYTEST_ARGS)
 
 lint: $(STAMP)  ## ruff and mypy
 	$(BIN)/ruff check analysis models tests bench validation

@@ -49,7 +49,13 @@ _local = threading.local()
 
 
 def default_jobs() -> int:
-    """Worker processes for a run: the CPUs this process may use, at most 4."""
+    """Worker processes for a run: ``$SELFMODEL_JOBS``, else the CPUs this process may use, at most 4.
+
+    An unusable ``$SELFMODEL_JOBS`` (not a whole number of at least 1) is ignored.
+    """
+    env = os.environ.get("SELFMODEL_JOBS", "").strip()
+    if env.isdigit() and int(env) >= 1:
+        return int(env)
     try:
         n = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux

@@ -38,6 +38,7 @@ def _png_size(path: Path) -> tuple[int, int]:
     return width, height
 
 
+@pytest.mark.e2e  # renders the mini report (a report kernel)
 def test_mini_report_in_chromium(tmp_path: Path) -> None:
     shutil.copytree(FIXTURE, tmp_path / "mini")
     html = render(tmp_path / "mini" / "mini.qmd", out_file=tmp_path / "mini.html").out_file
@@ -97,6 +98,7 @@ def test_layout_probe_catches_a_wide_page_and_a_late_verdict(tmp_path: Path) -> 
                            first_screen=("verdict",), sideways_scroll=False) == []
 
 
+@pytest.mark.e2e  # renders the mini report (a report kernel)
 @pytest.mark.parametrize("window", [(1280, 800), (800, 1200)], ids=["1280x800", "800x1200"])
 def test_mini_report_fits_the_screen(tmp_path: Path, window: tuple[int, int]) -> None:
     shutil.copytree(FIXTURE, tmp_path / "mini")

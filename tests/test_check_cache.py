@@ -241,16 +241,19 @@ def test_a_value_edited_with_its_hash_recomputed_is_recomputed(
         fit_module._seal_key.cache_clear()
 
 
-@pytest.fixture(scope="module")
-def small_fit_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, pl.DataFrame, Fit]:
-    from selfmodel.fit import SamplerSettings, fit
+@pytest.fixture
+def small_fit_dir(
+    tmp_path_factory: pytest.TempPathFactory, fake_nutpie: dict[str, int]
+) -> tuple[Path, pl.DataFrame, Fit]:
+    """A folder holding one saved fit; sampled by the fake nutpie (prior draws, no compile):
+    what is tested is how a saved fit is verified and reused, not its draws."""
     from selfmodel.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=2, n_families=2, sizes_per_family=2, n_tasks=1,
                                    n_per_cell=50)
     folder = tmp_path_factory.mktemp("fits")
-    settings = SamplerSettings(draws=100, tune=100, chains=2, cores=2)
-    first = fit("pooled", data, seed=1, settings=settings, cache_dir=folder)
+    first = _refit(folder, data)
+    assert fake_nutpie == {"compile": 1, "sample": 1}
     return folder, data, first
 
 
@@ -261,9 +264,9 @@ def _refit(folder: Path, data: pl.DataFrame) -> Fit:
     return fit("pooled", data, seed=1, settings=settings, cache_dir=folder)
 
 
-@pytest.mark.filterwarnings("ignore::UserWarning")
 def test_saved_fits_are_verified_on_read(
-    small_fit_dir: tuple[Path, pl.DataFrame, Fit], capsys: pytest.CaptureFixture[str]
+    small_fit_dir: tuple[Path, pl.DataFrame, Fit], capsys: pytest.CaptureFixture[str],
+    fake_nutpie: dict[str, int],
 ) -> None:
     folder, data, first = small_fit_dir
     (nc,) = folder.glob("pooled-*.nc")
@@ -289,11 +292,15 @@ def test_saved_fits_are_verified_on_read(
     assert third.reused is False
     assert "saved fit unreadable" in capsys.readouterr().err
     assert _refit(folder, data).reused is True  # repaired
+    assert fake_nutpie["sample"] == 3  # first, edited, truncated; never for a reused fit
 
 
-def test_diagnostics_come_from_the_draws(small_fit_dir: tuple[Path, pl.DataFrame, Fit]) -> None:
+def test_diagnostics_come_from_the_draws(
+    small_fit_dir: tuple[Path, pl.DataFrame, Fit], fake_nutpie: dict[str, int]
+) -> None:
     """No diagnostics file is read: an edited one cannot make a fit pass."""
     folder, data, first = small_fit_dir
     assert not list(folder.glob("*diagnostics*"))
     reused = _refit(folder, data)
+    assert reused.reused and fake_nutpie["sample"] == 1
     assert reused.diagnostics == first.diagnostics

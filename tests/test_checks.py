@@ -15,6 +15,7 @@ import numpy as np
 import polars as pl
 import pymc as pm
 import pytest
+from fakes import prior_as_posterior
 from scipy.special import expit, gammaln
 
 from selfmodel import _arviz, checks, models
@@ -78,6 +79,13 @@ def pooled_fit(cells) -> Fit:
     return fit("pooled", cells, seed=1, settings=TINY)
 
 
+@pytest.fixture(scope="module")
+def prior_scale_fit(cells) -> Fit:
+    """A fake fit of the scale model (prior draws as posterior, tests/fakes.py), for plumbing."""
+    idata = prior_as_posterior(models.get("scale").build(cells), draws=200, chains=2, seed=1)
+    return Fit("scale", idata, {}, {})
+
+
 def _json_ok(obj) -> None:
     json.dumps(obj, allow_nan=False)
 
@@ -121,6 +129,7 @@ def test_prior_predictive_sdt_reports_both_rates_and_accuracy():
     assert out["effect"]["name"] == "beta_dprime"
 
 
+@pytest.mark.ci  # real fits
 def test_posterior_predictive_passes_for_the_true_model(scale_fit, cells):
     out = checks.posterior_predictive(scale_fit, models.get("scale"), cells, seed=2)
     _json_ok(out)
@@ -134,6 +143,7 @@ def test_posterior_predictive_passes_for_the_true_model(scale_fit, cells):
     assert 0.05 < out["chi2_p_value"] < 0.95
 
 
+@pytest.mark.ci  # real fits
 def test_posterior_predictive_fails_for_the_pooled_model(pooled_fit, cells):
     """Task intercepts only cannot reproduce between-model spread (sigma_model 0.4, n 300)."""
     out = checks.posterior_predictive(pooled_fit, models.get("pooled"), cells, seed=2)
@@ -141,8 +151,8 @@ def test_posterior_predictive_fails_for_the_pooled_model(pooled_fit, cells):
     assert out["coverage"] < 0.7
 
 
-def test_posterior_predictive_group_by_sums_rows(scale_fit, cells):
-    out = checks.posterior_predictive(scale_fit, models.get("scale"), cells, seed=2,
+def test_posterior_predictive_group_by_sums_rows(prior_scale_fit, cells):
+    out = checks.posterior_predictive(prior_scale_fit, models.get("scale"), cells, seed=2,
                                       group_by=("task",), max_draws=100)
     assert [c["cell"] for c in out["cells"]] == [f"task{t}" for t in range(5)]
     per_task = cells.group_by("task").agg(pl.col("k").sum(), pl.col("n").sum()).sort("task")
@@ -151,6 +161,7 @@ def test_posterior_predictive_group_by_sums_rows(scale_fit, cells):
     assert out["draws"] == 100
 
 
+@pytest.mark.ci  # real fits
 def test_loo_keys_integration_and_compare(scale_fit, pooled_fit, cells):
     lo_s = checks.loo(scale_fit, models.get("scale"), cells)
     lo_p = checks.loo(pooled_fit, models.get("pooled"), cells)
@@ -169,6 +180,7 @@ def test_loo_keys_integration_and_compare(scale_fit, pooled_fit, cells):
     assert np.isclose(sum(r["weight"] for r in table), 1.0)
 
 
+@pytest.mark.ci  # real fits
 def test_integrated_loo_has_fewer_bad_pareto_k_than_plain(converged_scale_fit, loo_cells):
     """Plain PSIS over a per-cell effect fails (Vehtari et al. 2016); integration fixes it.
 
@@ -183,8 +195,11 @@ def test_integrated_loo_has_fewer_bad_pareto_k_than_plain(converged_scale_fit, l
     assert np.mean(integ["pareto_k"]) < np.mean(plain["pareto_k"]) - 0.07
 
 
-def test_compare_refuses_different_observations(scale_fit, cells):
-    lo = checks.loo(scale_fit, models.get("scale"), cells)
+# prior draws as a posterior give PSIS weights so extreme that arviz_stats' Pareto-k fit
+# meets NaNs (it reports a high k); the test is about the refusal, not the weights
+@pytest.mark.filterwarnings("ignore:invalid value encountered in multiply:RuntimeWarning")
+def test_compare_refuses_different_observations(prior_scale_fit, cells):
+    lo = checks.loo(prior_scale_fit, models.get("scale"), cells)
     other = dict(lo, observed_sha256="0" * 64)
     with pytest.raises(ValueError, match="different observations"):
         checks.compare({"scale": lo, "other": other})

@@ -64,9 +64,13 @@ def spark():
     session.stop()
 
 
-@pytest.fixture(params=["duckdb", "spark"])
+@pytest.fixture(params=["duckdb", pytest.param("spark", marks=pytest.mark.ci)])
 def engine(request):
-    """``(name, engine_options)`` for each engine, sharing one Spark session per module."""
+    """``(name, engine_options)`` for each engine, sharing one Spark session per module.
+
+    The Spark cases start a JVM (minutes of CPU): they are in the ``ci`` layer, DuckDB's in
+    the fast one.
+    """
     if request.param == "duckdb":
         _need("duckdb", "duckdb")
         return "duckdb", {}

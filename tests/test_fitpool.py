@@ -125,3 +125,12 @@ def test_a_loop_of_steps_can_be_numbered_from_threads():
             got = fitpool.concurrently(*[functools.partial(step, i) for i in range(2)])
         assert progress.step_prefix() == ""
     assert sorted(got) == ["[1/2] [1/2] ", "[2/2] [2/2] "]
+
+
+@pytest.mark.parametrize(("env", "expected"), [("3", 3), ("1", 1), ("0", None), ("two", None)])
+def test_selfmodel_jobs_sets_the_default_and_a_bad_value_is_ignored(env, expected, monkeypatch):
+    monkeypatch.delenv("SELFMODEL_JOBS", raising=False)
+    from_cpus = fitpool.default_jobs()
+    assert 1 <= from_cpus <= 4
+    monkeypatch.setenv("SELFMODEL_JOBS", env)
+    assert fitpool.default_jobs() == (expected if expected is not None else from_cpus)

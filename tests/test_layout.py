@@ -427,6 +427,7 @@ plt.show()
 """
 
 
+@pytest.mark.e2e  # renders a report (a report kernel)
 def test_figure_probe_sees_raw_mathtext_tick_labels(tmp_path: Path) -> None:
     """Negative control: a log axis with mathtext off prints $\\mathdefault{10^{k}}$ labels."""
     qmd = tmp_path / "in" / "raw.qmd"

@@ -1,20 +1,27 @@
-"""The methods paragraph is written from results.json: change a number there, the text follows."""
+"""The methods paragraph is written from results.json: change a number there, the text follows.
+
+Each test runs on the saved results of the default run (``tests/fixtures/regression/``, fast
+layer) and on the quick build's fresh results (``e2e``).
+"""
 
 from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
 from selfmodel.methods import methods_text
 
-pytestmark = pytest.mark.e2e
+SAVED = Path(__file__).parent / "fixtures" / "regression" / "results_default.json"
 
 
-@pytest.fixture(scope="module")
-def results(quick_build):
-    return json.loads((quick_build / "results.json").read_text())
+@pytest.fixture(scope="module", params=["saved", pytest.param("quick_build", marks=pytest.mark.e2e)])
+def results(request):
+    if request.param == "saved":
+        return json.loads(SAVED.read_text())
+    return json.loads((request.getfixturevalue("quick_build") / "results.json").read_text())
 
 
 def test_methods_text_states_what_was_fitted(results):

@@ -258,6 +258,7 @@ def test_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
         pass
 
 
+@pytest.mark.e2e  # a real report kernel, in a subprocess
 def test_real_ctrl_c_while_the_kernel_runs_is_one_line(previous: Path, tmp_path: Path) -> None:
     """SIGINT during a real render: no kernel traceback, one line, the old set intact."""
     out = previous
@@ -271,6 +272,7 @@ def test_real_ctrl_c_while_the_kernel_runs_is_one_line(previous: Path, tmp_path:
     _unchanged(out, before, new_fits=("pooled-killed.json",))
 
 
+@pytest.mark.e2e  # a real report kernel
 def test_renderer_killed(previous: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                          capsys: pytest.CaptureFixture[str]) -> None:
     """The report's kernel dies (killed): exit 2, one line naming it, the old set intact."""

@@ -157,6 +157,7 @@ def test_dprime_and_criterion_arms_share_one_fit_per_data_set(tmp_path, monkeypa
     assert s["duplicates"] == 0
 
 
+@pytest.mark.ci  # real fits
 def test_one_sdt_fit_gives_each_arm_what_its_own_fit_would():
     quick = pc.QUICK
     both = pc.fit_records(["default:dprime", "default:criterion"], 0, quick, 16_000)

@@ -124,6 +124,7 @@ def test_nobody_reporting_means_no_callbacks() -> None:
         assert st.next() == "[1/3] "  # the step lines still carry the count
 
 
+@pytest.mark.ci  # compiles and samples a tiny model with nutpie
 def test_nutpie_calls_back_with_draws_chains_and_divergences() -> None:
     pm = pytest.importorskip("pymc")
     import nutpie

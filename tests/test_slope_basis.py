@@ -38,6 +38,7 @@ def _draws(model: pm.Model, names: list[str], n: int = 40_000) -> np.ndarray:
     return np.column_stack([np.asarray(d).reshape(n, -1) for d in drawn])
 
 
+@pytest.mark.ci  # 40,000 prior draws through a numba-compiled graph
 @pytest.mark.parametrize("priors", [None, {"slope_task": ("Normal", {"mu": 0.2, "sigma": 0.4})}])
 def test_scale_prior_is_the_plain_prior(priors) -> None:
     """Means and covariances of slopes, intercepts and their sds agree within MC error."""
@@ -93,6 +94,7 @@ def test_plain_basis_where_the_construction_does_not_apply() -> None:
     assert "z_slope_total" not in scale.build(same_x).named_vars
 
 
+@pytest.mark.ci  # 30,000 prior draws through a numba-compiled graph
 def test_sdt_prior_is_the_plain_prior() -> None:
     cells = _cells().with_columns(
         (pl.col("n") // 2).alias("n_signal"), (pl.col("n") - pl.col("n") // 2).alias("n_noise"),
