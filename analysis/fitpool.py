@@ -69,8 +69,8 @@ def active() -> bool:
 
 
 def _init_worker(report: bool) -> None:
-    if report:
-        progress.reporting(progress.make_reporter(sys.stderr)).__enter__()
+    if report:  # plain lines: a worker never redraws the terminal line this process may own
+        progress.reporting(progress.Reporter(sys.stderr, live=False)).__enter__()
 
 
 @contextmanager
