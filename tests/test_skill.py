@@ -159,7 +159,10 @@ def test_flipping_predictions_flips_sdt(h: int, m: int, f: int, c: int) -> None:
         assert b["dprime"] is None
         return
     assert b["dprime"] == pytest.approx(-a["dprime"], abs=1e-9)
-    assert b["criterion"] == pytest.approx(-a["criterion"], abs=1e-9)
+    if a["criterion"] is None:  # a constant responder (d' 0, no criterion) stays one
+        assert b["criterion"] is None and a["dprime"] == b["dprime"] == 0
+    else:
+        assert b["criterion"] == pytest.approx(-a["criterion"], abs=1e-9)
     assert b["balanced_accuracy"] == pytest.approx(1 - a["balanced_accuracy"], abs=1e-12)
 
 
