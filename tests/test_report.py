@@ -184,11 +184,13 @@ def test_report_pdf_pages_hold_their_content(build_copy):
     first = " ".join(pages[0].split())
     assert "Does scale improve self-prediction?" in first and "Verdict" in first
     # the verdict's findings (issue 15), the status lines (issue 29) and the confirmatory
-    # family (issue 28.7) fill page 1: the decision rule and the contents follow by page 2
+    # family (issue 28.7) fill page 1: the decision rule follows by page 2, the contents
+    # (after the verdict's tables) by page 3
     first_two = first + " " + " ".join(pages[1].split())
     assert "Decision rule (declared before fitting" in first_two
-    assert "Contents" in first_two
-    assert first_two.index("Verdict") < first_two.index("Contents")  # the verdict comes first
+    first_three = first_two + " " + " ".join(pages[2].split())
+    assert "Contents" in first_three
+    assert first_three.index("Verdict") < first_three.index("Contents")  # the verdict comes first
     for k, page in enumerate(pages, 1):
         flat = " ".join(page.split())
         assert f"data SHA-256 {sha}" in flat, k
