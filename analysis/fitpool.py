@@ -18,8 +18,8 @@ therefore goes faster when independent fits run at once. Two pieces do that:
   summaries, PSIS reweighting, warnings filters) therefore never runs in two threads at
   once, and needs no locking of its own; only the waiting overlaps.
 
-Without :func:`workers` (the default for library calls, tests and ``--jobs 1``) nothing
-changes: :func:`concurrently` calls its functions one after the other and fits run in
+Without :func:`workers` (``RunConfig.jobs`` = 1, its default; ``--jobs 1``;
+``SELFMODEL_JOBS=1``, which the tests set) nothing changes: :func:`concurrently` calls its functions one after the other and fits run in
 this process. The results are the same either way; what differs is the order in which
 progress lines appear.
 """
