@@ -89,10 +89,21 @@ def workers(jobs: int, *, report: bool = True) -> Iterator[None]:
         _pool = pool
     try:
         yield
-    finally:
+    except BaseException:
+        # Ctrl-C or an error: stop the workers' fits now rather than wait for them (a fit
+        # can take minutes); finished fits are already saved in the cache
         with _pool_lock:
             _pool = None
-        pool.shutdown(wait=True, cancel_futures=True)
+        processes = list((getattr(pool, "_processes", None) or {}).values())
+        pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.terminate()
+        for proc in processes:
+            proc.join()
+        raise
+    with _pool_lock:
+        _pool = None
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextmanager

@@ -134,3 +134,22 @@ def test_selfmodel_jobs_sets_the_default_and_a_bad_value_is_ignored(env, expecte
     assert 1 <= from_cpus <= 4
     monkeypatch.setenv("SELFMODEL_JOBS", env)
     assert fitpool.default_jobs() == (expected if expected is not None else from_cpus)
+
+
+def test_an_interrupted_run_stops_its_workers_instead_of_waiting_for_them():
+    """Ctrl-C (or an error) inside the pool ends the workers' running tasks: no process
+    is left behind, and the exception goes on. The task would sleep an hour."""
+    import functools
+    import time
+
+    with pytest.raises(KeyboardInterrupt):
+        with fitpool.workers(2, report=False):
+            pool = fitpool._pool
+            assert pool is not None
+            pool.submit(functools.partial(time.sleep, 3600))
+            while not pool._processes:  # started on submit
+                threading.Event().wait(0.05)
+            processes = list(pool._processes.values())
+            raise KeyboardInterrupt
+    assert processes and not any(p.is_alive() for p in processes)
+    assert not fitpool.active()
