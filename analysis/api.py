@@ -24,10 +24,10 @@ from typing import Any
 
 import polars as pl
 
-from selfmodel import outputs, progress
 from selfmodel.cli import build_parser, run_config
-from selfmodel.contract import InputError
-from selfmodel.pipeline import run as run_pipeline
+from selfmodel.common import outputs, progress
+from selfmodel.pipeline.stages import run as run_pipeline
+from selfmodel.records.contract import InputError
 
 #: Per table: where it comes from and what a row is.
 TABLES: dict[str, str] = {

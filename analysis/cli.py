@@ -14,19 +14,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from selfmodel import atomic, outputs, progress, rerun
-from selfmodel.contract import SCALE_COLUMNS, InputError
-from selfmodel.engines.command import add_reduce_parser
-from selfmodel.fitpool import default_jobs
-from selfmodel.importers.mapping import load_mapping
-from selfmodel.importers.mapping.records_apply import load_transform, without_join_file
-from selfmodel.importers.mapping.records_spec import load_records_mapping
-from selfmodel.importers.preview import ingest_preview_text, preview_text
-from selfmodel.ingest import ingest, parse_map_options, write_ingest
-from selfmodel.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
-from selfmodel.registry import load_registry
-from selfmodel.status import EXPLORATORY, status_lines
-from selfmodel.toml_errors import key_line
+from selfmodel.common import atomic, outputs, progress, rerun
+from selfmodel.common.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
+from selfmodel.common.toml_errors import key_line
+from selfmodel.decisions.status import EXPLORATORY, status_lines
+from selfmodel.fitting.fitpool import default_jobs
+from selfmodel.pipeline.reduce_command import add_reduce_parser
+from selfmodel.records.contract import SCALE_COLUMNS, InputError
+from selfmodel.records.importers.mapping import load_mapping
+from selfmodel.records.importers.mapping.records_apply import load_transform, without_join_file
+from selfmodel.records.importers.mapping.records_spec import load_records_mapping
+from selfmodel.records.importers.preview import ingest_preview_text, preview_text
+from selfmodel.records.ingest import ingest, parse_map_options, write_ingest
+from selfmodel.records.registry import load_registry
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
 # brings ingest, registry and atomic). The imports inside the command functions are kept
@@ -357,9 +357,9 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
 
 def run_config(args: argparse.Namespace, *, report: bool):
     """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``selfmodel.api``)."""
-    from selfmodel.fit import SamplerSettings
-    from selfmodel.hypotheses import DecisionRule
-    from selfmodel.pipeline import RunConfig
+    from selfmodel.decisions.hypotheses import DecisionRule
+    from selfmodel.fitting.fit import SamplerSettings
+    from selfmodel.pipeline.stages import RunConfig
 
     if getattr(args, "model", None) is not None:
         from selfmodel.models import get
@@ -397,7 +397,7 @@ def run_config(args: argparse.Namespace, *, report: bool):
 
 
 def _rerun_key(args: argparse.Namespace) -> str:
-    """:func:`selfmodel.rerun.run_key` of this command: its options and the files it reads."""
+    """:func:`selfmodel.common.rerun.run_key` of this command: its options and the files it reads."""
     # --jobs changes how long a run takes, not its results
     options = {k: v for k, v in sorted(vars(args).items()) if k not in ("handler", "jobs")}
     options["cwd"] = os.getcwd()  # results name the inputs relative to it
@@ -412,7 +412,7 @@ def _rerun_key(args: argparse.Namespace) -> str:
 
 def _render_report(out: Path, fmt: str, say) -> Path:
     """Render into ``out`` holding its lock (no run swaps the folder away while it renders)."""
-    from selfmodel.report import render_report
+    from selfmodel.report.document import render_report
 
     # without results render_report says "no results" in its words (and no lock file is made)
     guard = outputs.locked(out) if (out / "results.json").is_file() else contextlib.nullcontext()
@@ -435,7 +435,7 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
             say("rendering report")
             _render_report(args.out, "html", say)
     else:
-        from selfmodel.pipeline import run
+        from selfmodel.pipeline.stages import run
 
         cfg = run_config(args, report=report)
         with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
@@ -479,9 +479,9 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     if args.command == "power":
         return _power(args, say)
     if args.command == "describe":
-        from selfmodel import describe
-        from selfmodel.cells import build_cells
-        from selfmodel.pipeline import resolve_inputs
+        from selfmodel.analyses import describe
+        from selfmodel.pipeline.stages import resolve_inputs
+        from selfmodel.records.cells import build_cells
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
         res = _ingest_inputs(args, inputs)
@@ -497,7 +497,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         return 0
     if args.command == "simulate":
         outputs.claim(args.out)  # before loading SciPy: a refused --out stops at once
-        from selfmodel.simulate import write_dataset
+        from selfmodel.records.simulate import write_dataset
 
         paths = write_dataset(args.out, seed=args.seed)
         print(" ".join(str(p) for p in paths.values()))
@@ -524,7 +524,7 @@ def _ingest_inputs(args: argparse.Namespace, inputs):
 
 def _ingest(args: argparse.Namespace, say) -> int:
     """``selfmodel ingest`` (and ``run --preview``): the row accounting, written or shown."""
-    from selfmodel.pipeline import resolve_inputs
+    from selfmodel.pipeline.stages import resolve_inputs
 
     inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
     res = _ingest_inputs(args, inputs)
@@ -565,10 +565,10 @@ def _not_a_records_mapping(path: Path, fmt: str) -> None:
 
 
 def _import(args: argparse.Namespace, say) -> int:
-    from selfmodel.importers.seb import write_import
+    from selfmodel.records.importers.seb import write_import
 
     if args.format == "seb":
-        from selfmodel.importers.seb import import_seb
+        from selfmodel.records.importers.seb import import_seb
 
         res = import_seb(args.src)
     else:
@@ -581,9 +581,9 @@ def _import(args: argparse.Namespace, say) -> int:
         if fmt == "mapped":
             fmt = load_mapping(args.mapping).format
         if fmt == "lmeval":
-            from selfmodel.importers.lmeval import import_lmeval as importer
+            from selfmodel.records.importers.lmeval import import_lmeval as importer
         else:
-            from selfmodel.importers.inspect_logs import import_inspect as importer
+            from selfmodel.records.importers.inspect_logs import import_inspect as importer
         res = importer(args.src, mapping=args.mapping)
     if args.preview:
         for note in res.notes:
@@ -618,7 +618,7 @@ def _power(args: argparse.Namespace, say) -> int:
     if args.design is not None:
         design = pw.load_design(args.design)
     elif args.template is not None:
-        from selfmodel.pipeline import resolve_inputs
+        from selfmodel.pipeline.stages import resolve_inputs
 
         inputs = resolve_inputs(args.template, args.registry)
         if inputs.registry is None:

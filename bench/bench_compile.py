@@ -8,8 +8,8 @@ another: ``cold`` (empty cache), ``same`` (same data again) and ``new_data`` (an
 set of the same shape: 16 models x 3 tasks). Configurations:
 
 * ``plain``  -- ``nutpie.compile_pymc_model(model)`` with PyTensor's numba cache in the
-  empty folder (what ``analysis/fit.py`` does today);
-* ``shared`` -- ``selfmodel.compile_cache.compiled_model(model, cache_dir)``.
+  empty folder (what ``analysis/fitting/fit.py`` does today);
+* ``shared`` -- ``selfmodel.fitting.compile_cache.compiled_model(model, cache_dir)``.
 
 A last child compiles twice in one process with ``compiled_model`` (second call with new
 data: the in-memory memo). Reported: compile wall and CPU seconds per child.
@@ -49,8 +49,8 @@ def child(mode: str, seed: str, cache: str) -> None:
         import nutpie
 
         import selfmodel.models.scale as scale
-        from selfmodel import compile_cache
-        from selfmodel.simulate import simulate_scale_cells
+        from selfmodel.fitting import compile_cache
+        from selfmodel.records.simulate import simulate_scale_cells
     compile_cache.configure_cache(cache)
 
     def model(s: int):
@@ -76,10 +76,10 @@ def default_cells(model: str):
     import polars as pl
 
     from bench._util import ROOT
-    from selfmodel.cells import build_cells
-    from selfmodel.ingest import ingest
-    from selfmodel.registry import load_registry
-    from selfmodel.tables import sdt_cells
+    from selfmodel.analyses.tables import sdt_cells
+    from selfmodel.records.cells import build_cells
+    from selfmodel.records.ingest import ingest
+    from selfmodel.records.registry import load_registry
 
     res = ingest([ROOT / "data_raw" / "records.csv"])
     cells = build_cells(res.records, load_registry(ROOT / "data_raw" / "registry.csv"))
@@ -91,8 +91,9 @@ def fit_child(mode: str, model: str, cache: str) -> None:
     quiet_warnings()
     import nutpie
 
-    from selfmodel import compile_cache, models
-    from selfmodel.fit import SamplerSettings
+    from selfmodel import models
+    from selfmodel.fitting import compile_cache
+    from selfmodel.fitting.fit import SamplerSettings
 
     compile_cache.configure_cache(cache)
     module = models.get(model)

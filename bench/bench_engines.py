@@ -7,11 +7,11 @@
 For each format (files from bench/gen_records.py) one child process per reader measures
 wall time, CPU time and peak RSS of:
 
-* ``ingest``        -- ``selfmodel.ingest.ingest([file])`` then ``to_cells`` (the pipeline);
+* ``ingest``        -- ``selfmodel.records.ingest.ingest([file])`` then ``to_cells`` (the pipeline);
 * ``polars``        -- ``pl.read_ndjson`` / ``pl.read_csv`` / ``pl.read_parquet`` (reading only);
 * ``duckdb_read``   -- DuckDB's ``read_json`` / ``read_csv`` / ``read_parquet`` into a polars
   frame (reading only, every column);
-* ``reduce_duckdb`` -- ``selfmodel.engines.reduce_records([file], engine="duckdb")`` (the
+* ``reduce_duckdb`` -- ``selfmodel.records.engines.reduce_records([file], engine="duckdb")`` (the
   same validation, duplicates and accounting as ingest, on DuckDB, down to the cells);
 * ``reduce_spark``  -- the same on Spark in local mode (on request; includes starting the
   JVM, reported separately as ``session_s``).
@@ -52,9 +52,9 @@ def child(reader: str, path: str) -> None:
     import duckdb
     import polars as pl
 
-    from selfmodel.cells import to_cells
-    from selfmodel.engines import reduce_records
-    from selfmodel.ingest import ingest
+    from selfmodel.records.cells import to_cells
+    from selfmodel.records.engines import reduce_records
+    from selfmodel.records.ingest import ingest
 
     extra: dict = {}
     base = peak_rss_mib()
@@ -80,7 +80,7 @@ def child(reader: str, path: str) -> None:
             res = reduce_records([p], engine="duckdb")
         rows, extra = res.summary["records_read"], {"cells": res.cells.height}
     else:
-        from selfmodel.engines.spark_engine import spark_session
+        from selfmodel.records.engines.spark_engine import spark_session
 
         with Timer() as ts:
             session = spark_session("local[*]")

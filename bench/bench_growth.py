@@ -9,7 +9,7 @@ data from ``simulate_scale_cells`` with 5 models per family):
 
 * models 10, 50, 200 at 10 tasks;  tasks 3, 10, 30 at 50 models;
 * records per cell 30, 300, 3000 at 50 models x 10 tasks (same cells, 100x the records:
-  compiled once, the in-process memo of ``selfmodel.compile_cache`` reuses it).
+  compiled once, the in-process memo of ``selfmodel.fitting.compile_cache`` reuses it).
 
 ``--cell-effect`` instead compares parameterisations of ``models/scale.py`` at 300 and 3000
 records per cell (50 x 10): ``cell_effect`` = non_centred, centred, auto, and
@@ -43,8 +43,8 @@ def sample_case(models: int, tasks: int, per_cell: int, draws: int,
     import nutpie
 
     import selfmodel.models.scale as scale
-    from selfmodel.compile_cache import compiled_model
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.fitting.compile_cache import compiled_model
+    from selfmodel.records.simulate import simulate_scale_cells
 
     cells, _ = simulate_scale_cells(seed=11, n_families=models // 5, sizes_per_family=5,
                                     n_tasks=tasks, n_per_cell=per_cell)
@@ -63,7 +63,7 @@ def sample_case(models: int, tasks: int, per_cell: int, draws: int,
            "divergences": int(idata.sample_stats["diverging"].sum()),
            "ess_bulk_beta": round(ess, 1), "ess_per_s": round(ess / ts.wall, 1)}
     if cell_effect:
-        from selfmodel.fit import diagnose
+        from selfmodel.fitting.fit import diagnose
 
         d = diagnose(idata)
         n_centred = int(scale.centred_cells(cells["n"].to_numpy(), cells["k"].to_numpy(),

@@ -1,4 +1,4 @@
-"""Ingest throughput and peak memory: selfmodel.ingest.ingest vs a plain pandas read vs reduce.
+"""Ingest throughput and peak memory: selfmodel.records.ingest.ingest vs a plain pandas read vs reduce.
 
     .venv/bin/python bench/bench_ingest.py            # 1M and 10M records (about 10 min)
     .venv/bin/python bench/bench_ingest.py --quick    # 100k records (under a minute)
@@ -6,11 +6,11 @@
 For each size and format (JSONL, CSV, Parquet; files from bench/gen_records.py in
 /tmp) one child process per reader measures wall time, CPU time and peak RSS:
 
-* ``ingest``  -- ``selfmodel.ingest.ingest([file])`` (read, validate, deduplicate, account);
+* ``ingest``  -- ``selfmodel.records.ingest.ingest([file])`` (read, validate, deduplicate, account);
 * ``pandas``  -- ``pd.read_json(lines=True)`` / ``pd.read_csv`` / ``pd.read_parquet``
   (the baseline: reading only, no validation);
 * ``polars``  -- ``pl.read_ndjson`` / ``pl.read_csv`` / ``pl.read_parquet`` (reading only);
-* ``reduce``  -- ``selfmodel.reduce.reduce_cells([file])`` (streaming reduction to cells).
+* ``reduce``  -- ``selfmodel.records.reduce.reduce_cells([file])`` (streaming reduction to cells).
 
 ``--formats parquet_sorted`` adds the records ingest writes for the Parquet file (already in
 key order: ingest checks that and skips its sort).
@@ -57,9 +57,9 @@ def child(reader: str, path: str) -> None:
     import pandas as pd
     import polars as pl
 
-    from selfmodel.cells import to_cells
-    from selfmodel.ingest import ingest
-    from selfmodel.reduce import reduce_cells
+    from selfmodel.records.cells import to_cells
+    from selfmodel.records.ingest import ingest
+    from selfmodel.records.reduce import reduce_cells
 
     base = peak_rss_mib()  # after imports: the reader's own memory is peak - base
     if reader == "ingest":
@@ -90,7 +90,7 @@ def child(reader: str, path: str) -> None:
 
 
 def profile(path: Path, fmt: str) -> None:
-    from selfmodel.ingest import ingest
+    from selfmodel.records.ingest import ingest
 
     pr = cProfile.Profile()
     pr.enable()
@@ -109,7 +109,7 @@ def profile(path: Path, fmt: str) -> None:
 def sorted_parquet(n: int) -> Path:
     """``OUT/records.parquet`` as ``selfmodel ingest`` writes it for the ``n``-record file:
     canonical columns, already in key order (ingest then skips its sort)."""
-    from selfmodel.ingest import ingest
+    from selfmodel.records.ingest import ingest
 
     path = gen_records.SCRATCH / f"records_{n}_sorted.parquet"
     if not path.exists():

@@ -12,7 +12,7 @@ peak RSS; phase times from ``OUT/run.json``):
 2. ``second``      -- the same command again: the saved fit is reused (``OUT/fits``);
 3. ``warm_refit``  -- ``--out B`` (no saved fit) with the now warm compile cache;
 4. ``report``      -- ``selfmodel report --out A`` (report rendering alone);
-5. ``imports``     -- ``python -c 'import selfmodel.pipeline, selfmodel.report, pymc, nutpie'``;
+5. ``imports``     -- ``python -c 'import selfmodel.pipeline.stages, selfmodel.report.document, pymc, nutpie'``;
 6. ``records_1x`` / ``records_10x`` -- ``selfmodel run --no-report`` on the default data
                       with every record once and ten times (``sample`` 0..9): the same models
                       and tasks, 10x the records; warm compile cache, no saved fit.
@@ -114,9 +114,9 @@ NAIVE_FIT = """
 import pymc as pm
 import polars as pl
 from selfmodel import models
-from selfmodel.cells import build_cells
-from selfmodel.ingest import ingest
-from selfmodel.registry import load_registry
+from selfmodel.records.cells import build_cells
+from selfmodel.records.ingest import ingest
+from selfmodel.records.registry import load_registry
 records = ingest(["data_raw/records.csv"], registry="data_raw/registry.csv").records
 cells = build_cells(records, load_registry("data_raw/registry.csv"), scale="params")
 usable = cells.filter(pl.col("x").is_not_null() & (pl.col("n") > 0))
@@ -220,7 +220,7 @@ def main() -> None:
         text = buf.getvalue().replace(str(Path(sys.prefix)), "<venv>").replace(str(ROOT), ".")
         (ROOT / "bench" / "results" / "second_run_profile.txt").write_text(text)
     if "imports" in args.steps:
-        step("imports", [PYTHON, "-c", "import selfmodel.pipeline, selfmodel.report, pymc, nutpie"])
+        step("imports", [PYTHON, "-c", "import selfmodel.pipeline.stages, selfmodel.report.document, pymc, nutpie"])
     by = {r["step"]: r for r in rows if "wall_s" in r}
     ratios = pipeline_ratios(by)
     table = md_table(rows, ["step", "wall_s", "cpu_s", "peak_rss_mib", "seconds_to_results",

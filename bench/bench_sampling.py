@@ -3,7 +3,7 @@
     .venv/bin/python bench/bench_sampling.py           # all comparisons (15-30 min, shared 2 cores)
     .venv/bin/python bench/bench_sampling.py --quick   # one small nutpie fit (smoke test)
 
-Cases (data from ``selfmodel.simulate.simulate_scale_cells``; 4 chains x 1000 draws after
+Cases (data from ``selfmodel.records.simulate.simulate_scale_cells``; 4 chains x 1000 draws after
 1000 tuning steps, ``target_accept=0.95`` as the pipeline uses; nutpie on 2 cores):
 
 * ``scale`` on 50 models x 10 tasks (10 families x 5 sizes), nutpie -- the target case;
@@ -51,7 +51,7 @@ DRAWS, TUNE, CHAINS, CORES, TARGET = 1000, 1000, 4, 2, 0.95
 
 
 def scale_cells(seed: int, families: int, sizes: int, tasks: int, n: int) -> pl.DataFrame:
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.records.simulate import simulate_scale_cells
 
     cells, _ = simulate_scale_cells(
         seed=seed, n_families=families, sizes_per_family=sizes, n_tasks=tasks, n_per_cell=n
@@ -147,7 +147,7 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
             shift: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     import arviz as az
 
-    from selfmodel.fit import diagnose
+    from selfmodel.fitting.fit import diagnose
 
     row: dict[str, Any] = {"case": label, "sampler": sampler, "draws": draws, "tune": tune,
                            "chains": CHAINS}
@@ -161,7 +161,7 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
     if sampler == "nutpie":
         import nutpie
 
-        from selfmodel.compile_cache import compiled_model
+        from selfmodel.fitting.compile_cache import compiled_model
 
         with Timer() as tc:
             compiled = compiled_model(pm_model)
@@ -273,7 +273,7 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
     """The default data's sdt fit in the plain and the decorrelated slope basis, per seed.
 
     Pipeline settings (4 chains x ``draws`` after 1000 tuning, ``target``); for each fit
-    the divergences, max R-hat and slowest bulk ESS (``selfmodel.fit.diagnose``), bulk ESS
+    the divergences, max R-hat and slowest bulk ESS (``selfmodel.fitting.fit.diagnose``), bulk ESS
     and R-hat of ``beta_criterion`` and ``beta_dprime``, the E-BFMI of the slowest chain and
     the posterior correlation of each slope with the component of its family and model
     intercepts along the slope's trade-off direction (``selfmodel.models._common.shift_direction``).
@@ -283,7 +283,7 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
 
     import selfmodel.models.sdt as sdt
     from bench.bench_compile import default_cells
-    from selfmodel.fit import diagnose
+    from selfmodel.fitting.fit import diagnose
     from selfmodel.models._common import factorize, shift_direction
 
     data = default_cells("sdt").select(list(sdt.REQUIRED_COLUMNS))

@@ -31,7 +31,7 @@ from typing import Any
 import arviz as az
 import numpy as np
 
-from selfmodel import _arviz
+from selfmodel.common import arviz_ops
 
 Z_MAX = 4.0
 
@@ -39,7 +39,7 @@ Z_MAX = 4.0
 def _load(d: Path) -> tuple[dict[str, Any], dict[str, Any], Any]:
     res = json.loads((d / "results.json").read_text())
     run = json.loads((d / "run.json").read_text())
-    return res, run, _arviz.posterior(_arviz.load(d / res["fit"]["file"]))
+    return res, run, arviz_ops.posterior(arviz_ops.load(d / res["fit"]["file"]))
 
 
 def _mcse_mean(x: np.ndarray) -> float:
@@ -54,7 +54,7 @@ def _mcse_hdi(x: np.ndarray, prob: float) -> tuple[float, float]:
     over independent batches, divided by sqrt(batches), does not.
     """
     halves = np.concatenate(np.array_split(x, 2, axis=1), axis=0)
-    b = np.array([_arviz.hdi(h, prob) for h in halves])
+    b = np.array([arviz_ops.hdi(h, prob) for h in halves])
     return tuple(float(v) for v in b.std(axis=0, ddof=1) / np.sqrt(len(b)))  # type: ignore[return-value]
 
 
@@ -66,7 +66,7 @@ def _seed_spread(new_dir: Path, seeds: list[int], new_post: Any) -> dict[tuple[s
     """
     import polars as pl
 
-    from selfmodel.fit import fit
+    from selfmodel.fitting.fit import fit
 
     cells = pl.read_parquet(new_dir / "cells.parquet").filter(pl.col("x").is_not_null())
     posts = [new_post]
@@ -74,13 +74,13 @@ def _seed_spread(new_dir: Path, seeds: list[int], new_post: Any) -> dict[tuple[s
         f = fit("scale", cells, seed=seed, cache_dir=None)
         print(f"compare_stack: refit seed {seed}: {f.seconds:.1f} s, diagnostics "
               f"{'passed' if f.diagnostics['passed'] else 'FAILED'}", file=sys.stderr)
-        posts.append(_arviz.posterior(f.idata))
+        posts.append(arviz_ops.posterior(f.idata))
     out: dict[tuple[str, str], float] = {}
     for name, sel in _draw_selectors(new_post):
         vals: dict[str, list[float]] = {"mean": [], "hdi_low": [], "hdi_high": []}
         for p in posts:
             x = sel(p)
-            lo, hi = _arviz.hdi(x, 0.94)
+            lo, hi = arviz_ops.hdi(x, 0.94)
             vals["mean"].append(float(x.mean()))
             vals["hdi_low"].append(lo)
             vals["hdi_high"].append(hi)

@@ -4,7 +4,7 @@
                                                     [--repeats 3] [--baseline 2762fcc]
 
 Each run is a child process (a fresh interpreter, like ``bench/bench_ingest.py``'s) that
-runs ``selfmodel.ingest.ingest([file])`` on the synthetic file of ``bench/gen_records.py``
+runs ``selfmodel.records.ingest.ingest([file])`` on the synthetic file of ``bench/gen_records.py``
 (JSONL, CSV or Parquet) with its stages wrapped: the file reader and, inside it, polars'
 read and (JSONL) the duplicate-key check; then column resolution, validation,
 ordering/de-duplication, the quarantine's raw texts, the binary-task rule and the summary.
@@ -128,7 +128,7 @@ def child_stages(path: str) -> None:
     _imports()
     import polars as pl
 
-    from selfmodel.ingest import readers, run
+    from selfmodel.records.ingest import readers, run
 
     stages = _Stages()
     fmt = Path(path).suffix.lstrip(".")

@@ -26,14 +26,14 @@ from bench.bench_pipeline import dataset  # noqa: E402
 
 
 def _steps(folder: Path) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
-    from selfmodel import cells as cells_mod
-    from selfmodel.frequentist import run_frequentist
-    from selfmodel.ingest import ingest
-    from selfmodel.missingness import missingness
-    from selfmodel.registry import load_registry
-    from selfmodel.rescoring import self_vs_other_rescored
-    from selfmodel.skill import calibration, skill_table
-    from selfmodel.training import training_table
+    from selfmodel.analyses.frequentist import run_frequentist
+    from selfmodel.analyses.rescoring import self_vs_other_rescored
+    from selfmodel.analyses.skill import calibration, skill_table
+    from selfmodel.analyses.training import training_table
+    from selfmodel.records import cells as cells_mod
+    from selfmodel.records.ingest import ingest
+    from selfmodel.records.registry import load_registry
+    from selfmodel.robustness.missingness import missingness
 
     def _ingest(s: dict[str, Any]) -> None:
         s["reg"] = load_registry(folder / "registry.csv")
@@ -65,8 +65,8 @@ def _steps(folder: Path) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
 def _fit_row(cells: Any) -> dict[str, Any]:
     import polars as pl
 
-    from selfmodel import _arviz
-    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.common import arviz_ops
+    from selfmodel.fitting.fit import SamplerSettings, fit
 
     data = cells.filter(pl.col("x").is_not_null())
     with Timer() as t:
@@ -75,7 +75,7 @@ def _fit_row(cells: Any) -> dict[str, Any]:
     steps = float(stats["n_steps"].mean()) if "n_steps" in stats else None
     import arviz as az
 
-    ess = az.ess(_arviz.posterior(f.idata)[["beta"]])["beta"]
+    ess = az.ess(arviz_ops.posterior(f.idata)[["beta"]])["beta"]
     return {"step": "fit scale (compile reused on 10x)", "wall_s": round(t.wall, 2),
             "cpu_s": round(t.cpu, 2), "leapfrog_per_draw": steps,
             "ess_bulk_beta": round(float(ess), 0)}

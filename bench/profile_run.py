@@ -2,10 +2,10 @@
 
     .venv/bin/python bench/profile_run.py DATA --out OUT [--name NAME] [--cprofile]
 
-Runs :func:`selfmodel.pipeline.run` in this process (the default options of ``selfmodel
+Runs :func:`selfmodel.pipeline.stages.run` in this process (the default options of ``selfmodel
 run``, with the report) and records
 
-* wall and CPU seconds of each stage of ``selfmodel.pipeline.STAGES`` and of the report;
+* wall and CPU seconds of each stage of ``selfmodel.pipeline.stages.STAGES`` and of the report;
 * every ``nutpie.compile_pymc_model`` call (wall seconds) and every ``nutpie.sample`` call
   (wall seconds, draws), with the stage it ran in: the number of fits the run made;
 * optionally a cProfile listing of the whole run (``--cprofile``).
@@ -60,8 +60,8 @@ def main() -> None:
     args = ap.parse_args()
     info = {"machine": machine(), "command": " ".join(["bench/profile_run.py", *sys.argv[1:]])}
     t_import = time.perf_counter()
-    from selfmodel import pipeline
     from selfmodel.cli import build_parser, run_config
+    from selfmodel.pipeline import stages as pipeline
 
     import_s = time.perf_counter() - t_import
     events: list[dict[str, Any]] = []

@@ -247,7 +247,7 @@ def ingest_ratios(ing) -> str:
                              f"({old['cpu_s'] / new['cpu_s']:.1f}x less), peak "
                              f"{old['peak_rss_mib']:.0f} -> {new['peak_rss_mib']:.0f} MiB")
         if parts:
-            lines.append("- before the rewrite of `analysis/ingest.py` (same 1M files, "
+            lines.append("- before the rewrite of `analysis/records/ingest.py` (same 1M files, "
                          "`bench/results/ingest_before.json`, load average "
                          f"{before['machine']['load_avg_1_5_15']}): " + "; ".join(parts))
     return "\n".join(lines) + ("\n" if lines else "")
@@ -387,7 +387,7 @@ def section_engines() -> str:
 
 
 def section_compile(comp) -> str:
-    head = "## Compile once: `analysis/compile_cache.py`\n\n"
+    head = "## Compile once: `analysis/fitting/compile_cache.py`\n\n"
     if not comp:
         return head + missing("bench/bench_compile.py")
     return head + load_note(comp) + "\n" + md_table(
@@ -695,7 +695,7 @@ def sdt_gate_line() -> str:
     res = load("sampling_sdt_basis")
     if not res:
         return ""
-    from selfmodel.fit import THRESHOLDS as T
+    from selfmodel.fitting.fit import THRESHOLDS as T
 
     def passes(r: dict[str, Any]) -> bool:
         return (r["max_rhat"] <= T["r_hat"] and r["min_ess_bulk"] >= T["ess_bulk"]
@@ -767,7 +767,7 @@ def merged_pipeline() -> dict[str, Any] | None:
 
 
 def main() -> None:
-    from selfmodel.reduce import CELLS_SQL
+    from selfmodel.records.reduce import CELLS_SQL
 
     ing, red = load("ingest"), load("ingest_reduce")
     samp, comp, pipe, growth = merged_sampling(), load("compile"), merged_pipeline(), load("growth")

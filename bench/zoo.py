@@ -1,7 +1,7 @@
 """Measure a zoo model on the default data: compile and sampling time, divergences, ESS, R-hat.
 
 Proposed as ``bench/zoo.py`` (issue #3). Prints one JSON line; with ``--checks`` also runs
-``selfmodel.checks`` (prior/posterior predictive, LOO) and prints a second line.
+``selfmodel.fitting.checks`` (prior/posterior predictive, LOO) and prints a second line.
 
     python bench/zoo.py sdt                      # 4 x 2000 draws, target_accept 0.95
     python bench/zoo.py sdt --target-accept 0.99 --seed 1
@@ -20,11 +20,13 @@ import numpy as np
 import nutpie
 import polars as pl
 
-from selfmodel import _arviz, checks, models
-from selfmodel.cells import build_cells, join_registry, scale_values, to_item_cells
-from selfmodel.fit import Fit, SamplerSettings, diagnose
-from selfmodel.ingest import ingest
-from selfmodel.registry import load_registry
+from selfmodel import models
+from selfmodel.common import arviz_ops
+from selfmodel.fitting import checks
+from selfmodel.fitting.fit import Fit, SamplerSettings, diagnose
+from selfmodel.records.cells import build_cells, join_registry, scale_values, to_item_cells
+from selfmodel.records.ingest import ingest
+from selfmodel.records.registry import load_registry
 
 
 def data_for(model: str, data: Path) -> pl.DataFrame:
@@ -72,7 +74,7 @@ def main() -> None:
     }
     if mod.EFFECT:
         d = idata.posterior[mod.EFFECT].values.ravel()
-        lo, hi = _arviz.hdi(d, 0.94)
+        lo, hi = arviz_ops.hdi(d, 0.94)
         out["effect"] = {"name": mod.EFFECT, "mean": round(float(d.mean()), 4),
                          "sd": round(float(d.std()), 4), "hdi": [round(float(lo), 4), round(float(hi), 4)]}
     print(json.dumps(out), flush=True)

@@ -19,11 +19,11 @@ import pymc as pm
 #: A prior: (PyMC distribution name, keyword arguments).
 Prior = tuple[str, dict[str, float]]
 
-#: The data tables a model can be fitted to (built by ``analysis/tables.py``):
+#: The data tables a model can be fitted to (built by ``analysis/analyses/tables.py``):
 #: ``cells`` model x task counts of the models with the scale variable; ``binary_cells`` the
 #: cells of binary tasks with signal/noise counts; ``item_cells`` model x item counts;
 #: ``pair_cells`` predictor x target x task counts; ``training_pairs`` the discordant-item
-#: counts of each derived checkpoint against its base (``analysis/training.py``).
+#: counts of each derived checkpoint against its base (``analysis/analyses/training.py``).
 Table = Literal["cells", "binary_cells", "item_cells", "pair_cells", "training_pairs"]
 Role = Literal["verdict", "baseline", "companion"]
 
@@ -112,7 +112,7 @@ class ModelSpec:
         ``DEFAULT_PRIORS`` on a free variable of its own (e.g. ``slope_basis="plain"``: the
         decorrelated basis samples other coordinates of the same prior, and its task slopes
         are deterministics). Prior-sensitivity reweighting computes the prior densities of
-        the posterior draws in that form (``selfmodel.reweight``).
+        the posterior draws in that form (``selfmodel.fitting.reweight``).
     """
 
     table: Table = "cells"
@@ -291,7 +291,7 @@ def decorrelated_slopes(
     d_u_np, d_v_np = shift_direction(x_model, fam_of_model)
     has_u = d_u_np.size >= 2
     # one graph constant each, and no scalar computed from the data outside the graph, so
-    # that new data of the same shape keep the compiled structure (analysis/compile_cache.py)
+    # that new data of the same shape keep the compiled structure (analysis/fitting/compile_cache.py)
     d_u, d_v = pt.as_tensor(d_u_np), pt.as_tensor(d_v_np)
     prec = pt.dot(d_v, d_v) / pt.sqr(sigma_model)  # prior precision of c
     if has_u:

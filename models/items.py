@@ -5,7 +5,7 @@ task as exchangeable draws, fresh for every model. When every model answers the 
 items (the usual benchmark design), items differ in how predictable they are for all
 models at once, and the models' accuracies are correlated through the items. This model
 keeps the item: data are aggregated per model :math:`m` x task :math:`t` x item
-:math:`i` (``selfmodel.cells.to_item_cells``, binomial over repeats of the item, a
+:math:`i` (``selfmodel.records.cells.to_item_cells``, binomial over repeats of the item, a
 Bernoulli when each item is asked once).
 
 .. math::
@@ -125,7 +125,7 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     ----------
     data
         A table (polars or pandas) with one row per model x task x item and columns
-        ``model, family, task, item_id, x, n, k`` (``selfmodel.cells.to_item_cells``
+        ``model, family, task, item_id, x, n, k`` (``selfmodel.records.cells.to_item_cells``
         joined with the registry and the scale predictor); rows with null ``x`` removed.
     priors
         Overrides of :data:`DEFAULT_PRIORS` (same keys).

@@ -10,7 +10,7 @@ self-predictions, :math:`k_{mt}` of them correct.
 
 Every model is assumed equally good at a task: no scale term, no family, model or cell
 effects (complete pooling across models, Gelman & Hill 2007, sec. 12.2). It exists to
-be beaten: a leave-one-out comparison (``selfmodel.checks.loo`` / ``compare``) of
+be beaten: a leave-one-out comparison (``selfmodel.fitting.checks.loo`` / ``compare``) of
 ``scale`` or ``within_between`` against ``pooled`` *on the same cells* asks whether
 anything about the models predicts held-out cells better than the task average.
 

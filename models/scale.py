@@ -113,7 +113,7 @@ in ``z_slope_shift``). It needs a ``Normal`` task-slope prior and independent ta
 otherwise (or when :math:`x` does not vary) the plain basis is used.
 ``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis; the
 coordinates are named ``z_*`` like the other sampler coordinates, so the diagnostics
-(``selfmodel.fit.diagnose``) judge the model's own quantities, not them.
+(``selfmodel.fitting.fit.diagnose``) judge the model's own quantities, not them.
 
 Measured on the 50 x 10 benchmark in one run (``bench/bench_sampling.py --cases plain
 scale group_centred --name sampling_decorrelated``, ``bench/results/sampling_decorrelated.json``;
@@ -258,7 +258,7 @@ def build(
         :math:`w = \\sigma_w z`, ``z_cell``), ``"centred"`` (``w_cell`` ~ Normal(0,
         :math:`\\sigma_w`)) or ``"auto"`` (per cell, :func:`centred_cells`). The
         posterior is the same; only the sampler's geometry differs. The integrated LOO of
-        ``analysis/checks.py`` needs the standard-normal ``z_cell`` on every cell (else it
+        ``analysis/fitting/checks.py`` needs the standard-normal ``z_cell`` on every cell (else it
         falls back to plain PSIS-LOO).
     group_effects
         ``"centred"`` draws the family and model intercepts directly,

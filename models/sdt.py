@@ -61,7 +61,7 @@ from the hierarchy, not from the cell. A constant responder (every prediction "t
 every one "false") has a flat profile likelihood in :math:`d'` too, and with
 :math:`S \ne N` the likelihood pushes its :math:`d'` away from 0 by the unequal counts
 alone. The pipeline therefore fits this model only to cells whose :math:`d'` the data
-inform (``selfmodel.skill.sdt_cells``) and lists the others with the reason
+inform (``selfmodel.analyses.skill.sdt_cells``) and lists the others with the reason
 (``excluded_cells``); a task left with no such cell has its slopes ``not_estimable``.
 ``build`` itself accepts any cells.
 
@@ -355,7 +355,7 @@ def build(
     ----------
     data
         A table (polars or pandas) of *binary* cells with columns ``model, family, task,
-        x, n_signal, n_noise, hits, false_alarms`` (``selfmodel.cells.to_cells`` filtered
+        x, n_signal, n_noise, hits, false_alarms`` (``selfmodel.records.cells.to_cells`` filtered
         on ``binary`` and non-null ``x``).
     priors
         Overrides of :data:`DEFAULT_PRIORS` (same keys).

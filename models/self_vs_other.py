@@ -9,7 +9,7 @@ diagonal after both.
 
 Data: one row per predictor :math:`p` x target :math:`m` x task :math:`t` with
 :math:`n_{pmt}` readable predictions, :math:`k_{pmt}` correct
-(``selfmodel.cells.to_pair_cells``).
+(``selfmodel.records.cells.to_pair_cells``).
 
 .. math::
 
@@ -122,7 +122,7 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     ----------
     data
         A table (polars or pandas) with columns ``predictor, model, task, n, k``
-        (``selfmodel.cells.to_pair_cells``); ``model`` is the target.
+        (``selfmodel.records.cells.to_pair_cells``); ``model`` is the target.
     priors
         Overrides of :data:`DEFAULT_PRIORS` (same keys).
 

@@ -5,7 +5,7 @@ by an intervention (registry ``intervention``) that trained on some tasks and he
 others (registry ``trained_tasks``). An *arm* :math:`j` is one intervention x task, with its
 status (trained or held out) fixed by the design. Both checkpoints answered the same items.
 
-Data: one row per pair :math:`p` x task x comparison (``selfmodel.training.training_table``),
+Data: one row per pair :math:`p` x task x comparison (``selfmodel.analyses.training.training_table``),
 counting the items on which the two scorings being compared disagree:
 
 ``gain`` (the training effect)
@@ -90,7 +90,7 @@ differ on some items, so signal and noise items are each checkpoint's own, and t
 false-alarm counts of the two are treated as independent binomials. Their positive
 item-level dependence (same items, mostly the same outcomes) is left out, which can only
 widen the interval of the difference. An arm whose shared items have no binary
-prediction with both outcomes is ``not_estimable`` (``selfmodel.training``).
+prediction with both outcomes is ``not_estimable`` (``selfmodel.analyses.training``).
 
 Contrast against the other models (``others``, ``others_base`` rows)
 --------------------------------------------------------------------
@@ -138,7 +138,7 @@ a pair with a single family has no deviation (a zero-sum effect of one level is 
 Measured on the default data (``data_raw/``: four trained checkpoints, one per open family,
 trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; truth in
 ``truth.json["training"]``, and for d', criterion and the contrast against the other models
-implied by its generative parameters, ``selfmodel.simulate.training_implied_truth``; nutpie,
+implied by its generative parameters, ``selfmodel.records.simulate.training_implied_truth``; nutpie,
 4 chains x 2000 draws after 1000 tuning, seed 1): R-hat 1.003, minimum bulk ESS 2052, no
 divergence, E-BFMI 0.81. All 17 94% HDIs cover the truth
 (three arms each for accuracy, d' and criterion; four contrasts against the base, four
@@ -177,7 +177,7 @@ from selfmodel.models.sdt import _probit_logit
 
 NAME = "training"
 SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, privileged access"
-#: No verdict variable: ``analysis/training.py`` decides ``delta`` (per arm),
+#: No verdict variable: ``analysis/analyses/training.py`` decides ``delta`` (per arm),
 #: ``trained_effect``, ``held_out_effect``, ``pi`` and ``pi_mean`` itself.
 EFFECT = None
 PER_TASK_EFFECT = None
@@ -217,7 +217,7 @@ def unfit_reason(data: Any) -> str | None:
     return None
 
 
-#: What the pipeline does with this model: fitted and decided by ``analysis/training.py``
+#: What the pipeline does with this model: fitted and decided by ``analysis/analyses/training.py``
 #: (the training effect is not a scale slope, so it has no per-10x ROPE and no LOO).
 SPEC = ModelSpec(
     table="training_pairs",
@@ -308,7 +308,7 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     Parameters
     ----------
     data
-        The rows of ``selfmodel.training.training_table``: ``model`` (the trained checkpoint
+        The rows of ``selfmodel.analyses.training.training_table``: ``model`` (the trained checkpoint
         = the pair), ``task``, ``arm``, ``status`` (``trained``/``held_out``),
         ``comparison`` (``gain``/``privileged``/``others``/``others_base``), ``n``, ``k``,
         ``weight`` and the signal-detection counts (on ``gain`` rows). ``others*`` rows and

@@ -35,7 +35,7 @@ from filelock import FileLock
 ROOT = Path(__file__).resolve().parents[1]
 QUICK = ["--draws", "300", "--tune", "300", "--chains", "2"]
 
-# Fits of an in-process `selfmodel run` stay in this process (analysis/fitpool.py: no worker
+# Fits of an in-process `selfmodel run` stay in this process (analysis/fitting/fitpool.py: no worker
 # processes), where the guard below sees them and pytest-xdist already uses the cores; the
 # quick build passes --jobs 2, so the worker path runs in the e2e layer too.
 os.environ["SELFMODEL_JOBS"] = "1"
@@ -44,15 +44,15 @@ os.environ["SELFMODEL_JOBS"] = "1"
 SLOW_LAYERS = ("slow", "ci", "e2e")
 
 #: (module, attribute) of every entry point that compiles or samples a model or runs a
-#: report's notebook kernel. ``selfmodel.fit`` reaches nutpie and PyMC through these
+#: report's notebook kernel. ``selfmodel.fitting.fit`` reaches nutpie and PyMC through these
 #: module attributes (``import nutpie; nutpie.compile_pymc_model(...)``).
 GUARDED = (
     ("nutpie", "compile_pymc_model"),
     ("nutpie", "sample"),
     ("pymc", "sample"),
     ("pymc.sampling.mcmc", "sample"),
-    ("selfmodel.compile_cache", "compiled_model"),
-    ("selfmodel.fitpool", "run_in_worker"),  # a fit in a worker process, out of the guard's sight
+    ("selfmodel.fitting.compile_cache", "compiled_model"),
+    ("selfmodel.fitting.fitpool", "run_in_worker"),  # a fit in a worker process, out of the guard's sight
     ("nbclient.client", "NotebookClient.setup_kernel"),
 )
 
@@ -166,7 +166,7 @@ def build_copy(quick_build, tmp_path) -> Path:
 def fake_nutpie(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """nutpie's compile and sample replaced by prior draws shaped as a posterior (tests/fakes.py).
 
-    ``selfmodel.fit.fit`` then runs whole (cache, provenance, diagnostics) in the fast layer
+    ``selfmodel.fitting.fit.fit`` then runs whole (cache, provenance, diagnostics) in the fast layer
     without compiling; the returned counters say how often it compiled and sampled.
     """
     from fakes import install_fake_nutpie

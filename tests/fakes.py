@@ -11,7 +11,7 @@ code is generated.
 
 - :func:`prior_as_posterior` -- a fit tree (``posterior`` and ``sample_stats``) for a model;
 - :func:`posterior_tree` -- a fit tree from numpy draws you choose;
-- :func:`install_fake_nutpie` -- make ``selfmodel.fit.fit`` sample through the above (the
+- :func:`install_fake_nutpie` -- make ``selfmodel.fitting.fit.fit`` sample through the above (the
   ``fake_nutpie`` fixture in ``conftest.py``).
 """
 
@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from selfmodel import _arviz
+from selfmodel.common import arviz_ops
 
 #: PyTensor mode of every fake: the Python linker, nothing compiled to machine code.
 FAST: str = "FAST_COMPILE"
@@ -49,7 +49,7 @@ def posterior_tree(
     *,
     divergences: int = 0,
     seed: int = 0,
-) -> _arviz.InferenceData:
+) -> arviz_ops.InferenceData:
     """A fit tree from ``{name: (dims, array of shape (chain, draw, ...))}``.
 
     ``dims`` name the dimensions after ``chain`` and ``draw``; ``coords`` label them.
@@ -60,14 +60,14 @@ def posterior_tree(
         {name: (("chain", "draw", *dims), np.asarray(arr)) for name, (dims, arr) in draws.items()},
         coords={"chain": np.arange(chains), "draw": np.arange(n), **(coords or {})},
     )
-    return _arviz.from_datasets(
+    return arviz_ops.from_datasets(
         posterior=post, sample_stats=_sample_stats(chains, n, seed, divergences)
     )
 
 
 def prior_as_posterior(
     pm_model: Any, *, draws: int = 100, chains: int = 2, seed: int = 0
-) -> _arviz.InferenceData:
+) -> arviz_ops.InferenceData:
     """``chains x draws`` prior draws of ``pm_model``'s free and deterministic variables,
     shaped and labelled as a posterior (same ``seed``, same draws)."""
     import pymc as pm
@@ -89,7 +89,7 @@ def prior_as_posterior(
     post = xr.Dataset(
         reshaped, coords={"chain": np.arange(chains), "draw": np.arange(draws), **coords}
     )
-    return _arviz.from_datasets(posterior=post, sample_stats=_sample_stats(chains, draws, seed))
+    return arviz_ops.from_datasets(posterior=post, sample_stats=_sample_stats(chains, draws, seed))
 
 
 class FakeCompiled:
@@ -114,16 +114,16 @@ def install_fake_nutpie(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
         return FakeCompiled(pm_model)
 
     def sample(compiled: FakeCompiled, *, draws: int = 100, chains: int = 2, seed: int = 0,
-               **kwargs: Any) -> _arviz.InferenceData:
+               **kwargs: Any) -> arviz_ops.InferenceData:
         calls["sample"] += 1
         return prior_as_posterior(compiled.pm_model, draws=draws, chains=chains, seed=seed)
 
     monkeypatch.setattr(nutpie, "compile_pymc_model", compile_pymc_model)
     monkeypatch.setattr(nutpie, "sample", sample)
-    # fit(..., reuse_compiled=True) compiles through selfmodel.compile_cache.compiled_model
-    import selfmodel.compile_cache
-    import selfmodel.fit
+    # fit(..., reuse_compiled=True) compiles through selfmodel.fitting.compile_cache.compiled_model
+    import selfmodel.fitting.compile_cache
+    import selfmodel.fitting.fit
 
-    monkeypatch.setattr(selfmodel.compile_cache, "compiled_model", compile_pymc_model)
-    monkeypatch.setattr(selfmodel.fit, "compiled_model", compile_pymc_model, raising=False)
+    monkeypatch.setattr(selfmodel.fitting.compile_cache, "compiled_model", compile_pymc_model)
+    monkeypatch.setattr(selfmodel.fitting.fit, "compiled_model", compile_pymc_model, raising=False)
     return calls

@@ -6,7 +6,7 @@ Two checks, each on every page:
   rasterised with ``pdftoppm`` and every pixel darker than :data:`INK_LEVEL` must lie inside
   the text block, or inside the header band above it or the footer band below it (within the
   text block's left and right edges), with a tolerance of :data:`TOLERANCE_MM`. The geometry is
-  :data:`selfmodel.render.PAGE`; a landscape page uses the same margins turned with the page.
+  :data:`selfmodel.report.render.PAGE`; a landscape page uses the same margins turned with the page.
 * **Overlapping words** (overprinted rows, colliding column headers): ``pdftotext -bbox-layout``
   gives each word's box; no two boxes on a page may overlap by more than :data:`OVERLAP_PT`
   horizontally and more than :data:`OVERLAP_SHARE` of the lower box's height vertically.
@@ -35,7 +35,7 @@ from PIL import Image
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from selfmodel.cli import main as selfmodel_cli  # noqa: E402
-from selfmodel.render import PAGE, PageGeometry  # noqa: E402
+from selfmodel.report.render import PAGE, PageGeometry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 # the shared copy of the Self-Execution Benchmark (read in place; see tests/test_import_seb.py)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from selfmodel import models
-from selfmodel.contract import DECISIONS
+from selfmodel.records.contract import DECISIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL_FILE = ROOT / "tests" / "fixtures" / "added_model" / "tiny_slope.py"

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 
 from selfmodel import api
-from selfmodel.cells import build_cells
 from selfmodel.cli import build_parser
-from selfmodel.contract import DECISIONS, InputError
-from selfmodel.ingest import ingest, write_ingest
-from selfmodel.paths import DEFAULT_DATA
-from selfmodel.pipeline import resolve_inputs
-from selfmodel.registry import load_registry
+from selfmodel.common.paths import DEFAULT_DATA
+from selfmodel.pipeline.stages import resolve_inputs
+from selfmodel.records.cells import build_cells
+from selfmodel.records.contract import DECISIONS, InputError
+from selfmodel.records.ingest import ingest, write_ingest
+from selfmodel.records.registry import load_registry
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "api.md"
@@ -101,7 +101,7 @@ def test_import_formats_have_their_own_help(capsys: pytest.CaptureFixture[str]) 
 def test_run_builds_beside_out_and_swaps_in_whole(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     """``api.run`` has the command line's output guarantees: staged, swapped, one writer."""
-    from selfmodel import outputs
+    from selfmodel.common import outputs
 
     out = results_folder(tmp_path / "out")
     before = (out / "results.json").read_bytes()

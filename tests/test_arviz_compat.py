@@ -1,4 +1,4 @@
-"""The ArviZ 1 helpers (selfmodel._arviz) and the stack in the fit cache key.
+"""The ArviZ 1 helpers (selfmodel.common.arviz_ops) and the stack in the fit cache key.
 
 Reference values: the 94% HDI of a standard normal is +/-1.8808 (norm.ppf(0.97)); PSIS-LOO
 of a log likelihood shifted by a constant per point shifts each pointwise ELPD by exactly
@@ -16,8 +16,9 @@ import pytest
 import xarray as xr
 from scipy.stats import norm
 
-from selfmodel import _arviz, checks
-from selfmodel.fit import _cache_key, package_versions
+from selfmodel.common import arviz_ops
+from selfmodel.fitting import checks
+from selfmodel.fitting.fit import _cache_key, package_versions
 
 
 def _post_ll(seed: int, n_obs: int = 40) -> tuple[xr.Dataset, xr.Dataset]:
@@ -32,15 +33,15 @@ def _post_ll(seed: int, n_obs: int = 40) -> tuple[xr.Dataset, xr.Dataset]:
 
 def test_hdi_of_a_normal_sample_is_its_central_interval():
     d = np.random.default_rng(0).normal(size=200_000)
-    lo, hi = _arviz.hdi(d, 0.94)
+    lo, hi = arviz_ops.hdi(d, 0.94)
     assert lo == pytest.approx(-norm.ppf(0.97), abs=0.02)
     assert hi == pytest.approx(norm.ppf(0.97), abs=0.02)
 
 
 def test_loo_shift_gives_exact_elpd_difference_through_compare():
     post, ll = _post_ll(1)
-    a = _arviz.loo(post, ll, "ll")
-    b = _arviz.loo(post, ll - 0.1, "ll")
+    a = arviz_ops.loo(post, ll, "ll")
+    b = arviz_ops.loo(post, ll - 0.1, "ll")
     np.testing.assert_allclose(b["loo_i"], a["loo_i"] - 0.1, atol=1e-10)
     assert a["n_data_points"] == 40 and a["n_samples"] == 1000
     assert a["elpd_loo"] == pytest.approx(float(np.sum(a["loo_i"])))
@@ -66,14 +67,14 @@ def test_save_load_keeps_groups_values_and_provenance(tmp_path):
     post, _ = _post_ll(2)
     stats = xr.Dataset({"energy": (("chain", "draw"), np.random.default_rng(3).normal(size=(2, 500))),
                         "diverging": (("chain", "draw"), np.zeros((2, 500), dtype=bool))})
-    idata = _arviz.from_datasets(posterior=post, sample_stats=stats)
+    idata = arviz_ops.from_datasets(posterior=post, sample_stats=stats)
     idata.attrs["selfmodel_provenance"] = json.dumps({"seed": 7})
-    _arviz.save(idata, tmp_path / "f.nc")
-    back = _arviz.load(tmp_path / "f.nc")
+    arviz_ops.save(idata, tmp_path / "f.nc")
+    back = arviz_ops.load(tmp_path / "f.nc")
     assert json.loads(back.attrs["selfmodel_provenance"]) == {"seed": 7}
-    np.testing.assert_array_equal(_arviz.posterior(back)["a"].values, post["a"].values)
-    assert isinstance(_arviz.posterior(back), xr.Dataset)
-    assert np.isfinite(_arviz.min_bfmi(back))
+    np.testing.assert_array_equal(arviz_ops.posterior(back)["a"].values, post["a"].values)
+    assert isinstance(arviz_ops.posterior(back), xr.Dataset)
+    assert np.isfinite(arviz_ops.min_bfmi(back))
 
 
 def test_cache_key_names_the_new_stack_so_old_fits_are_not_reused():

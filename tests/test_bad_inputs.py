@@ -17,8 +17,8 @@ import polars as pl
 import pytest
 
 from selfmodel.cli import main
-from selfmodel.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
-from selfmodel.ingest import ingest, parse_map_options
+from selfmodel.records.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
+from selfmodel.records.ingest import ingest, parse_map_options
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 CASES: list[dict[str, Any]] = tomllib.loads((CORPUS / "cases.toml").read_text("utf-8"))["case"]
@@ -349,8 +349,8 @@ def test_generated_case_through_the_cli(
 
 
 def test_lmeval_sample_with_a_deep_doc_is_skipped_with_its_line(tmp_path: Path) -> None:
-    from selfmodel.importers.lmeval import import_lmeval
-    from selfmodel.importers.mapping import parse_mapping
+    from selfmodel.records.importers.lmeval import import_lmeval
+    from selfmodel.records.importers.mapping import parse_mapping
 
     folder = tmp_path / "org__model-x"
     folder.mkdir()
@@ -368,7 +368,7 @@ def test_lmeval_sample_with_a_deep_doc_is_skipped_with_its_line(tmp_path: Path) 
 
 @pytest.mark.parametrize("where", ["fields", "top"])
 def test_deep_mapping_toml_is_one_line_with_its_line(where: str, tmp_path: Path) -> None:
-    from selfmodel.importers.mapping import load_mapping
+    from selfmodel.records.importers.mapping import load_mapping
 
     path = tmp_path / "m.toml"
     deep = _arrays(50_000)
@@ -405,7 +405,7 @@ def test_a_gzip_bomb_is_refused_at_its_limit(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """Stopped by the declared size limit (here 1 MiB), never decompressed whole."""
-    from selfmodel.ingest import discover
+    from selfmodel.records.ingest import discover
 
     bomb = _gzip_bomb(tmp_path / f"bomb{suffix}", mib=4)
     assert bomb.stat().st_size < 20_000
@@ -438,7 +438,7 @@ def test_a_gzip_bomb_is_refused_at_its_limit(
 def test_the_default_gzip_limit_follows_the_compressed_size(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from selfmodel.ingest.discover import gunzip_limit
+    from selfmodel.records.ingest.discover import gunzip_limit
 
     monkeypatch.delenv("SELFMODEL_MAX_GUNZIP", raising=False)
     assert gunzip_limit(1 << 20) == 256 << 20  # a 1 MB bomb of 1 GiB is refused
@@ -456,7 +456,7 @@ def test_the_default_gzip_limit_follows_the_compressed_size(
 def test_an_lmeval_gzip_bomb_is_refused_while_streaming(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from selfmodel.importers.lmeval import read_lmeval_samples
+    from selfmodel.records.importers.lmeval import read_lmeval_samples
 
     folder = tmp_path / "org__m"
     folder.mkdir()
@@ -512,8 +512,8 @@ def _lmeval_with_answers(folder: Path, answers: list[str]) -> Path:
 def test_a_regex_that_backtracks_without_end_is_stopped_with_one_line(
     pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from selfmodel.importers.lmeval import import_lmeval
-    from selfmodel.importers.mapping import apply, parse_mapping, paths
+    from selfmodel.records.importers.lmeval import import_lmeval
+    from selfmodel.records.importers.mapping import apply, parse_mapping, paths
 
     for module in (apply, paths):  # 2 s by default; these patterns would run for years
         monkeypatch.setattr(module, "REGEX_TIMEOUT", 0.2)
@@ -532,8 +532,8 @@ def test_a_regex_that_backtracks_without_end_is_stopped_with_one_line(
 
 def test_the_regex_of_the_issue_finishes_at_once(tmp_path: Path) -> None:
     """``^(a+)+$`` on a 35-character answer: hangs ``re``; ``regex`` answers 'no match'."""
-    from selfmodel.importers.lmeval import import_lmeval
-    from selfmodel.importers.mapping import parse_mapping
+    from selfmodel.records.importers.lmeval import import_lmeval
+    from selfmodel.records.importers.mapping import parse_mapping
 
     path = _lmeval_with_answers(tmp_path, ["aaaa", "a" * 35 + "!"])
     mapping = parse_mapping({"format": "lmeval", "task": "refusal", "fields": {

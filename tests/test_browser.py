@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.render import render
-from selfmodel.report import render_report
+from selfmodel.report.document import render_report
+from selfmodel.report.render import render
 
 try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
     import layout_util as lu

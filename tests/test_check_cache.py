@@ -1,4 +1,4 @@
-"""Saved derived results: ``selfmodel.fit.cached_json`` and the checks of ``selfmodel.model_stage``.
+"""Saved derived results: ``selfmodel.fitting.fit.cached_json`` and the checks of ``selfmodel.pipeline.model_stage``.
 
 An unchanged second run must reuse the prior/posterior predictive checks and LOO of a
 reused fit (they cost more than loading the fit), recompute them when anything they depend
@@ -13,9 +13,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel import _arviz, checks
-from selfmodel import model_stage as zoo
-from selfmodel.fit import Fit, cached_json
+from selfmodel.common import arviz_ops
+from selfmodel.fitting import checks
+from selfmodel.fitting.fit import Fit, cached_json
+from selfmodel.pipeline import model_stage as zoo
 
 
 class Counter:
@@ -117,7 +118,7 @@ def counted(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
 
 def _fit(key: str | None) -> Fit:
     prov = {"cache_key": key} if key else {}
-    return Fit("scale", _arviz.from_datasets(), {}, prov)
+    return Fit("scale", arviz_ops.from_datasets(), {}, prov)
 
 
 CELLS = pl.DataFrame({"model": ["a", "b"], "task": ["t", "t"], "n": [10, 12], "k": [5, 9]})
@@ -216,7 +217,7 @@ def test_a_value_edited_with_its_hash_recomputed_is_recomputed(
     import hashlib
     import hmac
 
-    from selfmodel import fit as fit_module
+    from selfmodel.fitting import fit as fit_module
 
     monkeypatch.setenv("SELFMODEL_CACHE_DIR", str(tmp_path / "user-cache"))
     fit_module._seal_key.cache_clear()
@@ -247,7 +248,7 @@ def small_fit_dir(
 ) -> tuple[Path, pl.DataFrame, Fit]:
     """A folder holding one saved fit; sampled by the fake nutpie (prior draws, no compile):
     what is tested is how a saved fit is verified and reused, not its draws."""
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.records.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=2, n_families=2, sizes_per_family=2, n_tasks=1,
                                    n_per_cell=50)
@@ -258,7 +259,7 @@ def small_fit_dir(
 
 
 def _refit(folder: Path, data: pl.DataFrame) -> Fit:
-    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.fitting.fit import SamplerSettings, fit
 
     settings = SamplerSettings(draws=100, tune=100, chains=2, cores=2)
     return fit("pooled", data, seed=1, settings=settings, cache_dir=folder)
@@ -273,12 +274,12 @@ def test_saved_fits_are_verified_on_read(
     assert _refit(folder, data).reused is True  # intact: reused
 
     # edited draws, provenance intact: not reused, sampled again with a note
-    idata = _arviz.load(nc)
-    post = _arviz.posterior(idata)
+    idata = arviz_ops.load(nc)
+    post = arviz_ops.posterior(idata)
     var = sorted(str(v) for v in post.data_vars)[0]
     idata["posterior"] = post.assign({var: post[var] + 1.0})  # e.g. a slope's sign flipped
     edited = folder / "edited.nc"
-    _arviz.save(idata, edited)
+    arviz_ops.save(idata, edited)
     edited.replace(nc)
     again = _refit(folder, data)
     assert again.reused is False

@@ -1,4 +1,4 @@
-"""Fast tests of ``selfmodel.checks`` on tiny fits (2 chains x 200 draws).
+"""Fast tests of ``selfmodel.fitting.checks`` on tiny fits (2 chains x 200 draws).
 
 They check the documented keys, that everything is JSON-serialisable, and that the
 numbers are sane in directions that could fail: a model that matches the data passes its
@@ -18,9 +18,11 @@ import pytest
 from fakes import prior_as_posterior
 from scipy.special import expit, gammaln
 
-from selfmodel import _arviz, checks, models
-from selfmodel.fit import Fit, SamplerSettings, fit
-from selfmodel.simulate import simulate_scale_cells
+from selfmodel import models
+from selfmodel.common import arviz_ops
+from selfmodel.fitting import checks
+from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.records.simulate import simulate_scale_cells
 
 pytestmark = pytest.mark.filterwarnings(
     # pytensor's C backend finds no BLAS on this machine (pip install); harmless here
@@ -239,7 +241,7 @@ def test_checks_work_for_two_observed_variables():
     mod = models.get("sdt")
     with mod.build(data):
         prior = pm.sample_prior_predictive(draws=100, random_seed=1)
-    fake = Fit("sdt", _arviz.from_datasets(posterior=prior.prior), {}, {})
+    fake = Fit("sdt", arviz_ops.from_datasets(posterior=prior.prior), {}, {})
     pp = checks.posterior_predictive(fake, mod, data, seed=1)
     assert {c["variable"] for c in pp["cells"]} == {"hits", "false_alarms"}
     assert set(pp["by_variable"]) == {"hits", "false_alarms"}

@@ -1,4 +1,4 @@
-"""selfmodel.compile_cache: data as shared variables, structure keys, the in-process memo.
+"""selfmodel.fitting.compile_cache: data as shared variables, structure keys, the in-process memo.
 
 Reference values: the log density and gradient of the original ``pymc.Model`` (PyMC's own
 ``compile_logp``/``compile_dlogp``) at the model's initial point; and draws of the first
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import selfmodel.models.scale as scale
-from selfmodel import compile_cache as cc
-from selfmodel.simulate import simulate_scale_cells
+from selfmodel.fitting import compile_cache as cc
+from selfmodel.records.simulate import simulate_scale_cells
 
 
 def cells(seed: int, tasks: int = 3):
@@ -119,7 +119,7 @@ def test_memo_swaps_data_without_recompiling(tmp_path):
 @pytest.mark.slow
 def test_fit_reuse_compiled_is_opt_in_keyed_and_deterministic():
     """``fit(reuse_compiled=True)``: memo hit on the second fit, its own cache key, same draws."""
-    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.fitting.fit import SamplerSettings, fit
 
     tiny = SamplerSettings(draws=30, tune=30, chains=1, cores=1)
     cc.memo_info(clear=True)

@@ -1,9 +1,9 @@
 """Confirmatory and exploratory decisions, one rule per decided slope (issue 28.7).
 
 The hypotheses file declares which hypotheses are confirmatory; their decisions are decided
-again as one family with Bonferroni-adjusted HDIs (``selfmodel.multiplicity
+again as one family with Bonferroni-adjusted HDIs (``selfmodel.decisions.multiplicity
 .confirmatory_family``) and every decision carries its ``role``. ``--rope`` and the file can
-no longer give two rules for one slope (``selfmodel.hypotheses.one_rule``). No sampling:
+no longer give two rules for one slope (``selfmodel.decisions.hypotheses.one_rule``). No sampling:
 synthetic posteriors.
 """
 
@@ -18,11 +18,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_sign_rule import sign_claims  # tests/ is on sys.path (pytest's rootdir-relative import)
 
-from selfmodel import _arviz
-from selfmodel.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS, InputError
-from selfmodel.hypotheses import DecisionRule, Hypothesis, decide, load_hypotheses, one_rule
-from selfmodel.multiplicity import confirmatory_family
-from selfmodel.verdict import confirmatory_finding, findings
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.hypotheses import (
+    DecisionRule,
+    Hypothesis,
+    decide,
+    load_hypotheses,
+    one_rule,
+)
+from selfmodel.decisions.multiplicity import confirmatory_family
+from selfmodel.decisions.verdict import confirmatory_finding, findings
+from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS, InputError
 
 
 def test_the_default_file_declares_the_two_overall_slopes_confirmatory() -> None:
@@ -63,7 +69,7 @@ def _evidence(means: dict[str, float], sd: float = 0.1, seed: int = 0) -> dict:
     post = xr.Dataset({k: (("chain", "draw"), rng.normal(m, sd, (2, 2000))) for k, m in means.items()})
 
     class Ev:
-        idata, n_models = _arviz.from_datasets(posterior=post), 10
+        idata, n_models = arviz_ops.from_datasets(posterior=post), 10
 
     return {"scale": Ev()}
 

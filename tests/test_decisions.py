@@ -1,6 +1,6 @@
 """The ``scale_effect`` section and the summaries of a fit, on fake fits (no compile).
 
-``selfmodel.decisions`` and ``selfmodel.summaries`` read a fit's draws by name; these tests
+``selfmodel.decisions.effects`` and ``selfmodel.fitting.summaries`` read a fit's draws by name; these tests
 give them draws with known answers (``tests/fakes.py``), and draws of the real models'
 variables (prior draws shaped as a posterior), so that the plumbing between a model's
 names and dims and the results is checked in the fast layer. Whether the real fit gives
@@ -15,11 +15,11 @@ import pytest
 from fakes import posterior_tree, prior_as_posterior
 
 from selfmodel import models
-from selfmodel.decisions import scale_effect, slope_decisions
-from selfmodel.fit import Fit, diagnose
-from selfmodel.hypotheses.rule import DecisionRule
-from selfmodel.simulate import simulate_scale_cells
-from selfmodel.summaries import diagnostics_section, variance_components
+from selfmodel.decisions.effects import scale_effect, slope_decisions
+from selfmodel.decisions.hypotheses.rule import DecisionRule
+from selfmodel.fitting.fit import Fit, diagnose
+from selfmodel.fitting.summaries import diagnostics_section, variance_components
+from selfmodel.records.simulate import simulate_scale_cells
 
 RULE = DecisionRule()
 CHAINS, DRAWS = 4, 500

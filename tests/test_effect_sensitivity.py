@@ -1,4 +1,4 @@
-"""Prior sensitivity of a companion model's effects (analysis/effect_sensitivity.py), slow."""
+"""Prior sensitivity of a companion model's effects (analysis/robustness/effect_sensitivity.py), slow."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 @pytest.mark.slow
 def test_sdt_prior_refits_report_both_effects_per_task(tmp_path):
-    from selfmodel.effect_sensitivity import effect_prior_sensitivity
-    from selfmodel.fit import SamplerSettings, fit
-    from selfmodel.hypotheses import DecisionRule
+    from selfmodel.decisions.hypotheses import DecisionRule
+    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.robustness.effect_sensitivity import effect_prior_sensitivity
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_recovery import simulate_sdt_cells

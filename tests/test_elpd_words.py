@@ -1,6 +1,6 @@
-"""ELPD sentences (analysis/elpd_words.py) follow the numbers."""
+"""ELPD sentences (analysis/decisions/elpd_words.py) follow the numbers."""
 
-from selfmodel.elpd_words import elpd_sentence
+from selfmodel.decisions.elpd_words import elpd_sentence
 
 
 def test_small_differences_are_not_a_preference():

@@ -1,7 +1,7 @@
 """The SQL engines (DuckDB, Spark) reduce logs to the same cells and accounting as ingest.
 
 Every comparison is against the polars path run on the same files:
-``selfmodel.cells.to_cells(selfmodel.ingest.ingest(files).records)`` and ingest's summary,
+``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(files).records)`` and ingest's summary,
 compared exactly (``assert_frame_equal``: values, dtypes, column order, row order).
 
 The engines are optional packages (``pip install 'selfmodel[engines]'``). A test skips,
@@ -25,10 +25,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from selfmodel.cells import build_cells, to_cells
-from selfmodel.contract import InputError
-from selfmodel.engines import reduce_records
-from selfmodel.ingest import ingest, parse_map_options
+from selfmodel.records.cells import build_cells, to_cells
+from selfmodel.records.contract import InputError
+from selfmodel.records.engines import reduce_records
+from selfmodel.records.ingest import ingest, parse_map_options
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT / "tests" / "bad_inputs"
@@ -57,7 +57,7 @@ def spark():
         if os.environ.get("SELFMODEL_REQUIRE_ENGINES"):
             pytest.fail(msg)
         pytest.skip(msg)
-    from selfmodel.engines.spark_engine import spark_session
+    from selfmodel.records.engines.spark_engine import spark_session
 
     session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
     yield session
@@ -406,9 +406,9 @@ def test_folder_walk_follows_links(tmp_path, engine):
 
 def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
     """The cluster recipe of docs/engines.md: the queries over a table of canonical records."""
-    from selfmodel.engines import _as_cells
-    from selfmodel.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
-    from selfmodel.ingest import write_ingest
+    from selfmodel.records.engines import _as_cells
+    from selfmodel.records.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
+    from selfmodel.records.ingest import write_ingest
 
     res = ingest(_write_messy(tmp_path, 4))
     write_ingest(res, tmp_path / "out")
@@ -448,8 +448,8 @@ def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
 def test_reduce_command_writes_the_pipelines_cells(tmp_path):
     _need("duckdb", "duckdb")
     from selfmodel.cli import main
-    from selfmodel.pipeline import resolve_inputs
-    from selfmodel.registry import load_registry
+    from selfmodel.pipeline.stages import resolve_inputs
+    from selfmodel.records.registry import load_registry
 
     out = tmp_path / "out"
     assert main(["reduce", str(ROOT / "data_raw"), "--out", str(out)]) == 0

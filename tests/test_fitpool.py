@@ -1,4 +1,4 @@
-"""Fits at once (analysis/fitpool.py): threads that take turns, fits in worker processes.
+"""Fits at once (analysis/fitting/fitpool.py): threads that take turns, fits in worker processes.
 
 The fast tests check the turn-taking without sampling anything (the pool's worker
 processes are never started: nothing is submitted to them). The slow test samples one
@@ -11,8 +11,8 @@ import threading
 
 import pytest
 
-from selfmodel import fitpool
 from selfmodel.cli import main
+from selfmodel.fitting import fitpool
 
 
 def test_without_workers_tasks_run_one_after_the_other_in_order():
@@ -90,8 +90,8 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(value, capsys):
 @pytest.mark.slow
 def test_a_fit_sampled_in_a_worker_is_the_fit_of_this_process(tmp_path):
     """Same arguments, same seed: the worker's saved fit has the draws this process samples."""
-    from selfmodel.fit import SamplerSettings, content_sha256, fit
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.fitting.fit import SamplerSettings, content_sha256, fit
+    from selfmodel.records.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=3, n_families=3, sizes_per_family=2, n_tasks=2,
                                    n_per_cell=100)
@@ -110,7 +110,7 @@ def test_a_loop_of_steps_can_be_numbered_from_threads():
     import functools
     import io
 
-    from selfmodel import progress
+    from selfmodel.common import progress
 
     rep = progress.make_reporter(io.StringIO())
     with progress.reporting(rep), fitpool.workers(2, report=False):

@@ -14,9 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from statsmodels.stats.multitest import multipletests
 
-from selfmodel.cells import build_cells, derived_models
-from selfmodel.contract import SCALE_EXCLUSION_REASON
-from selfmodel.frequentist import (
+from selfmodel.analyses.frequentist import (
     correlations,
     crosscheck_table,
     glm_slope,
@@ -28,9 +26,11 @@ from selfmodel.frequentist import (
     two_stage,
     wild_bootstrap,
 )
-from selfmodel.ingest import ingest
-from selfmodel.registry import load_registry
-from selfmodel.simulate import simulate_scale_cells
+from selfmodel.records.cells import build_cells, derived_models
+from selfmodel.records.contract import SCALE_EXCLUSION_REASON
+from selfmodel.records.ingest import ingest
+from selfmodel.records.registry import load_registry
+from selfmodel.records.simulate import simulate_scale_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 REF_DIR = ROOT / "tests" / "reference"
@@ -327,7 +327,7 @@ def test_default_data_runtime_and_json(default_freq: dict, default_cells: pl.Dat
 
 def test_default_data_recovers_truth(default_freq: dict) -> None:
     """The true accuracy slope of data_raw (truth.json 'accuracy_slope' = 0.173, the
-    least-squares projection of analysis/simulate.py) lies inside the cluster-robust GLM, wild
+    least-squares projection of analysis/records/simulate.py) lies inside the cluster-robust GLM, wild
     bootstrap and two-stage intervals; the naive GLM interval is much narrower than the
     cluster-robust one (records are not independent evidence about the slope)."""
     truth = json.loads((ROOT / "data_raw" / "truth.json").read_text())["accuracy_slope"]
@@ -383,7 +383,7 @@ def _cells(rows: list[tuple[str, str, float, int, int]]) -> pl.DataFrame:
 
 def test_wild_bootstrap_needs_six_clusters_and_the_rest_still_runs() -> None:
     """Three sized models, one task of 10 items: the bootstrap is skipped with its reason."""
-    from selfmodel.frequentist import MIN_CLUSTERS_WILD
+    from selfmodel.analyses.frequentist import MIN_CLUSTERS_WILD
 
     cells = _cells([("a", "t", -1.0, 10, 5), ("b", "t", 0.0, 10, 7), ("c", "t", 1.0, 10, 10)])
     out = run_frequentist(cells, seed=1)
@@ -417,7 +417,7 @@ def test_a_numerical_failure_makes_one_method_not_estimable(
 ) -> None:
     import importlib
 
-    freq = importlib.import_module("selfmodel.frequentist.wild_bootstrap")
+    freq = importlib.import_module("selfmodel.analyses.frequentist.wild_bootstrap")
 
     def singular(*_a, **_k):
         raise np.linalg.LinAlgError("Singular matrix")

@@ -1,4 +1,4 @@
-"""Leave-one-group-out comparison (analysis/holdout.py)."""
+"""Leave-one-group-out comparison (analysis/robustness/holdout.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 from scipy.stats import binom
 
-from selfmodel.holdout import heldout_log_density, leave_group_out
+from selfmodel.robustness.holdout import heldout_log_density, leave_group_out
 
 
 def test_density_without_random_effects_is_the_binomial():
@@ -29,7 +29,7 @@ def _draws(slope: float) -> dict:
 
 
 def test_a_real_slope_makes_the_scale_model_predict_new_models_better(monkeypatch):
-    import selfmodel.holdout as h
+    import selfmodel.robustness.holdout as h
 
     rng = np.random.default_rng(0)
     rows = []

@@ -1,4 +1,4 @@
-"""Declared hypotheses (selfmodel.hypotheses): the TOML file, evaluation, Savage-Dickey.
+"""Declared hypotheses (selfmodel.decisions.hypotheses): the TOML file, evaluation, Savage-Dickey.
 
 Reference numbers and their sources:
 
@@ -25,9 +25,8 @@ import pytest
 import xarray as xr
 from scipy.stats import gaussian_kde, norm
 
-from selfmodel import _arviz
-from selfmodel.contract import InputError
-from selfmodel.hypotheses import (
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.hypotheses import (
     BF_CAP,
     DEFAULT_HYPOTHESES_FILE,
     DecisionRule,
@@ -40,6 +39,7 @@ from selfmodel.hypotheses import (
     slope_prior_density,
 )
 from selfmodel.models.scale import DEFAULT_PRIORS as SCALE_PRIORS
+from selfmodel.records.contract import InputError
 
 GOOD = """
 [defaults]
@@ -222,7 +222,7 @@ def _idata(beta: np.ndarray, slopes: dict[str, np.ndarray] | None = None, priors
         arr = np.stack([slopes[t].reshape(2, -1) for t in tasks], axis=-1)
         data["slope_task"] = (("chain", "draw", "task"), arr)
         coords["task"] = tasks
-    idata = _arviz.from_datasets(posterior=xr.Dataset(data, coords=coords))
+    idata = arviz_ops.from_datasets(posterior=xr.Dataset(data, coords=coords))
     if priors is not None:
         idata.attrs["selfmodel_provenance"] = json.dumps({"priors": priors})
     return idata
@@ -306,10 +306,10 @@ def test_scale_term_loo_compares_with_the_model_without_the_scale_term(tmp_path:
     """
     from dataclasses import replace
 
-    from selfmodel.fit import SamplerSettings, fit
-    from selfmodel.hypotheses import scale_term_loo
-    from selfmodel.robustness import fit_without_effect
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.decisions.hypotheses import scale_term_loo
+    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.records.simulate import simulate_scale_cells
+    from selfmodel.robustness.stage import fit_without_effect
 
     cells, _ = simulate_scale_cells(seed=21, beta=0.8, n_families=3, sizes_per_family=3, n_tasks=2)
     settings = replace(SamplerSettings(), draws=400, tune=400, chains=2, target_accept=0.95)

@@ -15,17 +15,17 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, InputError
-from selfmodel.importers.inspect_logs import INSTALL_HINT, import_inspect
-from selfmodel.importers.lmeval import import_lmeval, read_lmeval_samples
-from selfmodel.importers.mapping import (
+from selfmodel.records.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, InputError
+from selfmodel.records.importers.inspect_logs import INSTALL_HINT, import_inspect
+from selfmodel.records.importers.lmeval import import_lmeval, read_lmeval_samples
+from selfmodel.records.importers.mapping import (
     LogSample,
     apply_mapping,
     load_mapping,
     parse_mapping,
     resolve_path,
 )
-from selfmodel.importers.seb import write_import
+from selfmodel.records.importers.seb import write_import
 
 FIX = Path(__file__).resolve().parent / "fixtures" / "importers"
 LLAMA = "meta-llama/Llama-3.1-8B-Instruct"
@@ -126,8 +126,8 @@ def test_apply_mapping_values_and_status() -> None:
 
 
 def test_value_steps_regex_normalize_map_type_and_scores() -> None:
-    from selfmodel.importers.mapping.paths import _convert
-    from selfmodel.importers.mapping.spec import _field_spec
+    from selfmodel.records.importers.mapping.paths import _convert
+    from selfmodel.records.importers.mapping.spec import _field_spec
 
     def read(value: object, **table: object) -> tuple[object, bool]:
         return _convert(value, _field_spec("prediction", {"path": "p", **table}, "m"))

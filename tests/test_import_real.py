@@ -16,12 +16,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.contract import InputError
-from selfmodel.importers.inspect_logs import import_inspect
-from selfmodel.importers.lmeval import import_lmeval
-from selfmodel.importers.mapping import parse_mapping
-from selfmodel.importers.seb import write_import
-from selfmodel.ingest import ingest
+from selfmodel.records.contract import InputError
+from selfmodel.records.importers.inspect_logs import import_inspect
+from selfmodel.records.importers.lmeval import import_lmeval
+from selfmodel.records.importers.mapping import parse_mapping
+from selfmodel.records.importers.seb import write_import
+from selfmodel.records.ingest import ingest
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "importers" / "real"
 INSPECT, LMEVAL = REAL / "inspect", REAL / "lmeval"

@@ -1,4 +1,4 @@
-"""Tests of the Self-Execution Benchmark importer (``selfmodel.importers.seb``).
+"""Tests of the Self-Execution Benchmark importer (``selfmodel.records.importers.seb``).
 
 Two kinds:
 
@@ -20,8 +20,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, InputError
-from selfmodel.importers.seb import SebImport, import_seb, write_import
+from selfmodel.records.contract import RECORD_SCHEMA, REGISTRY_SCHEMA, InputError
+from selfmodel.records.importers.seb import SebImport, import_seb, write_import
 
 SEB = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "self-execution-benchmark"
 NEWEST = "results-04-05-25"

@@ -11,8 +11,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from selfmodel.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
-from selfmodel.ingest import (
+from selfmodel.records.contract import QUARANTINE_SCHEMA, RECORD_SCHEMA, InputError
+from selfmodel.records.ingest import (
     IngestConfig,
     IngestResult,
     ingest,
@@ -777,7 +777,7 @@ def test_jsonl_required_key_only_nested_is_a_missing_column(tmp_path: Path) -> N
 
 def test_declared_failure_without_outcome_is_kept_as_unreadable(tmp_path):
     """A failed run (status error, no prediction, no outcome) counts as wrong in strict accuracy."""
-    from selfmodel.cells import to_cells
+    from selfmodel.records.cells import to_cells
 
     log = tmp_path / "log.jsonl"
     log.write_text(

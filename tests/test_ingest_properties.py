@@ -13,8 +13,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from selfmodel.contract import parse_bool
-from selfmodel.ingest import ingest
+from selfmodel.records.contract import parse_bool
+from selfmodel.records.ingest import ingest
 
 COLUMNS = ["model", "task", "item_id", "prediction", "outcome", "confidence", "sample", "status"]
 

@@ -54,7 +54,7 @@ def test_no_report_source_or_doc_imports_the_folder_names() -> None:
     texts = [*sorted((ROOT / "reports").rglob("*.qmd")), *sorted((ROOT / "docs").glob("*.md")),
              *sorted((ROOT / "tests" / "fixtures").rglob("*.qmd")), ROOT / "README.md"]
     assert TEXT_IMPORT.search(f"x\n    from {A}.render import PAGE\n")
-    assert not TEXT_IMPORT.search("from selfmodel.render import PAGE\nfrom analysis of logs")
+    assert not TEXT_IMPORT.search("from selfmodel.report.render import PAGE\nfrom analysis of logs")
     found = [f"{p.relative_to(ROOT)}:{p.read_text(encoding='utf-8')[:m.start()].count(chr(10)) + 1}"
              for p in texts for m in TEXT_IMPORT.finditer(p.read_text(encoding="utf-8"))]
     assert not found, "import these as selfmodel...:\n" + "\n".join(found)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.render import PAGE, RenderResult, render
-from selfmodel.report import REPORT_QMD, render_report
+from selfmodel.report.document import REPORT_QMD, render_report
+from selfmodel.report.render import PAGE, RenderResult, render
 
 try:  # tests/ is on sys.path (pytest's default rootdir-less import mode)
     import layout_util as lu

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.methods import methods_text
+from selfmodel.report.methods import methods_text
 
 SAVED = Path(__file__).parent / "fixtures" / "regression" / "results_default.json"
 

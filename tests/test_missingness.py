@@ -1,4 +1,4 @@
-"""Missingness against scale (analysis/missingness.py): planted scale-dependent missingness is
+"""Missingness against scale (analysis/robustness/missingness.py): planted scale-dependent missingness is
 flagged, missingness unrelated to scale is not, and strict accuracy counts absent items."""
 
 from __future__ import annotations
@@ -8,12 +8,12 @@ import polars as pl
 import pytest
 import xarray as xr
 
-import selfmodel.missingness as ms
-from selfmodel import _arviz
-from selfmodel.cells import build_cells
-from selfmodel.hypotheses import DecisionRule
-from selfmodel.missingness import missingness
-from selfmodel.registry import load_registry
+import selfmodel.robustness.missingness as ms
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.records.cells import build_cells
+from selfmodel.records.registry import load_registry
+from selfmodel.robustness.missingness import missingness
 
 
 def _data(tmp_path, drop_share, seed=0):
@@ -57,7 +57,7 @@ def test_missingness_unrelated_to_scale_is_not_flagged(tmp_path):
 
 
 class _FakeFit:
-    """What selfmodel.fit.fit returns, with a posterior chosen per call (no sampling)."""
+    """What selfmodel.fitting.fit.fit returns, with a posterior chosen per call (no sampling)."""
 
     def __init__(self, beta: float, model: str = "scale"):
         rng = np.random.default_rng(0)
@@ -65,7 +65,7 @@ class _FakeFit:
         post = xr.Dataset({"beta": (("chain", "draw"), b),
                            "slope_task": (("chain", "draw", "task"), b[..., None])},
                           coords={"task": ["t"]})
-        self.model, self.idata = model, _arviz.from_datasets(posterior=post)
+        self.model, self.idata = model, arviz_ops.from_datasets(posterior=post)
         self.diagnostics = {"passed": True, "max_rhat": 1.0, "divergences": 0}
         self.provenance = {"cache_key": "fake"}
 

@@ -1,4 +1,4 @@
-"""The mixed predictive check (analysis/mixed_check.py) can fail: a planted outlying family is
+"""The mixed predictive check (analysis/robustness/mixed_check.py) can fail: a planted outlying family is
 flagged and a well-specified data set passes.
 
 Fast tests use a posterior concentrated at the true parameters (the check's own power, no
@@ -11,7 +11,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from selfmodel.mixed_check import mixed_predictive_check
+from selfmodel.robustness.mixed_check import mixed_predictive_check
 
 TASKS = ["a", "b"]
 TRUTH = {"alpha": np.array([0.3, -0.2]), "slope_task": np.array([0.2, 0.1]),
@@ -66,8 +66,8 @@ def test_fitted_scale_model_absorbs_an_outlier_in_sample_and_the_holdout_flags_i
     """Measured: fitted to data with one family +2.5 logits out, the in-sample mixed check
     passes (sigma_family inflates to take the outlier in); refitted without that family, the
     held-out check flags it. With no outlier the held-out family passes."""
-    from selfmodel.fit import SamplerSettings, fit
-    from selfmodel.mixed_check import draws_from_fit, holdout_group_check
+    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.robustness.mixed_check import draws_from_fit, holdout_group_check
 
     settings = SamplerSettings(draws=500, tune=1000, chains=2, cores=2, target_accept=0.95)
     for outlier, flagged in ((2.5, True), (0.0, False)):
@@ -80,7 +80,7 @@ def test_fitted_scale_model_absorbs_an_outlier_in_sample_and_the_holdout_flags_i
 
 
 def test_holdout_check_flags_the_outlier_from_draws_that_never_saw_it():
-    from selfmodel.mixed_check import holdout_group_check
+    from selfmodel.robustness.mixed_check import holdout_group_check
 
     cells = simulate(1, outlier=2.0)
     fam0 = cells.filter(pl.col("family") == "fam0")

@@ -4,8 +4,8 @@
 slopes", zero-sum deviations) above the independent-slope fit, and a prior
 (``sigma_family_slope``) of a term the fit does not have. Now the equations, the prose and
 the priors come from ``models/<name>.declaration(options, priors)`` applied to the options
-and priors saved in the fit's provenance (``selfmodel.model_stage.fitted_declaration``,
-saved as ``fit.declaration``), and the report prints ``selfmodel.methods.model_markdown``
+and priors saved in the fit's provenance (``selfmodel.pipeline.model_stage.fitted_declaration``,
+saved as ``fit.declaration``), and the report prints ``selfmodel.report.methods.model_markdown``
 and ``prior_rows``. No sampling here: the models are built (not compiled) to check that a
 declaration names exactly the priors of the variables the built model has.
 """
@@ -20,11 +20,11 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from selfmodel import _arviz
-from selfmodel.fit import Fit
-from selfmodel.methods import methods_text, model_markdown, prior_rows
-from selfmodel.model_stage import fitted_declaration
+from selfmodel.common import arviz_ops
+from selfmodel.fitting.fit import Fit
 from selfmodel.models import scale, sdt
+from selfmodel.pipeline.model_stage import fitted_declaration
+from selfmodel.report.methods import methods_text, model_markdown, prior_rows
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -91,13 +91,13 @@ def test_sdt_declaration_names_the_priors_of_the_built_model(cell_effects, task_
 
 
 def _fit(options: dict | None = None, priors: dict | None = None) -> Fit:
-    """A fit as ``selfmodel.fit.fit`` records it: priors = DEFAULT_PRIORS merged with overrides."""
+    """A fit as ``selfmodel.fitting.fit.fit`` records it: priors = DEFAULT_PRIORS merged with overrides."""
     merged = {**scale.DEFAULT_PRIORS, **(priors or {})}
     prov = {"model": "scale", "options": dict(options or {}),
             "priors": {k: [v[0], v[1]] for k, v in sorted(merged.items())}}
     post = xr.Dataset({"beta": (("chain", "draw"), np.zeros((1, 10)))},
                       coords={"chain": [0], "draw": np.arange(10)})
-    return Fit("scale", _arviz.from_datasets(posterior=post), {"passed": True}, prov)
+    return Fit("scale", arviz_ops.from_datasets(posterior=post), {"passed": True}, prov)
 
 
 def _section(f: Fit) -> tuple[str, list[list[str]]]:

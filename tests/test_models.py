@@ -15,8 +15,8 @@ import pytest
 from scipy.stats import norm
 
 from selfmodel import models
-from selfmodel.cells import to_item_cells, to_pair_cells
 from selfmodel.models import items, pooled, scale, sdt, self_vs_other, within_between
+from selfmodel.records.cells import to_item_cells, to_pair_cells
 
 pytestmark = pytest.mark.filterwarnings(
     # pytensor's C backend finds no BLAS on this machine (pip install); harmless here

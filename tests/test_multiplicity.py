@@ -1,4 +1,4 @@
-"""Bayes factors over prior widths and the multiplicity block (analysis/multiplicity.py)."""
+"""Bayes factors over prior widths and the multiplicity block (analysis/decisions/multiplicity.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from selfmodel import _arviz
-from selfmodel.multiplicity import bayes_factor_range, multiplicity
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.multiplicity import bayes_factor_range, multiplicity
 
 
 def _exact_bf10(y: float, se: float, s: float) -> float:
@@ -51,7 +51,7 @@ def test_joint_probability_of_all_task_signs():
     b = rng.normal(0.0, 1.0, (2, 500))
     ds = xr.Dataset({"slope_task": (("chain", "draw", "task"), np.stack([a, b], axis=-1))},
                     coords={"task": ["x", "y"]})
-    idata = _arviz.from_datasets(posterior=ds)
+    idata = arviz_ops.from_datasets(posterior=ds)
     h = SimpleNamespace(name="by_task", model="scale", parameter="slope_task[*]", direction="increase")
     rows = [{"hypothesis": "by_task", "label": "x", "supported": True, "finding": True},
             {"hypothesis": "by_task", "label": "y", "supported": False, "finding": True}]

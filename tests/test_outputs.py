@@ -26,10 +26,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-import selfmodel.pipeline as pipeline
-import selfmodel.report as report
-from selfmodel import atomic, outputs
+import selfmodel.pipeline.stages as pipeline
+import selfmodel.report.document as report
 from selfmodel.cli import main
+from selfmodel.common import atomic, outputs
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 OLD_DATA = CORPUS / "valid.jsonl"  # models m1, m2
@@ -158,8 +158,8 @@ import signal, sys, time
 from pathlib import Path
 signal.signal(signal.SIGINT, signal.default_int_handler)  # as in a terminal
 import pytest
-import selfmodel.pipeline as pipeline
-import selfmodel.report as report
+import selfmodel.pipeline.stages as pipeline
+import selfmodel.report.document as report
 from selfmodel.cli import main
 sys.path.insert(0, {tests!r})
 import test_outputs as t
@@ -365,7 +365,7 @@ def test_kernel_output_never_reaches_the_terminal() -> None:
     """The kernel's own stderr goes to a file; its last line names why it died."""
     import tempfile
 
-    from selfmodel.render_kernel import kernel_said
+    from selfmodel.report.render_kernel import kernel_said
 
     with tempfile.TemporaryFile() as log:
         log.write(textwrap.dedent("""\

@@ -9,11 +9,11 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel import contract
-from selfmodel.cells import to_cells
 from selfmodel.cli import main
-from selfmodel.ingest import ingest
-from selfmodel.simulate import SimulationConfig, simulate
+from selfmodel.records import contract
+from selfmodel.records.cells import to_cells
+from selfmodel.records.ingest import ingest
+from selfmodel.records.simulate import SimulationConfig, simulate
 
 ROOT = Path(__file__).resolve().parents[1]
 DESIGN_KEYS = {
@@ -145,7 +145,7 @@ def test_run_twice_is_byte_identical_and_reuses_the_fit(tmp_path, capsys):
     assert results["scale_effect"]["models_without_scale_variable"] == [HOSTILE]
     fit_file = tmp_path / "a" / results["fit"]["file"]
     assert fit_file.is_file()
-    # unchanged second run: reuses the results without running the pipeline (analysis/rerun.py)
+    # unchanged second run: reuses the results without running the pipeline (analysis/common/rerun.py)
     run_info = (tmp_path / "a" / "run.json").read_bytes()
     assert main(["run", *args, "--out", str(tmp_path / "a")]) == 0
     assert (tmp_path / "a" / "run.json").read_bytes() == run_info
@@ -180,14 +180,14 @@ def test_tampered_fit_is_not_trusted(tmp_path, capsys):
     assert main(args) == 0
     results = json.loads((tmp_path / "a" / "results.json").read_text())
     fit_file = tmp_path / "a" / results["fit"]["file"]
-    from selfmodel import _arviz
+    from selfmodel.common import arviz_ops
 
-    idata = _arviz.load(fit_file)
+    idata = arviz_ops.load(fit_file)
     prov = json.loads(idata.attrs["selfmodel_provenance"])
     prov["seed"] = 999
     idata.attrs["selfmodel_provenance"] = json.dumps(prov)
     tampered = tmp_path / "t.nc"
-    _arviz.save(idata, tampered)
+    arviz_ops.save(idata, tampered)
     shutil.move(tampered, fit_file)
     assert main(args) == 0
     assert json.loads((tmp_path / "a" / "run.json").read_text())["fit_reused"] is False
@@ -248,7 +248,7 @@ def test_degenerate_cells_complete_with_reasons(tmp_path, capsys):
 @pytest.mark.e2e
 def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_build):
     """results.json carries the declared hypotheses, the robustness refits and the calibration study."""
-    from selfmodel.hypotheses import load_hypotheses
+    from selfmodel.decisions.hypotheses import load_hypotheses
 
     results = json.loads((quick_build / "results.json").read_text())
     tasks = sorted(results["scale_effect"]["per_task"])
@@ -376,7 +376,7 @@ def _real_shaped(tmp_path: Path) -> tuple[Path, Path]:
 @pytest.mark.e2e
 def test_small_real_shaped_design_runs_whole_pipeline_and_names_skipped(tmp_path, capsys):
     """A design many users have: every stage runs; what it cannot support is named, not a crash."""
-    from selfmodel.frequentist import MIN_CLUSTERS_WILD
+    from selfmodel.analyses.frequentist import MIN_CLUSTERS_WILD
 
     rec, reg = _real_shaped(tmp_path)
     out = tmp_path / "out"

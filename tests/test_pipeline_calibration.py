@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.robustness import PIPELINE_CALIBRATION_PACKAGE_DATA, calibration_study
+from selfmodel.robustness.stage import PIPELINE_CALIBRATION_PACKAGE_DATA, calibration_study
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
 import pipeline_calibration as pc  # noqa: E402

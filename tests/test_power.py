@@ -27,9 +27,9 @@ from scipy.special import expit, logit
 from scipy.stats import multivariate_normal
 
 from selfmodel import power as pw
-from selfmodel.contract import InputError
-from selfmodel.hypotheses import DecisionRule
+from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.power import after_fit
+from selfmodel.records.contract import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA_RAW = ROOT / "data_raw"
@@ -296,9 +296,9 @@ def test_laplace_step_removes_small_cell_bias() -> None:
 
 @pytest.fixture(scope="module")
 def data_raw_cells() -> pl.DataFrame:
-    from selfmodel.cells import build_cells
-    from selfmodel.ingest import ingest
-    from selfmodel.registry import load_registry
+    from selfmodel.records.cells import build_cells
+    from selfmodel.records.ingest import ingest
+    from selfmodel.records.registry import load_registry
 
     res = ingest([DATA_RAW / "records.csv"])
     cells = build_cells(res.records, load_registry(DATA_RAW / "registry.csv"))
@@ -598,12 +598,12 @@ def test_write_power(tmp_path: Path) -> None:
 def test_fast_fit_matches_nuts_on_fresh_data() -> None:
     """Re-derive two rows of validation/results/power_validation.json (its small design point).
 
-    Each data set is fitted by the pipeline's own ``selfmodel.fit.fit`` (nutpie, 4 chains x
+    Each data set is fitted by the pipeline's own ``selfmodel.fitting.fit.fit`` (nutpie, 4 chains x
     1000 draws) and by ``fast_fit``; tolerances are those the bench reports as typical
     (mean within 0.3 posterior sd, sd within 20%, same decision).
     """
-    from selfmodel.fit import SamplerSettings, fit
-    from selfmodel.hypotheses import decide
+    from selfmodel.decisions.hypotheses import decide
+    from selfmodel.fitting.fit import SamplerSettings, fit
 
     design = _design(
         "abc",

@@ -17,9 +17,9 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from selfmodel import _arviz
-from selfmodel.fit import SamplerSettings, fit
-from selfmodel.hypotheses import DecisionRule
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.fitting.fit import SamplerSettings, fit
 from selfmodel.power import default_design
 from selfmodel.power.dprime import DprimeDesign, _layout, simulate_sdt_counts, sweep_dprime
 from selfmodel.power.posterior_draws import (
@@ -35,13 +35,13 @@ def _posterior(names, n_draws=500, tasks=("a", "b", "c"), seed=0):
     data = {k: (("chain", "draw"), np.abs(rng.normal(0.3, 0.1, (2, n_draws)))) for k in names}
     for k in ("slope_task", "dprime_slope_task"):
         data[k] = (("chain", "draw", "task"), rng.normal(0.2, 0.1, (2, n_draws, len(tasks))))
-    return _arviz.from_datasets(posterior=xr.Dataset(data, coords={"task": list(tasks)}))
+    return arviz_ops.from_datasets(posterior=xr.Dataset(data, coords={"task": list(tasks)}))
 
 
 def test_scale_component_draws_are_posterior_draws_that_vary_across_data_sets() -> None:
     idata = _posterior(("sigma_family", "sigma_model", "sigma_cell"))
     draws = scale_component_draws(idata, 100, seed=1)
-    post = _arviz.posterior(idata)
+    post = arviz_ops.posterior(idata)
     assert len(draws) == 100 and set(draws[0]) == {"sigma_family", "sigma_model", "sigma_cell",
                                                    "sigma_task_slope"}
     pool = set(np.asarray(post["sigma_model"].values).ravel().round(12))
@@ -119,7 +119,7 @@ def test_dprime_simulator_data_recover_a_known_slope_under_nuts() -> None:
     c = design.cells.sort("family", "model", "task").with_columns(
         pl.Series("hits", hits.astype(np.int64)), pl.Series("false_alarms", fas.astype(np.int64)))
     f = fit("sdt", c, seed=3, settings=SamplerSettings(draws=500, tune=500, chains=2, target_accept=0.95))
-    b = np.asarray(_arviz.posterior(f.idata)["beta_dprime"].values).ravel()
+    b = np.asarray(arviz_ops.posterior(f.idata)["beta_dprime"].values).ravel()
     # one data set: a 94% interval misses the truth 6% of the time (it did, by 0.001, on one
     # run), so the recovery check uses the 99.5% interval
     lo, hi = np.quantile(b, [0.0025, 0.9975])

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import pytest
 
-import selfmodel.pipeline as pipeline
-from selfmodel import progress
+import selfmodel.pipeline.stages as pipeline
 from selfmodel.cli import main
+from selfmodel.common import progress
 
 
 @dataclass
@@ -129,7 +129,7 @@ def test_nutpie_calls_back_with_draws_chains_and_divergences() -> None:
     pm = pytest.importorskip("pymc")
     import nutpie
 
-    from selfmodel.fit import SamplerSettings, sample_nutpie
+    from selfmodel.fitting.fit import SamplerSettings, sample_nutpie
 
     with pm.Model() as model:
         pm.Normal("x", 0, 1, shape=2)
@@ -146,7 +146,7 @@ def test_nutpie_calls_back_with_draws_chains_and_divergences() -> None:
 def _fake_run(cfg, *, progress: object, argv: object) -> dict:
     say = progress
     say("ingesting 1 file(s)")  # type: ignore[operator]
-    from selfmodel import progress as lines
+    from selfmodel.common import progress as lines
 
     cb = lines.fit_callback("sampling 'scale'", chains=2)
     if cb is not None:
@@ -176,7 +176,7 @@ def test_quiet_silences_progress_and_stderr_gets_plain_lines(
 def test_report_quiet_silences_the_render_steps(
     quiet: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
 ) -> None:
-    import selfmodel.report as report
+    import selfmodel.report.document as report
 
     def fake_render(out, fmt="html", progress=None):  # the real one executes the notebook
         progress("[1/2] cell")

@@ -1,7 +1,7 @@
 """Parameter recovery on simulated data with known truth (slow: each test samples).
 
 Each test draws data from a model's own generative process (or from
-``selfmodel.simulate``), fits with nutpie (4 chains x 500 draws after 1000 tuning,
+``selfmodel.records.simulate``), fits with nutpie (4 chains x 500 draws after 1000 tuning,
 ``target_accept=0.95``) and checks that the true effect lies inside the 94% HDI and that
 the posterior mean is within a stated bound of it. The truth is the in-sample estimand:
 an effect with zero-sum task deviations is the unweighted mean of the task effects that
@@ -22,11 +22,11 @@ import pytest
 from scipy.special import expit
 from scipy.stats import norm
 
-from selfmodel import _arviz
-from selfmodel.cells import build_cells
-from selfmodel.fit import SamplerSettings, fit
-from selfmodel.ingest import ingest
-from selfmodel.simulate import simulate, simulate_scale_cells
+from selfmodel.common import arviz_ops
+from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.records.cells import build_cells
+from selfmodel.records.ingest import ingest
+from selfmodel.records.simulate import simulate, simulate_scale_cells
 
 pytestmark = [
     pytest.mark.slow,
@@ -38,7 +38,7 @@ SETTINGS = SamplerSettings(draws=500, tune=1000, chains=4, cores=2, target_accep
 
 def _summary(f, var: str) -> tuple[float, float, float, float]:
     d = f.idata.posterior[var].values.ravel()
-    lo, hi = _arviz.hdi(d, 0.94)
+    lo, hi = arviz_ops.hdi(d, 0.94)
     return float(d.mean()), float(d.std()), float(lo), float(hi)
 
 
@@ -51,7 +51,7 @@ def _check(f, var: str, truth: float, bound: float, *, max_rhat: float = 1.01,
     # convergence of the effect itself (group scales of 4-6 groups mix slowly with 2000
     # draws; the pipeline's 8000 draws are what its diagnostics gate). Bulk ESS > 200
     # keeps the Monte Carlo error of the mean below 0.07 posterior sd.
-    post = _arviz.posterior(f.idata)[[var]]
+    post = arviz_ops.posterior(f.idata)[[var]]
     rhat, ess = float(az.rhat(post)[var]), float(az.ess(post)[var])
     print(f"{msg}, R-hat {rhat:.4f}, ESS {ess:.0f}, divergences {f.diagnostics['divergences']}")
     assert rhat < max_rhat, msg
@@ -173,7 +173,7 @@ def test_sdt_recovers_dprime_and_criterion_slopes():
 
 
 def test_sdt_recovers_dprime_slope_from_the_default_generator(tmp_path):
-    """sdt on ``selfmodel.simulate.simulate`` (the generator of data_raw/), another seed.
+    """sdt on ``selfmodel.records.simulate.simulate`` (the generator of data_raw/), another seed.
 
     True d' slope: ``SimulationConfig.beta_dprime`` = 0.15 d' units per 10x (slopes do not
     depend on where x is centred). Posterior sd on this design (14 sized models): 0.083
@@ -265,7 +265,7 @@ def test_pooled_recovers_task_accuracy():
     post = f.idata.posterior["alpha"]
     for t in range(3):
         d = post.sel(task=f"t{t}").values.ravel()
-        lo, hi = _arviz.hdi(d, 0.94)
+        lo, hi = arviz_ops.hdi(d, 0.94)
         msg = (f"alpha[t{t}]: truth {alpha[t]:.3f}, mean {d.mean():.3f} (sd {d.std():.3f}), "
                f"HDI [{lo:.3f}, {hi:.3f}]")
         print(msg)
@@ -286,7 +286,7 @@ def test_items_recovers_beta_and_item_spread():
     _check(f, "beta", truth["beta"], 0.78)
     s = f.idata.posterior["sigma_item"].values.reshape(-1, 2)
     for t in range(2):
-        lo, hi = _arviz.hdi(s[:, t], 0.94)
+        lo, hi = arviz_ops.hdi(s[:, t], 0.94)
         print(f"sigma_item[t{t}]: mean {s[:, t].mean():.3f}, HDI [{lo:.3f}, {hi:.3f}]")
         assert lo <= truth["sigma_item"] <= hi, (t, lo, hi)
         assert abs(s[:, t].mean() - truth["sigma_item"]) < 0.45

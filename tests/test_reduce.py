@@ -1,6 +1,6 @@
-"""selfmodel.reduce: the streaming reduction equals ingest + cells.to_cells.
+"""selfmodel.records.reduce: the streaming reduction equals ingest + cells.to_cells.
 
-Reference values: ``selfmodel.cells.to_cells(selfmodel.ingest.ingest(paths).records)`` on the
+Reference values: ``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(paths).records)`` on the
 same files -- the in-memory path the pipeline uses.
 """
 
@@ -15,10 +15,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
-from selfmodel.cells import to_cells, to_item_cells
-from selfmodel.contract import InputError
-from selfmodel.ingest import ingest
-from selfmodel.reduce import CELL_COLUMNS, ITEM_COLUMNS, reduce_cells, reduce_items
+from selfmodel.records.cells import to_cells, to_item_cells
+from selfmodel.records.contract import InputError
+from selfmodel.records.ingest import ingest
+from selfmodel.records.reduce import CELL_COLUMNS, ITEM_COLUMNS, reduce_cells, reduce_items
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "data_raw" / "records.csv"
@@ -175,7 +175,7 @@ def test_ragged_csv_row_is_named_across_blocks(tmp_path, chunk):
 def test_items_equal_to_item_cells(tmp_path, fmt):
     """reduce_items equals to_item_cells(ingest(...).records) on the default data.
 
-    Reference: selfmodel.cells.to_item_cells(ingest(data_raw/records.csv).records).
+    Reference: selfmodel.records.cells.to_item_cells(ingest(data_raw/records.csv).records).
     """
     path = DEFAULT
     if fmt != "csv":
@@ -248,7 +248,7 @@ def test_mapping_and_tasks(tmp_path):
          "prediction": ["true", "false", "true"], "outcome": ["true", "true", "true"]}
     ).write_csv(path)
     got = reduce_cells([path], mapping={"item_id": "qid"}, tasks=["t"])
-    from selfmodel.ingest import IngestConfig
+    from selfmodel.records.ingest import IngestConfig
 
     ref = to_cells(ingest([path], mapping={"item_id": "qid"},
                           config=IngestConfig(tasks=("t",))).records)
@@ -311,7 +311,7 @@ def test_documented_sql_equals_to_cells():
     """
     import sqlite3
 
-    from selfmodel.reduce import CELLS_SQL
+    from selfmodel.records.reduce import CELLS_SQL
 
     records = ingest([DEFAULT]).records
     con = sqlite3.connect(":memory:")

@@ -7,8 +7,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.contract import REGISTRY_SCHEMA, InputError
-from selfmodel.registry import (
+from selfmodel.records.contract import REGISTRY_SCHEMA, InputError
+from selfmodel.records.registry import (
     did_you_mean,
     format_input_error,
     load_registry,

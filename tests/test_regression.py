@@ -41,7 +41,7 @@ on the Python 3.12 stack of ``requirements.lock``.
 
 It was remade for issue 18 (a cold report in a minute): the prior x0.5 / x2 variants of
 ``sensitivity.priors`` and ``sensitivity.effects`` are now the main fit's draws reweighted by
-the prior ratio (PSIS, ``analysis/reweight.py``) where the Pareto k allows -- every one on
+the prior ratio (PSIS, ``analysis/fitting/reweight.py``) where the Pareto k allows -- every one on
 the default data except ``within_between``'s, refitted as before -- so their means and HDIs
 moved at Monte Carlo level (every decision and ``holds`` is unchanged), each variant has
 ``reweighting``, and a reweighted variant's ``cache_key`` is null (no fit of its own) and its
@@ -144,7 +144,7 @@ def _apply(results: dict[str, Any]) -> dict[str, Any]:
 
 
 def _canonical(obj: Any) -> str:
-    """The bytes ``selfmodel.atomic.write_json`` writes."""
+    """The bytes ``selfmodel.common.atomic.write_json`` writes."""
     return json.dumps(obj, indent=2, sort_keys=True, allow_nan=False) + "\n"
 
 
@@ -182,7 +182,7 @@ def _stack_differences(versions: dict[str, str], pins: dict[str, str]) -> list[s
 
 def _locked() -> dict[str, str]:
     """The pinned versions in requirements.lock of the packages that determine a fit."""
-    from selfmodel.fit import _VERSIONED
+    from selfmodel.fitting.fit import _VERSIONED
 
     pins = {}
     for line in (ROOT / "requirements.lock").read_text().splitlines():
@@ -205,7 +205,7 @@ def test_fixture_is_from_the_locked_stack() -> None:
 @pytest.mark.e2e
 def test_default_run_is_byte_identical_to_the_fixture(tmp_path: Path, monkeypatch) -> None:
     from selfmodel.cli import main
-    from selfmodel.fit import package_versions
+    from selfmodel.fitting.fit import package_versions
 
     here = package_versions()
     fixture_versions = json.loads(FIXTURE.read_text())["fit"]["versions"]

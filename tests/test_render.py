@@ -1,4 +1,4 @@
-"""Tests for selfmodel.render: the built-in Quarto-subset engine, HTML and PDF output."""
+"""Tests for selfmodel.report.render: the built-in Quarto-subset engine, HTML and PDF output."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.render import RenderError, RenderResult, escape_md, render
+from selfmodel.report.render import RenderError, RenderResult, escape_md, render
 
 FIXTURE = Path(__file__).parent / "fixtures" / "render"
 SCRIPT = "<script>alert(1)</script>"
@@ -107,7 +107,7 @@ def test_html_content(mini_html: tuple[RenderResult, str]) -> None:
     _, html = mini_html
     body = _visible(html)
     assert '<h1 class="title">Mini report</h1>' in html
-    assert "Fixture for selfmodel.render" in body  # subtitle
+    assert "Fixture for selfmodel.report.render" in body  # subtitle
     assert '<nav id="TOC"' in html
     assert re.search(r'<figure id="fig-accuracy">', body)
     assert "Figure 1: Accuracy by model (fixture)." in body
@@ -375,8 +375,8 @@ TABLE = "| model | accuracy |\n|---|---:|\n| alpha-7b | 0.61 |\n| beta-70b | 0.6
 )
 def test_stream_pieces_are_joined_before_they_are_read(tmp_path: Path, cuts: list[int]) -> None:
     """However the kernel cuts what one cell printed, the Markdown is the same (issue 14)."""
-    from selfmodel.render_markdown import assemble
-    from selfmodel.render_qmd import QmdDoc
+    from selfmodel.report.render_markdown import assemble
+    from selfmodel.report.render_qmd import QmdDoc
 
     qmd = tmp_path / "pieces.qmd"
     qmd.write_text(PIECES)
@@ -399,7 +399,7 @@ def pypandoc_html(markdown: str) -> str:
 
 
 def test_streams_of_different_names_or_around_a_figure_stay_apart() -> None:
-    from selfmodel.render_markdown import coalesce_streams
+    from selfmodel.report.render_markdown import coalesce_streams
 
     outs = [
         {"output_type": "stream", "name": "stdout", "text": "a"},

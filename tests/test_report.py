@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.render import render
-from selfmodel.report import REPORT_QMD, render_report
+from selfmodel.report.document import REPORT_QMD, render_report
+from selfmodel.report.render import render
 
 try:
     import layout_util as lu
@@ -151,7 +151,7 @@ def test_robustness_numbers_come_from_results_json(build_copy):
     html = render_report(build_copy).read_text()
     for token in ("0.654", "~42.4", "-7.8", "1.234", "33% [11, 56]"):
         assert token in html, token
-    # a clear difference (|-7.8| > 4 and > 2 SE) names the better model (analysis/elpd_words.py)
+    # a clear difference (|-7.8| > 4 and > 2 SE) names the better model (analysis/decisions/elpd_words.py)
     assert "the model without the scale term predicts held-out cells better" in html
     assert "<strong>changes</strong> under priors half and twice as wide" in html
 

@@ -1,4 +1,4 @@
-"""An unchanged ``selfmodel run`` reuses its results and report (analysis/rerun.py).
+"""An unchanged ``selfmodel run`` reuses its results and report (analysis/common/rerun.py).
 
 The pipeline itself is replaced by a stand-in that writes a minimal results.json, so these
 tests count how often the pipeline runs without sampling anything.
@@ -13,9 +13,10 @@ from pathlib import Path
 
 import pytest
 
-import selfmodel.pipeline as pipeline_module
-from selfmodel import cli, rerun
-from selfmodel.paths import DEFAULT_DATA
+import selfmodel.pipeline.stages as pipeline_module
+from selfmodel import cli
+from selfmodel.common import rerun
+from selfmodel.common.paths import DEFAULT_DATA
 
 RESULTS = {
     "scale_effect": {"units": "logit", "decision": "no_credible_effect", "mean": None},

@@ -1,4 +1,4 @@
-"""Self versus other by rescoring (analysis/rescoring.py) on simulated data with known truth.
+"""Self versus other by rescoring (analysis/analyses/rescoring.py) on simulated data with known truth.
 
 Outcomes of model ``m`` on item ``i`` are ``1[a_i + u_mi + e > 0]`` (``a`` shared by all
 models, ``u`` the model's own idiosyncrasy); predictions are ``1[a_i + g_m u_mi + e' > 0]``.
@@ -12,7 +12,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from selfmodel.rescoring import self_vs_other_rescored, task_sentence
+from selfmodel.analyses.rescoring import self_vs_other_rescored, task_sentence
 
 
 def simulate(g: np.ndarray, *, n_items: int = 400, seed: int = 0, task: str = "t") -> pl.DataFrame:

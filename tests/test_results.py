@@ -1,7 +1,7 @@
-"""``selfmodel.results``: the one writer of results.json, tested on hand-made run states.
+"""``selfmodel.pipeline.results``: the one writer of results.json, tested on hand-made run states.
 
-No sampling: every section is put into a :class:`selfmodel.state.RunState` by hand (as each
-stage would leave it), and :func:`selfmodel.results.write_results` must write exactly those
+No sampling: every section is put into a :class:`selfmodel.pipeline.state.RunState` by hand (as each
+stage would leave it), and :func:`selfmodel.pipeline.results.write_results` must write exactly those
 sections under the contract's keys, rounded, deterministically.
 """
 
@@ -13,8 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from selfmodel.contract import RESULTS_SCHEMA_VERSION
-from selfmodel.results import (
+from selfmodel.pipeline.results import (
     DATA_KEYS,
     RESULT_KEYS,
     build_results,
@@ -22,7 +21,8 @@ from selfmodel.results import (
     rounded,
     write_results,
 )
-from selfmodel.state import Inputs, RunConfig, RunState
+from selfmodel.pipeline.state import Inputs, RunConfig, RunState
+from selfmodel.records.contract import RESULTS_SCHEMA_VERSION
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "regression" / "results_default.json"
 

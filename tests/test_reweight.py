@@ -1,4 +1,4 @@
-"""Prior variants by PSIS reweighting (analysis/reweight.py), against exact answers.
+"""Prior variants by PSIS reweighting (analysis/fitting/reweight.py), against exact answers.
 
 A conjugate normal model (known data variance, normal prior on the mean) has a closed-form
 posterior under every prior, so a reweighted variant can be checked against the truth, and
@@ -13,7 +13,7 @@ import pytest
 import xarray as xr
 from arviz_stats.base import array_stats
 
-from selfmodel.reweight import k_threshold, log_prior_ratio, resample
+from selfmodel.fitting.reweight import k_threshold, log_prior_ratio, resample
 
 
 def _posterior(prior_sd: float, ybar: float, n: int, rng: np.random.Generator, shape=(4, 2000)):
@@ -89,8 +89,8 @@ def test_resample_keeps_shape_and_follows_weights():
 
 def _prior_draws_as_fit(module, data, n_chains: int = 4, n_draws: int = 2000):
     """A :class:`Fit` whose "posterior" is the model's prior (no data): a known target."""
-    from selfmodel import _arviz
-    from selfmodel.fit import Fit
+    from selfmodel.common import arviz_ops
+    from selfmodel.fitting.fit import Fit
 
     m = module.build(data)
     names = [v.name for v in (*m.free_RVs, *m.deterministics)]
@@ -100,7 +100,7 @@ def _prior_draws_as_fit(module, data, n_chains: int = 4, n_draws: int = 2000):
             for n, d in zip(names, drawn, strict=True)}
     ds = xr.Dataset(post, coords={k: list(v) for k, v in m.coords.items()})
     prov = {"priors": {k: [v[0], v[1]] for k, v in module.DEFAULT_PRIORS.items()}}
-    return Fit(module.NAME, _arviz.from_datasets(posterior=ds), {"passed": True}, prov)
+    return Fit(module.NAME, arviz_ops.from_datasets(posterior=ds), {"passed": True}, prov)
 
 
 def test_decorrelated_basis_is_reweighted_with_the_plain_basis_densities():
@@ -110,9 +110,9 @@ def test_decorrelated_basis_is_reweighted_with_the_plain_basis_densities():
     the "posterior", halving every prior scale must give the halved prior (its slope sd 0.5
     per task, drawn from the x0.5 model); doubling it cannot be represented and refits."""
     import selfmodel.models.scale as scale
+    from selfmodel.fitting.reweight import _reweighted
     from selfmodel.models._common import scale_priors
-    from selfmodel.reweight import _reweighted
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.records.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=5, n_families=3, sizes_per_family=3, n_tasks=3,
                                    n_per_cell=200)

@@ -16,10 +16,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.cells import OWN_FAMILY, build_cells
 from selfmodel.cli import main
-from selfmodel.ingest import ingest
-from selfmodel.registry import load_registry
+from selfmodel.records.cells import OWN_FAMILY, build_cells
+from selfmodel.records.ingest import ingest
+from selfmodel.records.registry import load_registry
 
 CORPUS = Path(__file__).parent / "bad_inputs"
 VALID = CORPUS / "valid.jsonl"

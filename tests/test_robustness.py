@@ -1,12 +1,12 @@
-"""``selfmodel.robustness``: the calibration study shipped as package data."""
+"""``selfmodel.robustness.stage``: the calibration study shipped as package data."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
 
-from selfmodel.results import rounded
-from selfmodel.robustness import (
+from selfmodel.common.jsonable import rounded
+from selfmodel.robustness.stage import (
     CALIBRATION_JSON,
     CALIBRATION_PACKAGE_DATA,
     calibration_study,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel import atomic
+from selfmodel.common import atomic
 
 ROOT = Path(__file__).resolve().parents[1]
 SOURCES = sorted([*(ROOT / "analysis").rglob("*.py"), *(ROOT / "models").rglob("*.py")])

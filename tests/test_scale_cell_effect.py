@@ -12,8 +12,8 @@ import polars as pl
 import pytest
 
 import selfmodel.models.scale as scale
-from selfmodel.compile_cache import data_as_shared, structure_key
-from selfmodel.simulate import simulate_scale_cells
+from selfmodel.fitting.compile_cache import data_as_shared, structure_key
+from selfmodel.records.simulate import simulate_scale_cells
 
 
 def _cells(per_cell: int) -> pl.DataFrame:

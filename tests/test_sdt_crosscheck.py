@@ -1,4 +1,4 @@
-"""Frequentist cross-check of the d' and criterion slopes (analysis/sdt_crosscheck.py)."""
+"""Frequentist cross-check of the d' and criterion slopes (analysis/robustness/sdt_crosscheck.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import polars as pl
 import pytest
 from scipy.stats import norm
 
-from selfmodel.sdt_crosscheck import sdt_crosscheck, sdt_values
+from selfmodel.robustness.sdt_crosscheck import sdt_crosscheck, sdt_values
 
 
 def cells(d_slope: float, c_slope: float, *, seed: int, n_models: int = 16) -> pl.DataFrame:
@@ -68,7 +68,7 @@ def test_null_slopes_are_not_significant():
 
 
 def test_finding_names_disagreements():
-    from selfmodel.verdict import sdt_crosscheck_finding
+    from selfmodel.decisions.verdict import sdt_crosscheck_finding
 
     R = {"sdt_effect": {"x": 1}, "sdt_crosscheck": sdt_crosscheck(
         cells(0.4, 0.0, seed=2), _bayes("improves", "no_credible_effect"), seed=1)}

@@ -3,7 +3,7 @@
 A model that says "I will be right" on every item has kappa 0 and balanced accuracy 0.5;
 the log-linear correction applied to unequal signal and noise counts gave it a positive d'
 (0.94 for 950 / 50 trials). Every d' of the package goes through
-``selfmodel.skill.sdt_arrays``; the signal-detection model's table leaves out the cells
+``selfmodel.analyses.skill.sdt_arrays``; the signal-detection model's table leaves out the cells
 whose d' their data cannot inform, and a task left without such a cell is
 ``not_estimable`` with the reason, never ``no_credible_effect``.
 """
@@ -18,14 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from selfmodel import _arviz
 from selfmodel import models as model_registry
-from selfmodel.fit import Fit
-from selfmodel.hypotheses import DecisionRule
-from selfmodel.model_stage import declared_decisions
-from selfmodel.rescoring import _advantages, pair_scores
-from selfmodel.sdt_crosscheck import sdt_crosscheck, sdt_values
-from selfmodel.skill import (
+from selfmodel.analyses.rescoring import _advantages, pair_scores
+from selfmodel.analyses.skill import (
     binary_metrics,
     excluded_sdt_cells,
     sdt_arrays,
@@ -33,6 +28,11 @@ from selfmodel.skill import (
     sdt_loglinear,
     skill_from_cells,
 )
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.fitting.fit import Fit
+from selfmodel.pipeline.model_stage import declared_decisions
+from selfmodel.robustness.sdt_crosscheck import sdt_crosscheck, sdt_values
 
 trials = st.integers(min_value=1, max_value=5000)
 
@@ -146,7 +146,7 @@ def _sdt_fit(tasks: list[str], seed: int = 0) -> Fit:
         "beta_criterion": (("chain", "draw"), draws.mean(-1)),
         "criterion_slope_task": (("chain", "draw", "task"), draws),
     }, coords={"chain": [0, 1], "draw": np.arange(200), "task": tasks})
-    return Fit("sdt", _arviz.from_datasets(posterior=post), {"passed": True}, {})
+    return Fit("sdt", arviz_ops.from_datasets(posterior=post), {"passed": True}, {})
 
 
 def test_a_task_whose_outcomes_are_all_true_is_not_estimable_with_the_reason() -> None:

@@ -1,10 +1,10 @@
-"""Sensitivity of the verdict (selfmodel.sensitivity): prior width and the scale variable.
+"""Sensitivity of the verdict (selfmodel.robustness.sensitivity): prior width and the scale variable.
 
 The fast tests replace the sampler by a stub whose posterior depends on what was asked
 (the prior width, the scale variable), so the bookkeeping is checked exactly: which refits
 are made, with which priors and cells, and whether a changed decision is reported. The slow
 test samples the real scale model on a small simulated data set
-(``selfmodel.simulate.simulate_scale_cells``, true slope 0.6) and checks that every refit
+(``selfmodel.records.simulate.simulate_scale_cells``, true slope 0.6) and checks that every refit
 has its own cache entry and is reused on a second call.
 """
 
@@ -21,15 +21,17 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from selfmodel import _arviz, reweight, sensitivity
-from selfmodel.cells import build_cells, derived_models
-from selfmodel.contract import SCALE_EXCLUSION_REASON
-from selfmodel.fit import Fit, SamplerSettings
-from selfmodel.ingest import ingest
+from selfmodel.analyses.tables import Tables
+from selfmodel.common import arviz_ops
+from selfmodel.fitting import reweight
+from selfmodel.fitting.fit import Fit, SamplerSettings
 from selfmodel.models.scale import DEFAULT_PRIORS
-from selfmodel.registry import load_registry
-from selfmodel.simulate import simulate_scale_cells
-from selfmodel.tables import Tables
+from selfmodel.records.cells import build_cells, derived_models
+from selfmodel.records.contract import SCALE_EXCLUSION_REASON
+from selfmodel.records.ingest import ingest
+from selfmodel.records.registry import load_registry
+from selfmodel.records.simulate import simulate_scale_cells
+from selfmodel.robustness import sensitivity
 
 DATA_RAW = Path(__file__).resolve().parents[1] / "data_raw"
 
@@ -51,7 +53,7 @@ class StubFit:
         post = xr.Dataset({"beta": (("chain", "draw"), beta),
                            "slope_task": (("chain", "draw", "task"), slopes)}, coords={"task": tasks})
         key = hashlib.sha256(json.dumps([model_name, priors], sort_keys=True, default=str).encode()).hexdigest()
-        return Fit(model_name, _arviz.from_datasets(posterior=post), {"passed": True, "max_rhat": 1.0,
+        return Fit(model_name, arviz_ops.from_datasets(posterior=post), {"passed": True, "max_rhat": 1.0,
                                                                        "divergences": 0},
                    {"cache_key": key})
 
@@ -65,7 +67,7 @@ def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.M
     stub = StubFit(lambda priors, data: 0.05 if _beta_sigma(priors) < 1.0 else 0.5)
     monkeypatch.setattr(sensitivity, "fit", stub)
     # the stub's posterior has no draws of the group scales, so no variant can be reweighted:
-    # each is refitted (analysis/reweight.py's fallback), which is what these tests count
+    # each is refitted (analysis/fitting/reweight.py's fallback), which is what these tests count
     monkeypatch.setattr(reweight, "fit", stub)
     cells, _ = simulate_scale_cells(seed=1)
     res = sensitivity.prior_sensitivity(cells, seed=3, factors=(0.5, 2.0))
@@ -204,7 +206,7 @@ class SdtStubFit:
                            "beta_criterion": (("chain", "draw"), c.mean(-1)),
                            "criterion_slope_task": (("chain", "draw", "task"), c)},
                           coords={"task": tasks})
-        return Fit(model_name, _arviz.from_datasets(posterior=post),
+        return Fit(model_name, arviz_ops.from_datasets(posterior=post),
                    {"passed": True, "max_rhat": 1.0, "divergences": 0}, {"cache_key": str(len(self.calls))})
 
 
@@ -249,7 +251,7 @@ def test_sdt_effects_are_refitted_with_each_scale_variable_and_changes_named(
 def test_a_scale_variable_that_leaves_the_table_unchanged_reuses_the_main_fit(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from selfmodel.cells import build_cells
+    from selfmodel.records.cells import build_cells
     records = ingest([DATA_RAW / "records.csv"], registry=DATA_RAW / "registry.csv").records
     # no mixture-of-experts model: active parameters = total parameters
     registry = load_registry(DATA_RAW / "registry.csv").with_columns(pl.col("params_b").alias("active_params_b"))
@@ -267,7 +269,7 @@ def test_a_scale_variable_that_leaves_the_table_unchanged_reuses_the_main_fit(
 
 
 def test_how_obtained_says_reweighted_or_refitted_and_why():
-    from selfmodel.sensitivity import how_obtained
+    from selfmodel.robustness.sensitivity import how_obtained
 
     rw = how_obtained("priors x0.5", {"method": "psis", "pareto_k": 0.123, "k_threshold": 0.7})
     assert rw == ("priors x0.5: the main fit's draws reweighted by PSIS (Pareto k 0.12, at most "

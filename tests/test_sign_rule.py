@@ -3,8 +3,8 @@
 The rule used to call a slope credibly positive when the one-sided P(slope > 0) exceeded
 0.95 while the printed interval was the two-sided 94% HDI, so the first screen said
 "credibly positive" beside refusal d' +0.21 [-0.01, +0.42]. Now the direction is credible
-exactly when the printed HDI excludes 0 (``selfmodel.hypotheses.decide``), and a printed
-bound that is not 0 never reads as 0 (``selfmodel.verdict.fmt_number``). The property test
+exactly when the printed HDI excludes 0 (``selfmodel.decisions.hypotheses.decide``), and a printed
+bound that is not 0 never reads as 0 (``selfmodel.decisions.verdict.fmt_number``). The property test
 builds results from many random posteriors (normal and skewed draws), renders the verdict's
 sentences and checks every claim of a sign against the interval printed with it.
 """
@@ -18,9 +18,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from selfmodel.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS
-from selfmodel.hypotheses import DecisionRule, decide
-from selfmodel.verdict import findings
+from selfmodel.decisions.hypotheses import DecisionRule, decide
+from selfmodel.decisions.verdict import findings
+from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS
 
 #: Phrases of the verdict that claim a sign (positive, negative).
 POSITIVE = re.compile(r"credibly positive|credibly rises|(?<!whether )\w* ?rises with scale|more cautious")

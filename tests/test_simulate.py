@@ -1,11 +1,11 @@
-"""Tests of the simulated self-prediction logs (``selfmodel.simulate``)."""
+"""Tests of the simulated self-prediction logs (``selfmodel.records.simulate``)."""
 
 from __future__ import annotations
 
 import polars as pl
 import pytest
 
-from selfmodel.simulate import SimulationConfig, simulate
+from selfmodel.records.simulate import SimulationConfig, simulate
 
 
 @pytest.mark.parametrize(

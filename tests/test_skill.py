@@ -14,10 +14,8 @@ from hypothesis import strategies as st
 from scipy.stats import mannwhitneyu
 from statsmodels.stats.inter_rater import cohens_kappa
 
-from selfmodel import describe
-from selfmodel.cells import to_cells
-from selfmodel.ingest import ingest
-from selfmodel.skill import (
+from selfmodel.analyses import describe
+from selfmodel.analyses.skill import (
     auroc,
     binary_metrics,
     calibration,
@@ -27,6 +25,8 @@ from selfmodel.skill import (
     skill_from_cells,
     skill_table,
 )
+from selfmodel.records.cells import to_cells
+from selfmodel.records.ingest import ingest
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = json.loads((ROOT / "tests" / "reference" / "skill_small.json").read_text())
@@ -249,7 +249,7 @@ def test_skill_table_ignores_cross_predictions_and_unreadable() -> None:
 
 
 def test_skill_table_agrees_with_describe_on_default_data(default_records: pl.DataFrame) -> None:
-    """Accuracy, rates and the mode baseline match selfmodel.describe on the same cells."""
+    """Accuracy, rates and the mode baseline match selfmodel.analyses.describe on the same cells."""
     rows = skill_table(default_records)
     ref = {(r["model"], r["task"]): r for r in describe.by_model_task(to_cells(default_records))}
     n_pairs = default_records.select("model", "task").unique().height
@@ -266,7 +266,7 @@ def test_skill_table_agrees_with_describe_on_default_data(default_records: pl.Da
 
 def test_sdt_recovers_simulated_dprime(default_records: pl.DataFrame) -> None:
     """The default data are drawn from an equal-variance SDT rule with known d' and c per cell
-    (data_raw/truth.json, analysis/simulate.py). With ~250 items a cell's d' has SE ~0.2:
+    (data_raw/truth.json, analysis/records/simulate.py). With ~250 items a cell's d' has SE ~0.2:
     the estimates must track the truth (r > 0.8 for d', > 0.9 for c) without bias (|mean error|
     < 0.08)."""
     truth = json.loads((ROOT / "data_raw" / "truth.json").read_text())

@@ -18,7 +18,7 @@ import pytest
 import selfmodel.models.scale as scale
 import selfmodel.models.sdt as sdt
 from selfmodel.models._common import decorrelatable, shift_direction
-from selfmodel.simulate import simulate_scale_cells
+from selfmodel.records.simulate import simulate_scale_cells
 
 
 def _cells(families: int = 3, sizes: int = 3) -> pl.DataFrame:

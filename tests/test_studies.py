@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from selfmodel.cli import main
-from selfmodel.contract import InputError
-from selfmodel.importers.mapping.records_apply import load_transform
-from selfmodel.ingest import ingest
+from selfmodel.records.contract import InputError
+from selfmodel.records.importers.mapping.records_apply import load_transform
+from selfmodel.records.ingest import ingest
 
 ROOT = Path(__file__).resolve().parent
 STUDIES = ROOT / "fixtures" / "studies"
@@ -69,7 +69,7 @@ def test_confidence_0_10_study_matches_hand_computation() -> None:
 
 def test_without_the_mapping_the_same_log_is_flagged_not_silently_analysed(tmp_path: Path) -> None:
     """The issue's case: 0-10 values quarantined row by row; the run must not go on quietly."""
-    from selfmodel.pipeline import check_yield
+    from selfmodel.pipeline.stages import check_yield
 
     res = ingest([CONF / "records.csv"], mapping={
         "model": "model_name", "task": "condition", "item_id": "question_id",
@@ -232,8 +232,8 @@ def test_a_mapped_column_missing_from_the_file_is_named(tmp_path: Path) -> None:
 def test_inspect_folder_reads_logs_by_content_and_lists_the_rest(tmp_path: Path) -> None:
     """Logs kept under users' own names are read; every other file is listed with why."""
     pytest.importorskip("inspect_ai", reason="the inspect extra is part of the dev install")
-    from selfmodel.importers.inspect_logs import import_inspect
-    from selfmodel.importers.mapping import parse_mapping
+    from selfmodel.records.importers.inspect_logs import import_inspect
+    from selfmodel.records.importers.mapping import parse_mapping
 
     shutil.copy(REAL_JSON_LOG, tmp_path / "gpt-4o-mini run 3.json")
     (tmp_path / "sub").mkdir()
@@ -267,8 +267,8 @@ def _diag(rhat, ess, div, passed):
 
 def test_nothing_fitted_says_so_and_why_not_r_hat_n_a() -> None:
     """Two closed models: no size, no slope fit; the first sentence says that, not 'R-hat n/a'."""
-    from selfmodel.status import status_lines
-    from selfmodel.summaries import diagnostics_section
+    from selfmodel.decisions.status import status_lines
+    from selfmodel.fitting.summaries import diagnostics_section
 
     R = {"diagnostics": diagnostics_section(None),
          "scale_effect": {"reason": "fewer than 3 models with usable data",
@@ -282,7 +282,7 @@ def test_nothing_fitted_says_so_and_why_not_r_hat_n_a() -> None:
 
 
 def test_a_real_diagnostics_failure_gives_its_numbers() -> None:
-    from selfmodel.status import status_lines
+    from selfmodel.decisions.status import status_lines
 
     (line,) = status_lines({"diagnostics": _diag(1.05, 120.0, 3, False)})
     assert line == {"key": "diagnostics", "text": "Diagnostics failed (R-hat 1.050, bulk ESS "
@@ -293,7 +293,7 @@ def test_a_real_diagnostics_failure_gives_its_numbers() -> None:
 
 def test_exploratory_preset_leads_and_is_not_called_a_failure() -> None:
     from selfmodel.cli import build_parser, run_config
-    from selfmodel.status import EXPLORATORY_WORDS, status_lines
+    from selfmodel.decisions.status import EXPLORATORY_WORDS, status_lines
 
     cfg = run_config(build_parser().parse_args(
         ["run", "--preset", "exploratory", "--draws", "5000"]), report=False)
@@ -312,7 +312,7 @@ def test_exploratory_preset_leads_and_is_not_called_a_failure() -> None:
 
 def test_low_yield_leads_with_the_top_reasons() -> None:
     """38 of 1,440 kept = 2.6%: said first, with the reasons, largest first."""
-    from selfmodel.status import low_yield_sentence, status_lines
+    from selfmodel.decisions.status import low_yield_sentence, status_lines
 
     data = {"records_read": 1440, "records_used": 38, "records_duplicate": 2,
             "quarantine_reasons": {"invalid confidence": 1390, "no outcome": 10}}
@@ -328,8 +328,8 @@ def test_low_yield_leads_with_the_top_reasons() -> None:
 def test_status_doctests() -> None:
     import doctest
 
-    from selfmodel import status
-    from selfmodel.ingest import hints
+    from selfmodel.decisions import status
+    from selfmodel.records.ingest import hints
 
     for module in (status, hints):
         assert doctest.testmod(module).failed == 0
@@ -361,7 +361,7 @@ def test_closest_column_hint_is_of_the_same_kind(tmp_path: Path) -> None:
 
 def test_missingness_flag_shows_its_effect_size() -> None:
     """3 unusable of 4,000 (0.075%) beside p: a significant slope on 3 records says so."""
-    from selfmodel.verdict import missingness_finding
+    from selfmodel.decisions.verdict import missingness_finding
 
     rows = [{"model": "a", "task": "t", "n_records": 2000, "n_missing": 0, "n_unreadable": 0},
             {"model": "b", "task": "t", "n_records": 1999, "n_missing": 1, "n_unreadable": 2}]
@@ -373,7 +373,7 @@ def test_missingness_flag_shows_its_effect_size() -> None:
 
 
 def test_correct_only_records_are_said_to_be_read_as_self_prediction() -> None:
-    from selfmodel.status import status_lines
+    from selfmodel.decisions.status import status_lines
 
     (line,) = status_lines({"data": {"correct_only_records": 7}})
     assert line["key"] == "correct_only" and "task accuracy, not self-prediction" in line["text"]
@@ -428,7 +428,7 @@ def test_exploratory_preset_run_leads_with_its_words(tmp_path: Path, capsys) -> 
 
 def test_predictive_check_flag_shows_its_size() -> None:
     """A model flagged on 3 cells: its cells and accuracy against the replicates beside p."""
-    from selfmodel.verdict import mixed_check_finding
+    from selfmodel.decisions.verdict import mixed_check_finding
 
     sec = {"status": "estimated", "passed": False, "overall": {"p_value": 0.2},
            "flagged": [{"kind": "model", "group": "m7", "p_value": 0.0004}],
@@ -499,7 +499,7 @@ def test_a_file_column_named_correct_read_as_task_accuracy_is_not_the_self_predi
 
 def test_findings_word_a_short_run_apart_from_a_failure() -> None:
     """The checks finding: 'Failed diagnostics' for a real run, other words when exploratory."""
-    from selfmodel.verdict import checks_finding
+    from selfmodel.decisions.verdict import checks_finding
 
     R = {"diagnostics": {"passed": False}}
     assert checks_finding(R).startswith("Failed diagnostics (reported, not findings): the "

@@ -3,7 +3,7 @@
 Fast tests check the model structure (no spread parameter shared between the tasks; ``beta``
 is the average of the task slopes). The slow test fits the scale model to a modest number of
 simulated data sets with two tasks whose true slopes differ (0 and +0.3 logits per 10x;
-``selfmodel.simulate.simulate_scale_cells``) and checks that the zero task is not declared
+``selfmodel.records.simulate.simulate_scale_cells``) and checks that the zero task is not declared
 ``improves`` more often than the declared rate allows and that neither task is pulled towards
 the other. The larger measurement (40 data sets, pooled vs independent) is
 ``validation/task_slopes.py`` -> ``validation/results/task_slopes.json``.
@@ -16,10 +16,10 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from selfmodel.fit import SamplerSettings, fit
-from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.decisions.hypotheses import DecisionRule, decide
+from selfmodel.fitting.fit import SamplerSettings, fit
 from selfmodel.models import scale, sdt
-from selfmodel.simulate import simulate_scale_cells
+from selfmodel.records.simulate import simulate_scale_cells
 
 
 def _cells():

@@ -1,8 +1,8 @@
-"""``selfmodel.toml_errors``: the one key-to-line lookup and did-you-mean of every TOML reader."""
+"""``selfmodel.common.toml_errors``: the one key-to-line lookup and did-you-mean of every TOML reader."""
 
 from __future__ import annotations
 
-from selfmodel.toml_errors import did_you_mean, key_line
+from selfmodel.common.toml_errors import did_you_mean, key_line
 
 TEXT = """\
 tasks = ["refusal"]

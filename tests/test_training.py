@@ -19,23 +19,23 @@ import polars as pl
 import pytest
 from scipy.stats import binom, norm
 
-from selfmodel.cells import build_cells
-from selfmodel.cli import main
-from selfmodel.hypotheses import DecisionRule
-from selfmodel.registry import load_registry
-from selfmodel.simulate import (
-    DEFAULT_TASKS,
-    SimulationConfig,
-    TrainedCheckpoint,
-    simulate,
-    training_implied_truth,
-)
-from selfmodel.training import (
+from selfmodel.analyses.training import (
     NULL_CALIBRATION_DATA,
     decide_training,
     null_calibration,
     training_table,
     truth_rows,
+)
+from selfmodel.cli import main
+from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.records.cells import build_cells
+from selfmodel.records.registry import load_registry
+from selfmodel.records.simulate import (
+    DEFAULT_TASKS,
+    SimulationConfig,
+    TrainedCheckpoint,
+    simulate,
+    training_implied_truth,
 )
 
 pytestmark = pytest.mark.filterwarnings("ignore:PyTensor could not link to a BLAS:UserWarning")
@@ -87,7 +87,7 @@ def test_cycle_of_derivations_is_a_one_line_error_toml(tmp_path, capsys):
 
 
 def test_self_derivation_and_intervention_without_base(tmp_path):
-    from selfmodel.contract import InputError
+    from selfmodel.records.contract import InputError
 
     reg = tmp_path / "reg.csv"
     reg.write_text(REG_HEAD + "a,f,8,a,rl,\n")
@@ -149,8 +149,8 @@ def test_paired_table_counts_discordant_items_exactly():
 
 
 def test_derived_checkpoints_are_not_on_the_scale_axis(tmp_path):
-    from selfmodel.ingest import ingest
-    from selfmodel.simulate import write_dataset
+    from selfmodel.records.ingest import ingest
+    from selfmodel.records.simulate import write_dataset
 
     paths = write_dataset(tmp_path / "sim", seed=3)
     records = ingest([paths["records"]], registry=paths["registry"]).records
@@ -198,7 +198,7 @@ def test_model_likelihood_is_the_conditional_binomial():
 
 
 def _fit_table(tab, seed, draws=500, chains=2):
-    from selfmodel.fit import SamplerSettings, fit
+    from selfmodel.fitting.fit import SamplerSettings, fit
 
     settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=1000, chains=chains)
     return fit("training", tab, seed=seed, settings=settings, cache_dir=None,
@@ -208,10 +208,10 @@ def _fit_table(tab, seed, draws=500, chains=2):
 @pytest.mark.slow
 def test_training_effects_and_privileged_contrast_are_recovered(tmp_path):
     """A fresh simulation (seed 11): every arm's effect and every contrast covered by its HDI."""
-    from selfmodel.simulate import write_dataset
+    from selfmodel.records.simulate import write_dataset
 
     paths = write_dataset(tmp_path / "sim", seed=11)
-    from selfmodel.ingest import ingest
+    from selfmodel.records.ingest import ingest
 
     res = ingest([paths["records"]], registry=paths["registry"])
     reg = load_registry(paths["registry"])

@@ -12,11 +12,11 @@ import copy
 import numpy as np
 import pytest
 
-from selfmodel.confounds import scale_axis_confounds
-from selfmodel.contract import DECISION_MEANING, DECISIONS
-from selfmodel.hypotheses import DecisionRule, decide
-from selfmodel.sensitivity import direction_of
-from selfmodel.verdict import criterion_words, findings, headline, signs_disagree
+from selfmodel.decisions.hypotheses import DecisionRule, decide
+from selfmodel.decisions.verdict import criterion_words, findings, headline, signs_disagree
+from selfmodel.records.contract import DECISION_MEANING, DECISIONS
+from selfmodel.robustness.confounds import scale_axis_confounds
+from selfmodel.robustness.sensitivity import direction_of
 
 
 def _eff(mean: float, sd: float, *, n_models: int = 14, rope: float = 0.1) -> dict:
@@ -240,7 +240,7 @@ def _svo(direction: str, slope_dir: str) -> dict:
 
 
 def test_self_other_finding_follows_the_numbers() -> None:
-    from selfmodel.verdict import self_other_finding
+    from selfmodel.decisions.verdict import self_other_finding
 
     assert self_other_finding({}) is None
     pos = self_other_finding({"self_vs_other_rescored": _svo("positive", "positive")})
@@ -251,7 +251,7 @@ def test_self_other_finding_follows_the_numbers() -> None:
 
 
 def test_missingness_finding_only_when_it_depends_on_scale() -> None:
-    from selfmodel.verdict import missingness_finding
+    from selfmodel.decisions.verdict import missingness_finding
 
     base = {"slope_of_missingness": {"per_task": {"t": {"estimate": -1.0, "p_value": 0.01}}}}
     assert missingness_finding({"missingness": {**base, "depends_on_scale": {"t": False}}}) is None
@@ -260,7 +260,7 @@ def test_missingness_finding_only_when_it_depends_on_scale() -> None:
 
 
 def test_mixed_check_finding_only_when_the_check_fails() -> None:
-    from selfmodel.verdict import mixed_check_finding
+    from selfmodel.decisions.verdict import mixed_check_finding
 
     sec = {"status": "estimated", "passed": True, "flagged": [], "overall": {"p_value": 0.5}}
     assert mixed_check_finding({"mixed_predictive": sec}) is None
@@ -269,7 +269,7 @@ def test_mixed_check_finding_only_when_the_check_fails() -> None:
 
 
 def test_effect_priors_finding_names_what_held() -> None:
-    from selfmodel.verdict import effect_priors_finding
+    from selfmodel.decisions.verdict import effect_priors_finding
 
     assert effect_priors_finding({}) is None
     R = {"sensitivity": {"effects": {"sdt": {"holds": {"sensitivity": True, "bias": False}}}}}

@@ -116,8 +116,8 @@ def import_and_run(bin_dir: Path, workdir: Path, src: Path, mapping: Path | None
 
 def test_the_wheel_installs_only_selfmodel(wheel_bin: Path, tmp_path: Path) -> None:
     python = str(wheel_bin / "python")
-    code = ("import selfmodel, selfmodel.models.scale, selfmodel.ingest; "
-            "from selfmodel.paths import DEFAULT_HYPOTHESES_FILE, REPORT_QMD, REPORTS_DIR; "
+    code = ("import selfmodel, selfmodel.models.scale, selfmodel.records.ingest; "
+            "from selfmodel.common.paths import DEFAULT_HYPOTHESES_FILE, REPORT_QMD, REPORTS_DIR; "
             "print(selfmodel.__file__); "
             "print(DEFAULT_HYPOTHESES_FILE.is_file(), REPORT_QMD.is_file(), "
             "(REPORTS_DIR / 'page.typst').is_file())")

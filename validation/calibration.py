@@ -4,12 +4,12 @@ Simulated data sets with a known slope are fitted with the real models (``models
 ``models/sdt.py``) through nutpie, and for each one we record whether the central 50% and
 90% posterior intervals cover the true slope, the rank of the truth among the posterior
 draws (simulation-based calibration, Talts et al. 2018, arXiv:1804.06788), and the
-decision of ``selfmodel.hypotheses.decide`` under the default rule.
+decision of ``selfmodel.decisions.hypotheses.decide`` under the default rule.
 
 Arms (each ``--sims`` data sets, default 100):
 
 ``scale_null``
-    ``selfmodel.simulate.simulate_scale_cells(beta=0, sigma_task_slope=0)``: 4 families x 4
+    ``selfmodel.records.simulate.simulate_scale_cells(beta=0, sigma_task_slope=0)``: 4 families x 4
     sizes, 3 tasks x 300 predictions, every task slope exactly 0. Reports the rate of
     ``improves`` (must be <= 5%) with a Clopper-Pearson interval, overall and per task.
 ``scale_effect``
@@ -76,9 +76,9 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from selfmodel.contract import DECISIONS  # noqa: E402
-from selfmodel.fit import SamplerSettings, diagnose, package_versions  # noqa: E402
-from selfmodel.hypotheses import DecisionRule, decide  # noqa: E402
+from selfmodel.decisions.hypotheses import DecisionRule, decide  # noqa: E402
+from selfmodel.fitting.fit import SamplerSettings, diagnose, package_versions  # noqa: E402
+from selfmodel.records.contract import DECISIONS  # noqa: E402
 
 SEED = 20261130
 DESIGN_SEED = 7
@@ -227,7 +227,7 @@ def scale_constants(cells: Any) -> dict[str, np.ndarray]:
 
 
 def scale_design(seed: int = DESIGN_SEED) -> Any:
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.records.simulate import simulate_scale_cells
 
     cells, _ = simulate_scale_cells(seed=seed)
     return cells
@@ -237,9 +237,9 @@ def sdt_design() -> Any:
     """Binary cells of the sized models in ``data_raw/`` (the shipped design)."""
     import polars as pl
 
-    from selfmodel.cells import build_cells
-    from selfmodel.ingest import ingest
-    from selfmodel.registry import load_registry
+    from selfmodel.records.cells import build_cells
+    from selfmodel.records.ingest import ingest
+    from selfmodel.records.registry import load_registry
 
     raw = ROOT / "data_raw"
     ing = ingest([raw / "records.csv"], registry=raw / "registry.csv")
@@ -248,7 +248,7 @@ def sdt_design() -> Any:
 
 
 def sample(compiled: Any, data: dict[str, np.ndarray], settings: SamplerSettings, seed: int) -> Any:
-    from selfmodel.fit import sample_nutpie
+    from selfmodel.fitting.fit import sample_nutpie
 
     return sample_nutpie(compiled.with_data(**data), settings, seed)
 
@@ -293,7 +293,7 @@ def datasets(arm: Arm, sims: int) -> tuple[Any, list[dict[str, Any]]]:
     import pymc as pm
 
     from selfmodel.models import scale, sdt
-    from selfmodel.simulate import simulate_scale_cells
+    from selfmodel.records.simulate import simulate_scale_cells
 
     arm_offset = ALL_ARMS.index(arm.name) * 100_000
     out: list[dict[str, Any]] = []
@@ -472,7 +472,7 @@ def markdown(result: dict[str, Any]) -> str:
         "Each simulated data set is fitted with the real model file through nutpie (compiled once",
         "per arm; the data are swapped with `with_data`). Intervals are central (equal-tailed)",
         "posterior intervals; brackets are exact (Clopper-Pearson) 95% intervals of a rate.",
-        "Decisions use the default rule of `selfmodel.hypotheses.DecisionRule` "
+        "Decisions use the default rule of `selfmodel.decisions.hypotheses.DecisionRule` "
         f"({result['rule']['description']}).",
         "",
         "| arm | slope | fits | 50% coverage | 90% coverage | 'improves' | SBC rank uniformity p | fits with divergences |",
@@ -516,7 +516,7 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"  {lo:3d}-{hi:3d} {c:4d} {'#' * round(40 * c / top)}")
         lines.append("")
     lines += ["```", "", "## Other numbers", "",
-              "Diagnostics are those of `selfmodel.fit.diagnose` on the slopes (R-hat <= 1.01, bulk ESS",
+              "Diagnostics are those of `selfmodel.fitting.fit.diagnose` on the slopes (R-hat <= 1.01, bulk ESS",
               ">= 400, no divergences). With 500 draws per chain (a quarter of the pipeline's 2000) the",
               "bulk ESS of the slope falls short of 400 in many fits; coverage among the fits that pass",
               "is shown beside the overall coverage.", "",
@@ -564,7 +564,10 @@ def main(argv: list[str] | None = None) -> int:
                          "validation/results/calibration.json (what the report shows)")
     args = ap.parse_args(argv)
     if args.ship:
-        from selfmodel.robustness import CALIBRATION_PACKAGE_DATA, write_calibration_package_data
+        from selfmodel.robustness.stage import (
+            CALIBRATION_PACKAGE_DATA,
+            write_calibration_package_data,
+        )
 
         write_calibration_package_data()
         print(f"wrote {CALIBRATION_PACKAGE_DATA}")
@@ -611,7 +614,10 @@ def main(argv: list[str] | None = None) -> int:
     _write(out_dir, result)
     print(f"wrote {out_dir / 'calibration.json'} and {out_dir / 'calibration.md'}")
     if not args.quick and args.out is None:
-        from selfmodel.robustness import CALIBRATION_PACKAGE_DATA, write_calibration_package_data
+        from selfmodel.robustness.stage import (
+            CALIBRATION_PACKAGE_DATA,
+            write_calibration_package_data,
+        )
 
         write_calibration_package_data()
         print(f"wrote {CALIBRATION_PACKAGE_DATA} (the summary the report shows)")
@@ -639,7 +645,7 @@ def dumps(obj: Any) -> str:
     """JSON with 1-space indent, lists of scalars kept on one line, non-finite numbers as null."""
     import re
 
-    from selfmodel.results import rounded
+    from selfmodel.common.jsonable import rounded
 
     text = json.dumps(rounded(obj, 6), indent=1, sort_keys=True, allow_nan=False)
     return re.sub(r"\[\s*([^\[\]{}]*?)\s*\]", lambda m: "[" + re.sub(r"\s*\n\s*", " ", m.group(1)) + "]",
@@ -647,7 +653,7 @@ def dumps(obj: Any) -> str:
 
 
 def _write(out_dir: Path, result: dict[str, Any]) -> None:
-    from selfmodel import atomic
+    from selfmodel.common import atomic
 
     atomic.write_text(out_dir / "calibration.json", dumps(result))
     if result["arms"]:

@@ -2,17 +2,17 @@
 
 ``validation/calibration.py`` checks the models' intervals on synthetic designs with reduced
 sampler settings. This study asks what the pipeline itself would report: every data set is
-fitted by :func:`selfmodel.fit.fit` at the pipeline's sampler settings
-(:class:`selfmodel.fit.SamplerSettings`, 4 x 2000 draws, ``target_accept=0.99``), decided by
-the pipeline's rule (:func:`selfmodel.hypotheses.decide` with the ROPE of
-:func:`selfmodel.decisions.rope_for`), and a fit that fails the pipeline's diagnostics counts
+fitted by :func:`selfmodel.fitting.fit.fit` at the pipeline's sampler settings
+(:class:`selfmodel.fitting.fit.SamplerSettings`, 4 x 2000 draws, ``target_accept=0.99``), decided by
+the pipeline's rule (:func:`selfmodel.decisions.hypotheses.decide` with the ROPE of
+:func:`selfmodel.decisions.effects.rope_for`), and a fit that fails the pipeline's diagnostics counts
 as what the pipeline would report: *not a finding* (so it is never a false "improves").
 
 Designs
 -------
 ``default``
     the shipped data's shape: 4 families x 4 sizes, 3 tasks, 300 predictions per cell
-    (``selfmodel.simulate.simulate_scale_cells``).
+    (``selfmodel.records.simulate.simulate_scale_cells``).
 ``seb``
     shaped like the Self-Execution Benchmark: 2 tasks, 22 models in 8 families on one task
     and 19 on the other, unequal cells (120-1800 predictions), sizes 3B-671B with the
@@ -30,7 +30,7 @@ at least 200 data sets per null arm, so a 5% rate is known to about +-3 points.
 Cost, and compiling once per design
 -----------------------------------
 Each data set is one pipeline fit. Within a process the model is compiled once per design and
-model (``fit(..., reuse_compiled=True)``: :mod:`selfmodel.compile_cache` turns the data into
+model (``fit(..., reuse_compiled=True)``: :mod:`selfmodel.fitting.compile_cache` turns the data into
 shared variables, so a new data set of the same shape only swaps the data in) and every
 later data set is sampling only. Measured on this 2-core machine shared with other jobs
 (so upper bounds), arm ``default:accuracy`` at the pipeline's settings, seconds per fit::
@@ -106,8 +106,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from selfmodel.fit import SamplerSettings  # noqa: E402
-from selfmodel.hypotheses import DecisionRule  # noqa: E402
+from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
+from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
 
 DESIGNS = ("default", "seb")
 EFFECTS = ("accuracy", "dprime", "criterion")
@@ -227,9 +227,9 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
     model was reused and the fit's seconds (shared by the arms of one fit, and flagged
     ``shared_fit``), so files from several machines can be merged (:func:`merge_records`).
     """
-    from selfmodel.decisions import rope_for, x_by_model
-    from selfmodel.fit import fit
-    from selfmodel.hypotheses import decide
+    from selfmodel.decisions.effects import rope_for, x_by_model
+    from selfmodel.decisions.hypotheses import decide
+    from selfmodel.fitting.fit import fit
 
     design_name = arms[0].split(":")[0]
     effects = [a.split(":")[1] for a in arms]
@@ -453,7 +453,7 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
 
 ALL_ARMS = tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
 #: Where ``--ship`` writes the merged summary the pipeline reads (``results.json``
-#: ``calibration_study.pipeline``; :func:`selfmodel.robustness.calibration_study`).
+#: ``calibration_study.pipeline``; :func:`selfmodel.robustness.stage.calibration_study`).
 SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"
 
 

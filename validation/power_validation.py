@@ -3,7 +3,7 @@
 At a few design points, simulate data sets with ``selfmodel.power.simulate_cells`` and fit each
 one twice: with ``selfmodel.power.fast_fit`` (the fit the power sweep uses) and with the scale
 model of ``models/scale.py`` sampled by nutpie (the pipeline's sampler settings, except 1000
-draws per chain). Both posteriors go through ``selfmodel.hypotheses.decide`` with the same rule.
+draws per chain). Both posteriors go through ``selfmodel.decisions.hypotheses.decide`` with the same rule.
 Reported per design point: agreement of the decisions, the confusion table, the difference of
 the slope posterior means in units of the NUTS posterior sd, the ratio of posterior sds, and
 P(improves) from each fit with its binomial standard error.
@@ -11,7 +11,7 @@ P(improves) from each fit with its binomial standard error.
 The NUTS model is compiled once per design point (data shape) and re-used for every data set
 of that point, with the observed counts as a shared variable: the same ``selfmodel.models.scale.build``
 graph, only the observed data are swapped (``compiled.with_data``). The first data set of the
-first point is also fitted through ``selfmodel.fit.fit`` (a fresh compile) at three seeds to
+first point is also fitted through ``selfmodel.fitting.fit.fit`` (a fresh compile) at three seeds to
 show the swap changes nothing beyond seed-to-seed noise; both are saved under ``swap_check``
 (``--swap-check-only`` recomputes just that entry).
 
@@ -39,8 +39,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from selfmodel.fit import SamplerSettings, diagnose, fit, package_versions  # noqa: E402
-from selfmodel.hypotheses import decide  # noqa: E402
+from selfmodel.decisions.hypotheses import decide  # noqa: E402
+from selfmodel.fitting.fit import SamplerSettings, diagnose, fit, package_versions  # noqa: E402
 from selfmodel.power import OUTCOMES, Design, Task, default_design, fast_fit, simulate_cells  # noqa: E402
 
 SEED = 20261130
@@ -95,13 +95,13 @@ def compile_point(cells0):
 
 
 def nuts(compiled, k, settings: SamplerSettings, seed: int):
-    from selfmodel.fit import sample_nutpie
+    from selfmodel.fitting.fit import sample_nutpie
 
     return sample_nutpie(compiled.with_data(k_observed=np.asarray(k, dtype="int64")), settings, seed)
 
 
 def swap_check(settings: SamplerSettings, seeds=(SEED, SEED + 1, SEED + 2)) -> dict:
-    """Data set 0 of the first point, fitted with the swapped-data model and by selfmodel.fit.fit.
+    """Data set 0 of the first point, fitted with the swapped-data model and by selfmodel.fitting.fit.fit.
 
     Several seeds, because the posterior sd of one NUTS run varies by a few percent from seed
     to seed: the swap must agree within that spread, not to the last digit.

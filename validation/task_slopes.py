@@ -5,7 +5,7 @@ Two measurements behind the ``task_slopes`` default of ``models/scale.py`` and
 
 ``sim``
     Simulated data with two tasks whose true slopes differ (task0: 0, task1: +0.3 logits per
-    10x; ``selfmodel.simulate.simulate_scale_cells``), each data set fitted with the scale
+    10x; ``selfmodel.records.simulate.simulate_scale_cells``), each data set fitted with the scale
     model twice, ``task_slopes="pooled"`` and ``"independent"``. Counted per variant: how
     often the zero-slope task is declared ``improves`` or credibly positive, how often the
     positive task is, and the mean posterior slope of each task (the pull of one task
@@ -39,11 +39,11 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from selfmodel import models as model_registry  # noqa: E402
-from selfmodel.atomic import write_json  # noqa: E402
-from selfmodel.fit import SamplerSettings, fit  # noqa: E402
-from selfmodel.hypotheses import DecisionRule, decide  # noqa: E402
-from selfmodel.simulate import simulate_scale_cells  # noqa: E402
-from selfmodel.tables import sdt_cells  # noqa: E402
+from selfmodel.analyses.tables import sdt_cells  # noqa: E402
+from selfmodel.common.atomic import write_json  # noqa: E402
+from selfmodel.decisions.hypotheses import DecisionRule, decide  # noqa: E402
+from selfmodel.fitting.fit import SamplerSettings, fit  # noqa: E402
+from selfmodel.records.simulate import simulate_scale_cells  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "task_slopes.json"
 TRUE_SLOPES = (0.0, 0.3)

@@ -1,12 +1,12 @@
 """Null calibration of the training effect: how often is a null effect declared to improve?
 
-Draws data sets from ``selfmodel.simulate.simulate`` with the default design (four trained
+Draws data sets from ``selfmodel.records.simulate.simulate`` with the default design (four trained
 checkpoints, one trained task, two held out) and **no** training effect on any task
 (``training_dprime`` = 0 everywhere: the checkpoints' behaviour is redrawn on half the items,
 as in the default data, but their sensitivity and criterion equal their bases'). Each data
-set is fitted with ``models/training.py`` through ``selfmodel.fit.fit`` (nutpie, compiled
+set is fitted with ``models/training.py`` through ``selfmodel.fitting.fit.fit`` (nutpie, compiled
 once per process and reused with each new data set: ``reuse_compiled=True``) and decided by
-``selfmodel.training.decide_training`` with the declared rule. A fit that fails its
+``selfmodel.analyses.training.decide_training`` with the declared rule. A fit that fails its
 diagnostics is not a finding, so it counts as *not* declaring ``improves`` (and is counted
 apart).
 
@@ -49,10 +49,10 @@ from typing import Any
 import polars as pl
 from scipy.stats import beta
 
-from selfmodel.fit import SamplerSettings, fit
-from selfmodel.hypotheses import DecisionRule
-from selfmodel.simulate import SimulationConfig, simulate, training_implied_truth
-from selfmodel.training import decide_training, training_table
+from selfmodel.analyses.training import decide_training, training_table
+from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.records.simulate import SimulationConfig, simulate, training_implied_truth
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE_DATA = ROOT / "analysis" / "data" / "training_null.json"
@@ -158,7 +158,7 @@ def summarize(rows: Iterable[Mapping[str, Any]], rule: DecisionRule, source: Pat
     digest = hashlib.sha256(source.read_bytes()).hexdigest() if source.exists() else None
     return {
         "question": "how often is a null training effect declared 'improves'",
-        "design": "selfmodel.simulate defaults with training_dprime = 0 on every task "
+        "design": "selfmodel.records.simulate defaults with training_dprime = 0 on every task "
         "(4 trained checkpoints, trained on refusal, difficulty and word_association held out)",
         "n_datasets": len(rows),
         "n_failed_diagnostics": len(rows) - len(passed),

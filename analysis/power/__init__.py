@@ -2,7 +2,7 @@ r"""Study design and power: what a design can detect, and what a null verdict ru
 
 A scaling study is only as good as the slope it can detect. This module answers two
 questions with the scale model of ``models/scale.py`` and the decision rule of
-:mod:`selfmodel.hypotheses`:
+:mod:`selfmodel.decisions.hypotheses`:
 
 * **before** the compute is spent (``selfmodel power``): for a design (families and their
   sizes, tasks with items and expected accuracy, repeats, variance components), the
@@ -82,7 +82,7 @@ deterministic approximation of the same Bayesian model:
    are repeated on the part of the grid that carries posterior mass. Without it, weights
    computed from each cell's own counts pull the slope toward 0 when cells are small (by
    ~10% of the slope with ~33 answers per cell; ``tests/test_power.py``);
-5. 4,000 draws from that mixture go through :func:`selfmodel.hypotheses.decide`, the very rule
+5. 4,000 draws from that mixture go through :func:`selfmodel.decisions.hypotheses.decide`, the very rule
    the pipeline applies to NUTS draws.
 
 The differences from the NUTS fit are the normal approximation of each cell's binomial

@@ -11,7 +11,7 @@ import polars as pl
 from scipy.special import expit
 from scipy.stats import norm
 
-from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.models.scale import DEFAULT_PRIORS
 from selfmodel.power.design import GRID, N_DRAWS, Design
 
@@ -428,7 +428,7 @@ def fast_fit(
         Cells as the scale model takes them: ``model, family, task, x, n, k`` (rows with
         ``n == 0`` are ignored).
     rule
-        Decision rule (default :class:`~selfmodel.hypotheses.DecisionRule`).
+        Decision rule (default :class:`~selfmodel.decisions.hypotheses.DecisionRule`).
     seed
         Seed of the posterior draws handed to the rule.
     draws
@@ -439,13 +439,13 @@ def fast_fit(
     Returns
     -------
     dict
-        What :func:`selfmodel.hypotheses.decide` returns (``mean``, ``sd``, ``hdi_low``,
+        What :func:`selfmodel.decisions.hypotheses.decide` returns (``mean``, ``sd``, ``hdi_low``,
         ``hdi_high``, ``prob_positive``, ``decision``, ...) plus ``sigma_posterior_mean``
         (posterior means of the variance components).
 
     Examples
     --------
-    >>> from selfmodel.simulate import simulate_scale_cells
+    >>> from selfmodel.records.simulate import simulate_scale_cells
     >>> cells, truth = simulate_scale_cells(seed=3, beta=0.6)
     >>> fast_fit(cells)["decision"]
     'improves'

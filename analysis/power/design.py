@@ -9,14 +9,14 @@ from typing import Any, Final
 import numpy as np
 from scipy.stats import norm
 
-from selfmodel.hypotheses import DecisionRule
-from selfmodel.simulate import DEFAULT_FAMILIES, DEFAULT_TASKS
+from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.records.simulate import DEFAULT_FAMILIES, DEFAULT_TASKS
 
 #: True slopes of the default sweep (logits per 10x parameters).
 DEFAULT_SLOPES: Final = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8)
 #: Power that defines the minimum detectable slope.
 TARGET_POWER: Final = 0.8
-#: Posterior draws per simulated fit handed to :func:`selfmodel.hypotheses.decide`.
+#: Posterior draws per simulated fit handed to :func:`selfmodel.decisions.hypotheses.decide`.
 N_DRAWS: Final = 4000
 #: Grid points per variance component (sigma_cell, sigma_model, sigma_family, sigma_delta).
 GRID: Final = {"sigma_cell": 16, "sigma_model": 12, "sigma_family": 12, "sigma_delta": 4}
@@ -177,7 +177,7 @@ def _x_of_size(size_b: float) -> float:
 def default_design() -> Design:
     """The design of the default data set in ``data_raw/``.
 
-    Families, sizes and tasks are those of :mod:`selfmodel.simulate` (the 14 open models;
+    Families, sizes and tasks are those of :mod:`selfmodel.records.simulate` (the 14 open models;
     closed models carry no size and do not enter the slope); task accuracies follow from
     each task's base rate, :math:`d'` and criterion. Variance components are the posterior
     means of the scale fit to ``data_raw/`` (``selfmodel run``, seed 20261130), rounded:

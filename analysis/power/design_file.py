@@ -8,12 +8,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from selfmodel.contract import InputError
-from selfmodel.hypotheses import RETIRED_RULE_KEYS, DecisionRule
+from selfmodel.common.toml_errors import did_you_mean, key_line
+from selfmodel.common.toml_errors import loads as toml_loads
+from selfmodel.decisions.hypotheses import RETIRED_RULE_KEYS, DecisionRule
 from selfmodel.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
-from selfmodel.registry import format_input_error
-from selfmodel.toml_errors import did_you_mean, key_line
-from selfmodel.toml_errors import loads as toml_loads
+from selfmodel.records.contract import InputError
+from selfmodel.records.registry import format_input_error
 
 # --------------------------------------------------------------------------- design files
 
@@ -52,7 +52,7 @@ sigma_model = 0.11
 sigma_cell = 0.2
 sigma_task_slope = 0.1
 
-[rule]                      # the declared decision rule (selfmodel.hypotheses)
+[rule]                      # the declared decision rule (selfmodel.decisions.hypotheses)
 rope = 0.1
 hdi_prob = 0.94             # one level: a sign is credible when this HDI excludes 0
 """
@@ -133,7 +133,7 @@ def load_design(path: Path | str) -> Design:
         either ``accuracy`` or ``base_rate``/``dprime``/``criterion``; optional
         ``unreadable``), ``[variance]`` and ``[rule]``. Omitted variance components and rule
         settings take the defaults of :func:`default_design` and
-        :class:`~selfmodel.hypotheses.DecisionRule`.
+        :class:`~selfmodel.decisions.hypotheses.DecisionRule`.
 
     Returns
     -------

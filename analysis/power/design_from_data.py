@@ -10,13 +10,13 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from selfmodel.cells import build_cells, derived_models
-from selfmodel.contract import SCALE_COLUMNS, InputError
-from selfmodel.hypotheses import DecisionRule
-from selfmodel.ingest import ingest
+from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.power.design import Design, Task, default_design
 from selfmodel.power.design_file import _RULE_KEYS
-from selfmodel.registry import load_registry
+from selfmodel.records.cells import build_cells, derived_models
+from selfmodel.records.contract import SCALE_COLUMNS, InputError
+from selfmodel.records.ingest import ingest
+from selfmodel.records.registry import load_registry
 
 # --------------------------------------------------------------------------- templates
 

@@ -29,7 +29,7 @@ over the task intercepts and slopes and on a grid over the d' variance component
 priors of ``models/sdt.py`` (:func:`selfmodel.power.approximate_fit._grid_posterior`, as the
 accuracy power). Cells with only signal or only noise records carry no d' of their own and
 are left out. Each data set's 4,000 mixture draws go through
-:func:`selfmodel.hypotheses.decide` with the d' ROPE.
+:func:`selfmodel.decisions.hypotheses.decide` with the d' ROPE.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ import numpy as np
 import polars as pl
 from scipy.stats import binom, norm
 
-from selfmodel import _arviz
-from selfmodel.hypotheses import DecisionRule, decide
+from selfmodel.analyses.skill import sdt_arrays
+from selfmodel.common import arviz_ops
+from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.models.sdt import DEFAULT_PRIORS as SDT_PRIORS
 from selfmodel.power.approximate_fit import _Grid, _grid_posterior, _Layout, _mixture_draws
 from selfmodel.power.design import N_DRAWS, OUTCOMES, TARGET_POWER
 from selfmodel.power.posterior_draws import summarise_draws
 from selfmodel.power.sweep import _mde, normal_theory_mde
-from selfmodel.skill import sdt_arrays
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ def _prior() -> dict[str, float]:
 
 def design_from_sdt_fit(idata: Any, data: pl.DataFrame, rule: DecisionRule) -> DprimeDesign:
     """The fitted design: cells with both outcomes, task parameters and components at posterior means."""
-    post = _arviz.posterior(idata)
+    post = arviz_ops.posterior(idata)
     cells = data.filter((pl.col("n_signal") > 0) & (pl.col("n_noise") > 0)).select(
         "model", "family", "task", "x", "n_signal", "n_noise")
     centre = float(np.mean(cells.unique("model")["x"].to_numpy()))
@@ -155,7 +155,7 @@ def simulate_sdt_counts(design: DprimeDesign, slope: float, *, seed: int, sim: i
 def dprime_estimates(dl: _DLayout, hits: np.ndarray, fas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each cell's corrected d' and its variance at the task's pooled rates (module docstring).
 
-    d' is ``selfmodel.skill.sdt_arrays``: a simulated constant responder enters at d' = 0
+    d' is ``selfmodel.analyses.skill.sdt_arrays``: a simulated constant responder enters at d' = 0
     (the SDT fit would leave such a cell out; they are rare at the fitted rates).
     """
     y = sdt_arrays(hits, dl.s, fas, dl.n)[0]

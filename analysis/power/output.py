@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 
-from selfmodel import atomic
+from selfmodel.common import atomic
+from selfmodel.common.jsonable import rounded
 from selfmodel.power.design import OUTCOMES, TARGET_POWER, Design
 from selfmodel.power.design_file import design_to_toml
-from selfmodel.results import rounded
 
 # --------------------------------------------------------------------------- output
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from selfmodel import _arviz
+from selfmodel.common import arviz_ops
 
 
 def _flat(post: Any, name: str) -> np.ndarray:
@@ -43,7 +43,7 @@ def scale_component_draws(idata: Any, n: int, *, seed: int) -> list[dict[str, fl
     ``sigma_task_slope`` is ``sigma_delta`` when the fit has it, else the spread of the task
     slopes across tasks in the same draw (task slopes with their own priors).
     """
-    post = _arviz.posterior(idata)
+    post = arviz_ops.posterior(idata)
     cols = {k: _flat(post, k) for k in ("sigma_family", "sigma_model", "sigma_cell")}
     if "sigma_delta" in post:
         cols["sigma_task_slope"] = _flat(post, "sigma_delta")
@@ -67,7 +67,7 @@ def sdt_component_draws(idata: Any, n: int, *, seed: int) -> list[dict[str, floa
     ``sigma_task_slope``: the spread of the d' task slopes across tasks in the same draw.
     A fit without cell effects has no ``sigma_*_cell``; they are 0 then.
     """
-    post = _arviz.posterior(idata)
+    post = arviz_ops.posterior(idata)
     cols: dict[str, np.ndarray] = {}
     size = None
     for ours, theirs in SDT_COMPONENTS.items():

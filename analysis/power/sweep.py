@@ -10,9 +10,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import norm
 
-from selfmodel.contract import InputError
-from selfmodel.hypotheses import DecisionRule, decide
-from selfmodel.paths import DEFAULT_SEED
+from selfmodel.common.paths import DEFAULT_SEED
+from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.power.approximate_fit import _Grid, _Layout, _mixture_draws, _posterior
 from selfmodel.power.design import (
     DEFAULT_SLOPES,
@@ -24,6 +23,7 @@ from selfmodel.power.design import (
     Progress,
 )
 from selfmodel.power.simulator import _base_draws, _simulate_k
+from selfmodel.records.contract import InputError
 
 # --------------------------------------------------------------------------- power
 
@@ -181,7 +181,7 @@ def _method(grid: Mapping[str, int] | None) -> dict[str, Any]:
         "grid": {**GRID, **(grid or {})},
         "posterior_draws": N_DRAWS,
         "priors": "selfmodel.models.scale.DEFAULT_PRIORS",
-        "decision": "selfmodel.hypotheses.decide",
+        "decision": "selfmodel.decisions.hypotheses.decide",
         "validation": "validation/power_validation.py -> validation/results/power_validation.json",
     }
 

@@ -1,6 +1,6 @@
 """Generate ``frequentist_small.json``: reference numbers for ``tests/test_frequentist.py``.
 
-Everything here is computed *without* ``selfmodel.frequentist``, from textbook formulas in
+Everything here is computed *without* ``selfmodel.analyses.frequentist``, from textbook formulas in
 numpy/scipy, so the tests compare two independent implementations:
 
 - binomial GLM MLE by Newton-Raphson on the cell counts;

@@ -1,6 +1,6 @@
 """Generate ``skill_small.json``: reference numbers for ``tests/test_skill.py``.
 
-Computed *without* ``selfmodel.skill``:
+Computed *without* ``selfmodel.analyses.skill``:
 
 - Cohen's kappa: ``statsmodels.stats.inter_rater.cohens_kappa`` on the 2x2 table
   (rows = prediction, columns = outcome);

@@ -1,0 +1,610 @@
+"""Did training improve self-modeling? Derived checkpoints against their bases (issue 19).
+
+The registry describes the design (``docs/registry.md``): a derived checkpoint names its
+``base_model``, its ``intervention`` and the ``trained_tasks`` of that intervention; every
+other task both checkpoints answered is *held out*. This module
+
+* checks the design against the data (:func:`validate_design`; the registry file itself is
+  checked by :mod:`selfmodel.records.registry`): a task in ``trained_tasks`` that the records do not
+  have, or two checkpoints of one intervention with different splits, is a one-line error
+  naming the registry file and line;
+* builds the paired table of ``models/training.py`` (:func:`training_table`): per
+  checkpoint x task, the items on which the checkpoint and its base disagree
+  (``comparison = "gain"``, with both checkpoints' signal-detection counts on the shared
+  items), the items on which the checkpoint's own prediction is right about itself but not
+  about its base's outcome, or the reverse (``comparison = "privileged"``), and each
+  predictor's predictions rescored against the other models' outcomes
+  (``comparison = "others"``/``"others_base"``);
+* fits that model and decides every effect with the declared rule (:func:`training_effect`):
+  accuracy, d' and criterion per intervention x task, the trained-task mean and the
+  held-out (transfer) mean separately, and the privileged-access contrast per checkpoint
+  against its base and against the other models; diagnostics gate every decision
+  (``finding``);
+* attaches the shipped null-calibration study (:func:`null_calibration`,
+  ``validation/training_null.py``): how often the rule declares a null effect ``improves``.
+
+Not done here: the effect of training is not related to scale, a checkpoint derived from a
+derived checkpoint is compared with its own base only, and "other models" are every model
+without a ``base_model`` (their families are not modelled); see ``models/training.py``.
+
+Derived checkpoints never enter the scale models: they share their base's size, so they
+would be extra points at one size (``selfmodel.records.cells.scale_values`` gives them no scale
+value; ``scale_effect.excluded_derived_checkpoints`` lists them with the reason).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from selfmodel import models as model_registry
+from selfmodel.common.paths import PACKAGE_DATA
+from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
+from selfmodel.fitting.fit import fit
+from selfmodel.records.contract import SCALE_EXCLUSION_REASON, InputError
+from selfmodel.records.registry import did_you_mean, format_input_error, model_lines
+from selfmodel.records.simulate import training_implied_truth
+
+Progress = Callable[[str], None]
+
+
+UNITS = (
+    "log odds ratio of a correct self-prediction, trained checkpoint vs its base on the same "
+    "items (conditional on the items where exactly one is right)"
+)
+
+#: What each decision on the privileged-access contrast means for the question.
+PRIVILEGED_READING: dict[str, str] = {
+    "improves": "introspection-like: the gain in predicting itself exceeds the gain in "
+    "predicting its base, beyond the ROPE",
+    "credibly_positive": "the gain in predicting itself credibly exceeds the gain in "
+    "predicting its base, but not shown to exceed the ROPE",
+    "practically_null": "behavioural knowledge: the gain is as large for predicting its base "
+    "(the contrast lies inside the ROPE)",
+    "credibly_negative": "behavioural knowledge: the gain is larger for predicting its base",
+    "worsens": "behavioural knowledge: the gain is larger for predicting its base, beyond "
+    "the ROPE",
+    "no_credible_effect": "no evidence of privileged access: the self-gain is not shown to "
+    "exceed the gain in predicting its base (consistent with behavioural knowledge; the "
+    "interval says how large a privileged part the data allow)",
+    "not_estimable": "not estimable: no item on which the checkpoint's and its base's "
+    "outcomes differ",
+}
+
+
+#: The same for the contrast against the other models.
+OTHERS_READING: dict[str, str] = {
+    "improves": "privileged access: training raised the checkpoint's self-advantage over the "
+    "other models beyond the ROPE (its gain in predicting itself exceeds its gain in "
+    "predicting them)",
+    "credibly_positive": "the self-gain credibly exceeds the gain in predicting the other "
+    "models, but not shown to exceed the ROPE",
+    "practically_null": "behavioural knowledge: the gain in predicting itself is as large as "
+    "in predicting the other models (the contrast lies inside the ROPE)",
+    "credibly_negative": "behavioural knowledge: the gain is larger for predicting the other "
+    "models (the checkpoint's self-advantage over them shrank)",
+    "worsens": "behavioural knowledge: the gain is larger for predicting the other models, "
+    "beyond the ROPE",
+    "no_credible_effect": "no evidence of privileged access: the self-gain is not shown to "
+    "exceed the gain in predicting the other models (the interval says how large a "
+    "privileged part the data allow)",
+    "not_estimable": "not estimable: no other model answered the checkpoint's items",
+}
+
+SDT_UNITS = (
+    "change in d' (criterion) of the trained checkpoint against its own outcomes, vs its base "
+    "against its own, on the items both answered (equal-variance signal detection, as "
+    "models/sdt.py)"
+)
+
+
+def split_tasks(value: str | None) -> list[str]:
+    """``"a; b"`` -> ``["a", "b"]`` (empty entries dropped)."""
+    return [t.strip() for t in (value or "").split(";") if t.strip()]
+
+
+def derived_checkpoints(registry: pl.DataFrame | None) -> list[dict[str, Any]]:
+    """Registry rows with a ``base_model``: model, base_model, family, intervention, trained."""
+    if registry is None or "base_model" not in registry.columns:
+        return []
+    rows = registry.filter(pl.col("base_model").is_not_null()).sort("model")
+    return [
+        {
+            "model": r["model"],
+            "base_model": r["base_model"],
+            "family": r["family"],
+            "intervention": r["intervention"] or "(unnamed)",
+            "trained_tasks": split_tasks(r["trained_tasks"]),
+        }
+        for r in rows.iter_rows(named=True)
+    ]
+
+
+def validate_design(
+    registry: pl.DataFrame | None, registry_path: Path | str | None, tasks: Sequence[str]
+) -> None:
+    """Raise a one-line :class:`InputError` when the split does not fit the data.
+
+    A ``trained_tasks`` entry naming a task absent from the records, or two checkpoints of
+    one intervention with different ``trained_tasks``, names the registry file and the line
+    of the checkpoint's row.
+    """
+    rows = derived_checkpoints(registry)
+    if not rows:
+        return
+    lines = model_lines(registry_path) if registry_path is not None else {}
+    split_of: dict[str, tuple[str, list[str]]] = {}
+    for row in rows:
+        for task in row["trained_tasks"]:
+            if task not in tasks:
+                raise InputError(
+                    format_input_error(
+                        registry_path,
+                        f"trained task '{task}' of '{row['model']}' is not in the data "
+                        f"(tasks: {', '.join(tasks)}).{did_you_mean(task, tasks)}",
+                        "Name the tasks as the records do, separated by ';'",
+                        line=lines.get(row["model"]),
+                        column="trained_tasks",
+                    )
+                )
+        first = split_of.setdefault(row["intervention"], (row["model"], row["trained_tasks"]))
+        if sorted(first[1]) != sorted(row["trained_tasks"]):
+            raise InputError(
+                format_input_error(
+                    registry_path,
+                    f"intervention '{row['intervention']}' trains on "
+                    f"'{';'.join(row['trained_tasks'])}' for '{row['model']}' but on "
+                    f"'{';'.join(first[1])}' for '{first[0]}'",
+                    "Give every checkpoint of one intervention the same trained_tasks, or "
+                    "name the interventions differently",
+                    line=lines.get(row["model"]),
+                    column="trained_tasks",
+                )
+            )
+
+
+def _self_records(records: pl.DataFrame, model: str) -> pl.DataFrame:
+    """Readable self-predictions of ``model``: task, item_id, sample, correct, pred, out."""
+    own = pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model"))
+    return records.filter(
+        (pl.col("model") == model)
+        & own
+        & (pl.col("status") == "ok")
+        & pl.col("correct").is_not_null()
+    ).select("task", "item_id", "sample", "correct", "prediction", "outcome")
+
+
+def paired_items(records: pl.DataFrame, model: str, base: str) -> pl.DataFrame:
+    """Items both checkpoints answered readably, with the three scorings.
+
+    ``c_tt`` the checkpoint right about itself, ``c_bb`` the base right about itself,
+    ``c_tb`` the checkpoint's prediction against the base's outcome (null when either is
+    not recorded as text); ``pred_t``/``out_t``/``pred_b``/``out_b`` the texts.
+    """
+    t = _self_records(records, model)
+    b = _self_records(records, base)
+    joined = t.join(b, on=["task", "item_id", "sample"], suffix="_base")
+    return joined.select(
+        "task",
+        "item_id",
+        "sample",
+        pl.col("correct").alias("c_tt"),
+        pl.col("correct_base").alias("c_bb"),
+        pl.when(pl.col("prediction").is_not_null() & pl.col("outcome_base").is_not_null())
+        .then(pl.col("prediction") == pl.col("outcome_base"))
+        .otherwise(None)
+        .alias("c_tb"),
+        pl.col("prediction").alias("pred_t"),
+        pl.col("outcome").alias("out_t"),
+        pl.col("prediction_base").alias("pred_b"),
+        pl.col("outcome_base").alias("out_b"),
+    )
+
+
+def _sdt_counts(pred: pl.Series, out: pl.Series) -> dict[str, int]:
+    """Signal (outcome true), noise, hits and false alarms of binary texts (0 otherwise)."""
+    p, o = pred.to_numpy().astype(str), out.to_numpy().astype(str)
+    binary = np.isin(p, ["true", "false"]) & np.isin(o, ["true", "false"])
+    sig, yes = (o == "true") & binary, (p == "true") & binary
+    return {"n_signal": int(sig.sum()), "n_noise": int((binary & ~sig).sum()),
+            "hits": int((yes & sig).sum()), "false_alarms": int((yes & ~sig & binary).sum())}
+
+
+def other_outcomes(records: pl.DataFrame, others: Sequence[str]) -> pl.DataFrame:
+    """Outcomes of the other models: model, task, item_id, sample, outcome (readable)."""
+    own = pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model"))
+    return records.filter(
+        pl.col("model").is_in(list(others)) & own & pl.col("outcome").is_not_null()
+    ).select(pl.col("model").alias("other"), "task", "item_id", "sample",
+             pl.col("outcome").alias("out_o"))
+
+
+def _others_counts(d: pl.DataFrame, oth: pl.DataFrame) -> tuple[dict[str, int], int]:
+    """Rescoring against the other models' outcomes on the pair's shared items.
+
+    For the checkpoint (``t``) and its base (``b``): over other models x items where the
+    predictor's own outcome differs from the other's, ``n`` such (model, item) pairs and
+    ``k`` those where the prediction matches the predictor's own outcome. Returns the counts
+    and the number of other models (each item enters once per other model).
+    """
+    j = d.join(oth, on=["task", "item_id", "sample"])
+    out: dict[str, int] = {}
+    for side in ("t", "b"):
+        ok = j[f"pred_{side}"].is_not_null() & j[f"out_{side}"].is_not_null()
+        differ = (ok & (j[f"out_{side}"] != j["out_o"])).to_numpy()
+        match = (j[f"pred_{side}"] == j[f"out_{side}"]).fill_null(False).to_numpy()
+        out[f"n_{side}"], out[f"k_{side}"] = int(differ.sum()), int((differ & match).sum())
+    return out, int(j["other"].n_unique()) if j.height else 0
+
+
+_SDT_COLUMNS = tuple(f"{c}_{s}" for s in ("base", "trained")
+                     for c in ("n_signal", "n_noise", "hits", "false_alarms"))
+
+
+def _pair_task_rows(d: pl.DataFrame, oth: pl.DataFrame, common: dict[str, Any]
+                    ) -> list[dict[str, Any]]:
+    """The four rows of one checkpoint x task (gain, privileged, others, others_base)."""
+    tt, bb = d["c_tt"].to_numpy().astype(bool), d["c_bb"].to_numpy().astype(bool)
+    ok = ~d["c_tb"].is_null().to_numpy()
+    tb = d["c_tb"].fill_null(False).to_numpy().astype(bool)
+    common = {**common, "n_items": d.height, "acc_tt": float(tt.mean()),
+              "acc_bb": float(bb.mean()), "acc_tb": float(tb[ok].mean()) if ok.any() else None}
+    zero_sdt = dict.fromkeys(_SDT_COLUMNS, 0)
+    sdt = {f"{k}_base": v for k, v in _sdt_counts(d["pred_b"], d["out_b"]).items()}
+    sdt.update({f"{k}_trained": v for k, v in _sdt_counts(d["pred_t"], d["out_t"]).items()})
+    counts, n_others = _others_counts(d, oth)
+    weight = 1.0 / n_others if n_others else 0.0
+    return [
+        {**common, **sdt, "comparison": "gain", "weight": 1.0,
+         "n": int((tt != bb).sum()), "k": int((tt & ~bb).sum())},
+        {**common, **zero_sdt, "comparison": "privileged", "weight": 1.0,
+         "n": int(((tt != tb) & ok).sum()), "k": int((tt & ~tb & ok).sum())},
+        {**common, **zero_sdt, "comparison": "others", "weight": weight,
+         "n": counts["n_t"], "k": counts["k_t"]},
+        {**common, **zero_sdt, "comparison": "others_base", "weight": weight,
+         "n": counts["n_b"], "k": counts["k_b"]},
+    ]
+
+
+TABLE_SCHEMA: dict[str, Any] = {
+    "model": pl.Utf8, "base_model": pl.Utf8, "family": pl.Utf8, "intervention": pl.Utf8,
+    "task": pl.Utf8, "arm": pl.Utf8, "status": pl.Utf8, "n_items": pl.Int64,
+    "acc_tt": pl.Float64, "acc_bb": pl.Float64, "acc_tb": pl.Float64,
+    "comparison": pl.Utf8, "n": pl.Int64, "k": pl.Int64, "weight": pl.Float64,
+    **dict.fromkeys(_SDT_COLUMNS, pl.Int64),
+}
+
+
+def training_table(
+    records: pl.DataFrame, registry: pl.DataFrame | None, tasks: Sequence[str]
+) -> pl.DataFrame:
+    """The table of ``models/training.py`` (empty without derived checkpoints).
+
+    Columns: ``model`` (checkpoint), ``base_model``, ``family``, ``intervention``, ``task``,
+    ``arm`` (``intervention|task``), ``status`` (``trained``/``held_out``), ``comparison``
+    (``gain``/``privileged``/``others``/``others_base``), ``n`` and ``k`` (the counts of
+    ``models/training.py``), ``weight`` (1, or one over the number of other models for the
+    ``others*`` rows), the signal-detection counts of base and checkpoint on the shared items
+    (``n_signal_base`` ... ``false_alarms_trained``, on ``gain`` rows; 0 elsewhere), and the
+    descriptive ``n_items``, ``acc_tt``, ``acc_bb``, ``acc_tb``. The *other models* are the
+    registry's models without a ``base_model``, other than the checkpoint's base.
+    """
+    out: list[dict[str, Any]] = []
+    rows = derived_checkpoints(registry)
+    derived = {r["model"] for r in rows}
+    present = set(records["model"].unique().to_list())
+    for row in rows:
+        others = sorted(present - derived - {row["base_model"]})
+        oth = other_outcomes(records, others)
+        items = paired_items(records, row["model"], row["base_model"])
+        for task in tasks:
+            d = items.filter(pl.col("task") == task)
+            if d.height == 0:
+                continue
+            common = {
+                "model": row["model"], "base_model": row["base_model"],
+                "family": row["family"], "intervention": row["intervention"], "task": task,
+                "arm": f"{row['intervention']}|{task}",
+                "status": "trained" if task in row["trained_tasks"] else "held_out",
+            }
+            out.extend(_pair_task_rows(d, oth.filter(pl.col("task") == task), common))
+    return pl.DataFrame(out, schema=TABLE_SCHEMA)
+
+
+def _rule(rule: DecisionRule) -> DecisionRule:
+    """The declared rule for a paired comparison: one pair is enough to estimate it."""
+    return replace(rule, min_models=1)
+
+
+def _draws(idata: Any, var: str) -> np.ndarray:
+    return idata.posterior[var].values
+
+
+def _arm_decisions(post: Any, var: str, status: Mapping[str, str], r: DecisionRule,
+                   n_pairs: int, reasons: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+    """One decision per intervention x task of the arm-level ``var`` (not estimable with reason)."""
+    out = []
+    for i, arm in enumerate(str(a) for a in post[var].coords["arm"].values):
+        intervention, task = arm.split("|", 1)
+        why = (reasons or {}).get(arm)
+        d = (not_estimable(why, r) if why else decide(post[var].values[..., i], r, n_models=n_pairs))
+        out.append({"arm": arm, "intervention": intervention, "task": task,
+                    "status": status[arm], **d})
+    return out
+
+
+def _kind_means(idata: Any, name: str, per_task: Sequence[Mapping[str, Any]], r: DecisionRule,
+                n_pairs: int) -> dict[str, Any]:
+    """Decisions on ``trained_<name>`` and ``held_out_<name>`` (never pooled together)."""
+    post = idata.posterior
+    out: dict[str, Any] = {}
+    for key in ("trained", "held_out"):
+        tasks = [e["task"] for e in per_task if e["status"] == key]
+        var = f"{key}_{name}"
+        if var not in post:
+            d = not_estimable(f"the design has no {key.replace('_', '-')} task", r)
+        elif any(e["decision"] == "not_estimable" for e in per_task if e["status"] == key):
+            d = not_estimable(f"a {key.replace('_', '-')} task is not estimable", r)
+        else:
+            d = decide(_draws(idata, var), r, n_models=n_pairs)
+        out[key] = {**d, "tasks": tasks}
+    return out
+
+
+def _sdt_reasons(gain: pl.DataFrame) -> dict[str, str]:
+    """Arms whose signal-detection counts cannot separate d' from the criterion."""
+    out = {}
+    for arm, d in gain.group_by("arm"):
+        sides = [d[f"{c}_{s}"].sum() for s in ("base", "trained") for c in ("n_signal", "n_noise")]
+        if min(sides) == 0:
+            out[str(arm[0])] = ("no binary prediction with both outcomes on the shared items "
+                                "(signal detection needs true and false outcomes)")
+    return out
+
+
+def decide_sdt(idata: Any, table: pl.DataFrame, rule: DecisionRule) -> dict[str, Any]:
+    """The ``sdt`` part of ``training_effect``: d' and criterion effects per task and kind."""
+    r = _rule(rule)
+    post = idata.posterior
+    n_pairs = table["model"].n_unique()
+    gain = table.filter(pl.col("comparison") == "gain")
+    status = dict(zip(gain["arm"], gain["status"], strict=False))
+    reasons = _sdt_reasons(gain)
+    out: dict[str, Any] = {"units": SDT_UNITS}
+    for side in ("dprime", "criterion"):
+        var = f"{side}_effect"
+        if var not in post:
+            out[side] = {"available": False, "reason": "no signal-detection counts in the table"}
+            continue
+        per_task = _arm_decisions(post, var, status, r, n_pairs, reasons)
+        out[side] = {"per_task": per_task, **_kind_means(idata, var, per_task, r, n_pairs)}
+    return out
+
+
+def _others_contrast(idata: Any, table: pl.DataFrame, r: DecisionRule) -> dict[str, Any]:
+    """The contrast against the other models: mean and per checkpoint, with the reading."""
+    post = idata.posterior
+    oth = table.filter(pl.col("comparison") == "others")
+    if "others" not in post or int(oth["n"].sum()) == 0:
+        return {"per_checkpoint": [], "mean": None, "reason": (
+            "no other model answered the checkpoint's items (or predictions and outcomes are "
+            "not recorded as text), so predictions cannot be rescored against other models")}
+    n_pairs = table["model"].n_unique()
+    base = table.filter(pl.col("comparison") == "others_base")
+    rows = []
+    for j, pair in enumerate(str(p) for p in post["others"].coords["pair"].values):
+        t = oth.filter(pl.col("model") == pair)
+        b = base.filter(pl.col("model") == pair)
+        d = decide(post["others"].values[..., j], r, n_models=n_pairs)
+        w0 = float(t["weight"][0])
+        tk, tn = int(t["k"].sum()), int(t["n"].sum())
+        bk, bn = int(b["k"].sum()), int(b["n"].sum())
+        rows.append({
+            "model": pair, "base_model": t["base_model"][0],
+            "n_other_models": round(1 / w0) if w0 else 0,
+            "n_rescored": tn,
+            "match_own_when_differs_trained": tk / max(tn, 1),
+            "match_own_when_differs_base": bk / max(bn, 1),
+            **d, "reading": OTHERS_READING[d["decision"]],
+        })
+    return {"mean": decide(_draws(idata, "others_mean"), r, n_models=n_pairs),
+            "per_checkpoint": rows}
+
+
+def decide_training(
+    idata: Any, table: pl.DataFrame, rule: DecisionRule, *, passed: bool
+) -> dict[str, Any]:
+    """Decisions and summaries of a fitted ``training`` model (the ``training_effect`` body)."""
+    r = _rule(rule)
+    post = idata.posterior
+    n_pairs = table["model"].n_unique()
+    gain = table.filter(pl.col("comparison") == "gain")
+    status = dict(zip(gain["arm"], gain["status"], strict=False))
+    per_task = _arm_decisions(post, "delta", status, r, n_pairs)
+    summary = _kind_means(idata, "effect", per_task, r, n_pairs)
+    out = {"per_task": per_task, **summary,
+           "per_pair_task": _per_pair_task(post, gain, r),
+           "privileged_access": _privileged(idata, table, r),
+           "sdt": decide_sdt(idata, table, rule),
+           "finding": bool(passed)}
+    out["privileged_access"]["others"] = _others_contrast(idata, table, r)
+    return out
+
+
+def _per_pair_task(post: Any, gain: pl.DataFrame, r: DecisionRule) -> list[dict[str, Any]]:
+    """Per checkpoint x task: the descriptive accuracies and the pair's own effects."""
+    out = []
+    q = [(1 - r.hdi_prob) / 2, (1 + r.hdi_prob) / 2]
+    for row in gain.sort(["model", "task"]).iter_rows(named=True):
+        entry = {
+            "model": row["model"], "base_model": row["base_model"], "family": row["family"],
+            "task": row["task"], "status": row["status"], "n_items": row["n_items"],
+            "n_discordant": row["n"], "accuracy_base": row["acc_bb"],
+            "accuracy_trained": row["acc_tt"], "accuracy_trained_vs_base_outcome": row["acc_tb"],
+        }
+        for key, var in (("effect", "delta_pair"), ("dprime_effect", "dprime_effect_pair"),
+                         ("criterion_effect", "criterion_effect_pair")):
+            if var not in post:
+                continue
+            dp = post[var].sel(arm=row["arm"], pair=row["model"]).values.ravel()
+            lo, hi = np.quantile(dp, q)
+            entry.update({f"{key}_mean": float(dp.mean()), f"{key}_low": float(lo),
+                          f"{key}_high": float(hi)})
+        out.append(entry)
+    return out
+
+
+def _privileged(idata: Any, table: pl.DataFrame, r: DecisionRule) -> dict[str, Any]:
+    """The contrast against the base: mean and per checkpoint, with the reading."""
+    post = idata.posterior
+    n_pairs = table["model"].n_unique()
+    gain = table.filter(pl.col("comparison") == "gain")
+    priv = table.filter(pl.col("comparison") == "privileged")
+    privileged: dict[str, Any] = {"per_checkpoint": [], "mean": None}
+    if "pi" not in post or int(priv["n"].sum()) == 0:
+        privileged["reason"] = (
+            "no item on which a checkpoint's outcome differs from its base's (or predictions "
+            "and outcomes not recorded as text), so predictions cannot be rescored"
+        )
+        return privileged
+    privileged["mean"] = decide(_draws(idata, "pi_mean"), r, n_models=n_pairs)
+    for j, pair in enumerate(str(p) for p in post["pi"].coords["pair"].values):
+        rows = priv.filter(pl.col("model") == pair)
+        g = gain.filter(pl.col("model") == pair)
+        w = g["n_items"].to_numpy().astype(float)
+        acc = {c: float(np.average(g[c].fill_null(np.nan).to_numpy(), weights=w))
+               for c in ("acc_tt", "acc_bb", "acc_tb")}
+        d = decide(post["pi"].values[..., j], r, n_models=n_pairs)
+        privileged["per_checkpoint"].append({
+            "model": pair,
+            "base_model": g["base_model"][0],
+            "n_discordant_outcomes": int(rows["n"].sum()),
+            "self_gain_accuracy": acc["acc_tt"] - acc["acc_bb"],
+            "other_gain_accuracy": acc["acc_tb"] - acc["acc_bb"],
+            **d,
+            "reading": PRIVILEGED_READING[d["decision"]],
+        })
+    return privileged
+
+
+def _row(quantity: str, true: float, e: Mapping[str, Any]) -> dict[str, Any]:
+    return {"quantity": quantity, "truth": true, "mean": e["mean"], "hdi_low": e["hdi_low"],
+            "hdi_high": e["hdi_high"], "covered": e["hdi_low"] <= true <= e["hdi_high"]}
+
+
+def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Estimates against the simulation's truth (simulated data only).
+
+    The accuracy effects and the contrast against the base are in ``truth["training"]``;
+    the d'/criterion effects and the contrast against the other models are implied by the
+    generative parameters saved beside them (``selfmodel.records.simulate.training_implied_truth``).
+    """
+    t = truth.get("training")
+    if not t:
+        return []
+    implied = training_implied_truth(dict(truth))
+    rows = []
+    for e in section.get("per_task", []):
+        true = t["effect_per_arm"].get(e["arm"])
+        if true is not None and e.get("mean") is not None:
+            rows.append(_row(f"training effect, {e['task']} ({e['status']})", true, e))
+    for side, label in (("dprime", "d'"), ("criterion", "criterion")):
+        for e in (section.get("sdt") or {}).get(side, {}).get("per_task", []):
+            true = implied.get(f"{side}_per_arm", {}).get(e["arm"])
+            if true is not None and e.get("mean") is not None:
+                rows.append(_row(f"{label} effect, {e['task']} ({e['status']})", true, e))
+    pa = section.get("privileged_access", {})
+    for e in pa.get("per_checkpoint", []):
+        true = t["privileged_per_checkpoint"].get(e["model"])
+        if true is not None:
+            rows.append(_row(f"privileged-access contrast vs base, {e['model']}", true, e))
+    for e in (pa.get("others") or {}).get("per_checkpoint", []):
+        true = implied.get("others_per_checkpoint", {}).get(e["model"])
+        if true is not None:
+            rows.append(_row(f"privileged-access contrast vs other models, {e['model']}",
+                             true, e))
+    return rows
+
+
+#: The null-calibration study's summary (``validation/training_null.py --ship`` writes it).
+NULL_CALIBRATION_DATA = PACKAGE_DATA / "training_null.json"
+
+
+def null_calibration(path: Path = NULL_CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped null-calibration study: false ``improves`` rates with their intervals.
+
+    Measured on the default design (``validation/training_null.py``), not on the user's
+    data: it says how often the declared rule calls a null training effect ``improves``
+    with this model and these sampler settings. ``available`` is false without the file.
+    """
+    if not path.is_file():
+        return {"available": False, "reason": f"no null-calibration study shipped ({path.name})"}
+    study: dict[str, Any] = json.loads(path.read_text())
+    return {"available": True, **study}
+
+
+def training_effect(
+    records: pl.DataFrame,
+    registry: pl.DataFrame | None,
+    tasks: Sequence[str],
+    *,
+    rule: DecisionRule,
+    seed: int,
+    settings: Any,
+    cache_dir: Path | None,
+    progress: Progress,
+    truth: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The ``training_effect`` section of ``results.json`` (see ``docs/results.md``)."""
+    rows = derived_checkpoints(registry)
+    if not rows:
+        return {"available": False,
+                "reason": "the registry declares no derived checkpoint (base_model)"}
+    design = {
+        "checkpoints": [
+            {**r, "held_out_tasks": [t for t in tasks if t not in r["trained_tasks"]]}
+            for r in rows
+        ],
+        "scale_models": SCALE_EXCLUSION_REASON,
+        "other": "the checkpoint's base (its outcome on the same item), and separately the "
+        "other models: every registry model without a base_model other than the base, on the "
+        "items they share with the pair",
+    }
+    table = training_table(records, registry, tasks)
+    # the model declared on this table (the stage reads declarations, not names)
+    module = next(m for m in model_registry.REGISTRY.values() if m.SPEC.table == "training_pairs")
+    reason = module.SPEC.unfit_reason(table)
+    base: dict[str, Any] = {
+        "available": reason is None, "fit_model": module.NAME, "units": UNITS, "design": design,
+        "rule": _rule(rule).as_dict(),
+        "rope_meaning": f"±{rule.rope:g} in the effect's own units (log odds ratio)",
+    }
+    if reason is not None:
+        return {**base, "reason": reason}
+    progress(f"sampling 'training' model: {table['model'].n_unique()} checkpoint(s)")
+    f = fit(module.NAME, table, seed=seed, settings=settings, cache_dir=cache_dir)
+    out = {**base, "diagnostics": f.diagnostics,
+           **decide_training(f.idata, table, rule, passed=f.diagnostics["passed"])}
+    out["null_calibration"] = null_calibration()
+    if truth is not None:
+        out["truth_comparison"] = truth_rows(out, truth)
+    return out
+
+
+__all__ = [
+    "PRIVILEGED_READING",
+    "SCALE_EXCLUSION_REASON",
+    "decide_training",
+    "derived_checkpoints",
+    "paired_items",
+    "training_effect",
+    "training_table",
+    "truth_rows",
+    "validate_design",
+]

@@ -1,0 +1,135 @@
+"""``results.json``: written by :func:`write_results` alone, from the run's state.
+
+The keys are a contract other tools read (``docs/results.md`` lists each key and the stage
+that computes it); they are never renamed. Everything in ``results.json`` is a deterministic
+function of the inputs and the seed; wall-clock facts (timestamps, durations, host) go to
+``run.json`` instead, so a rerun gives a byte-identical ``results.json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from selfmodel.common import atomic
+from selfmodel.common.jsonable import rounded
+from selfmodel.decisions.status import status_lines
+from selfmodel.decisions.verdict import findings
+from selfmodel.pipeline.state import RunState
+from selfmodel.records.contract import RESULTS_SCHEMA_VERSION
+
+#: The ingest summary keys copied into ``results["data"]`` (in this order).
+DATA_KEYS = (
+    "sha256",
+    "records_read",
+    "records_used",
+    "records_quarantined",
+    "records_duplicate",
+    "unreadable_predictions",
+    "models",
+    "tasks",
+    "files",
+    "quarantine_reasons",
+    "correct_only_records",
+    "repeat_columns",
+    "hints",
+    "study_mapping",
+)
+
+
+#: The top-level keys of ``results.json`` (``docs/results.md`` names the stage of each). A
+#: model's declared headline section (``SPEC.headline``, e.g. ``sdt_effect``) adds its key.
+RESULT_KEYS = (
+    "schema_version",
+    "training_effect",
+    "data",
+    "models",
+    "tasks",
+    "by_model_task",
+    "scale_effect",
+    "diagnostics",
+    "fit",
+    "curves",
+    "accuracy_points",
+    "truth_comparison",
+    "skill",
+    "calibration",
+    "frequentist",
+    "crosscheck",
+    "sdt_effect",
+    "model_zoo",
+    "settings",
+    "variance_components",
+    "hypotheses",
+    "sensitivity",
+    "calibration_study",
+    "design_sensitivity",
+    "confounds",
+    "self_vs_other_rescored",
+    "missingness",
+    "mixed_predictive",
+    "sdt_crosscheck",
+    "verdict",
+    "status",
+)
+
+
+def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
+    """``results["data"]``: the ingest's accounting of every record."""
+    out = {k: ingest_summary.get(k) for k in DATA_KEYS}
+    out["registry"] = ingest_summary.get("registry_report")
+    return out
+
+
+def build_results(state: RunState) -> dict[str, Any]:
+    """The ``results.json`` dict of ``state`` (every section as its stage left it, rounded).
+
+    ``verdict`` holds the first screen's sentences, computed by ``selfmodel.decisions.verdict.findings``
+    from the other (rounded) sections.
+    """
+    out = rounded(
+        {
+            "schema_version": RESULTS_SCHEMA_VERSION,
+            "data": state.data_section,
+            "models": state.models_section,
+            "tasks": state.tasks_section,
+            "by_model_task": state.by_model_task_section,
+            "scale_effect": state.effect_section,
+            "diagnostics": state.diagnostics_section,
+            "fit": state.fit_section,
+            "curves": state.curves_section,
+            "accuracy_points": state.points_section,
+            "truth_comparison": state.truth_section,
+            "skill": state.skill_section,
+            "calibration": state.calibration_section,
+            "frequentist": state.frequentist_section,
+            "crosscheck": state.crosscheck_section,
+            **state.headline_sections,
+            "model_zoo": state.zoo_section,
+            "settings": state.settings_section,
+            "variance_components": state.variance_section,
+            "hypotheses": state.hypotheses_section,
+            "sensitivity": state.sensitivity_section,
+            "calibration_study": state.calibration_study_section,
+            "design_sensitivity": state.design_sensitivity_section,
+            "confounds": state.confounds_section,
+            "training_effect": state.training_section,
+            "self_vs_other_rescored": state.self_vs_other_section,
+            "missingness": state.missingness_section,
+            "mixed_predictive": state.mixed_predictive_section,
+            "sdt_crosscheck": state.sdt_crosscheck_section,
+        }
+    )
+    # the first screen's sentences, chosen from the numbers above (analysis/decisions/verdict.py)
+    out["verdict"] = {"findings": findings(out)}
+    # the lines the run leads with (low yield, exploratory settings, nothing fitted ...)
+    out["status"] = status_lines(out)
+    return out
+
+
+def write_results(state: RunState) -> dict[str, Any]:
+    """Write ``OUT/results.json`` from ``state`` (the only writer); returns the dict."""
+    results = build_results(state)
+    atomic.write_json(Path(state.config.out) / "results.json", results)
+    return results

@@ -1,0 +1,286 @@
+"""Records -> sufficient statistics per model x task cell, joined with the registry.
+
+Every Bayesian and frequentist model downstream sees only these counts (aggregated
+binomial likelihood), so fitting cost grows with cells, not records.
+
+Cell columns
+------------
+model, task, predictor-agnostic (self-predictions only: ``predictor == model``)
+
+``n_total``
+    records in the cell (readable or not).
+``n`` / ``k``
+    readable predictions (``status == "ok"`` and ``correct`` known) and how many were correct.
+``k_strict``
+    correct predictions counting unreadable ones as wrong (denominator ``n_total``).
+``n_unreadable``
+    records whose prediction could not be read.
+``binary``
+    every readable prediction and outcome is ``"true"``/``"false"``.
+``n_signal`` / ``n_noise``
+    readable records with outcome true / false (binary cells).
+``hits`` / ``false_alarms``
+    predicted true when outcome true / false (binary cells).
+``n_pred_yes``
+    readable records predicted true.
+``mode_outcome_share``
+    share of the most common outcome among readable records: the accuracy of always
+    predicting the model's most common outcome (the *mode baseline*).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Final
+
+import numpy as np
+import polars as pl
+
+from selfmodel.records.contract import SCALE_COLUMNS, InputError
+
+CELL_KEY: Final = ("model", "task")
+
+
+def self_predictions(records: pl.DataFrame) -> pl.DataFrame:
+    """Keep records where the predictor is the model itself."""
+    return records.filter(pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model")))
+
+
+def to_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate canonical records into one row per model x task.
+
+    Parameters
+    ----------
+    records
+        Canonical records (``selfmodel.records.contract.RECORD_SCHEMA``).
+
+    Returns
+    -------
+    polars.DataFrame
+        One row per (model, task), sorted, with the columns described in the module
+        docstring.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a", "a", "a"], "task": ["t"] * 3, "predictor": ["a"] * 3,
+    ...     "prediction": ["true", "true", None], "outcome": ["true", "false", "true"],
+    ...     "correct": [True, False, None], "status": ["ok", "ok", "unparsed"]})
+    >>> to_cells(r).select("n_total", "n", "k", "k_strict", "hits", "false_alarms").row(0)
+    (3, 2, 1, 1, 1, 1)
+    """
+    recs = self_predictions(records)
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    is_bool = pl.col("prediction").is_in(["true", "false"]) & pl.col("outcome").is_in(
+        ["true", "false"]
+    )
+    cells = (
+        recs.group_by(list(CELL_KEY))
+        .agg(
+            pl.len().alias("n_total"),
+            readable.sum().alias("n"),
+            (readable & pl.col("correct")).sum().alias("k"),
+            (~readable).sum().alias("n_unreadable"),
+            (is_bool | ~readable).all().alias("binary"),
+            (readable & (pl.col("outcome") == "true")).sum().alias("n_signal"),
+            (readable & (pl.col("outcome") == "false")).sum().alias("n_noise"),
+            (readable & (pl.col("outcome") == "true") & (pl.col("prediction") == "true"))
+            .sum()
+            .alias("hits"),
+            (readable & (pl.col("outcome") == "false") & (pl.col("prediction") == "true"))
+            .sum()
+            .alias("false_alarms"),
+            (readable & (pl.col("prediction") == "true")).sum().alias("n_pred_yes"),
+            pl.col("outcome")
+            .filter(readable)
+            .value_counts(sort=True)
+            .first()
+            .struct.field("count")
+            .alias("_mode_n"),
+        )
+        .with_columns(
+            pl.col("k").alias("k_strict"),
+            (pl.col("_mode_n").fill_null(0) / pl.col("n")).alias("mode_outcome_share"),
+        )
+        .drop("_mode_n")
+        .sort(list(CELL_KEY))
+    )
+    int_cols = [
+        "n_total",
+        "n",
+        "k",
+        "k_strict",
+        "n_unreadable",
+        "n_signal",
+        "n_noise",
+        "hits",
+        "false_alarms",
+        "n_pred_yes",
+    ]
+    return cells.with_columns([pl.col(c).cast(pl.Int64) for c in int_cols])
+
+
+#: Family label of a model without one (see :func:`join_registry`).
+OWN_FAMILY: Final = "{} (own family)"
+
+
+def join_registry(cells: pl.DataFrame, registry: pl.DataFrame | None) -> pl.DataFrame:
+    """Add the registry's columns (family, sizes, capability) to the cells.
+
+    Models absent from the registry keep null covariates: they still count where no
+    covariate is needed. A model without a family (absent from the registry, or its
+    ``family`` left empty) is never pooled with others: it is its own family, labelled
+    ``"<model> (own family)"`` (:data:`OWN_FAMILY`) so that tables and the report say so.
+    """
+    cols = ["family", "params_b", "active_params_b", "open_weights", "reasoning", "capability"]
+    if registry is None or registry.height == 0:
+        joined = cells.with_columns(
+            pl.lit(None, dtype=pl.Utf8).alias("family"),
+            *[
+                pl.lit(None, dtype=pl.Float64).alias(c)
+                for c in ("params_b", "active_params_b", "capability")
+            ],
+            *[pl.lit(None, dtype=pl.Boolean).alias(c) for c in ("open_weights", "reasoning")],
+        )
+    else:
+        joined = cells.join(registry.select(["model", *cols]), on="model", how="left")
+    return joined.with_columns(
+        pl.col("family").fill_null(pl.format(OWN_FAMILY, pl.col("model"))).alias("family")
+    )
+
+
+def scale_values(
+    cells: pl.DataFrame, scale: str, *, derived: Collection[str] = ()
+) -> pl.DataFrame:
+    r"""Add ``scale_raw`` (registry value) and ``x`` (model-level centred predictor).
+
+    Sizes enter as :math:`\\log_{10}` billions of parameters, so a slope is "per 10x";
+    capability enters on its own scale. ``x`` is centred on the mean over *models* (not
+    cells) that have the variable, and is null where the model lacks it. Models in
+    ``derived`` (checkpoints with a registry ``base_model``) get a null ``x`` too: they share
+    their base's size and would be extra points at one size (``analysis/analyses/training.py``).
+    """
+    if scale not in SCALE_COLUMNS:
+        raise InputError(f"unknown --scale '{scale}'. Use one of: {', '.join(SCALE_COLUMNS)}.")
+    col = SCALE_COLUMNS[scale]
+    raw = pl.col(col)
+    if scale in ("params", "active_params"):
+        bad = cells.filter(raw.is_not_null() & (raw <= 0))
+        if bad.height:
+            raise InputError(
+                f"registry: model '{bad['model'][0]}' has non-positive {col}; sizes must be > 0 billions."
+            )
+        val = raw.log10()
+    else:
+        val = raw
+    if derived:
+        val = pl.when(pl.col("model").is_in(list(derived))).then(None).otherwise(val)
+    out = cells.with_columns(raw.alias("scale_raw"), val.alias("_v"))
+    per_model = (
+        out.select("model", "_v").unique().drop_nulls().sort("model")
+    )  # fixed summation order
+    center = float(np.mean(per_model["_v"].to_numpy())) if per_model.height else 0.0
+    return (
+        out.with_columns((pl.col("_v") - center).alias("x"))
+        .drop("_v")
+        .with_columns(pl.lit(center).alias("x_center"))
+    )
+
+
+def build_cells(
+    records: pl.DataFrame, registry: pl.DataFrame | None, *, scale: str = "params"
+) -> pl.DataFrame:
+    """Records -> cells with registry covariates and the centred scale predictor.
+
+    Derived checkpoints (a registry ``base_model``) have no scale value (see
+    :func:`scale_values`).
+    """
+    return scale_values(
+        join_registry(to_cells(records), registry), scale, derived=derived_models(registry)
+    )
+
+
+def derived_models(registry: pl.DataFrame | None) -> list[str]:
+    """Registry models with a ``base_model`` (derived checkpoints), sorted."""
+    if registry is None or "base_model" not in registry.columns:
+        return []
+    return sorted(registry.filter(pl.col("base_model").is_not_null())["model"].to_list())
+
+
+def to_item_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate self-predictions into one row per model x task x item (for ``models/items.py``).
+
+    Repeats of an item (``sample``) are summed, so ``k`` out of ``n`` is binomial over
+    repeats (``n = 1`` when every item is asked once).
+
+    Parameters
+    ----------
+    records
+        Canonical records (``selfmodel.records.contract.RECORD_SCHEMA``).
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``model, task, item_id, n_total, n, k`` and ``n_models_item`` (models with
+        a readable record on this item of this task: items seen by one model carry no
+        crossed information), sorted by model, task, item. Join the registry and the
+        scale predictor with :func:`join_registry` and :func:`scale_values`, as for cells.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a", "a", "b"], "task": ["t"] * 3, "item_id": ["i1"] * 3,
+    ...     "predictor": [None] * 3, "correct": [True, False, True], "status": ["ok"] * 3})
+    >>> to_item_cells(r).select("model", "n", "k", "n_models_item").rows()
+    [('a', 2, 1, 2), ('b', 1, 1, 2)]
+    """
+    recs = self_predictions(records)
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    items = (
+        recs.group_by(["model", "task", "item_id"])
+        .agg(
+            pl.len().alias("n_total"),
+            readable.sum().alias("n"),
+            (readable & pl.col("correct")).sum().alias("k"),
+        )
+        .with_columns(
+            (pl.col("n") > 0).sum().over(["task", "item_id"]).alias("n_models_item"),
+        )
+        .sort(["model", "task", "item_id"])
+    )
+    counts = ("n_total", "n", "k", "n_models_item")
+    return items.with_columns([pl.col(c).cast(pl.Int64) for c in counts])
+
+
+def to_pair_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Aggregate all predictions into one row per predictor x target model x task.
+
+    For cross-prediction (``models/self_vs_other.py``): ``predictor`` predicts the
+    behaviour of ``model``; a null ``predictor`` means the model itself.
+
+    Returns
+    -------
+    polars.DataFrame
+        Columns ``predictor, model, task, n_total, n, k, is_self``, sorted.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a", "a", "a"], "task": ["t"] * 3, "item_id": ["i"] * 3,
+    ...     "predictor": [None, "a", "b"], "correct": [True, False, True], "status": ["ok"] * 3})
+    >>> to_pair_cells(r).select("predictor", "model", "n", "k", "is_self").rows()
+    [('a', 'a', 2, 1, True), ('b', 'a', 1, 1, False)]
+    """
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    pairs = (
+        records.with_columns(pl.coalesce(pl.col("predictor"), pl.col("model")).alias("predictor"))
+        .group_by(["predictor", "model", "task"])
+        .agg(
+            pl.len().alias("n_total"),
+            readable.sum().alias("n"),
+            (readable & pl.col("correct")).sum().alias("k"),
+        )
+        .with_columns((pl.col("predictor") == pl.col("model")).alias("is_self"))
+        .sort(["predictor", "model", "task"])
+    )
+    return pairs.with_columns([pl.col(c).cast(pl.Int64) for c in ("n_total", "n", "k")])

@@ -1,0 +1,263 @@
+"""Record and registry contract: the canonical columns every stage above relies on.
+
+This module is the bottom of the pipeline. It names the canonical record columns
+(see ``DESIGN.md``), their polars dtypes, the allowed ``status`` values, the
+decision vocabulary of ``results.json``, and the one exception type that the
+command line turns into ``exit 2`` with a one-line message.
+
+A canonical *record* is one checked self-prediction:
+
+==============  ===========  =========================================================
+column          dtype        meaning
+==============  ===========  =========================================================
+model           Utf8         the model whose behaviour was executed (the target)
+task            Utf8         kind of self-prediction
+item_id         Utf8         the item within the task
+prediction      Utf8         what the model predicted; ``"true"``/``"false"`` for
+                             binary predictions, free text otherwise, null when unread
+outcome         Utf8         what it actually did (same encoding as ``prediction``)
+correct         Boolean      prediction matched outcome (null when unreadable)
+predictor       Utf8         the model that made the prediction (defaults to ``model``)
+confidence      Float64      stated probability that the prediction is right, 0..1
+cluster         Utf8         item group sharing context
+status          Utf8         ``ok``, ``unparsed``, ``refused`` or ``error``
+run_id          Utf8         provenance
+sample          Int64        repeat index (0 when absent)
+source_file     Utf8         file the record came from
+source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
+==============  ===========  =========================================================
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Final, Literal
+
+import polars as pl
+
+from selfmodel.common.errors import InputError as InputError  # re-exported: the contract's error
+
+#: Columns a record must have (after column mapping).
+REQUIRED: Final = ("model", "task", "item_id")
+
+#: Canonical record columns and their dtypes, in output order.
+RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "model": pl.Utf8(),
+    "task": pl.Utf8(),
+    "item_id": pl.Utf8(),
+    "prediction": pl.Utf8(),
+    "outcome": pl.Utf8(),
+    "correct": pl.Boolean(),
+    "predictor": pl.Utf8(),
+    "confidence": pl.Float64(),
+    "cluster": pl.Utf8(),
+    "status": pl.Utf8(),
+    "run_id": pl.Utf8(),
+    "sample": pl.Int64(),
+    "source_file": pl.Utf8(),
+    "source_line": pl.Int64(),
+}
+
+#: Columns that identify one self-prediction; two records with equal keys are duplicates.
+#: Runs are data: records of different runs (``run_id``; an importer sets it to the log
+#: file when the log names no run) are separate samples of the item, never resolved by
+#: file order, whether their answers agree or not. Within one run, equal keys with
+#: different answers are conflicts (quarantined).
+KEY: Final = ("model", "predictor", "task", "item_id", "run_id", "sample")
+
+#: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
+STATUSES: Final = ("ok", "unparsed", "refused", "error")
+
+#: Quarantine table columns.
+QUARANTINE_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "source_file": pl.Utf8(),
+    "source_line": pl.Int64(),
+    "reason": pl.Utf8(),
+    "raw": pl.Utf8(),
+}
+
+#: Registry columns and dtypes (joined on ``model``).
+REGISTRY_SCHEMA: Final[dict[str, pl.DataType]] = {
+    "model": pl.Utf8(),
+    "family": pl.Utf8(),
+    "params_b": pl.Float64(),
+    "active_params_b": pl.Float64(),
+    "open_weights": pl.Boolean(),
+    "reasoning": pl.Boolean(),
+    "capability": pl.Float64(),
+    # derived checkpoints (issue 19): the checkpoint this model was derived from, the
+    # intervention that derived it (free label), and the tasks that intervention trained on
+    # (";"-separated; every other task in the data is held out)
+    "base_model": pl.Utf8(),
+    "intervention": pl.Utf8(),
+    "trained_tasks": pl.Utf8(),
+}
+
+#: Strings accepted as booleans (compared case-insensitively, whitespace stripped); the
+#: numbers 1/0 as written by any tool (``1.0``/``0.0`` from a pandas CSV) are booleans too.
+TRUE_STRINGS: Final = frozenset({"true", "1", "1.0", "yes", "y", "t"})
+FALSE_STRINGS: Final = frozenset({"false", "0", "0.0", "no", "n", "f"})
+#: Spellings of a missing value (case-insensitive, whitespace stripped; empty is missing too):
+#: read as missing in every column and every format, never as a readable answer.
+MISSING_STRINGS: Final = frozenset({"null", "nan", "none"})
+
+Decision = Literal[
+    "improves",
+    "credibly_positive",
+    "practically_null",
+    "credibly_negative",
+    "worsens",
+    "no_credible_effect",
+    "not_estimable",
+]
+#: The decision vocabulary of ``results.json`` (DESIGN.md), direction and size separated.
+DECISIONS: Final = (
+    "improves",
+    "credibly_positive",
+    "practically_null",
+    "credibly_negative",
+    "worsens",
+    "no_credible_effect",
+    "not_estimable",
+)
+#: What each decision means, in words (one phrase each; ``docs/decisions.md`` and the report).
+DECISION_MEANING: Final[dict[str, str]] = {
+    "improves": "credibly positive and larger than the ROPE",
+    "credibly_positive": "credibly positive, size not shown to exceed the ROPE",
+    "practically_null": "practically null (the HDI lies inside the ROPE)",
+    "credibly_negative": "credibly negative, size not shown to exceed the ROPE",
+    "worsens": "credibly negative and larger than the ROPE",
+    "no_credible_effect": "inconclusive (the sign is not credible)",
+    "not_estimable": "not estimable from these data",
+}
+#: Decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
+POSITIVE_DECISIONS: Final = frozenset({"improves", "credibly_positive"})
+NEGATIVE_DECISIONS: Final = frozenset({"worsens", "credibly_negative"})
+
+ScaleVariable = Literal["params", "active_params", "capability"]
+#: ``--scale`` choice -> registry column. Sizes enter models as log10; capability as is.
+SCALE_COLUMNS: Final[dict[str, str]] = {
+    "params": "params_b",
+    "active_params": "active_params_b",
+    "capability": "capability",
+}
+
+#: Version of the ``results.json`` layout.
+RESULTS_SCHEMA_VERSION: Final = "1.0"
+
+
+#: What ``json.loads`` raises on text it cannot turn into data: a syntax error or an integer
+#: of more than 4,300 digits (``ValueError``), nesting deeper than the interpreter's
+#: recursion limit (``RecursionError``).
+JSON_ERRORS: Final = (ValueError, RecursionError)
+
+
+def json_problem(exc: BaseException) -> str:
+    """Why a JSON text could not be read, in a few words (for a quarantine reason or message).
+
+    Examples
+    --------
+    >>> import json
+    >>> try:
+    ...     json.loads("[" * 100_000 + "]" * 100_000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'nested too deeply, over about 1,000 levels'
+    >>> try:
+    ...     json.loads("9" * 5000)
+    ... except JSON_ERRORS as exc:
+    ...     json_problem(exc)
+    'an integer of more than 4300 digits'
+    """
+    if isinstance(exc, RecursionError):
+        return "nested too deeply, over about 1,000 levels"
+    msg = getattr(exc, "msg", None)
+    if msg is not None and hasattr(exc, "colno"):  # json.JSONDecodeError
+        return f"{msg} at column {exc.colno}"  # type: ignore[attr-defined]
+    text = str(exc)
+    if "integer string conversion" in text:
+        return "an integer of more than 4300 digits"
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def name_key(name: str) -> str:
+    """The form in which two model names are compared: the one rule for look-alike names.
+
+    Invisible format characters (zero-width space and joiners, soft hyphen, byte-order
+    mark: Unicode category Cf) are removed, the text is put in Unicode normal form NFC, and
+    white space is trimmed and collapsed to single spaces. Names with the same key are the
+    same name: a registry may hold only one of them, and a record's model matches the
+    registry row with its key.
+
+    Examples
+    --------
+    >>> name_key("llama\u200b-70b") == name_key("llama-70b") == name_key(" llama-70b ")
+    True
+    >>> name_key("Qwe\u0301n") == name_key("Qw\u00e9n"), name_key("gpt  4") == "gpt 4"
+    (True, True)
+    """
+    visible = "".join(ch for ch in name if unicodedata.category(ch) != "Cf")
+    return " ".join(unicodedata.normalize("NFC", visible).split())
+
+
+def shown(name: str) -> str:
+    r"""A name as it is written, quoted, with invisible and combining characters escaped.
+
+    >>> print(shown("llama​-70b"), shown("m1"), shown("gpt  4"))
+    'llama​-70b' 'm1' 'gpt\x20\x204'
+    """
+    if name == name_key(name) and name.isascii():
+        return repr(name)
+    text = ascii(name)
+    if name != " ".join(name.split()):  # spaces that a one-line message would collapse
+        text = text[0] + text[1:-1].replace(" ", "\\x20") + text[-1]
+    return text
+
+
+def parse_bool(value: object) -> bool | None:
+    """Parse a boolean written as true/false/1/0/yes/no in any case.
+
+    Parameters
+    ----------
+    value
+        A Python bool, int 0/1, or string.
+
+    Returns
+    -------
+    bool or None
+        ``None`` when the value is null or not a recognised boolean.
+
+    Examples
+    --------
+    >>> parse_bool("YES"), parse_bool(" 0 "), parse_bool("maybe"), parse_bool(None)
+    (True, False, None, None)
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        s = value.strip().lower()
+        if s in TRUE_STRINGS:
+            return True
+        if s in FALSE_STRINGS:
+            return False
+    return None
+
+
+def empty_records() -> pl.DataFrame:
+    """Return an empty canonical record table."""
+    return pl.DataFrame(schema=RECORD_SCHEMA)
+
+
+def empty_quarantine() -> pl.DataFrame:
+    """Return an empty quarantine table."""
+    return pl.DataFrame(schema=QUARANTINE_SCHEMA)
+
+#: Why derived checkpoints are left out of the scale and SDT models.
+SCALE_EXCLUSION_REASON = (
+    "derived checkpoint (registry base_model): it has its base's size, so it would be an extra "
+    "point at one size on the scale axis; its effect is estimated in training_effect"
+)

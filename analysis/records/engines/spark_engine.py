@@ -1,0 +1,255 @@
+"""Apache Spark (pyspark) as the engine of :func:`selfmodel.records.engines.reduce_records`.
+
+Local mode (``local[*]``) by default; pass ``master`` (``spark://host:7077``, ``yarn``,
+``k8s://...``) or a running ``session`` to use a cluster. How files are read (the rest is
+the shared SQL of :mod:`selfmodel.records.engines.sql`):
+
+* Parquet: ``spark.read.parquet``, every used column cast to text (Java's shortest
+  round-trip form for doubles, so ``confidence`` comes back bit for bit).
+* CSV: ``spark.read.csv`` with the header ingest reads as the schema (all text), quoted
+  fields may span lines, ``PERMISSIVE`` mode with a corrupt-record column: a row Spark
+  flags is ``wrong number of fields`` when it has more fields than the header (counted
+  outside quotes) and is kept with its missing trailing fields null when it has fewer,
+  as polars reads it. Blank rows are skipped.
+* JSONL: ``spark.read.text`` (one row per line), blank lines skipped, ``from_json`` into
+  a ``map<string,string>``: NULL is ``invalid JSON`` unless ``get_json_object(line, '$')``
+  parses it (``not a JSON object``).
+
+A ``NaN``, ``Infinity`` or ``-Infinity`` literal comes out of ``from_json`` quoted
+(``"NaN"``) and is unquoted, so that it reads as ingest reads it (``NaN`` missing,
+``Infinity`` not a valid confidence).
+
+Spark decodes text with replacement characters and cannot tell invalid UTF-8 from a real
+U+FFFD: a JSONL line or CSV row holding U+FFFD is quarantined as ``invalid UTF-8`` (ingest
+quarantines invalid bytes and keeps a genuine U+FFFD).
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+import polars as pl
+
+from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.records.engines.sql import SPARK
+from selfmodel.records.ingest import INPUT_COLUMNS
+from selfmodel.records.ingest.discover import _Input
+from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
+
+_REPLACEMENT: Final = "\ufffd"
+#: A line whose top-level object names a key twice (``json_object_keys`` keeps each one).
+_REPEATS_A_KEY: Final = ("size(json_object_keys(line)) <> "
+                         "size(array_distinct(json_object_keys(line)))")
+_BOM: Final = "\ufeff"
+#: A double-quoted CSV field (``""`` inside is an escaped quote).
+_QUOTED: Final = '"([^"]|"")*"'
+
+#: Spark settings for a small local session (a cluster's own settings win).
+LOCAL_CONF: Final = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "8",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.driver.memory": "2g",
+    "spark.sql.session.timeZone": "UTC",
+}
+
+
+def spark_session(master: str | None = None, conf: Mapping[str, str] | None = None) -> Any:
+    """A SparkSession (``local[*]`` unless ``master`` or ``$SPARK_MASTER`` says otherwise)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from pyspark.sql import SparkSession
+    except ImportError as exc:
+        raise EngineUnavailable(
+            "engine 'spark' is not installed. Install it with "
+            "`pip install 'selfmodel[engines]'` (or `pip install pyspark`; it needs Java 17+)."
+        ) from exc
+    builder = SparkSession.builder.appName("selfmodel-reduce").master(
+        master or os.environ.get("SPARK_MASTER", "local[*]")
+    )
+    for k, v in {**LOCAL_CONF, **dict(conf or {})}.items():
+        builder = builder.config(k, v)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            session = builder.getOrCreate()
+    except Exception as exc:  # noqa: BLE001 - no Java, or a cluster that cannot be reached
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise EngineUnavailable(
+            f"engine 'spark' could not start ({first}). It needs Java 17+ on PATH or "
+            "JAVA_HOME, and for a cluster a reachable --spark-master."
+        ) from exc
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
+class SparkEngine:
+    """Spark SQL over temporary views, one per file."""
+
+    dialect = SPARK
+
+    def __init__(self, *, session: Any = None, master: str | None = None,
+                 conf: Mapping[str, str] | None = None) -> None:
+        self._own = session is None
+        self.spark = session if session is not None else spark_session(master, conf)
+        # a JSON object with a key twice: keep one value instead of failing the job
+        self.spark.conf.set("spark.sql.mapKeyDedupPolicy", "LAST_WIN")
+        self._views: list[str] = []
+        self._cached: list[Any] = []
+
+    # ------------------------------------------------------------------ reading
+
+    def _text(self, inp: _Input) -> Any:
+        """Non-blank lines of a text file as ``line`` (byte-order mark dropped)."""
+        line = f"regexp_replace(value, {SPARK.literal('^' + _BOM)}, '')"
+        return (self.spark.read.text(inp.path.as_posix())
+                .selectExpr(f"{line} AS line").where(f"{SPARK.strip('line')} IS NOT NULL"))
+
+    def _csv(self, inp: _Input, header: Sequence[str]) -> Any:
+        from pyspark.sql.types import StringType, StructField, StructType
+
+        schema = StructType(
+            [StructField(h, StringType()) for h in header]
+            + [StructField("_sm_corrupt", StringType())]
+        )
+        return self.spark.read.csv(
+            inp.path.as_posix(), schema=schema, header=True, mode="PERMISSIVE",
+            columnNameOfCorruptRecord="_sm_corrupt", multiLine=True, quote='"', escape='"',
+            ignoreLeadingWhiteSpace=False, ignoreTrailingWhiteSpace=False, encoding="UTF-8",
+            enforceSchema=True,
+        )
+
+    def _csv_rows(self, inp: _Input, header: Sequence[str], view: str) -> str:
+        """SQL of a CSV file's non-blank rows, with ``_sm_fields`` of a flagged row."""
+        self._csv(inp, header).createOrReplaceTempView(view)
+        q = SPARK.ident
+        blank = " AND ".join(f"{SPARK.strip(q(h))} IS NULL" for h in header)
+        unquoted = f"regexp_replace(_sm_corrupt, {SPARK.literal(_QUOTED)}, '')"
+        fields = f"(length({unquoted}) - length(replace({unquoted}, ',', '')) + 1)"
+        return (f"SELECT *, CASE WHEN _sm_corrupt IS NOT NULL THEN {fields} END AS _sm_fields "
+                f"FROM {view} WHERE NOT ({blank}) OR _sm_corrupt IS NOT NULL")
+
+    def columns(self, inp: _Input) -> list[tuple[str, str]]:
+        """The file's columns and Spark types (CSV: text; JSONL: ``json``)."""
+        if inp.format == "jsonl":
+            return [(k, "json") for k in json_keys(inp.path)]
+        if inp.format == "csv":
+            return [] if csv_blank(inp) else [(h, "string") for h in csv_header(inp)]
+        schema = self.spark.read.parquet(inp.path.as_posix()).schema
+        return [(f.name, f.dataType.simpleString()) for f in schema.fields]
+
+    def count(self, inp: _Input, key: str | None = None) -> int:
+        """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
+        if inp.format == "parquet":
+            return int(self.spark.read.parquet(inp.path.as_posix()).count())
+        if inp.format == "csv":
+            cols = self.columns(inp)
+            if not cols:
+                return 0
+            sql = self._csv_rows(inp, [c for c, _ in cols], "sm_count_csv")
+            return int(self.spark.sql(sql).count())
+        lines = self._text(inp)
+        if key is None:  # JSON objects: a file of broken lines only has no columns to check
+            return int(lines.where("from_json(line, 'map<string,string>') IS NOT NULL").count())
+        lines.createOrReplaceTempView("sm_count_lines")
+        path = SPARK.literal("$['" + key.replace("'", "\\'") + "']")
+        return int(self.spark.sql(
+            f"SELECT count(*) FROM sm_count_lines WHERE get_json_object(line, {path}) IS NOT NULL"
+        ).collect()[0][0])
+
+    def file_select(
+        self, index: int, inp: _Input, sources: Mapping[str, str | None],
+        defaults: Mapping[str, str], header: Sequence[str],
+    ) -> str:
+        """SQL of one file's raw rows (see :mod:`selfmodel.records.engines.sql`)."""
+        name = SPARK.literal(inp.name)
+        bad_utf8 = SPARK.literal("invalid UTF-8")
+        view = f"sm_file_{index}"
+        self._views.append(view)
+        if inp.format == "jsonl":
+            self._text(inp).createOrReplaceTempView(view)
+            cols = ", ".join(
+                f"{_value(_json_value(s) if s else None, c, defaults)}"
+                f" AS {c}" for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
+            )
+            err = (f"CASE WHEN instr(line, {SPARK.literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} "
+                   f"WHEN _m IS NOT NULL AND {_REPEATS_A_KEY} THEN {SPARK.literal(DUPLICATE_KEY)} "
+                   "WHEN _m IS NOT NULL THEN NULL "
+                   "WHEN get_json_object(line, '$') IS NOT NULL THEN 'not a JSON object' "
+                   "ELSE 'invalid JSON' END")
+            return (f"SELECT {name} AS source_file, {err} AS _err, {cols} FROM ("
+                    f"SELECT line, from_json(line, 'map<string,string>') AS _m FROM {view}"
+                    f") AS parsed")
+        cols = ", ".join(
+            f"{_value(SPARK.ident(s) if s is not None else None, c, defaults)} AS {c}"
+            for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
+        )
+        if inp.format == "parquet":
+            self.spark.read.parquet(inp.path.as_posix()).createOrReplaceTempView(view)
+            nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
+            cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
+                f"{_value(f'to_json({SPARK.ident(s)})' if s in nested else SPARK.ident(s), c, defaults)}"
+                f" AS {c}" if s is not None else f"{_value(None, c, defaults)} AS {c}"
+                for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
+            )
+            return f"SELECT {name} AS source_file, CAST(NULL AS STRING) AS _err, {cols} FROM {view}"
+        rows = self._csv_rows(inp, header, view + "_csv")
+        joined = "concat_ws('', " + ", ".join(SPARK.ident(h) for h in header) + ")"
+        err = (f"CASE WHEN _sm_fields > {len(header)} THEN 'wrong number of fields' "
+               f"WHEN instr({joined}, {SPARK.literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} END")
+        return f"SELECT {name} AS source_file, {err} AS _err, {cols} FROM ({rows}) AS {view}"
+
+    def read_failures(self, names: Mapping[str, str]) -> list[str]:
+        """Spark flags unreadable rows in place (see :meth:`file_select`): nothing to add."""
+        return []
+
+    # ------------------------------------------------------------------ running
+
+    def materialize(self, name: str, sql: str) -> str:
+        """Cache the query (memory, then disk) as a temporary view."""
+        from pyspark import StorageLevel
+
+        df = self.spark.sql(sql).persist(StorageLevel.MEMORY_AND_DISK)
+        self._cached.append(df)
+        df.createOrReplaceTempView(name)
+        self._views.append(name)
+        return name
+
+    def fetch(self, sql: str) -> pl.DataFrame:
+        """A small query result as a polars frame."""
+        df = self.spark.sql(sql)
+        rows = [tuple(r) for r in df.collect()]
+        return pl.DataFrame(rows, schema=list(df.columns), orient="row")
+
+    def close(self) -> None:
+        """Drop the views and caches; stop the session if this engine started it."""
+        for df in self._cached:
+            df.unpersist()
+        for view in self._views:
+            self.spark.catalog.dropTempView(view)
+        if self._own:
+            self.spark.stop()
+
+
+#: JSON literals Python's parser reads as numbers (ingest), which ``from_json`` hands back
+#: quoted (``"NaN"``) when it reads them into a string.
+_NON_NUMERIC: Final = ("NaN", "Infinity", "-Infinity")
+
+
+def _json_value(key: str) -> str:
+    """The value of ``key`` in the parsed line ``_m``; a ``NaN``/``Infinity`` literal unquoted."""
+    v = f"try_element_at(_m, {SPARK.literal(key)})"
+    quoted = ", ".join(SPARK.literal(f'"{w}"') for w in _NON_NUMERIC)
+    return f"CASE WHEN {v} IN ({quoted}) THEN substring({v}, 2, length({v}) - 2) ELSE {v} END"
+
+
+def _value(expr: str | None, canonical: str, defaults: Mapping[str, str]) -> str:
+    if expr is not None:
+        return f"CAST({expr} AS STRING)"
+    if canonical in defaults:
+        return SPARK.literal(defaults[canonical])
+    return "CAST(NULL AS STRING)"

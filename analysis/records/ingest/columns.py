@@ -1,0 +1,154 @@
+"""Resolving the columns of a file to the canonical record columns (mapping, case variants, suggestions)."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping, Sequence
+
+import polars as pl
+
+from selfmodel.records.contract import (
+    REQUIRED,
+    InputError,
+)
+from selfmodel.records.ingest.config import INPUT_COLUMNS
+from selfmodel.records.ingest.discover import _Input
+from selfmodel.records.ingest.readers import _LINE, _Read
+from selfmodel.records.ingest.rules import ID_COLUMNS
+from selfmodel.records.registry import format_input_error
+
+# --------------------------------------------------------------------------- columns
+
+
+#: Columns that name things (a model, a task): a column of numbers or booleans is never one.
+_NAME_COLUMNS = frozenset({"model", "task", "predictor"})
+
+
+def _tokens(name: str) -> set[str]:
+    return {t for t in re.split(r"[^0-9a-z]+", name.lower()) if t}
+
+
+def _shares_part(word: str, column: str) -> bool:
+    """A name part in common, or a part of ``column`` ending in one of ``word`` (``qid``)."""
+    mine, theirs = _tokens(word), _tokens(column)
+    return bool(mine & theirs) or any(t.endswith(m) for t in theirs for m in mine if len(m) >= 2)
+
+
+def _kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
+    """Whether ``column``'s values could be a ``canonical`` value (names are not numbers)."""
+    if frame is None or column not in frame.columns or canonical not in _NAME_COLUMNS | {"item_id"}:
+        return True
+    values = frame.get_column(column).drop_nulls().head(200).cast(pl.Utf8).str.strip_chars()
+    values = values.filter(values != "")
+    if values.len() == 0:
+        return True
+    lower = values.str.to_lowercase()
+    boolean = lower.is_in(["true", "false", "yes", "no"]).all()
+    numeric = values.cast(pl.Float64, strict=False).is_not_null().all()
+    return not boolean and not (numeric and canonical in _NAME_COLUMNS)
+
+
+def _closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
+             ) -> str | None:
+    """The candidate that plausibly is ``word``, or ``None`` when none is.
+
+    Plausible: it shares a name part (``question_id`` for ``item_id``) or is spelled alike
+    (difflib ratio >= 0.6), and holds values of the same kind (a model or task column is
+    not numbers or booleans).
+    """
+    ratio = {c: difflib.SequenceMatcher(None, word.lower(), c.lower()).ratio() for c in candidates}
+    plausible = [c for c in candidates
+                 if (ratio[c] >= 0.6 or _shares_part(word, c)) and _kind_fits(word, frame, c)]
+    if not plausible:
+        return None
+    return sorted(plausible, key=lambda c: (-_shares_part(word, c), -ratio[c], c))[0]
+
+
+def _resolve(
+    inp: _Input,
+    read: _Read,
+    mapping: Mapping[str, str],
+    defaults: Mapping[str, str],
+) -> tuple[pl.DataFrame, set[str]]:
+    """Select the canonical columns of one file; return them and the unused columns."""
+    present = read.present
+    present_set = set(present)
+    sources: dict[str, str | None] = {}
+    for canonical in INPUT_COLUMNS:
+        mapped = mapping.get(canonical)
+        if mapped is not None:
+            sources[canonical] = mapped if mapped in present_set else None
+        else:
+            sources[canonical] = canonical if canonical in present_set else None
+    used = {s for s in sources.values() if s is not None}
+    unused = [c for c in present if c not in used]
+    line = 1 if inp.format == "csv" else None
+    shown = ", ".join(present[:20]) + (", ..." if len(present) > 20 else "")
+    for canonical in INPUT_COLUMNS:
+        mapped = mapping.get(canonical)
+        if sources[canonical] is not None or (mapped is None and canonical in defaults):
+            continue
+        if mapped is not None:
+            if canonical in unused:
+                todo = f"Drop --map {canonical}={mapped} to use the file's own '{canonical}' column"
+            else:
+                guess = _closest(mapped, unused)
+                todo = f"Fix the mapping, e.g. --map {canonical}={guess}" if guess else "Fix it"
+            raise InputError(
+                format_input_error(
+                    inp.name,
+                    f"mapped column '{mapped}' (--map {canonical}={mapped}) is not in the file "
+                    f"(present: {shown or 'none'})",
+                    todo,
+                    line=line,
+                    column=mapped,
+                )
+            )
+        if canonical in REQUIRED:
+            guess = _closest(canonical, unused, read.frame)
+            raise InputError(
+                format_input_error(
+                    inp.name,
+                    f"required column '{canonical}' is missing (present: {shown or 'none'})",
+                    f"Map it with --map {canonical}={guess}"
+                    if guess
+                    else f"Add a '{canonical}' column, map one with --map {canonical}=COLUMN, "
+                    f"or give one value for every row ({canonical} = \"...\" in a --mapping "
+                    "file, or [defaults] in --config)",
+                    line=line,
+                    column=canonical,
+                )
+            )
+    exprs = []
+    schema = read.frame.schema
+    for canonical in INPUT_COLUMNS:
+        source = sources[canonical]
+        if source is not None:
+            dtype = schema[source]
+            if dtype.is_nested() and canonical in ID_COLUMNS:
+                exprs.append(_json_text(source).alias(canonical))  # quarantined by the ID rule
+                continue
+            if dtype.is_nested() or dtype == pl.Binary:
+                raise InputError(
+                    format_input_error(
+                        inp.name,
+                        f"column '{source}' holds {dtype} values, not scalars",
+                        "Flatten it to text or numbers before ingesting",
+                        column=source,
+                    )
+                )
+            exprs.append(pl.col(source).alias(canonical))
+        elif canonical in defaults:
+            exprs.append(pl.lit(defaults[canonical], dtype=pl.Utf8).alias(canonical))
+        else:
+            exprs.append(pl.lit(None, dtype=pl.Utf8).alias(canonical))
+    exprs.append(pl.col(_LINE))
+    return read.frame.select(exprs), set(unused)
+
+
+def _json_text(column: str) -> pl.Expr:
+    """A list or struct column as the JSON text of each value (``null`` stays null)."""
+    encoded = pl.struct(pl.col(column).alias("v")).struct.json_encode()
+    text = encoded.str.slice(5).str.head(-1)  # {"v":<value>} -> <value>
+    return pl.when(pl.col(column).is_null()).then(None).otherwise(text)

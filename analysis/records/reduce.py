@@ -1,0 +1,734 @@
+r"""Streaming reduction of record files to model x task cell counts, for logs larger than memory.
+
+:func:`reduce_cells` reads JSONL, CSV and Parquet record files in bounded memory and
+returns the same table as
+``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(paths).records)`` -- one row per model x
+task with ``n_total, n, k, n_unreadable, binary, n_signal, n_noise, hits, false_alarms,
+n_pred_yes, k_strict, mode_outcome_share`` -- without holding the records in memory. Memory
+grows with the number of distinct (model, task, readable, outcome, prediction class)
+combinations, not with the number of records; the Bayesian models only ever see the counts.
+
+How it works
+------------
+Pass 1 (one pass over each file): Parquet goes through polars' lazy scanner and its
+streaming engine. JSONL and CSV are read in blocks of ``chunk_bytes`` (default 8 MiB) cut
+at line ends (for CSV, only outside quoted fields; the header is put in front of each
+block), each parsed with ``polars.read_ndjson``/``polars.read_csv`` and counted on its
+own, and the partial counts are summed. Polars' own scanners held more: the NDJSON scanner
+memory-maps the whole file and the touched pages stay resident (peak RSS 1.5 GiB at 10M
+records), and the streaming CSV scan's anonymous memory grew from 120 to 350 MiB from 1M
+to 10M records; a block at a time keeps both flat (``docs/performance.md``).
+In every block every row is normalised exactly as
+:func:`selfmodel.records.ingest.ingest` normalises it (text stripped, empty = null; booleans written
+any way become ``"true"``/``"false"``; ``status`` lower-cased, default ``ok``, ``unparsed``
+when an ``ok`` row has no prediction; ``correct`` derived from ``prediction == outcome``
+when absent and null when unreadable; ``predictor`` defaults to ``model``), rows that
+ingest would quarantine are dropped by the same rules, cross-predictions
+(``predictor != model``) are dropped, and the rest are counted per
+``(model, task, readable, outcome, prediction class)`` with the number correct.
+Pass 2 (in memory, tiny): those partial counts are summed into cells; the mode baseline is
+the largest outcome count per cell. :func:`reduce_items` does the same per
+``(model, task, item_id)`` for the items model (equal to ``selfmodel.records.cells.to_item_cells``);
+its memory grows with the number of model x item pairs, which is its answer.
+
+A JSONL line that is not valid JSON, not an object or not UTF-8, and a CSV row with the
+wrong number of fields, is an :class:`~selfmodel.records.contract.InputError` naming the file, the
+line (counted from the start of the file, across blocks; a quoted CSV field may span
+lines) and what is wrong, where ingest would quarantine the row.
+
+What it does not do
+-------------------
+It does not de-duplicate (that needs every key in memory) and it does not produce a
+quarantine table, a data hash or per-file accounting: run it on files that
+``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
+one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
+so that a mismatch with ingest shows. The ingest rules reproduced here (numbered as in
+:mod:`selfmodel.records.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
+confidence, invalid sample, invalid correct, no outcome (status ``ok`` only: a row
+declared unparsed/refused/error is kept without one), correct disagrees; ``tasks``
+restricts to allowed tasks as ingest's config does.
+
+The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is :mod:`selfmodel.records.engines` (``selfmodel reduce``, ``docs/engines.md``).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import polars as pl
+
+from selfmodel.records.contract import (
+    FALSE_STRINGS,
+    MISSING_STRINGS,
+    REQUIRED,
+    STATUSES,
+    TRUE_STRINGS,
+    InputError,
+)
+from selfmodel.records.registry import format_input_error
+
+__all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
+
+#: File suffix -> format (as in :mod:`selfmodel.records.ingest`).
+FORMATS: Final[dict[str, str]] = {
+    ".jsonl": "jsonl",
+    ".ndjson": "jsonl",
+    ".csv": "csv",
+    ".parquet": "parquet",
+}
+
+#: Input columns the reduction reads (the rest of a record is not needed for the counts).
+USED: Final = (
+    "model", "task", "item_id", "prediction", "outcome", "correct", "predictor",
+    "confidence", "status", "sample",
+)
+
+#: Bytes of JSONL parsed at a time (peak memory is a small multiple of this).
+CHUNK_BYTES: Final = 8 * 2**20
+
+#: Keys of the pass-1 counts: per cell, and per item (:func:`reduce_items`).
+CELL_KEYS: Final = ("model", "task", "readable", "outcome", "pred_class")
+ITEM_KEYS: Final = ("model", "task", "item_id", "readable", "outcome", "pred_class")
+
+#: Item columns in the order of :func:`selfmodel.records.cells.to_item_cells`.
+ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_models_item")
+
+#: Cell columns in the order of :func:`selfmodel.records.cells.to_cells`.
+CELL_COLUMNS: Final = (
+    "model", "task", "n_total", "n", "k", "n_unreadable", "binary", "n_signal", "n_noise",
+    "hits", "false_alarms", "n_pred_yes", "k_strict", "mode_outcome_share",
+)
+
+
+#: The same reduction as one SQL query over canonical records (``OUT/records.parquet`` from
+#: ``selfmodel ingest``), for DuckDB, Spark SQL, BigQuery or SQLite; replace ``records``
+#: by the table (DuckDB: ``read_parquet('out/records.parquet')``). With ``n = 0``,
+#: ``mode_outcome_share`` is NULL here and NaN in :func:`reduce_cells`.
+#: ``tests/test_reduce.py`` runs it with SQLite and checks it against ``to_cells``.
+CELLS_SQL: Final = """
+WITH r AS (
+  SELECT model, task, prediction, outcome, correct,
+         (status = 'ok' AND correct IS NOT NULL) AS readable
+  FROM records
+  WHERE predictor IS NULL OR predictor = model
+),
+cells AS (
+  SELECT model, task,
+    COUNT(*) AS n_total,
+    SUM(CASE WHEN readable THEN 1 ELSE 0 END) AS n,
+    SUM(CASE WHEN readable AND correct THEN 1 ELSE 0 END) AS k,
+    SUM(CASE WHEN readable THEN 0 ELSE 1 END) AS n_unreadable,
+    MIN(CASE WHEN NOT readable OR COALESCE(prediction IN ('true', 'false')
+             AND outcome IN ('true', 'false'), TRUE) THEN 1 ELSE 0 END) = 1 AS binary,
+    SUM(CASE WHEN readable AND outcome = 'true' THEN 1 ELSE 0 END) AS n_signal,
+    SUM(CASE WHEN readable AND outcome = 'false' THEN 1 ELSE 0 END) AS n_noise,
+    SUM(CASE WHEN readable AND outcome = 'true' AND prediction = 'true'
+             THEN 1 ELSE 0 END) AS hits,
+    SUM(CASE WHEN readable AND outcome = 'false' AND prediction = 'true'
+             THEN 1 ELSE 0 END) AS false_alarms,
+    SUM(CASE WHEN readable AND prediction = 'true' THEN 1 ELSE 0 END) AS n_pred_yes
+  FROM r
+  GROUP BY model, task
+),
+modes AS (
+  SELECT model, task, MAX(c) AS mode_n
+  FROM (SELECT model, task, outcome, COUNT(*) AS c
+        FROM r WHERE readable GROUP BY model, task, outcome) AS per_outcome
+  GROUP BY model, task
+)
+SELECT cells.*, k AS k_strict,
+       COALESCE(mode_n, 0) * 1.0 / NULLIF(n, 0) AS mode_outcome_share
+FROM cells LEFT JOIN modes ON cells.model = modes.model AND cells.task = modes.task
+ORDER BY model, task
+"""
+
+
+@dataclass(frozen=True)
+class ReduceResult:
+    """What :func:`reduce_cells` returns.
+
+    Attributes
+    ----------
+    cells
+        One row per (model, task), sorted, columns :data:`CELL_COLUMNS`.
+    summary
+        ``rows_read`` (non-blank rows scanned), ``rows_excluded`` (rows ingest would
+        quarantine), ``rows_cross`` (valid rows whose predictor is another model),
+        ``files`` (paths in reading order), ``partial_groups`` (rows of the pass-1 table).
+    """
+
+    cells: pl.DataFrame
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def _files(paths: Sequence[Path | str]) -> list[Path]:
+    if isinstance(paths, str | Path):
+        paths = [paths]
+    found: dict[Path, Path] = {}
+    for given in paths:
+        root = Path(given)
+        if root.is_dir():
+            for f in sorted(root.rglob("*")):
+                rel = f.relative_to(root).parts
+                if f.is_file() and f.suffix.lower() in FORMATS and not any(
+                    p.startswith(".") for p in rel
+                ) and f.name not in ("registry.csv", "quarantine.parquet"):
+                    found.setdefault(f.resolve(), f)
+        elif root.is_file():
+            if root.suffix.lower() not in FORMATS:
+                raise InputError(
+                    f"{root}: unsupported file type '{root.suffix or '(none)'}'. "
+                    "Use .jsonl, .ndjson, .csv or .parquet files."
+                )
+            found.setdefault(root.resolve(), root)
+        else:
+            raise InputError(f"{root}: no such file or folder. Check the path.")
+    if not found:
+        raise InputError("no record files found. Point to .jsonl, .csv or .parquet files.")
+    return sorted(found.values(), key=lambda p: p.as_posix())
+
+
+def _columns_of(path: Path, fmt: str) -> list[str]:
+    if fmt == "parquet":
+        return list(pl.read_parquet_schema(path))
+    if fmt == "csv":
+        return pl.scan_csv(path, infer_schema=False).collect_schema().names()
+    keys: dict[str, None] = {}
+    with path.open("rb") as fh:
+        for _, line in zip(range(1000), fh, strict=False):
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue  # a bad line is ingest's business
+            if isinstance(row, dict):
+                keys.update(dict.fromkeys(row))
+    return list(keys)
+
+
+def _sources(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> dict[str, str]:
+    """Canonical column -> source column present in ``path`` (required ones checked)."""
+    mapping = dict(mapping or {})
+    present = set(_columns_of(path, fmt))
+    sources = {c: mapping.get(c, c) for c in USED}
+    if fmt == "jsonl":  # keys are per line: read every wanted key, absent ones as null
+        present |= {s for c, s in sources.items() if c not in REQUIRED}
+    for canonical in REQUIRED:
+        if sources[canonical] not in present:
+            raise InputError(
+                f"{path}: required column '{sources[canonical]}' is missing "
+                f"(present: {', '.join(sorted(present)) or 'none'}). Map it with --map."
+            )
+    return {c: s for c, s in sources.items() if s in present}
+
+
+def _select(lf: pl.LazyFrame, wanted: Mapping[str, str]) -> pl.LazyFrame:
+    """The columns :data:`USED` as text, null where the file has no such column."""
+    exprs = [
+        (pl.col(wanted[c]).cast(pl.Utf8) if c in wanted else pl.lit(None, dtype=pl.Utf8)).alias(c)
+        for c in USED
+    ]
+    return lf.select(exprs)
+
+
+def _json_schema(wanted: Mapping[str, str]) -> dict[str, pl.DataType]:
+    return {s: pl.Utf8() for s in sorted(set(wanted.values()))}
+
+
+def scan_records(
+    path: Path | str, *, mapping: Mapping[str, str] | None = None
+) -> pl.LazyFrame:
+    """Lazily scan one record file as the text columns :data:`USED` (null where absent).
+
+    :func:`reduce_cells` reads JSONL in blocks instead (see the module docstring); this
+    scan is for composing other lazy queries over a file.
+
+    Parameters
+    ----------
+    path
+        A ``.jsonl``/``.ndjson``, ``.csv`` or ``.parquet`` file.
+    mapping
+        Canonical column -> source column, as ``--map`` in ``selfmodel ingest``.
+
+    Returns
+    -------
+    polars.LazyFrame
+        Columns :data:`USED`, all ``Utf8`` (Parquet values are cast to text).
+    """
+    path = Path(path)
+    fmt = FORMATS.get(path.suffix.lower())
+    if fmt is None:
+        raise InputError(f"{path}: unsupported file type. Use .jsonl, .csv or .parquet files.")
+    wanted = _sources(path, fmt, mapping)
+    if fmt == "parquet":
+        lf = pl.scan_parquet(path)
+    elif fmt == "csv":
+        lf = pl.scan_csv(path, infer_schema=False)
+    else:
+        lf = pl.scan_ndjson(path, schema=_json_schema(wanted))
+    return _select(lf, wanted)
+
+
+def _blocks(path: Path, chunk_bytes: int, *, quoted: bool = False) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(number of its first line, block)``; every block but the last ends at a line end.
+
+    With ``quoted`` (CSV), a block ends only at a line end outside double quotes (an even
+    number of ``"`` before it, the rule polars' CSV splitter follows), so that a quoted
+    field holding a newline is never cut. A record longer than ``chunk_bytes`` makes one
+    longer block. A UTF-8 byte-order mark at the start of the file is dropped.
+    """
+    line, rest = 1, b""
+    with path.open("rb") as fh:
+        if fh.read(3) != b"\xef\xbb\xbf":
+            fh.seek(0)
+        while block := fh.read(chunk_bytes):
+            buf = rest + block if rest else block
+            cut = buf.rfind(b"\n") + 1
+            if quoted:
+                odd = buf.count(b'"', 0, cut) % 2
+                while cut and odd:
+                    prev = buf.rfind(b"\n", 0, cut - 1) + 1
+                    odd ^= buf.count(b'"', prev, cut) % 2
+                    cut = prev
+            if cut:
+                yield line, buf[:cut]
+                line += buf.count(b"\n", 0, cut)
+            rest = buf[cut:]
+    if rest:
+        yield line, rest
+
+
+def _header_end(block: bytes) -> int:
+    """End of the first CSV record of ``block`` (the header), quotes respected."""
+    start, odd = 0, 0
+    while (nl := block.find(b"\n", start)) >= 0:
+        odd ^= block.count(b'"', start, nl) % 2
+        start = nl + 1
+        if not odd:
+            return start
+    return len(block)
+
+
+def _bad_csv_rows(path: Path, first: int, header: bytes, block: bytes, exc: Exception) -> InputError:
+    """Find the first row of ``block`` polars could not parse (field count or UTF-8)."""
+    todo = ("Fix the row, or run `selfmodel ingest` first (it quarantines such rows) and "
+            "reduce its records.parquet")
+    try:
+        text = block.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = first + block.count(b"\n", 0, err.start)
+        return InputError(format_input_error(path, "invalid UTF-8", todo, line=line))
+    width = len(next(csv.reader([header.decode("utf-8", "replace").rstrip("\r\n")])))
+    reader = csv.reader(io.StringIO(text, newline=""))
+    start = 1
+    for row in reader:
+        if row and len(row) != width:
+            return InputError(format_input_error(
+                path, f"{len(row)} fields where the header has {width}", todo,
+                line=first + start - 1))
+        start = reader.line_num + 1
+    last = first + block.count(b"\n")
+    return InputError(format_input_error(
+        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _bad_json_line(path: Path, first: int, block: bytes, exc: Exception) -> InputError:
+    """Find the line of ``block`` polars could not parse and say where it is."""
+    todo = ("Fix or remove the line, or run `selfmodel ingest` first (it quarantines such "
+            "lines) and reduce its records.parquet")
+    for offset, raw in enumerate(block.split(b"\n")):
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as err:
+            what = f"invalid UTF-8 at byte {err.start + 1}"
+        else:
+            try:
+                obj = json.loads(text, parse_constant=_no_constant)
+            except json.JSONDecodeError as err:
+                what = f"invalid JSON ({err.msg} at character {err.colno})"
+            except ValueError as err:
+                what = f"invalid JSON ({err})"
+            else:
+                if isinstance(obj, dict):
+                    continue
+                what = f"not a JSON object ({type(obj).__name__})"
+        return InputError(format_input_error(path, what, todo, line=first + offset))
+    last = first + block.count(b"\n")
+    return InputError(format_input_error(
+        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+
+
+def _text(c: str) -> pl.Expr:
+    expr = pl.col(c).str.strip_chars()
+    missing = (expr == "") | expr.str.to_lowercase().is_in(sorted(MISSING_STRINGS))
+    return pl.when(missing).then(None).otherwise(expr)
+
+
+def _bool_of(text: pl.Expr) -> pl.Expr:
+    # when/is_in rather than replace_strict: the latter is not streamed (10M rows: 2 GB RSS)
+    low = text.str.to_lowercase()
+    return (
+        pl.when(low.is_in(sorted(TRUE_STRINGS)))
+        .then(True)
+        .when(low.is_in(sorted(FALSE_STRINGS)))
+        .then(False)
+        .otherwise(None)
+    )
+
+
+def _binary_text(c: str) -> pl.Expr:
+    """``"true"``/``"false"`` for a boolean written any way, else the (stripped) text."""
+    b = _bool_of(pl.col(c))
+    return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(pl.col(c))
+
+
+def _partial_counts(
+    lf: pl.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
+) -> pl.LazyFrame:
+    """Pass 1: normalise, drop what ingest would quarantine, count per ``keys``.
+
+    Built in stages (each column computed once) so that the query stays small.
+    """
+    t = pl.col
+    # stage 1: stripped text, empty = null
+    lf = lf.select([_text(c).alias(c) for c in USED])
+    # stage 2: parsed values
+    smp_f = t("sample").cast(pl.Float64, strict=False)
+    lf = lf.with_columns(
+        _binary_text("prediction").alias("_pred"),
+        _binary_text("outcome").alias("_out"),
+        _bool_of(t("correct")).alias("_corr"),
+        t("status").str.to_lowercase().fill_null("ok").alias("_status"),
+        t("confidence").cast(pl.Float64, strict=False).alias("_conf"),
+        pl.coalesce(
+            t("sample").cast(pl.Int64, strict=False),
+            pl.when(smp_f.is_finite() & (smp_f == smp_f.floor()) & (smp_f.abs() < 2.0**53))
+            .then(smp_f.cast(pl.Int64)),
+        ).alias("_smp"),
+    )
+    pred, out, corr, status, conf, smp = (
+        t("_pred"), t("_out"), t("_corr"), t("_status"), t("_conf"), t("_smp")
+    )
+    # stage 3: effective status and equality
+    lf = lf.with_columns(
+        pl.when((status == "ok") & pred.is_null() & corr.is_null()).then(pl.lit("unparsed"))
+        .otherwise(status).alias("_eff"),
+        (pred == out).alias("_eq"),
+    )
+    eff, equal = t("_eff"), t("_eq")
+    invalid = [
+        *[t(c).is_null() for c in REQUIRED],
+        ~status.is_in(list(STATUSES)),
+        (t("confidence").is_not_null() & conf.is_null())
+        | (conf.is_not_null() & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))),
+        (t("sample").is_not_null() & smp.is_null()) | (smp < 0),
+        t("correct").is_not_null() & corr.is_null(),
+        out.is_null() & corr.is_null() & (status == "ok"),  # declared unreadable: kept
+        (eff == "ok") & corr.is_not_null() & equal.is_not_null() & (corr != equal),
+    ]
+    if tasks is not None:
+        invalid.append(~t("task").is_in(list(tasks)))
+    correct = pl.when(eff != "ok").then(None).when(corr.is_not_null()).then(corr).otherwise(equal)
+    staged = lf.select(
+        pl.any_horizontal([e.fill_null(False) for e in invalid]).alias("_bad"),
+        t("model"),
+        t("task"),
+        *([t("item_id")] if "item_id" in keys else []),
+        (pl.coalesce(t("predictor"), t("model")) == t("model")).alias("_self"),
+        ((eff == "ok") & correct.is_not_null()).alias("readable"),
+        correct.alias("_correct"),
+        out.alias("outcome"),
+        pl.when(pred.is_in(["true", "false"])).then(pred).when(pred.is_null()).then(None)
+        .otherwise(pl.lit("other")).alias("pred_class"),
+    )
+    return staged.group_by("_bad", "_self", *keys).agg(
+        pl.len().cast(pl.Int64).alias("count"),
+        pl.col("_correct").sum().cast(pl.Int64).alias("correct"),
+    )
+
+
+def _non_boolean_unreadable(partial: pl.DataFrame) -> pl.DataFrame:
+    """In a task whose outcomes are all booleans, a non-boolean prediction is unreadable.
+
+    The rule of ``selfmodel.records.ingest.run.binary_task_rule``.
+    """
+    good = partial.filter(~pl.col("_bad"))
+    outcomes = good.filter(pl.col("outcome").is_not_null()).group_by("task").agg(
+        pl.col("outcome").is_in(["true", "false"]).all().alias("_binary")
+    )
+    binary = outcomes.filter(pl.col("_binary"))["task"].to_list()
+    other = (~pl.col("_bad") & pl.col("task").is_in(binary) & (pl.col("pred_class") == "other"))
+    return partial.with_columns(
+        pl.when(other).then(False).otherwise(pl.col("readable")).alias("readable")
+    )
+
+
+def _sum_partials(parts: Sequence[pl.DataFrame], keys: Sequence[str]) -> pl.DataFrame:
+    """Sum partial counts over blocks or files (the counts are additive)."""
+    if len(parts) == 1:
+        return parts[0]
+    return pl.concat(parts, how="vertical").group_by("_bad", "_self", *keys).agg(
+        pl.col("count").sum(), pl.col("correct").sum()
+    )
+
+
+def _cells_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
+    """Pass 2: sum partial counts into cells (same columns and dtypes as ``to_cells``)."""
+    r = pl.col("readable")
+    cnt = pl.col("count")
+    is_bool = pl.col("pred_class").is_in(["true", "false"]) & pl.col("outcome").is_in(
+        ["true", "false"]
+    )
+    out_t, out_f = pl.col("outcome") == "true", pl.col("outcome") == "false"
+    pred_t = pl.col("pred_class") == "true"
+
+    def csum(cond: pl.Expr) -> pl.Expr:
+        return pl.when(cond.fill_null(False)).then(cnt).otherwise(0).sum()
+
+    cells = partial.group_by("model", "task").agg(
+        cnt.sum().alias("n_total"),
+        csum(r).alias("n"),
+        pl.col("correct").filter(r).sum().alias("k"),
+        csum(~r).alias("n_unreadable"),
+        (is_bool | ~r).all().alias("binary"),
+        csum(r & out_t).alias("n_signal"),
+        csum(r & out_f).alias("n_noise"),
+        csum(r & out_t & pred_t).alias("hits"),
+        csum(r & out_f & pred_t).alias("false_alarms"),
+        csum(r & pred_t).alias("n_pred_yes"),
+    )
+    mode = (
+        partial.filter(r)
+        .group_by("model", "task", "outcome")
+        .agg(cnt.sum().alias("_m"))
+        .group_by("model", "task")
+        .agg(pl.col("_m").max().alias("_mode_n"))
+    )
+    ints = ["n_total", "n", "k", "n_unreadable", "n_signal", "n_noise", "hits",
+            "false_alarms", "n_pred_yes"]
+    return (
+        cells.join(mode, on=["model", "task"], how="left")
+        .with_columns([pl.col(c).cast(pl.Int64) for c in ints])
+        .with_columns(
+            pl.col("k").alias("k_strict"),
+            (pl.col("_mode_n").fill_null(0) / pl.col("n")).alias("mode_outcome_share"),
+        )
+        .select(list(CELL_COLUMNS))
+        .sort("model", "task")
+    )
+
+
+def _items_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
+    """Pass 2 for items: the columns and dtypes of ``to_item_cells``."""
+    r = pl.col("readable").fill_null(False)
+    counts = ("n_total", "n", "k", "n_models_item")
+    return (
+        partial.group_by("model", "task", "item_id")
+        .agg(
+            pl.col("count").sum().alias("n_total"),
+            pl.when(r).then(pl.col("count")).otherwise(0).sum().alias("n"),
+            pl.col("correct").filter(r).sum().alias("k"),
+        )
+        .with_columns((pl.col("n") > 0).sum().over(["task", "item_id"]).alias("n_models_item"))
+        .with_columns([pl.col(c).cast(pl.Int64) for c in counts])
+        .select(list(ITEM_COLUMNS))
+        .sort("model", "task", "item_id")
+    )
+
+
+def _file_counts(
+    path: Path,
+    *,
+    mapping: Mapping[str, str] | None,
+    tasks: Sequence[str] | None,
+    keys: Sequence[str],
+    chunk_bytes: int,
+) -> pl.DataFrame:
+    """Pass 1 over one file: partial counts per ``("_bad", "_self", *keys)``."""
+    fmt = FORMATS[path.suffix.lower()]
+    if fmt == "parquet":
+        query = _partial_counts(scan_records(path, mapping=mapping), tasks, keys)
+        try:
+            return query.collect(engine="streaming")
+        except pl.exceptions.PolarsError as exc:
+            raise InputError(format_input_error(
+                path, f"polars could not read the file ({exc})",
+                "Run `selfmodel ingest` on it, which names the rows at fault")) from exc
+    if fmt == "csv":
+        return _csv_counts(path, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
+    wanted = _sources(path, fmt, mapping)
+    schema = _json_schema(wanted)
+    total: pl.DataFrame | None = None
+    for first, block in _blocks(path, chunk_bytes):
+        if block.isspace():
+            continue
+        try:
+            frame = pl.read_ndjson(io.BytesIO(block), schema=schema)
+        except Exception as exc:  # noqa: BLE001 - polars names no line: find it
+            raise _bad_json_line(path, first, block, exc) from exc
+        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
+        total = part if total is None else _sum_partials([total, part], keys)
+    if total is None:  # no records: an empty frame of the right schema
+        empty = pl.DataFrame(schema=schema)
+        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
+    return total
+
+
+def _csv_counts(
+    path: Path,
+    *,
+    mapping: Mapping[str, str] | None,
+    tasks: Sequence[str] | None,
+    keys: Sequence[str],
+    chunk_bytes: int,
+) -> pl.DataFrame:
+    """Pass 1 over a CSV file in blocks, the header put in front of each."""
+    wanted = _sources(path, "csv", mapping)
+    header: bytes | None = None
+    total: pl.DataFrame | None = None
+    for first, block in _blocks(path, chunk_bytes, quoted=True):
+        if header is None:
+            cut = _header_end(block)
+            header, block = block[:cut], block[cut:]
+            first += header.count(b"\n")
+            if not header.endswith(b"\n"):
+                header += b"\n"
+            if not block:
+                continue
+        try:
+            frame = pl.read_csv(header + block, infer_schema=False)
+        except pl.exceptions.PolarsError as exc:
+            raise _bad_csv_rows(path, first, header, block, exc) from exc
+        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
+        total = part if total is None else _sum_partials([total, part], keys)
+    if total is None:  # a header and no rows
+        empty = pl.DataFrame(schema={s: pl.Utf8() for s in set(wanted.values())})
+        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
+    return total
+
+
+def _reduce(
+    paths: Sequence[Path | str],
+    *,
+    mapping: Mapping[str, str] | None,
+    tasks: Sequence[str] | None,
+    keys: Sequence[str],
+    chunk_bytes: int,
+) -> tuple[pl.DataFrame, dict[str, Any]]:
+    """Pass 1 over every file; return the self-prediction counts and the summary."""
+    if chunk_bytes < 1:
+        raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
+    files = _files(paths)
+    partial = _sum_partials(
+        [_file_counts(f, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
+         for f in files],
+        keys,
+    )
+    partial = _non_boolean_unreadable(partial)
+    bad = partial.filter(pl.col("_bad"))
+    cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
+    used = partial.filter(~pl.col("_bad") & pl.col("_self").fill_null(False)).drop("_bad", "_self")
+    summary = {
+        "rows_read": int(partial["count"].sum()),
+        "rows_excluded": int(bad["count"].sum()),
+        "rows_cross": int(cross["count"].sum()),
+        "files": [f.as_posix() for f in files],
+        "partial_groups": partial.height,
+    }
+    return used, summary
+
+
+def reduce_cells(
+    paths: Sequence[Path | str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    tasks: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> ReduceResult:
+    r"""Reduce record files to model x task cell counts in one pass, in bounded memory.
+
+    Parameters
+    ----------
+    paths
+        Record files and/or folders (searched recursively; ``registry.csv`` and
+        ``quarantine.parquet`` are skipped).
+    mapping
+        Canonical column -> source column (``{"item_id": "question_id"}``).
+    tasks
+        Allowed tasks (rows of other tasks are excluded, as ingest quarantines them).
+    chunk_bytes
+        Bytes of JSONL parsed at a time (peak memory is a small multiple of it).
+
+    Returns
+    -------
+    ReduceResult
+        ``cells`` equal to ``to_cells(ingest(paths).records)`` for files without
+        duplicates, and a small ``summary``.
+
+    Raises
+    ------
+    InputError
+        A missing required column, or a JSONL line that is not a JSON object (with its
+        file and line).
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.csv"
+    >>> _ = p.write_text("model,task,item_id,prediction,outcome\n"
+    ...                  "m,t,1,yes,true\nm,t,2,no,true\nm,t,3,,false\n")
+    >>> reduce_cells([p]).cells.select("n_total", "n", "k", "hits", "n_unreadable").row(0)
+    (3, 2, 1, 1, 1)
+    """
+    used, summary = _reduce(paths, mapping=mapping, tasks=tasks, keys=CELL_KEYS,
+                            chunk_bytes=chunk_bytes)
+    return ReduceResult(cells=_cells_from_partial(used), summary=summary)
+
+
+def reduce_items(
+    paths: Sequence[Path | str],
+    *,
+    mapping: Mapping[str, str] | None = None,
+    tasks: Sequence[str] | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> ReduceResult:
+    r"""Reduce record files to model x task x item counts (for ``models/items.py``).
+
+    As :func:`reduce_cells`, but one row per ``(model, task, item_id)``; memory grows
+    with the number of such rows, not with the records (repeats are summed).
+
+    Parameters
+    ----------
+    paths, mapping, tasks, chunk_bytes
+        As in :func:`reduce_cells`.
+
+    Returns
+    -------
+    ReduceResult
+        ``cells`` with the columns of :data:`ITEM_COLUMNS`, equal to
+        ``to_item_cells(ingest(paths).records)`` for files without duplicates.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> p = pathlib.Path(tempfile.mkdtemp()) / "r.jsonl"
+    >>> _ = p.write_text(
+    ...     '{"model":"a","task":"t","item_id":"i","prediction":"yes","outcome":"yes"}\n'
+    ...     '{"model":"b","task":"t","item_id":"i","prediction":"yes","outcome":"no"}\n')
+    >>> reduce_items([p]).cells.select("model", "n", "k", "n_models_item").rows()
+    [('a', 1, 1, 2), ('b', 1, 0, 2)]
+    """
+    used, summary = _reduce(paths, mapping=mapping, tasks=tasks, keys=ITEM_KEYS,
+                            chunk_bytes=chunk_bytes)
+    return ReduceResult(cells=_items_from_partial(used), summary=summary)
