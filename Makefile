@@ -65,6 +65,7 @@ lint: $(STAMP)  ## ruff and mypy
 	rm -rf $(VENV)/typecheck && mkdir -p $(VENV)/typecheck/selfmodel
 	ln -s $(CURDIR)/analysis/* $(CURDIR)/models $(CURDIR)/reports $(VENV)/typecheck/selfmodel/
 	$(BIN)/mypy
+	PYTHONPATH=$(VENV)/typecheck $(BIN)/lint-imports --no-cache
 
 data: $(STAMP)  ## regenerate the embedded default data set in data_raw/ (seeded)
 	$(BIN)/selfmodel simulate --out data_raw

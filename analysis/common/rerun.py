@@ -143,8 +143,8 @@ def report_key(out: Path, fmt: str = "html") -> str | None:
     """SHA-256 of what the report rendered from ``out`` depends on; ``None`` without results.
 
     The files it reads (``results.json``, ``run.json`` but its ``seconds_total``, written
-    after the report, ``cells.parquet``, the saved fit ``results.json`` names), the report sources (``reports/``), the renderer's code
-    (``analysis/render*.py``, ``analysis/report/document.py``), whether Quarto is on ``PATH``, the
+    after the report, ``cells.parquet``, the saved fit ``results.json`` names), the report sources (``reports/``), the package's code (the
+    renderer in ``analysis/report/`` and every function the report's cells call), whether Quarto is on ``PATH``, the
     package versions and the format.
     """
     results = out / "results.json"
@@ -159,12 +159,8 @@ def report_key(out: Path, fmt: str = "html") -> str | None:
     for name in ("results.json", "cells.parquet", *([fit_file] if fit_file else [])):
         h.update(f"\0{name} {_sha256(out / name)}\0".encode())
     h.update(json.dumps(_run_info_read_by_report(out), sort_keys=True).encode())
-    package = _package_dir("selfmodel")  # analysis/ in a checkout
-    renderer = sorted(package.glob("render*.py")) + [package / "report.py"]
-    h.update(code_sha256([_package_dir("selfmodel.reports")]).encode())
-    for f in renderer:
-        h.update(f"\0{f.name}\0".encode())
-        h.update(f.read_bytes())
+    # the report's cells call the package's section and table functions: all its code counts
+    h.update(code_sha256([_package_dir("selfmodel"), _package_dir("selfmodel.reports")]).encode())
     return h.hexdigest()
 
 
