@@ -50,7 +50,7 @@ from selfmodel.mixed_check import (
 from selfmodel.model_stage import fit_info, fit_models, fit_verdict
 from selfmodel.multiplicity import add_bayes_factor_ranges, multiplicity
 from selfmodel.outputs import check_out
-from selfmodel.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
+from selfmodel.paths import DEFAULT_DATA, PACKAGE, PACKAGE_DIR, REPORT_QMD
 from selfmodel.power.after_fit import power_after_fit
 from selfmodel.progress import counter, step_prefix
 from selfmodel.registry import load_registry
@@ -90,11 +90,16 @@ Progress = Callable[[str], None]
 def display_path(p: Path) -> Path:
     """``p`` as results.json names it: free of the machine's paths where it can be.
 
-    Relative to the working directory when it lies inside it, else relative to the folder
-    the package sits in (the shipped default hypotheses of an installed package:
-    ``selfmodel/data/hypotheses.toml``), else as given.
+    A file of the package (the shipped default hypotheses) by its installed name,
+    ``selfmodel/data/hypotheses.toml``, in a checkout too; else relative to the working
+    directory when it lies inside it, else relative to the folder the package sits in, else
+    as given.
     """
     resolved = p.resolve()
+    try:
+        return Path(PACKAGE) / resolved.relative_to(PACKAGE_DIR.resolve())
+    except ValueError:
+        pass
     for base in (Path.cwd(), PACKAGE_DIR.parent):
         try:
             return resolved.relative_to(base.resolve())
