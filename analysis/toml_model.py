@@ -106,7 +106,8 @@ def _table_model(annotation: Any) -> type[Table] | None:
 def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any],
                text: str) -> Problem:
     """Locate the first error of ``error`` (validating ``doc`` as ``model``) in ``text``."""
-    err = error.errors(include_url=False)[0]
+    errors = error.errors(include_url=False)
+    err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])  # keys first
     tables: list[str] = []
     index: int | None = None
     key: str | None = None
@@ -117,9 +118,10 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
         if isinstance(part, int) and isinstance(node, list) and 0 <= part < len(node):
             node = node[part]
             index = part if isinstance(node, dict) else index  # one of an array of tables
-        elif isinstance(part, str) and isinstance(node, dict) and part in node:
+        elif isinstance(part, str) and isinstance(node, dict) and (
+                part in node or cls is not None and part in cls.model_fields):
             tables += [key] if key is not None else []
-            key, node = part, node[part]
+            key, node = part, node.get(part)  # None: a key the file lacks
         else:
             continue
         if cls is not None and isinstance(part, str) and part in cls.model_fields:
@@ -130,11 +132,9 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     hint = None if field is None else (
         field[0].HINTS.get(f"{field[1]}.*") if field[2] else None) or field[0].HINTS.get(field[1])
     bad = err.get("ctx", {}).get("error")
-    inner = bad.key if isinstance(bad, Bad) else (
-        str(err["loc"][-1]) if err["type"] == "missing" else None)
-    if inner is not None and isinstance(node, dict):  # a key of the table the walk ended in
-        tables += [key] if key is not None else []
-        key = inner
+    if isinstance(bad, Bad) and bad.key is not None and isinstance(node, dict):
+        tables += [key] if key is not None else []  # a key of the table the walk ended in
+        key = bad.key
     table = ".".join(tables) or None
     line = key_line(text, key, table=table, index=index) if key is not None else None
     if line is None and table is not None and index is None:  # the table's header
@@ -147,7 +147,7 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
         return Problem(key, table, index, line, True, f"{(parent or Table).UNKNOWN}."
                        f"{did_you_mean(str(key), allowed)}", "", allowed)
     what, todo = hint if hint is not None else (str(err["msg"]), "Fix the value")
-    todo = todo.replace("{key}", str(key))
+    what, todo = what.replace("{value}", repr(err["input"])), todo.replace("{key}", str(key))
     if err["type"] == "value_error" and bad is not None:
         what = str(bad)
     return Problem(key, table, index, line, False, what, todo)
@@ -162,12 +162,16 @@ def _model_at(model: type[Table], loc: tuple[Any, ...]) -> type[Table] | None:
     return cls
 
 
+Message = Callable[[Path, Problem, dict[str, Any]], str]
+
+
 def load[T: Table](path: Path | str, model: type[T], what: str,
-                   message: Callable[[Path, Problem], str] | None = None) -> tuple[T, str]:
+                   message: Message | None = None) -> tuple[T, str]:
     """Read ``path`` and validate it as ``model``; returns the model and the file's text.
 
-    ``message`` turns a :class:`Problem` into the error's line (default: the file, line and
-    key, the problem, what to do); every error is an :class:`InputError` of one line.
+    ``message`` turns a :class:`Problem` (and the parsed document) into the error's line
+    (default: the file, line and key, the problem, what to do); every error is an
+    :class:`InputError` of one line.
     """
     path = Path(path)
     text, doc = read(path, what)
@@ -175,10 +179,10 @@ def load[T: Table](path: Path | str, model: type[T], what: str,
         return model.model_validate(doc), text
     except ValidationError as exc:
         problem = problem_of(exc, model, doc, text)
-        raise InputError((message or default_message)(path, problem)) from None
+        raise InputError((message or default_message)(path, problem, doc)) from None
 
 
-def default_message(path: Path, p: Problem) -> str:
+def default_message(path: Path, p: Problem, doc: dict[str, Any]) -> str:
     """``file: line N, column 'key': what. todo.`` (the allowed keys for an unknown key)."""
     todo = p.todo or f"Allowed keys are {', '.join(p.allowed)}"
     return format_input_error(path, p.what, todo, line=p.line, column=p.key)
