@@ -44,11 +44,14 @@ class Table(BaseModel):
 
 
 class Bad(ValueError):
-    """A validator's own message: the key at fault (``None``: the table) and what to do."""
+    """A validator's own message: the key at fault (``None``: the table) and what to do.
 
-    def __init__(self, key: str | None, what: str, todo: str) -> None:
+    ``key`` is in the table the validator checks, or in its sub-table ``table``.
+    """
+
+    def __init__(self, key: str | None, what: str, todo: str, *, table: str | None = None) -> None:
         super().__init__(what)
-        self.key, self.what, self.todo = key, what, todo
+        self.key, self.what, self.todo, self.table = key, what, todo, table
 
 
 @dataclass(frozen=True)
@@ -134,6 +137,7 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     bad = err.get("ctx", {}).get("error")
     if isinstance(bad, Bad) and bad.key is not None and isinstance(node, dict):
         tables += [key] if key is not None else []  # a key of the table the walk ended in
+        tables += bad.table.split(".") if bad.table else []
         key = bad.key
     table = ".".join(tables) or None
     line = key_line(text, key, table=table, index=index) if key is not None else None
@@ -147,7 +151,8 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
         return Problem(key, table, index, line, True, f"{(parent or Table).UNKNOWN}."
                        f"{did_you_mean(str(key), allowed)}", "", allowed)
     what, todo = hint if hint is not None else (str(err["msg"]), "Fix the value")
-    what, todo = what.replace("{value}", repr(err["input"])), todo.replace("{key}", str(key))
+    what = what.replace("{value}", repr(err["input"])).replace("{key}", str(key))
+    todo = todo.replace("{key}", str(key))
     if err["type"] == "value_error" and bad is not None:
         what = str(bad)
     return Problem(key, table, index, line, False, what, todo)
@@ -176,7 +181,7 @@ def load[T: Table](path: Path | str, model: type[T], what: str,
     path = Path(path)
     text, doc = read(path, what)
     try:
-        return model.model_validate(doc), text
+        return model.model_validate(doc, context={"path": path}), text
     except ValidationError as exc:
         problem = problem_of(exc, model, doc, text)
         raise InputError((message or default_message)(path, problem, doc)) from None
