@@ -71,6 +71,8 @@ class Problem:
     what: str
     todo: str
     allowed: tuple[str, ...] = ()
+    kind: str = ""  # pydantic's error type (``int_type``, ``less_than_equal`` ...); "bad": a Bad
+    value: Any = None  # the value at fault
 
 
 def read(path: Path, what: str) -> tuple[str, dict[str, Any]]:
@@ -144,7 +146,7 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     if line is None and table is not None and index is None:  # the table's header
         line = key_line(text, table.rsplit(".", 1)[-1], table=table.rpartition(".")[0] or None)
     if isinstance(bad, Bad):
-        return Problem(key, table, index, line, False, bad.what, bad.todo)
+        return Problem(key, table, index, line, False, bad.what, bad.todo, (), "bad", None)
     if err["type"] == "extra_forbidden":
         parent = _model_at(model, err["loc"][:-1])
         allowed = tuple(parent.model_fields) if parent is not None else ()
@@ -155,7 +157,7 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     todo = todo.replace("{key}", str(key))
     if err["type"] == "value_error" and bad is not None:
         what = str(bad)
-    return Problem(key, table, index, line, False, what, todo)
+    return Problem(key, table, index, line, False, what, todo, (), err["type"], err["input"])
 
 
 def _model_at(model: type[Table], loc: tuple[Any, ...]) -> type[Table] | None:
