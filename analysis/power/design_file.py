@@ -62,7 +62,8 @@ _INTEGERS: Final = ("repeats", "items", "min_models")
 def _in(key: str) -> Any:
     """The pydantic bounds of ``key`` (:data:`_BOUNDS`), finite."""
     lo, hi, lo_open, hi_open = _BOUNDS[key]
-    return Field(allow_inf_nan=False, **{"gt" if lo_open else "ge": lo, "lt" if hi_open else "le": hi})
+    return Field(allow_inf_nan=False, gt=lo if lo_open else None, ge=None if lo_open else lo,
+                 lt=hi if hi_open else None, le=None if hi_open else hi)
 
 
 class _TaskTable(Table):
