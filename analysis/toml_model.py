@@ -78,17 +78,16 @@ class Problem:
 def read(path: Path, what: str) -> tuple[str, dict[str, Any]]:
     """The text and TOML document of ``path``; one line (file, line) when it cannot be read."""
     try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise InputError(format_input_error(
-            path, f"cannot read the {what} file (no such {what} file)", "Check the path")) from None
+        data = path.read_bytes()
+        text = data.decode("utf-8-sig")
     except OSError as exc:
+        reason = f"no such {what} file" if isinstance(exc, FileNotFoundError) else exc.strerror
         raise InputError(format_input_error(
-            path, f"cannot read the {what} file ({exc.strerror})", "Check the path")) from None
+            path, f"cannot read the {what} file ({reason})", "Check the path")) from None
     except UnicodeDecodeError as exc:
         raise InputError(format_input_error(
             path, f"the {what} file is not valid UTF-8", "Save it as UTF-8 text",
-            line=path.read_bytes()[: exc.start].count(b"\n") + 1)) from None
+            line=data[: exc.start].count(b"\n") + 1)) from None
     try:
         return text, toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -147,10 +146,9 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
         line = key_line(text, table.rsplit(".", 1)[-1], table=table.rpartition(".")[0] or None)
     if isinstance(bad, Bad):
         return Problem(key, table, index, line, False, bad.what, bad.todo, (), "bad", None)
-    if err["type"] == "extra_forbidden":
-        parent = _model_at(model, err["loc"][:-1])
-        allowed = tuple(parent.model_fields) if parent is not None else ()
-        return Problem(key, table, index, line, True, f"{(parent or Table).UNKNOWN}."
+    if err["type"] == "extra_forbidden":  # the walk ended in the table lacking the key
+        allowed = tuple(cls.model_fields) if cls is not None else ()
+        return Problem(key, table, index, line, True, f"{(cls or Table).UNKNOWN}."
                        f"{did_you_mean(str(key), allowed)}", "", allowed)
     what, todo = hint if hint is not None else (str(err["msg"]), "Fix the value")
     what = what.replace("{value}", repr(err["input"])).replace("{key}", str(key))
@@ -158,15 +156,6 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     if err["type"] == "value_error" and bad is not None:
         what = str(bad)
     return Problem(key, table, index, line, False, what, todo, (), err["type"], err["input"])
-
-
-def _model_at(model: type[Table], loc: tuple[Any, ...]) -> type[Table] | None:
-    """The :class:`Table` class the location ``loc`` (of ``model``) points into."""
-    cls: type[Table] | None = model
-    for part in loc:
-        if cls is not None and isinstance(part, str) and part in cls.model_fields:
-            cls = _table_model(cls.model_fields[part].annotation)
-    return cls
 
 
 Message = Callable[[Path, Problem, dict[str, Any]], str]
