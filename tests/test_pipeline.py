@@ -253,8 +253,8 @@ def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_buil
     results = json.loads((quick_build / "results.json").read_text())
     tasks = sorted(results["scale_effect"]["per_task"])
     hyp = results["hypotheses"]
-    assert hyp["file"] == "hypotheses.toml" and len(hyp["sha256"]) == 64
-    declared = load_hypotheses(ROOT / "hypotheses.toml")
+    assert hyp["file"] == "selfmodel/data/hypotheses.toml" and len(hyp["sha256"]) == 64
+    declared = load_hypotheses(ROOT / "analysis" / "data" / "hypotheses.toml")
     expected = []
     for h in declared:
         expected += [f"{h.name}[{t}]" for t in tasks] if h.label == "*" else [h.name]

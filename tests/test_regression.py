@@ -128,9 +128,14 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "regression" / "results_default.json"
 
 #: Deliberate changes against the fixture: JSON path -> (function of the old value giving the
-#: new value, reason). Everything else must be byte-identical. Empty since the fixture was
+#: new value, reason). Everything else must be byte-identical. Emptied when the fixture was
 #: remade on the 3.12 stack (that run already wrote the restructured layout's paths).
-DELIBERATE: dict[tuple[str, ...], tuple[Callable[[Any], Any], str]] = {}
+DELIBERATE: dict[tuple[str, ...], tuple[Callable[[Any], Any], str]] = {
+    ("hypotheses", "file"): (
+        lambda old: "selfmodel/data/hypotheses.toml" if old == "hypotheses.toml" else old,
+        "issue 31.5: the root copy of hypotheses.toml is gone; the default file is named by "
+        "its installed name, as an installed package already did (same bytes, same sha256)"),
+}
 
 
 def _apply(results: dict[str, Any]) -> dict[str, Any]:

@@ -32,7 +32,7 @@ except ImportError:  # tests/ became a package
 
 ROOT = Path(__file__).resolve().parents[1]
 #: What the wheel is built from (copied, so that the build leaves nothing in the checkout).
-SOURCES = ("analysis", "models", "reports", "pyproject.toml", "README.md", "hypotheses.toml")
+SOURCES = ("analysis", "models", "reports", "pyproject.toml", "README.md")
 QUICK = ("--draws", "200", "--tune", "200", "--chains", "2", "--no-power", "--no-robustness")
 
 pytestmark = [pytest.mark.slow, pytest.mark.ci, pytest.mark.e2e]

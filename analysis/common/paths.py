@@ -34,7 +34,7 @@ PACKAGE_DIR: Final = package_path(PACKAGE)
 #: Package data shipped with the package (the calibration study's summary, the hypotheses).
 PACKAGE_DATA: Final = PACKAGE_DIR / "data"
 #: The declared hypotheses ``selfmodel run`` evaluates unless ``--hypotheses`` says otherwise
-#: (in the checkout, ``hypotheses.toml`` at the root; ``data/hypotheses.toml`` links to it).
+#: (package data; in the checkout ``analysis/data/hypotheses.toml``).
 DEFAULT_HYPOTHESES_FILE: Final = PACKAGE_DATA / "hypotheses.toml"
 #: Folder of the report sources, templates and styles (package ``<package>.reports``).
 REPORTS_DIR: Final = package_path(f"{PACKAGE}.reports")

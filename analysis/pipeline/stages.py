@@ -34,7 +34,7 @@ from selfmodel.common import atomic
 from selfmodel.common import progress as progress_lines
 from selfmodel.common.jsonable import rounded
 from selfmodel.common.outputs import check_out
-from selfmodel.common.paths import DEFAULT_DATA, PACKAGE_DIR, REPORT_QMD
+from selfmodel.common.paths import DEFAULT_DATA, PACKAGE, PACKAGE_DIR, REPORT_QMD
 from selfmodel.common.progress import counter, step_prefix
 from selfmodel.decisions.effects import scale_effect
 from selfmodel.decisions.elpd_words import elpd_sentence
@@ -93,11 +93,16 @@ Progress = Callable[[str], None]
 def display_path(p: Path) -> Path:
     """``p`` as results.json names it: free of the machine's paths where it can be.
 
-    Relative to the working directory when it lies inside it, else relative to the folder
-    the package sits in (the shipped default hypotheses of an installed package:
-    ``selfmodel/data/hypotheses.toml``), else as given.
+    A file of the package (the shipped default hypotheses) by its installed name,
+    ``selfmodel/data/hypotheses.toml``, in a checkout too; else relative to the working
+    directory when it lies inside it, else relative to the folder the package sits in, else
+    as given.
     """
     resolved = p.resolve()
+    try:
+        return Path(PACKAGE) / resolved.relative_to(PACKAGE_DIR.resolve())
+    except ValueError:
+        pass
     for base in (Path.cwd(), PACKAGE_DIR.parent):
         try:
             return resolved.relative_to(base.resolve())

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import math
-import tomllib
-from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
-from selfmodel.common.toml_errors import did_you_mean, key_line
-from selfmodel.common.toml_errors import loads as toml_loads
+from pydantic import Field, model_validator
+
 from selfmodel.decisions.hypotheses import RETIRED_RULE_KEYS, DecisionRule
 from selfmodel.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
-from selfmodel.records.contract import InputError
+from selfmodel.records import toml_model
 from selfmodel.records.registry import format_input_error
+from selfmodel.records.toml_model import Bad, Problem, Table
 
 # --------------------------------------------------------------------------- design files
 
-_TOP_KEYS: Final = (
-    "repeats",
-    "repeat_correlation",
-    "units",
-    "families",
-    "tasks",
-    "variance",
-    "rule",
-)
-_TASK_KEYS: Final = ("items", "accuracy", "base_rate", "dprime", "criterion", "unreadable")
 _VARIANCE_KEYS: Final = ("sigma_family", "sigma_model", "sigma_cell", "sigma_task_slope")
 _RULE_KEYS: Final = ("rope", "hdi_prob", "min_models")
 
@@ -58,68 +46,123 @@ hdi_prob = 0.94             # one level: a sign is credible when this HDI exclud
 """
 
 
-class _DesignReader:
-    """Validate a parsed design TOML, raising one-line InputErrors that name file, line, key."""
+#: Key -> (low, high, low open, high open) of each bounded number of a design file.
+_BOUNDS: Final[dict[str, tuple[float, float, bool, bool]]] = {
+    "repeats": (1, 1e6, False, False), "repeat_correlation": (0, 1, False, False),
+    "items": (1, 1e9, False, False), "accuracy": (0, 1, True, True),
+    "base_rate": (0, 1, False, False), "dprime": (-10, 10, False, False),
+    "criterion": (-10, 10, False, False), "unreadable": (0, 1, False, True),
+    **dict.fromkeys(_VARIANCE_KEYS, (0, 10, False, False)),
+    "rope": (0, 10, False, False), "hdi_prob": (0.5, 1, False, True),
+    "min_models": (2, 1e6, False, False),
+}
+_INTEGERS: Final = ("repeats", "items", "min_models")
 
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.text = text
 
-    def fail(self, key: str, what: str, todo: str, section: str | None = None) -> InputError:
-        leaf = key.rsplit(".", 1)[-1]
-        line = key_line(self.text, leaf, table=section)
-        where = f"key '{key}'"
-        msg = format_input_error(self.path, f"{where}: {what}", todo, line=line)
-        return InputError(msg)
+def _in(key: str) -> Any:
+    """The pydantic bounds of ``key`` (:data:`_BOUNDS`), finite."""
+    lo, hi, lo_open, hi_open = _BOUNDS[key]
+    return Field(allow_inf_nan=False, gt=lo if lo_open else None, ge=None if lo_open else lo,
+                 lt=hi if hi_open else None, le=None if hi_open else hi)
 
-    def check_keys(
-        self, table: Mapping[str, Any], allowed: Sequence[str], section: str | None
-    ) -> None:
-        for key in table:
-            if key in RETIRED_RULE_KEYS and section == "rule":
-                raise self.fail(f"rule.{key}", "no longer a key", RETIRED_RULE_KEYS[key], section)
-            if key not in allowed:
-                full = f"{section}.{key}" if section else key
-                hint = did_you_mean(key, allowed).strip()
-                raise self.fail(
-                    full,
-                    "unknown key" + (f". {hint}" if hint else ""),
-                    f"Allowed keys here: {', '.join(allowed)}",
-                    section,
-                )
 
-    def number(
-        self,
-        table: Mapping[str, Any],
-        key: str,
-        section: str | None,
-        *,
-        lo: float,
-        hi: float,
-        default: float | None = None,
-        integer: bool = False,
-        lo_open: bool = False,
-        hi_open: bool = False,
-    ) -> float:
-        full = f"{section}.{key}" if section else key
-        if key not in table:
-            if default is None:
-                raise self.fail(full, "missing", f"Add '{key} = ...'", section)
-            return default
-        v = table[key]
-        if (
-            isinstance(v, bool)
-            or not isinstance(v, int | float)
-            or (integer and not isinstance(v, int))
-        ):
-            kind = "an integer" if integer else "a number"
-            raise self.fail(full, f"value {v!r} is not {kind}", f"Write {kind}", section)
-        bad_lo = v <= lo if lo_open else v < lo
-        bad_hi = v >= hi if hi_open else v > hi
-        if not math.isfinite(v) or bad_lo or bad_hi:
-            rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
-            raise self.fail(full, f"value {v!r} is outside {rng}", f"Use a value in {rng}", section)
-        return float(v)
+class _TaskTable(Table):
+    items: Annotated[int, _in("items")]
+    accuracy: Annotated[float, _in("accuracy")] | None = None
+    base_rate: Annotated[float, _in("base_rate")] | None = None
+    dprime: Annotated[float, _in("dprime")] = 1.0
+    criterion: Annotated[float, _in("criterion")] = 0.0
+    unreadable: Annotated[float, _in("unreadable")] = 0.0
+
+    @model_validator(mode="after")
+    def _accuracy(self) -> _TaskTable:
+        if self.accuracy is not None and {"base_rate", "dprime", "criterion"} & self.model_fields_set:
+            raise Bad("accuracy", "given together with base_rate/dprime/criterion",
+                      "Give either accuracy or the signal-detection settings")
+        if self.accuracy is None and self.base_rate is None:
+            raise Bad("accuracy", "missing",
+                      "Give accuracy = ... or base_rate (with dprime, criterion)")
+        if not 0.001 < self.implied() < 0.999:
+            raise Bad(None, f"implies accuracy {self.implied():.4f}",
+                      "Use less extreme dprime/criterion")
+        return self
+
+    def implied(self) -> float:
+        """The task's accuracy: given, or of its signal-detection settings."""
+        if self.accuracy is not None:
+            return self.accuracy
+        return sdt_accuracy(self.base_rate or 0.0, self.dprime, self.criterion)
+
+
+_DEFAULT: Final = default_design()
+
+
+class _VarianceTable(Table):
+    sigma_family: Annotated[float, _in("sigma_family")] = _DEFAULT.sigma_family
+    sigma_model: Annotated[float, _in("sigma_model")] = _DEFAULT.sigma_model
+    sigma_cell: Annotated[float, _in("sigma_cell")] = _DEFAULT.sigma_cell
+    sigma_task_slope: Annotated[float, _in("sigma_task_slope")] = _DEFAULT.sigma_task_slope
+
+
+class _RuleTable(Table):
+    rope: Annotated[float, _in("rope")] = DecisionRule().rope
+    hdi_prob: Annotated[float, _in("hdi_prob")] = DecisionRule().hdi_prob
+    min_models: Annotated[int, _in("min_models")] = DecisionRule().min_models
+
+
+class _DesignTable(Table):
+    """The TOML layout of a design file (:data:`DESIGN_EXAMPLE`)."""
+
+    repeats: Annotated[int, _in("repeats")] = 1
+    repeat_correlation: Annotated[float, _in("repeat_correlation")] = 0.5
+    units: str = _DEFAULT.units
+    families: Annotated[dict[str, Annotated[list[Annotated[float, Field(
+        gt=0, allow_inf_nan=False)]], Field(min_length=1)]], Field(min_length=1)]
+    tasks: Annotated[dict[str, _TaskTable], Field(min_length=1)]
+    variance: _VarianceTable = _VarianceTable()
+    rule: _RuleTable = _RuleTable()
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        "units": ("value {value} is not text", 'Write units = "logits per 10x total parameters"'),
+        "families": ("missing or empty", "Add a [families] table: name = [sizes in billions]"),
+        "families.*": ("size {value} is not a positive number",
+                       "Sizes are billions of parameters, e.g. 0.5 or 70"),
+        "tasks": ("missing or empty", "Add at least one [tasks.NAME] table with items and accuracy"),
+        "tasks.*": ("is not a table", "Write [tasks.{key}] with items = ... and accuracy = ..."),
+        "variance": ("is not a table", "Write [variance] with sigma_family = ... etc."),
+        "rule": ("is not a table", "Write [rule] with rope = ... etc."),
+    }
+
+    @model_validator(mode="after")
+    def _sizes(self) -> _DesignTable:
+        sizes = [s for family in self.families.values() for s in family]
+        if len(sizes) < 3:
+            raise Bad("families", f"only {len(sizes)} model(s)", "A slope needs at least 3 models")
+        if len({_x_of_size(s) for s in sizes}) < 2:
+            raise Bad("families", "every model has the same size", "Give models of different sizes")
+        return self
+
+
+def _message(path: Path, p: Problem, doc: dict[str, Any]) -> str:
+    """The one line of an error: ``file: line N: key 'tasks.refusal.items': what. todo.``."""
+    what, todo = p.what, p.todo
+    if p.unknown and p.table == "rule" and p.key in RETIRED_RULE_KEYS:
+        what, todo = "no longer a key", RETIRED_RULE_KEYS[p.key]
+    elif p.unknown:
+        todo = f"Allowed keys here: {', '.join(p.allowed)}"
+    elif p.table == "families" and p.kind in ("too_short", "list_type"):
+        what, todo = (f"value {p.value!r} is not a list of sizes",
+                      "Write e.g. [1, 8, 70] (billions of parameters)")
+    elif p.key in _BOUNDS and p.kind == "missing":
+        what, todo = "missing", f"Add '{p.key} = ...'"
+    elif p.key in _BOUNDS and p.kind in ("int_type", "float_type"):
+        kind = "an integer" if p.key in _INTEGERS else "a number"
+        what, todo = f"value {p.value!r} is not {kind}", f"Write {kind}"
+    elif p.key in _BOUNDS and p.kind != "bad":
+        lo, hi, lo_open, hi_open = _BOUNDS[p.key]
+        rng = f"{'(' if lo_open else '['}{lo:g}, {hi:g}{')' if hi_open else ']'}"
+        what, todo = f"value {p.value!r} is outside {rng}", f"Use a value in {rng}"
+    full = ".".join(k for k in (p.table, p.key) if k)
+    return format_input_error(path, f"key '{full}': {what}", todo, line=p.line)
 
 
 def load_design(path: Path | str) -> Design:
@@ -153,169 +196,15 @@ def load_design(path: Path | str) -> Design:
     >>> len(d.models), [t.name for t in d.tasks], round(d.tasks[0].accuracy, 3)
     (7, ['refusal'], 0.773)
     """
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such design file. Check the path.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(
-            f"{path}: cannot read the design file ({e}). Save it as UTF-8 text."
-        ) from None
-    try:
-        raw = toml_loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(
-            f"{path}: not valid TOML ({e}). Fix the syntax; see 'selfmodel power --help'."
-        ) from None
-    r = _DesignReader(path, text)
-    r.check_keys(raw, _TOP_KEYS, None)
-    defaults = default_design()
-
-    models = _read_families(r, raw)
-
-    tasks_raw = raw.get("tasks")
-    if not isinstance(tasks_raw, dict) or not tasks_raw:
-        raise r.fail(
-            "tasks",
-            "missing or empty",
-            "Add at least one [tasks.NAME] table with items and accuracy",
-        )
-    tasks: list[Task] = []
-    for name, spec in tasks_raw.items():
-        tasks.append(_read_task(r, str(name), spec))
-
-    repeats = int(r.number(raw, "repeats", None, lo=1, hi=1e6, integer=True, default=1))
-    rho = r.number(raw, "repeat_correlation", None, lo=0, hi=1, default=0.5)
-    var = raw.get("variance", {})
-    if not isinstance(var, dict):
-        raise r.fail("variance", "is not a table", "Write [variance] with sigma_family = ... etc.")
-    r.check_keys(var, _VARIANCE_KEYS, "variance")
-    sig = {
-        k: r.number(var, k, "variance", lo=0, hi=10, default=getattr(defaults, k))
-        for k in _VARIANCE_KEYS
-    }
-    rule = _read_rule(r, raw)
-    units = raw.get("units", defaults.units)
-    if not isinstance(units, str):
-        raise r.fail(
-            "units",
-            f"value {units!r} is not text",
-            'Write units = "logits per 10x total parameters"',
-        )
-    return Design(
-        models=tuple(models),
-        tasks=tuple(tasks),
-        repeats=repeats,
-        repeat_correlation=rho,
-        rule=rule,
-        units=units,
-        source=str(path),
-        **sig,
-    )
-
-
-def _read_families(r: _DesignReader, raw: dict[str, Any]) -> list[tuple[str, str, float]]:
-    """The design's models from ``[families]``: (name, family, x) each."""
-    fams = raw.get("families")
-    if not isinstance(fams, dict) or not fams:
-        raise r.fail(
-            "families", "missing or empty", "Add a [families] table: name = [sizes in billions]"
-        )
-    models: list[tuple[str, str, float]] = []
-    for fam, sizes in fams.items():
-        if not isinstance(sizes, list) or not sizes:
-            raise r.fail(
-                f"families.{fam}",
-                f"value {sizes!r} is not a list of sizes",
-                "Write e.g. [1, 8, 70] (billions of parameters)",
-                "families",
-            )
-        for i, s in enumerate(sizes):
-            if (
-                isinstance(s, bool)
-                or not isinstance(s, int | float)
-                or not math.isfinite(s)
-                or s <= 0
-            ):
-                raise r.fail(
-                    f"families.{fam}",
-                    f"size {s!r} is not a positive number",
-                    "Sizes are billions of parameters, e.g. 0.5 or 70",
-                    "families",
-                )
-            models.append((f"{fam}-{i + 1}:{s:g}b", str(fam), _x_of_size(float(s))))
-    if len(models) < 3:
-        raise r.fail("families", f"only {len(models)} model(s)", "A slope needs at least 3 models")
-    if len({x for *_, x in models}) < 2:
-        raise r.fail("families", "every model has the same size", "Give models of different sizes")
-
-    return models
-
-
-def _read_task(r: _DesignReader, name: str, spec: Any) -> Task:
-    """One ``[tasks.NAME]`` table."""
-    sec = f"tasks.{name}"
-    if not isinstance(spec, dict):
-        raise r.fail(
-            sec, "is not a table", f"Write [tasks.{name}] with items = ... and accuracy = ..."
-        )
-    r.check_keys(spec, _TASK_KEYS, sec)
-    items = int(r.number(spec, "items", sec, lo=1, hi=1e9, integer=True))
-    if "accuracy" in spec:
-        if any(k in spec for k in ("base_rate", "dprime", "criterion")):
-            raise r.fail(
-                f"{sec}.accuracy",
-                "given together with base_rate/dprime/criterion",
-                "Give either accuracy or the signal-detection settings",
-                sec,
-            )
-        acc = r.number(spec, "accuracy", sec, lo=0, hi=1, lo_open=True, hi_open=True)
-    elif "base_rate" in spec:
-        base = r.number(spec, "base_rate", sec, lo=0, hi=1)
-        dprime = r.number(spec, "dprime", sec, lo=-10, hi=10, default=1.0)
-        crit = r.number(spec, "criterion", sec, lo=-10, hi=10, default=0.0)
-        acc = sdt_accuracy(base, dprime, crit)
-        if not 0.001 < acc < 0.999:
-            raise r.fail(
-                sec, f"implies accuracy {acc:.4f}", "Use less extreme dprime/criterion"
-            )
-    else:
-        raise r.fail(
-            f"{sec}.accuracy",
-            "missing",
-            "Give accuracy = ... or base_rate (with dprime, criterion)",
-            sec,
-        )
-    unread = r.number(spec, "unreadable", sec, lo=0, hi=1, hi_open=True, default=0.0)
-    return Task(name, items, round(acc, 6), unread)
-
-
-def _read_rule(r: _DesignReader, raw: dict[str, Any]) -> DecisionRule:
-    """The ``[rule]`` table (defaults: the declared rule of ``selfmodel run``)."""
-    rule_raw = raw.get("rule", {})
-    if not isinstance(rule_raw, dict):
-        raise r.fail("rule", "is not a table", "Write [rule] with rope = ... etc.")
-    r.check_keys(rule_raw, _RULE_KEYS, "rule")
-    base_rule = DecisionRule()
-    rule = DecisionRule(
-        rope=r.number(rule_raw, "rope", "rule", lo=0, hi=10, default=base_rule.rope),
-        hdi_prob=r.number(
-            rule_raw, "hdi_prob", "rule", lo=0.5, hi=1, hi_open=True, default=base_rule.hdi_prob
-        ),
-        min_models=int(
-            r.number(
-                rule_raw,
-                "min_models",
-                "rule",
-                lo=2,
-                hi=1e6,
-                integer=True,
-                default=base_rule.min_models,
-            )
-        ),
-    )
-    return rule
+    d, _ = toml_model.load(path, _DesignTable, "design", _message)
+    models = [(f"{fam}-{i + 1}:{s:g}b", fam, _x_of_size(s))
+              for fam, sizes in d.families.items() for i, s in enumerate(sizes)]
+    tasks = [Task(name, t.items, round(t.implied(), 6), t.unreadable)
+             for name, t in d.tasks.items()]
+    return Design(models=tuple(models), tasks=tuple(tasks), repeats=d.repeats,
+                  repeat_correlation=d.repeat_correlation,
+                  rule=DecisionRule(**d.rule.model_dump()), units=d.units, source=str(path),
+                  **d.variance.model_dump())
 
 
 def design_to_toml(design: Design) -> str:

@@ -35,7 +35,7 @@ HDI+ROPE rule).
 
 Declared hypotheses
 -------------------
-A hypotheses file (TOML; the defaults are ``hypotheses.toml`` at the repository root,
+A hypotheses file (TOML; the defaults are the package's ``data/hypotheses.toml``,
 :data:`DEFAULT_HYPOTHESES_FILE`) names, for each hypothesis, the fitted model, the parameter,
 the predicted direction and the rule (ROPE, HDI mass)::
 

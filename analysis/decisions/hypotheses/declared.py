@@ -3,26 +3,27 @@
 from __future__ import annotations
 
 import hashlib
-import math
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from selfmodel import models as model_registry
 from selfmodel.common.paths import DEFAULT_HYPOTHESES_FILE
 from selfmodel.common.toml_errors import did_you_mean, key_line
-from selfmodel.common.toml_errors import loads as toml_loads
 from selfmodel.decisions.hypotheses.rule import (
     DIRECTIONS,
     RETIRED_RULE_KEYS,
     DecisionRule,
     Direction,
 )
+from selfmodel.records import toml_model
 from selfmodel.records.contract import Decision, InputError
 from selfmodel.records.registry import format_input_error
+from selfmodel.records.toml_model import Bad, Problem, Table
 
 Role = Literal["confirmatory", "exploratory"]
 
@@ -121,98 +122,123 @@ def _split_parameter(parameter: str) -> tuple[str, str | None]:
     return m.group(1), label
 
 
-_TOP_KEYS = ("defaults", "hypothesis")
-_RULE_KEYS = ("rope", "hdi_prob", "min_models")
-_HYP_KEYS = ("name", "description", "model", "parameter", "direction", "role", *_RULE_KEYS)
 ROLES: tuple[str, ...] = ("confirmatory", "exploratory")
+_Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+#: What a rule key must be (the message of a bad value).
+_RULE_HINTS: dict[str, tuple[str, str]] = {
+    "rope": ("value {value} is not a number >= 0 (the ROPE half-width, in the parameter's "
+             "units)", f"Write rope = {DecisionRule().rope}"),
+    "hdi_prob": ("value {value} is not a probability between 0 and 1 (e.g. 0.94)",
+                 f"Write hdi_prob = {DecisionRule().hdi_prob}"),
+    "min_models": ("value {value} is not a whole number of models >= 1",
+                   f"Write min_models = {DecisionRule().min_models}"),
+}
 
 
-class _Reader:
-    """Validate a parsed hypotheses file; errors are one line naming file, line and key."""
+class _Rule(Table):
+    """``[defaults]``: the decision rule every hypothesis takes unless it sets its own."""
 
-    def __init__(self, path: Path, text: str) -> None:
-        self.path = path
-        self.text = text
-        self.lines = text.splitlines()
-
-    def line_of(self, key: str, block: int | None) -> int | None:
-        """1-based line of ``key =`` in the ``block``-th [[hypothesis]] (``None``: [defaults])."""
-        if block is None:
-            return key_line(self.text, key, table="defaults")
-        return key_line(self.text, key, table="hypothesis", index=block)
-
-    def fail(self, where: str, what: str, todo: str, *, key: str | None = None,
-             block: int | None = None) -> InputError:
-        line = self.line_of(key, block) if key is not None else None
-        return InputError(format_input_error(self.path, f"{where}: {what}", todo, line=line))
-
-    def check_keys(self, table: Mapping[str, Any], allowed: Sequence[str], where: str,
-                   block: int | None) -> None:
-        for key in table:
-            if key in RETIRED_RULE_KEYS:
-                raise self.fail(f"{where}, key '{key}'", "no longer a key", RETIRED_RULE_KEYS[key],
-                                key=str(key), block=block)
-            if key not in allowed:
-                hint = did_you_mean(str(key), allowed).strip()
-                raise self.fail(
-                    f"{where}, key '{key}'",
-                    "unknown key" + (f". {hint}" if hint else ""),
-                    f"Allowed keys: {', '.join(allowed)}",
-                    key=str(key),
-                    block=block,
-                )
+    rope: Annotated[float, Field(ge=0, allow_inf_nan=False)] = DecisionRule().rope
+    hdi_prob: Annotated[float, Field(gt=0, lt=1)] = DecisionRule().hdi_prob
+    min_models: Annotated[int, Field(ge=1, le=10**6)] = DecisionRule().min_models
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = _RULE_HINTS
 
 
-def _where(block: int | None, name: Any = None) -> str:
-    if block is None:
-        return "[defaults]"
-    return f"[[hypothesis]] {block + 1}" + (f" ('{name}')" if isinstance(name, str) else "")
+def _one_of(key: str, value: str, choices: Sequence[str], what: str) -> str:
+    if value not in choices:
+        raise Bad(key, f"'{value}' is not {what}.{did_you_mean(value, choices)}",
+                  f"Use {' or '.join(choices)}")
+    return value
 
 
-def _rule_values(r: _Reader, table: Mapping[str, Any], where: str, block: int | None,
-                 base: Mapping[str, Any]) -> dict[str, Any]:
-    out = dict(base)
-    limits = {
-        "rope": (0.0, math.inf, "a number >= 0 (the ROPE half-width, in the parameter's units)"),
-        "hdi_prob": (0.0, 1.0, "a probability between 0 and 1 (e.g. 0.94)"),
-        "min_models": (1, 10**6, "a whole number of models >= 1"),
+class _Entry(Table):
+    """One ``[[hypothesis]]``; a rule key it does not set comes from ``[defaults]``."""
+
+    name: _Text
+    model: _Text
+    parameter: _Text
+    direction: str = "increase"
+    role: str = "exploratory"
+    description: str = ""
+    rope: Annotated[float, Field(ge=0, allow_inf_nan=False)] | None = None
+    hdi_prob: Annotated[float, Field(gt=0, lt=1)] | None = None
+    min_models: Annotated[int, Field(ge=1, le=10**6)] | None = None
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        **_RULE_HINTS, **{k: ("missing or not text", f'Add {k} = "..."')
+                          for k in ("name", "model", "parameter")},
+        "description": ("is not text", 'Write description = "..."')}
+
+    @field_validator("direction")
+    @classmethod
+    def _direction(cls, value: str) -> str:
+        return _one_of("direction", value, DIRECTIONS, "a direction")
+
+    @field_validator("role")
+    @classmethod
+    def _role(cls, value: str) -> str:
+        return _one_of("role", value, ROLES, "a role")
+
+    @field_validator("model")
+    @classmethod
+    def _model(cls, value: str) -> str:
+        if value not in model_registry.REGISTRY:
+            raise Bad("model", f"unknown model '{value}'."
+                      f"{did_you_mean(value, model_registry.REGISTRY)}",
+                      f"Use one of: {', '.join(sorted(model_registry.REGISTRY))}")
+        return value
+
+    @model_validator(mode="after")
+    def _parameter(self) -> _Entry:
+        try:
+            base, _label = _split_parameter(self.parameter)
+        except ValueError:
+            raise Bad("parameter", f"'{self.parameter}' is not NAME or NAME[label]",
+                      "Write e.g. beta, slope_task[refusal] or slope_task[*]") from None
+        known = _known_parameters(self.model, model_registry.get(self.model))
+        if base not in known:
+            raise Bad("parameter", f"model '{self.model}' has no parameter '{base}'."
+                      f"{did_you_mean(base, known)}", f"Use one of: {', '.join(known)}")
+        return self
+
+
+class _File(Table):
+    """A hypotheses file: ``[defaults]`` and one ``[[hypothesis]]`` table per hypothesis."""
+
+    defaults: _Rule = _Rule()
+    hypothesis: Annotated[list[_Entry], Field(min_length=1, validate_default=True)] = []
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        "defaults": ("is not a table", "Write [defaults] with rope = 0.1 and hdi_prob = 0.94"),
+        "hypothesis": ("none declared", "Add at least one [[hypothesis]] with name, model, "
+                       "parameter and direction"),
+        "hypothesis.*": ("is not a table", "Write [[hypothesis]] followed by key = value lines"),
     }
-    for key in _RULE_KEYS:
-        if key not in table:
-            continue
-        v = table[key]
-        lo, hi, what = limits[key]
-        ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
-        if key == "min_models":
-            ok = ok and isinstance(v, int) and lo <= v <= hi
-        elif key == "rope":
-            ok = ok and v >= 0
-        else:
-            ok = ok and lo < v < hi
-        if not ok:
-            raise r.fail(f"{where}, key '{key}'", f"value {v!r} is not {what}",
-                         f"Write {key} = {base_default(key)}", key=key, block=block)
-        out[key] = int(v) if key == "min_models" else float(v)
-    return out
+
+
+def _message(path: Path, p: Problem, doc: dict[str, Any]) -> str:
+    """The one line of an error: file, line, the entry and key, what, what to do."""
+    if p.table == "defaults":
+        where = "[defaults]"
+    elif p.table == "hypothesis" or p.key == "hypothesis" and p.index is not None:
+        entries = doc.get("hypothesis")
+        name = entries[p.index].get("name") if p.index is not None and isinstance(
+            entries, list) and isinstance(entries[p.index], dict) else None
+        where = f"[[hypothesis]] {(p.index or 0) + 1}" + (
+            f" ('{name}')" if isinstance(name, str) else "")
+    else:
+        where = "[[hypothesis]]" if p.key == "hypothesis" else f"top-level key '{p.key}'"
+    what, todo = p.what.rstrip("."), p.todo or (
+        f"Allowed keys: {', '.join(p.allowed)}" if p.table else
+        "Use a [defaults] table and [[hypothesis]] entries")
+    if p.unknown and p.key in RETIRED_RULE_KEYS:
+        what, todo = "no longer a key", RETIRED_RULE_KEYS[p.key]
+    if p.table is not None and p.key is not None:
+        where += f", key '{p.key}'"
+    return format_input_error(path, f"{where}: {what}", todo, line=p.line)
 
 
 def base_default(key: str) -> Any:
     """The :class:`DecisionRule` default of a rule key (used in error messages)."""
     return getattr(DecisionRule(), key)
-
-
-def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
-    """The hypotheses file's text and its TOML table; one line when either cannot be read."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such hypotheses file. Check the path.") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise InputError(f"{path}: cannot read the hypotheses file ({e}). Save it as UTF-8 text.") from None
-    try:
-        return text, toml_loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise InputError(f"{path}: not valid TOML ({e}). Fix the syntax.") from None
 
 
 def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothesis]:
@@ -240,76 +266,20 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
     ['accuracy_overall', 'accuracy_by_task']
     """
     path = Path(path)
-    text, raw = _read_toml(path)
-    r = _Reader(path, text)
-    for key in raw:
-        if key not in _TOP_KEYS:
-            hint = did_you_mean(str(key), _TOP_KEYS).strip()
-            raise r.fail(f"top-level key '{key}'", "unknown key" + (f". {hint}" if hint else ""),
-                         "Use a [defaults] table and [[hypothesis]] entries")
-    defaults_raw = raw.get("defaults", {})
-    if not isinstance(defaults_raw, dict):
-        raise r.fail("'defaults'", "is not a table", "Write [defaults] with rope = ..., hdi_prob = ...")
-    r.check_keys(defaults_raw, _RULE_KEYS, "[defaults]", None)
-    defaults = _rule_values(r, defaults_raw, "[defaults]", None, asdict(DecisionRule()))
-
-    entries = raw.get("hypothesis")
-    if not isinstance(entries, list) or not entries:
-        raise r.fail("[[hypothesis]]", "none declared",
-                     "Add at least one [[hypothesis]] with name, model, parameter and direction")
+    raw, text = toml_model.load(path, _File, "hypotheses", _message)
     out: list[Hypothesis] = []
-    names: set[str] = set()
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise r.fail(_where(i), "is not a table", "Write [[hypothesis]] followed by key = value lines")
-        where = _where(i, entry.get("name"))
-        r.check_keys(entry, _HYP_KEYS, where, i)
-        for key in ("name", "model", "parameter"):
-            if not isinstance(entry.get(key), str) or not entry[key].strip():
-                raise r.fail(f"{where}, key '{key}'", "missing or not text",
-                             f"Add {key} = \"...\"", key=key if key in entry else None, block=i)
-        name = entry["name"].strip()
-        if name in names:
-            raise r.fail(f"{where}, key 'name'", f"'{name}' is declared twice",
-                         "Give every hypothesis its own name", key="name", block=i)
-        names.add(name)
-        model = entry["model"].strip()
-        if model not in model_registry.REGISTRY:
-            hint = did_you_mean(model, model_registry.REGISTRY).strip()
-            raise r.fail(f"{where}, key 'model'", f"unknown model '{model}'" + (f". {hint}" if hint else ""),
-                         f"Use one of: {', '.join(sorted(model_registry.REGISTRY))}", key="model", block=i)
-        module = model_registry.get(model)
-        parameter = entry["parameter"].strip()
-        try:
-            base, _label = _split_parameter(parameter)
-        except ValueError:
-            raise r.fail(f"{where}, key 'parameter'", f"'{parameter}' is not NAME or NAME[label]",
-                         "Write e.g. beta, slope_task[refusal] or slope_task[*]",
-                         key="parameter", block=i) from None
-        known = _known_parameters(model, module)
-        if base not in known:
-            hint = did_you_mean(base, known).strip()
-            raise r.fail(f"{where}, key 'parameter'",
-                         f"model '{model}' has no parameter '{base}'" + (f". {hint}" if hint else ""),
-                         f"Use one of: {', '.join(sorted(known))}", key="parameter", block=i)
-        direction = entry.get("direction", "increase")
-        if direction not in DIRECTIONS:
-            hint = did_you_mean(str(direction), DIRECTIONS).strip()
-            raise r.fail(f"{where}, key 'direction'",
-                         f"'{direction}' is not a direction" + (f". {hint}" if hint else ""),
-                         "Use increase or decrease", key="direction", block=i)
-        description = entry.get("description", "")
-        if not isinstance(description, str):
-            raise r.fail(f"{where}, key 'description'", "is not text", "Write description = \"...\"",
-                         key="description", block=i)
-        role = entry.get("role", "exploratory")
-        if role not in ROLES:
-            hint = did_you_mean(str(role), ROLES).strip()
-            raise r.fail(f"{where}, key 'role'", f"'{role}' is not a role" + (f". {hint}" if hint else ""),
-                         "Use confirmatory or exploratory", key="role", block=i)
-        rule = _rule_values(r, entry, where, i, defaults)
-        out.append(Hypothesis(name=name, model=model, parameter=parameter, direction=direction,
-                              description=description.strip(), role=role, **rule))
+    for i, e in enumerate(raw.hypothesis):
+        if e.name in (h.name for h in out):
+            raise InputError(format_input_error(
+                path, f"[[hypothesis]] {i + 1} ('{e.name}'), key 'name': '{e.name}' is "
+                "declared twice", "Give every hypothesis its own name",
+                line=key_line(text, "name", table="hypothesis", index=i)))
+        rule = {k: v if (v := getattr(e, k)) is not None else getattr(raw.defaults, k)
+                for k in _RULE_HINTS}
+        out.append(Hypothesis(name=e.name, model=e.model, parameter=e.parameter,
+                              direction=e.direction,  # type: ignore[arg-type]
+                              description=e.description.strip(),
+                              role=e.role, **rule))  # type: ignore[arg-type]
     return out
 
 

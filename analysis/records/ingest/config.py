@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import math
-import tomllib
-from collections.abc import Callable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
-from selfmodel.common.toml_errors import did_you_mean, key_line
-from selfmodel.common.toml_errors import loads as toml_loads
+from pydantic import Field, StringConstraints, field_validator
+
+from selfmodel.common.toml_errors import did_you_mean
+from selfmodel.records import toml_model
 from selfmodel.records.contract import (
     MISSING_STRINGS,
     RECORD_SCHEMA,
@@ -19,10 +20,10 @@ from selfmodel.records.contract import (
     parse_bool,
 )
 from selfmodel.records.registry import format_input_error
+from selfmodel.records.toml_model import Bad, Table
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
-_CONFIG_KEYS: Final = ("map", "tasks", "defaults")
 
 
 # --------------------------------------------------------------------------- public types
@@ -122,27 +123,6 @@ def parse_map_options(items: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
-    """The text and parsed document of a config file (one-line errors when unusable)."""
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except OSError as exc:
-        raise InputError(
-            format_input_error(path, f"cannot read the config ({exc.strerror})", "Check the path")
-        ) from exc
-    except UnicodeDecodeError as exc:
-        raise InputError(
-            format_input_error(path, "the config is not valid UTF-8", "Save it as UTF-8")
-        ) from exc
-    try:
-        doc = toml_loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise InputError(
-            format_input_error(path, f"invalid TOML ({exc})", "Fix the TOML syntax")
-        ) from exc
-    return text, doc
-
-
 #: What a good default of each typed column looks like (for the messages).
 _DEFAULT_EXAMPLES: Final = {"correct": "true", "confidence": "0.5", "sample": "0",
                             "status": '"ok"'}
@@ -175,39 +155,53 @@ def _default_problem(column: str, value: object) -> str | None:
     return None
 
 
-def _load_defaults(doc: dict[str, Any], fail: Callable[..., InputError]) -> dict[str, str]:
-    """The ``[defaults]`` table of a config as text, each value checked (:func:`_default_problem`)."""
-    defaults: dict[str, str] = {}
-    raw_defaults = doc.get("defaults", {})
-    if not isinstance(raw_defaults, dict):
-        raise fail(
-            "'defaults' must be a table", 'Write [defaults] then task = "refusal"', "defaults"
-        )
-    for canonical, value in raw_defaults.items():
+_Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+def _canonical_keys(table: str, keys: Iterable[str]) -> None:
+    for canonical in keys:
         if canonical not in INPUT_COLUMNS:
-            raise fail(
-                f"unknown canonical column in [defaults].{did_you_mean(canonical, INPUT_COLUMNS)}",
-                f"Canonical columns are {', '.join(INPUT_COLUMNS)}",
-                canonical,
-                "defaults",
-            )
-        if isinstance(value, bool):
-            defaults[canonical] = "true" if value else "false"
-        elif isinstance(value, str | int | float):
-            defaults[canonical] = str(value)
-        else:
-            raise fail(
-                "a default must be a string, number or boolean",
-                f'Write {canonical} = "<value>"',
-                canonical,
-                "defaults",
-            )
-        problem = _default_problem(canonical, value)
-        if problem is not None:
-            raise fail(f"the default {value!r} {problem}", f"Write {canonical} = "
-                       f"{_DEFAULT_EXAMPLES.get(canonical, chr(34) + '<value>' + chr(34))}, or "
-                       "remove the line", canonical, "defaults")
-    return defaults
+            raise Bad(canonical, f"unknown canonical column in [{table}]."
+                      f"{did_you_mean(canonical, INPUT_COLUMNS)}",
+                      f"Canonical columns are {', '.join(INPUT_COLUMNS)}")
+
+
+class _ConfigFile(Table):
+    """The TOML layout of an ingest ``--config`` file."""
+
+    map: dict[str, _Text] = {}
+    tasks: Annotated[list[_Text], Field(min_length=1)] | None = None
+    defaults: dict[str, str | bool | int | float] = {}
+
+    UNKNOWN: ClassVar[str] = "unknown config key"
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        "map": ("'map' must be a table", 'Write [map] then lines like item_id = "qid"'),
+        "map.*": ("the source column must be a non-empty string",
+                  'Write {key} = "<column in your files>"'),
+        "tasks": ("'tasks' must be a non-empty list of task names",
+                  'Write tasks = ["refusal", "difficulty"]'),
+        "defaults": ("'defaults' must be a table", 'Write [defaults] then task = "refusal"'),
+        "defaults.*": ("a default must be a string, number or boolean",
+                       'Write {key} = "<value>"'),
+    }
+
+    @field_validator("map")
+    @classmethod
+    def _map(cls, value: dict[str, str]) -> dict[str, str]:
+        _canonical_keys("map", value)
+        return value
+
+    @field_validator("defaults")
+    @classmethod
+    def _defaults(cls, value: dict[str, Any]) -> dict[str, Any]:
+        """Each default checked (:func:`_default_problem`), where it is written."""
+        _canonical_keys("defaults", value)
+        for canonical, default in value.items():
+            if (problem := _default_problem(canonical, default)) is not None:
+                example = _DEFAULT_EXAMPLES.get(canonical, '"<value>"')
+                raise Bad(canonical, f"the default {default!r} {problem}",
+                          f"Write {canonical} = {example}, or remove the line")
+        return value
 
 
 def load_config(path: Path | str) -> IngestConfig:
@@ -241,56 +235,8 @@ def load_config(path: Path | str) -> IngestConfig:
     >>> cfg.mapping, cfg.tasks
     ({'item_id': 'qid'}, ('refusal',))
     """
-    path = Path(path)
-    text, doc = _read_toml(path)
-
-    def fail(what: str, todo: str, key: str, section: str | None = None) -> InputError:
-        return InputError(
-            format_input_error(
-                path, what, todo, line=key_line(text, key, table=section), column=key
-            )
-        )
-
-    for key in doc:
-        if key not in _CONFIG_KEYS:
-            raise fail(
-                f"unknown config key.{did_you_mean(key, _CONFIG_KEYS)}",
-                f"Allowed keys are {', '.join(_CONFIG_KEYS)}",
-                key,
-            )
-    mapping: dict[str, str] = {}
-    raw_map = doc.get("map", {})
-    if not isinstance(raw_map, dict):
-        raise fail("'map' must be a table", 'Write [map] then lines like item_id = "qid"', "map")
-    for canonical, source in raw_map.items():
-        if canonical not in INPUT_COLUMNS:
-            raise fail(
-                f"unknown canonical column in [map].{did_you_mean(canonical, INPUT_COLUMNS)}",
-                f"Canonical columns are {', '.join(INPUT_COLUMNS)}",
-                canonical,
-                "map",
-            )
-        if not isinstance(source, str) or not source.strip():
-            raise fail(
-                "the source column must be a non-empty string",
-                f'Write {canonical} = "<column in your files>"',
-                canonical,
-                "map",
-            )
-        mapping[canonical] = source.strip()
-    tasks: tuple[str, ...] | None = None
-    if "tasks" in doc:
-        raw_tasks = doc["tasks"]
-        if (
-            not isinstance(raw_tasks, list)
-            or not raw_tasks
-            or not all(isinstance(t, str) and t.strip() for t in raw_tasks)
-        ):
-            raise fail(
-                "'tasks' must be a non-empty list of task names",
-                'Write tasks = ["refusal", "difficulty"]',
-                "tasks",
-            )
-        tasks = tuple(t.strip() for t in raw_tasks)
-    defaults = _load_defaults(doc, fail)
-    return IngestConfig(mapping=mapping, tasks=tasks, defaults=defaults, path=str(path))
+    cfg, _ = toml_model.load(path, _ConfigFile, "config")
+    defaults = {k: ("true" if v else "false") if isinstance(v, bool) else str(v)
+                for k, v in cfg.defaults.items()}
+    return IngestConfig(mapping=dict(cfg.map), tasks=None if cfg.tasks is None else
+                        tuple(cfg.tasks), defaults=defaults, path=str(path))

@@ -21,16 +21,17 @@ reference of every key is ``docs/mapping.md``.
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Annotated, Any, ClassVar, Final
 
-from selfmodel.common.toml_errors import did_you_mean, key_line
-from selfmodel.records.contract import InputError
-from selfmodel.records.registry import format_input_error
+from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
-__all__ = ["RECORDS_KEYS", "RecordsMapping", "load_records_mapping", "parse_records_mapping"]
+from selfmodel.common.toml_errors import did_you_mean
+from selfmodel.records import toml_model
+from selfmodel.records.toml_model import Bad, Table
+
+__all__ = ["RECORDS_KEYS", "RecordsMapping", "load_records_mapping"]
 
 #: Top-level keys of a records mapping.
 RECORDS_KEYS: Final = ("format", "task", "model", "predictor", "run_id", "correct_means",
@@ -104,48 +105,146 @@ class RecordsMapping:
         return cols
 
 
-class _Doc:
-    """The TOML text and document, and one-line errors that name the key's line."""
+_Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        try:
-            self.text = path.read_bytes().decode("utf-8-sig")
-        except OSError as exc:
-            raise InputError(format_input_error(
-                path, f"cannot read the mapping ({exc.strerror})", "Check the path")) from exc
-        except UnicodeDecodeError as exc:
-            raise InputError(format_input_error(
-                path, "the mapping is not valid UTF-8", "Save it as UTF-8")) from exc
-        try:
-            self.doc = tomllib.loads(self.text)
-        except tomllib.TOMLDecodeError as exc:
-            raise InputError(format_input_error(
-                path, f"invalid TOML ({exc})", "Fix the TOML syntax")) from exc
 
-    def fail(self, what: str, todo: str, key: str, table: str | None = None) -> InputError:
-        return InputError(format_input_error(
-            self.path, what, todo, line=key_line(self.text, key, table=table), column=key))
+def _text_hints(table: str | None, *keys: str) -> dict[str, tuple[str, str]]:
+    where = f"[{table}] " if table else ""
+    return {k: (f"{where}{k} must be a non-empty column name or text", f'Write {k} = "<name>"')
+            for k in keys}
 
-    def table(self, name: str, keys: tuple[str, ...]) -> dict[str, Any]:
-        raw = self.doc.get(name, {})
-        if not isinstance(raw, dict):
-            raise self.fail(f"'{name}' must be a table", f"Write [{name}] on its own line", name)
-        for k in raw:
-            if k not in keys:
-                raise self.fail(f"unknown key in [{name}].{did_you_mean(k, keys)}",
-                                f"Allowed keys are {', '.join(keys)}", k, name)
-        return raw
 
-    def text_value(self, raw: dict[str, Any], key: str, table: str | None) -> str | None:
-        value = raw.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str) or not value.strip():
-            where = f"[{table}] " if table else ""
-            raise self.fail(f"{where}{key} must be a non-empty column name or text",
-                            f'Write {key} = "<name>"', key, table)
-        return value.strip()
+class _Confidence(Table):
+    column: _Text | None = None
+    scale: Annotated[list[float], Field(min_length=2, max_length=2)] | None = None
+    options: dict[str, _Text] = {}
+    chosen: _Text | None = None
+    normalize: bool = False
+    UNKNOWN: ClassVar[str] = "unknown key in [confidence]"
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        **_text_hints("confidence", "column", "chosen"),
+        "scale": ("scale must be [low, high] with low < high",
+                  "Write scale = [0, 10] (or [0, 100]) as the prompt asked"),
+        "options": ("options must be a table of option = column",
+                    'Write options = { A = "p_A", B = "p_B" }'),
+        "normalize": ("normalize must be true or false", "Write normalize = true")}
+
+    @model_validator(mode="after")
+    def _together(self) -> _Confidence:
+        if self.scale is not None and not self.scale[0] < self.scale[1]:
+            raise Bad("scale", *self.HINTS["scale"])
+        if self.options and self.column:
+            raise Bad("options", "give either column or options, not both",
+                      "Keep column for one stated confidence, options for per-option "
+                      "probabilities")
+        if bool(self.options) != bool(self.chosen):
+            raise Bad("options" if self.options else "chosen", "options and chosen go together",
+                      'Write options = { A = "p_A", ... } and chosen = "<column of the chosen '
+                      'option>"')
+        if self.normalize and not self.options:
+            raise Bad("normalize", "normalize needs options", "Drop normalize, or give options")
+        return self
+
+
+class _Answered(Table):
+    column: _Text | None = None
+    answer: _Text | None = None
+    key: _Text | None = None
+    UNKNOWN: ClassVar[str] = "unknown key in [answered]"
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = _text_hints("answered", *ANSWERED_KEYS)
+
+    @model_validator(mode="after")
+    def _together(self) -> _Answered:
+        if self.column and (self.answer or self.key):
+            raise Bad("column", "give either column or answer and key, not both",
+                      "column is a boolean column; answer and key are compared")
+        if bool(self.answer) != bool(self.key):
+            raise Bad("answer" if self.answer else "key", "answer and key go together",
+                      'Write answer = "<the model\'s answer>" and key = "<the right answer>"')
+        return self
+
+
+class _Prediction(Table):
+    threshold: Annotated[float, Field(ge=0, le=1)] | None = None
+    UNKNOWN: ClassVar[str] = "unknown key in [prediction]"
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {"threshold": (
+        "threshold must be a number in [0, 1] (on the rescaled confidence)",
+        "Write threshold = 0.5")}
+
+
+class _Join(Table):
+    file: _Text | None = None
+    on: _Text | None = None
+    left_on: _Text | None = None
+    right_on: _Text | None = None
+    prefix: str = ""
+    UNKNOWN: ClassVar[str] = "unknown key in [join]"
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        **_text_hints("join", "file", "on", "left_on", "right_on"),
+        "prefix": ("prefix must be text", 'Write prefix = "key_"')}
+
+    @model_validator(mode="after")
+    def _keys(self) -> _Join:
+        if self.model_fields_set and self.file is None:
+            raise Bad(None, "[join] needs file", 'Write file = "answer_key.csv"')
+        if self.file is not None and None in (self.left_on or self.on, self.right_on or self.on):
+            raise Bad(None, "[join] needs on (or left_on and right_on)",
+                      'Write on = "question_id" (the key column in both files)')
+        return self
+
+
+class _File(Table):
+    """The TOML layout of a records mapping (the module docstring; ``docs/mapping.md``)."""
+
+    format: str = "records"
+    task: _Text | None = None
+    model: _Text | None = None
+    predictor: _Text | None = None
+    run_id: _Text | None = None
+    correct_means: str | None = None
+    map: dict[str, _Text] = {}
+    confidence: _Confidence = _Confidence()
+    answered: _Answered = _Answered()
+    prediction: _Prediction = _Prediction()
+    join: _Join = _Join()
+    UNKNOWN: ClassVar[str] = "unknown mapping key"
+    HINTS: ClassVar[dict[str, tuple[str, str]]] = {
+        **_text_hints(None, *CONSTANTS), "map.*": _text_hints("map", "{key}")["{key}"],
+        **{t: (f"'{t}' must be a table", f"Write [{t}] on its own line")
+           for t in ("map", "confidence", "answered", "prediction", "join")}}
+
+    @field_validator("format")
+    @classmethod
+    def _format(cls, fmt: str, info: ValidationInfo) -> str:
+        if fmt != "records":
+            raise Bad("format", f"format = {fmt!r} is a mapping for 'selfmodel import {fmt}', "
+                      f"not for record files", f"Run 'selfmodel import {fmt} LOGS --mapping "
+                      f"{(info.context or {}).get('path')}', or write format = \"records\" for "
+                      "JSONL/CSV/Parquet records")
+        return fmt
+
+    @field_validator("correct_means")
+    @classmethod
+    def _means(cls, means: str | None) -> str | None:
+        if means is not None and means not in CORRECT_MEANS:
+            raise Bad("correct_means", f"correct_means must be one of {', '.join(CORRECT_MEANS)}",
+                      'Write correct_means = "task" (the task was answered right) or '
+                      '"self_prediction" (the self-prediction was right)')
+        return means
+
+    @field_validator("map")
+    @classmethod
+    def _map(cls, columns: dict[str, str]) -> dict[str, str]:
+        for k in columns:
+            if k not in MAP_FIELDS:
+                raise Bad(k, f"unknown key in [map].{did_you_mean(k, MAP_FIELDS)}",
+                          f"Allowed keys are {', '.join(MAP_FIELDS)}")
+        return columns
+
+    @model_validator(mode="after")
+    def _design(self) -> _File:
+        _check_design(self)
+        return self
 
 
 def load_records_mapping(path: Path | str) -> RecordsMapping:
@@ -157,162 +256,58 @@ def load_records_mapping(path: Path | str) -> RecordsMapping:
         Unreadable or invalid TOML, an unknown key (with a "did you mean"), a value of the
         wrong type, or a mapping that does not say what is predicted and what happened.
     """
-    return parse_records_mapping(_Doc(Path(path)))
+    path = Path(path)
+    f, _ = toml_model.load(path, _File, "mapping")
+    columns = dict(f.map)
+    c, a, j = f.confidence, f.answered, f.join
+    join: dict[str, Any] = {}
+    if j.file is not None:
+        file = Path(j.file) if Path(j.file).is_absolute() else path.parent / j.file
+        join = {"join_file": file, "left_on": j.left_on or j.on, "right_on": j.right_on or j.on,
+                "prefix": j.prefix}
+    return RecordsMapping(
+        columns=columns, path=str(path), scale=None if c.scale is None else (c.scale[0], c.scale[1]),
+        constants={k: v for k in CONSTANTS if (v := getattr(f, k)) is not None},
+        confidence_column=c.column, options=dict(c.options), chosen=c.chosen,
+        normalize=c.normalize, answer=a.answer, key=a.key,
+        answered_column=columns.pop("correct") if f.correct_means == "task" else a.column,
+        threshold=f.prediction.threshold, **join)
 
 
-def parse_records_mapping(doc: _Doc) -> RecordsMapping:
-    """The :class:`RecordsMapping` of a read TOML document."""
-    for k in doc.doc:
-        if k not in RECORDS_KEYS:
-            raise doc.fail(f"unknown mapping key.{did_you_mean(k, RECORDS_KEYS)}",
-                           f"Allowed keys are {', '.join(RECORDS_KEYS)} (docs/mapping.md)", k)
-    fmt = doc.doc.get("format", "records")
-    if fmt != "records":
-        raise doc.fail(
-            f"format = {fmt!r} is a mapping for 'selfmodel import {fmt}', not for record files",
-            f"Run 'selfmodel import {fmt} LOGS --mapping {doc.path}', or write "
-            'format = "records" for JSONL/CSV/Parquet records', "format")
-    constants = {c: v for c in CONSTANTS if (v := doc.text_value(doc.doc, c, None)) is not None}
-    raw_map = doc.table("map", MAP_FIELDS)
-    columns = {c: v for c in raw_map if (v := doc.text_value(raw_map, c, "map")) is not None}
-    values: dict[str, Any] = {"columns": columns, "constants": constants,
-                              "path": str(doc.path)}
-    values.update(_confidence(doc))
-    values.update(_answered(doc, columns))
-    values.update(_prediction(doc))
-    values.update(_join(doc))
-    m = RecordsMapping(**values)
-    _check_design(doc, m)
-    return m
-
-
-def _confidence(doc: _Doc) -> dict[str, Any]:
-    raw = doc.table("confidence", CONFIDENCE_KEYS)
-    out: dict[str, Any] = {"confidence_column": doc.text_value(raw, "column", "confidence"),
-                           "chosen": doc.text_value(raw, "chosen", "confidence")}
-    if "scale" in raw:
-        scale = raw["scale"]
-        ok = (isinstance(scale, list) and len(scale) == 2
-              and all(isinstance(x, int | float) and not isinstance(x, bool) for x in scale)
-              and scale[0] < scale[1])
-        if not ok:
-            raise doc.fail("scale must be [low, high] with low < high",
-                           "Write scale = [0, 10] (or [0, 100]) as the prompt asked", "scale",
-                           "confidence")
-        out["scale"] = (float(scale[0]), float(scale[1]))
-    options = raw.get("options", {})
-    if not isinstance(options, dict) or not all(
-            isinstance(v, str) and v.strip() for v in options.values()):
-        raise doc.fail("options must be a table of option = column",
-                       'Write options = { A = "p_A", B = "p_B" }', "options", "confidence")
-    out["options"] = {str(k): v.strip() for k, v in options.items()}
-    normalize = raw.get("normalize", False)
-    if not isinstance(normalize, bool):
-        raise doc.fail("normalize must be true or false", "Write normalize = true",
-                       "normalize", "confidence")
-    out["normalize"] = normalize
-    if out["options"] and out["confidence_column"]:
-        raise doc.fail("give either column or options, not both",
-                       "Keep column for one stated confidence, options for per-option "
-                       "probabilities", "options", "confidence")
-    if bool(out["options"]) != bool(out["chosen"]):
-        raise doc.fail("options and chosen go together",
-                       'Write options = { A = "p_A", ... } and chosen = "<column of the chosen '
-                       'option>"', "options" if out["options"] else "chosen", "confidence")
-    if normalize and not out["options"]:
-        raise doc.fail("normalize needs options", "Drop normalize, or give options",
-                       "normalize", "confidence")
-    return out
-
-
-def _answered(doc: _Doc, columns: dict[str, str]) -> dict[str, Any]:
-    raw = doc.table("answered", ANSWERED_KEYS)
-    out = {k: doc.text_value(raw, k, "answered") for k in ANSWERED_KEYS}
-    if out["column"] and (out["answer"] or out["key"]):
-        raise doc.fail("give either column or answer and key, not both",
-                       "column is a boolean column; answer and key are compared", "column",
-                       "answered")
-    if bool(out["answer"]) != bool(out["key"]):
-        raise doc.fail("answer and key go together",
-                       'Write answer = "<the model\'s answer>" and key = "<the right answer>"',
-                       "answer" if out["answer"] else "key", "answered")
-    means = doc.doc.get("correct_means")
-    if means is not None and means not in CORRECT_MEANS:
-        raise doc.fail(f"correct_means must be one of {', '.join(CORRECT_MEANS)}",
-                       'Write correct_means = "task" (the task was answered right) or '
-                       '"self_prediction" (the self-prediction was right)', "correct_means")
-    if "correct" in columns:
-        if means is None:
-            raise doc.fail(
-                "[map] correct is ambiguous: it may mean the task was answered right or the "
-                "self-prediction was right", 'Say which with correct_means = "task" or '
-                'correct_means = "self_prediction"', "correct", "map")
-        if means == "task":
-            if out["column"] or out["answer"]:
-                raise doc.fail("correct_means = \"task\" and [answered] both say whether the "
-                               "task was answered right", "Keep one of them", "correct", "map")
-            out["column"] = columns.pop("correct")
-    elif means is not None:
-        raise doc.fail("correct_means without [map] correct", "Map the column: [map] "
-                       'correct = "<column>", or drop correct_means', "correct_means")
-    return {"answered_column": out["column"], "answer": out["answer"], "key": out["key"]}
-
-
-def _prediction(doc: _Doc) -> dict[str, Any]:
-    raw = doc.table("prediction", PREDICTION_KEYS)
-    if "threshold" not in raw:
-        return {}
-    t = raw["threshold"]
-    if isinstance(t, bool) or not isinstance(t, int | float) or not 0 <= t <= 1:
-        raise doc.fail("threshold must be a number in [0, 1] (on the rescaled confidence)",
-                       "Write threshold = 0.5", "threshold", "prediction")
-    return {"threshold": float(t)}
-
-
-def _join(doc: _Doc) -> dict[str, Any]:
-    raw = doc.table("join", JOIN_KEYS)
-    if not raw:
-        return {}
-    file = doc.text_value(raw, "file", "join")
-    if file is None:
-        raise doc.fail("[join] needs file", 'Write file = "answer_key.csv"', "join")
-    on = doc.text_value(raw, "on", "join")
-    left = doc.text_value(raw, "left_on", "join") or on
-    right = doc.text_value(raw, "right_on", "join") or on
-    if left is None or right is None:
-        raise doc.fail("[join] needs on (or left_on and right_on)",
-                       'Write on = "question_id" (the key column in both files)', "join")
-    prefix = raw.get("prefix", "")
-    if not isinstance(prefix, str):
-        raise doc.fail("prefix must be text", 'Write prefix = "key_"', "prefix", "join")
-    path = Path(file)
-    if not path.is_absolute():
-        path = doc.path.parent / path
-    return {"join_file": path, "left_on": left, "right_on": right, "prefix": prefix}
-
-
-def _check_design(doc: _Doc, m: RecordsMapping) -> None:
+def _check_design(f: _File) -> None:
     """The mapping must say what was predicted and what happened; nothing half-declared."""
-    has_confidence = bool(m.confidence_column or m.options)
-    answered = bool(m.answered_column or m.answer)
-    if m.threshold is not None and not has_confidence:
-        raise doc.fail("[prediction] threshold needs a confidence",
-                       'Add [confidence] column = "<stated chance of being right>"',
-                       "threshold", "prediction")
-    if m.threshold is not None and "prediction" in m.columns:
-        raise doc.fail("prediction is both mapped and derived", "Keep [map] prediction or "
-                       "[prediction] threshold", "threshold", "prediction")
-    if answered and "outcome" in m.columns:
-        raise doc.fail("the outcome is both mapped and given by [answered]",
-                       "Keep [map] outcome or [answered]", "outcome", "map")
-    if answered and m.threshold is None and "prediction" not in m.columns:
-        key = "correct" if "correct" in doc.doc.get("map", {}) else "answered"
-        raise doc.fail(
-            "task accuracy (whether the task was answered right) is not self-prediction: "
-            "nothing says what the model predicted about itself",
-            "Derive the prediction from the stated confidence ([prediction] threshold = 0.5 "
-            "with [confidence] column) or map a prediction column", key,
-            "map" if key == "correct" else None)
-    if (m.scale is not None) and not has_confidence:
-        raise doc.fail("scale needs column or options", 'Add column = "<confidence column>"',
-                       "scale", "confidence")
+    columns, means = f.map, f.correct_means
+    answered_by_table = bool(f.answered.column or f.answered.answer)
+    if "correct" in columns and means is None:
+        raise Bad("correct", "[map] correct is ambiguous: it may mean the task was answered "
+                  "right or the self-prediction was right", 'Say which with correct_means = '
+                  '"task" or correct_means = "self_prediction"', table="map")
+    if means is not None and "correct" not in columns:
+        raise Bad("correct_means", "correct_means without [map] correct", "Map the column: "
+                  '[map] correct = "<column>", or drop correct_means')
+    if means == "task" and answered_by_table:
+        raise Bad("correct", "correct_means = \"task\" and [answered] both say whether the "
+                  "task was answered right", "Keep one of them", table="map")
+    has_confidence = bool(f.confidence.column or f.confidence.options)
+    answered = answered_by_table or means == "task"
+    threshold = f.prediction.threshold
+    predicted = "prediction" in columns
+    if threshold is not None and not has_confidence:
+        raise Bad("threshold", "[prediction] threshold needs a confidence",
+                  'Add [confidence] column = "<stated chance of being right>"', table="prediction")
+    if threshold is not None and predicted:
+        raise Bad("threshold", "prediction is both mapped and derived", "Keep [map] prediction "
+                  "or [prediction] threshold", table="prediction")
+    if answered and "outcome" in columns:
+        raise Bad("outcome", "the outcome is both mapped and given by [answered]",
+                  "Keep [map] outcome or [answered]", table="map")
+    if answered and threshold is None and not predicted:
+        key = "correct" if "correct" in columns else "answered"
+        raise Bad(key, "task accuracy (whether the task was answered right) is not "
+                  "self-prediction: nothing says what the model predicted about itself",
+                  "Derive the prediction from the stated confidence ([prediction] threshold = "
+                  "0.5 with [confidence] column) or map a prediction column",
+                  table="map" if key == "correct" else None)
+    if f.confidence.scale is not None and not has_confidence:
+        raise Bad("scale", "scale needs column or options", 'Add column = "<confidence column>"',
+                  table="confidence")
