@@ -270,7 +270,7 @@ def _log_phi(z: Any) -> Any:
     )
 
 
-def _probit_logit(z: Any) -> Any:
+def probit_logit(z: Any) -> Any:
     r"""Log-odds of :math:`\Phi(z)`: :math:`\log\Phi(z) - \log\Phi(-z)`."""
     return _log_phi(z) - _log_phi(-z)
 
@@ -442,8 +442,8 @@ def build(
                 eta = eta + s_cell * z_cell
             parts[side] = pm.Deterministic(side, eta, dims="cell")
         d, c = parts["dprime"], parts["criterion"]
-        hit_logit = _probit_logit(0.5 * d - c)
-        fa_logit = _probit_logit(-0.5 * d - c)
+        hit_logit = probit_logit(0.5 * d - c)
+        fa_logit = probit_logit(-0.5 * d - c)
         pm.Binomial("hits", n=n_signal, logit_p=hit_logit, observed=hits, dims="cell")
         pm.Binomial("false_alarms", n=n_noise, logit_p=fa_logit, observed=fas, dims="cell")
     return model

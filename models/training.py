@@ -173,7 +173,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from selfmodel.models._common import ModelSpec, Prior, factorize, merge_priors, prior_rv
-from selfmodel.models.sdt import _probit_logit
+from selfmodel.models.sdt import probit_logit
 
 NAME = "training"
 SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, privileged access"
@@ -275,10 +275,10 @@ def _sdt_block(data: Any, g: np.ndarray, cell_arm: np.ndarray, cell_pair: np.nda
         shift[side] = pair[cell_arm, cell_pair]
     for who, d, c in (("base", d_b, c_b),
                       ("trained", d_b + shift["dprime"], c_b + shift["criterion"])):
-        pm.Binomial(f"hits_{who}", n=col[f"n_signal_{who}"], logit_p=_probit_logit(d / 2 - c),
+        pm.Binomial(f"hits_{who}", n=col[f"n_signal_{who}"], logit_p=probit_logit(d / 2 - c),
                     observed=col[f"hits_{who}"], dims="cell")
         pm.Binomial(f"false_alarms_{who}", n=col[f"n_noise_{who}"],
-                    logit_p=_probit_logit(-d / 2 - c), observed=col[f"false_alarms_{who}"],
+                    logit_p=probit_logit(-d / 2 - c), observed=col[f"false_alarms_{who}"],
                     dims="cell")
 
 

@@ -126,11 +126,11 @@ def test_apply_mapping_values_and_status() -> None:
 
 
 def test_value_steps_regex_normalize_map_type_and_scores() -> None:
-    from selfmodel.records.importers.mapping.paths import _convert
+    from selfmodel.records.importers.mapping.paths import convert
     from selfmodel.records.importers.mapping.spec import _field_spec
 
     def read(value: object, **table: object) -> tuple[object, bool]:
-        return _convert(value, _field_spec("prediction", {"path": "p", **table}, "m"))
+        return convert(value, _field_spec("prediction", {"path": "p", **table}, "m"))
 
     score = {"type": "score"}
     got = [read(v, **score) for v in ("C", "I", "P", "N", 1.0, 0, True, 0.5, " C ")]

@@ -168,10 +168,10 @@ def test_simulated_cells_have_kish_variance() -> None:
         sigma_cell=0.0,
         sigma_task_slope=0.0,
     )
-    layout = pw._Layout.from_design(d)
+    layout = pw.CellLayout.from_design(d)
     share = np.concatenate(
         [
-            pw._simulate_k(layout, d, 0.0, pw._base_draws(1, s, layout, 0)) / layout.n
+            pw.simulate_k(layout, d, 0.0, pw.base_draws(1, s, layout, 0)) / layout.n
             for s in range(2000)
         ]
     )
@@ -188,14 +188,14 @@ def test_batched_cholesky_matches_numpy() -> None:
     rng = np.random.default_rng(0)
     A = rng.normal(size=(50, 6, 6))
     H = A @ A.transpose(0, 2, 1) + 6 * np.eye(6)
-    L = pw._batched_cholesky(np.ascontiguousarray(H.transpose(1, 2, 0)))
+    L = pw.batched_cholesky(np.ascontiguousarray(H.transpose(1, 2, 0)))
     dense = np.zeros_like(H)
     for i in range(6):
         for j in range(i + 1):
             dense[:, i, j] = L[i][j]
     np.testing.assert_allclose(dense, np.linalg.cholesky(H), rtol=1e-10, atol=1e-12)
     b = rng.normal(size=(50, 6))
-    v = np.stack(pw._forward_solve(L, b), axis=1)
+    v = np.stack(pw.forward_solve(L, b), axis=1)
     np.testing.assert_allclose(np.einsum("gij,gj->gi", dense, v), b, atol=1e-10)
 
 
@@ -208,12 +208,12 @@ def test_grid_posterior_matches_dense_linear_algebra() -> None:
     """
     design = _design("abc", (1, 8, 60), [pw.Task("t1", 80, 0.6), pw.Task("t2", 120, 0.8)])
     cells = pw.simulate_cells(design, 0.3, seed=4)
-    layout, k = pw._Layout.from_cells(cells)
-    grid = pw._Grid.make(
+    layout, k = pw.CellLayout.from_cells(cells)
+    grid = pw.PosteriorGrid.make(
         2, {"sigma_cell": 3, "sigma_model": 3, "sigma_family": 2, "sigma_delta": 2}
     )
-    y, s2 = pw._empirical_logit(k, layout.n)
-    wts, mu, var = pw._grid_posterior(layout, grid, y, s2)
+    y, s2 = pw.empirical_logit(k, layout.n)
+    wts, mu, var = pw.grid_posterior(layout, grid, y, s2)
     Zm = np.eye(len(layout.models))[layout.cell_model]
     Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]
     X = layout.X
@@ -241,15 +241,15 @@ def test_grid_posterior_matches_dense_linear_algebra() -> None:
 def test_laplace_step_pieces_match_dense_algebra() -> None:
     """V^-1 R and the cells' posterior mean logits equal their dense versions (BDA3 sec. 14.2)."""
     design = _design("abc", (1, 8, 60), [pw.Task("t1", 80, 0.6), pw.Task("t2", 120, 0.8)])
-    layout, k = pw._Layout.from_cells(pw.simulate_cells(design, 0.3, seed=4))
-    y, s2 = pw._empirical_logit(k, layout.n)
+    layout, k = pw.CellLayout.from_cells(pw.simulate_cells(design, 0.3, seed=4))
+    y, s2 = pw.empirical_logit(k, layout.n)
     Zm = np.eye(len(layout.models))[layout.cell_model]
     Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]
     theta = (0.2, 0.15, 0.3)
     V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T
     R = np.random.default_rng(0).normal(size=(len(y), 3))
-    np.testing.assert_allclose(pw._vinv(layout, theta, s2, R), np.linalg.solve(V, R), atol=1e-10)
-    grid = pw._Grid.make(
+    np.testing.assert_allclose(pw.vinv(layout, theta, s2, R), np.linalg.solve(V, R), atol=1e-10)
+    grid = pw.PosteriorGrid.make(
         2, {"sigma_cell": 3, "sigma_model": 3, "sigma_family": 2, "sigma_delta": 2}
     )
     # independent task slopes: one (fixed) prior for the slopes, no spread to grid over
@@ -266,7 +266,7 @@ def test_laplace_step_pieces_match_dense_algebra() -> None:
     b = np.linalg.solve(X.T @ Vi @ X + grid.lam0[jd], X.T @ Vi @ y)
     # E[eta | y] = y - S V^-1 (y - X b) with S = diag(s2)
     np.testing.assert_allclose(
-        pw._cell_logits(layout, grid, wts, y, s2), y - s2 * (Vi @ (y - X @ b)), atol=1e-10
+        pw.cell_logits(layout, grid, wts, y, s2), y - s2 * (Vi @ (y - X @ b)), atol=1e-10
     )
 
 
@@ -277,15 +277,15 @@ def test_laplace_step_removes_small_cell_bias() -> None:
     0.165 sqrt(3) = 0.29, so each is shrunk by ~ v / (1 + v) with v = 0.29^2: the average
     slope by ~ -0.034 (measured here: -0.039)."""
     small = replace(POINT_B, repeats=1, tasks=tuple(replace(t, items=37) for t in POINT_B.tasks))
-    layout = pw._Layout.from_design(small)
+    layout = pw.CellLayout.from_design(small)
     assert set(layout.n) == {33}
-    grid = pw._Grid.make(3)
+    grid = pw.PosteriorGrid.make(3)
     first, second = [], []
     for s in range(60):
-        k = pw._simulate_k(layout, small, 0.45, pw._base_draws(5, s, layout, 0))
-        w, mu, _ = pw._grid_posterior(layout, grid, *pw._empirical_logit(k, layout.n))
+        k = pw.simulate_k(layout, small, 0.45, pw.base_draws(5, s, layout, 0))
+        w, mu, _ = pw.grid_posterior(layout, grid, *pw.empirical_logit(k, layout.n))
         first.append(w @ mu)
-        w, mu, _, _ = pw._posterior(layout, grid, k)
+        w, mu, _, _ = pw.posterior_of(layout, grid, k)
         second.append(w @ mu)
     v = (0.165 * np.sqrt(3)) ** 2
     expected = 0.45 * (1 - v / (1 + v))
@@ -384,8 +384,8 @@ def test_mde_interpolation() -> None:
     rows = [
         {"slope": s, "p_improves": p} for s, p in [(0.0, 0.0), (0.2, 0.5), (0.4, 0.9), (0.6, 1.0)]
     ]
-    assert pw._mde(rows) == (0.4, pytest.approx(0.2 + 0.2 * 0.3 / 0.4))
-    assert pw._mde(rows[:2]) == (None, None)
+    assert pw.mde_of(rows) == (0.4, pytest.approx(0.2 + 0.2 * 0.3 / 0.4))
+    assert pw.mde_of(rows[:2]) == (None, None)
 
 
 def _brute_force(design: pw.Design, slope: float, sims: int, seed: int) -> dict:
@@ -560,7 +560,7 @@ def test_mde_from_fit_is_saved_and_reused(
     """With ``cache_dir`` the simulation runs once per distinct input; a damaged file reruns."""
     res = _fake_results(data_raw_cells)
     sweeps = []
-    real = pw._sweep
+    real = pw.sweep_of
     monkeypatch.setattr(after_fit, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
     first = pw.mde_from_fit(res, sims=3, cache_dir=tmp_path)
     n = len(sweeps)

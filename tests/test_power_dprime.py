@@ -27,7 +27,7 @@ from selfmodel.power.posterior_draws import (
     sdt_component_draws,
     summarise_draws,
 )
-from selfmodel.power.sweep import _sweep, _Ticker
+from selfmodel.power.sweep import Ticker, sweep_of
 
 
 def _posterior(names, n_draws=500, tasks=("a", "b", "c"), seed=0):
@@ -65,15 +65,15 @@ def test_sdt_component_draws_cover_both_sides() -> None:
 
 def test_posterior_drawn_components_change_the_simulated_designs() -> None:
     design = default_design()
-    tick = _Ticker(False, 0, "")
+    tick = Ticker(False, 0, "")
     small = [{"sigma_model": 0.01, "sigma_family": 0.01}] * 40
     large = [{"sigma_model": 0.8, "sigma_family": 0.8}] * 40
     mixed = [small[0] if s % 2 else large[0] for s in range(40)]
-    sd = {k: _sweep(design, [0.0], sims=40, seed=5, ticker=tick, components=c)[0]["mean_posterior_sd"]
+    sd = {k: sweep_of(design, [0.0], sims=40, seed=5, ticker=tick, components=c)[0]["mean_posterior_sd"]
           for k, c in (("small", small), ("large", large), ("mixed", mixed))}
     assert sd["small"] < sd["mixed"] < sd["large"]
     with pytest.raises(ValueError, match="component draws"):
-        _sweep(design, [0.0], sims=40, seed=5, ticker=tick, components=small[:3])
+        sweep_of(design, [0.0], sims=40, seed=5, ticker=tick, components=small[:3])
 
 
 def _dprime_design(**kw) -> DprimeDesign:

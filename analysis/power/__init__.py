@@ -132,34 +132,34 @@ from selfmodel.power.after_fit import (
     mde_from_fit,
 )
 from selfmodel.power.approximate_fit import (
-    _batched_cholesky as _batched_cholesky,
+    CellLayout as CellLayout,
 )
 from selfmodel.power.approximate_fit import (
-    _cell_logits as _cell_logits,
+    PosteriorGrid as PosteriorGrid,
 )
 from selfmodel.power.approximate_fit import (
-    _empirical_logit as _empirical_logit,
+    batched_cholesky as batched_cholesky,
 )
 from selfmodel.power.approximate_fit import (
-    _forward_solve as _forward_solve,
+    cell_logits as cell_logits,
 )
 from selfmodel.power.approximate_fit import (
-    _Grid as _Grid,
-)
-from selfmodel.power.approximate_fit import (
-    _grid_posterior as _grid_posterior,
-)
-from selfmodel.power.approximate_fit import (
-    _Layout as _Layout,
-)
-from selfmodel.power.approximate_fit import (
-    _posterior as _posterior,
-)
-from selfmodel.power.approximate_fit import (
-    _vinv as _vinv,
+    empirical_logit as empirical_logit,
 )
 from selfmodel.power.approximate_fit import (
     fast_fit,
+)
+from selfmodel.power.approximate_fit import (
+    forward_solve as forward_solve,
+)
+from selfmodel.power.approximate_fit import (
+    grid_posterior as grid_posterior,
+)
+from selfmodel.power.approximate_fit import (
+    posterior_of as posterior_of,
+)
+from selfmodel.power.approximate_fit import (
+    vinv as vinv,
 )
 from selfmodel.power.design import (
     DEFAULT_SLOPES,
@@ -203,25 +203,25 @@ from selfmodel.power.output import (
     write_power,
 )
 from selfmodel.power.simulator import (
-    _base_draws as _base_draws,
-)
-from selfmodel.power.simulator import (
-    _simulate_k as _simulate_k,
+    base_draws as base_draws,
 )
 from selfmodel.power.simulator import (
     simulate_cells,
 )
-from selfmodel.power.sweep import (
-    _mde as _mde,
+from selfmodel.power.simulator import (
+    simulate_k as simulate_k,
 )
 from selfmodel.power.sweep import (
-    _sweep as _sweep,
+    mde_of as mde_of,
 )
 from selfmodel.power.sweep import (
     models_vs_items,
     normal_theory_mde,
     run_power,
     sweep_slope,
+)
+from selfmodel.power.sweep import (
+    sweep_of as sweep_of,
 )
 
 __all__ = [

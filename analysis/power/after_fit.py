@@ -14,7 +14,7 @@ from selfmodel.decisions import hypotheses
 from selfmodel.decisions.effects import SCALE_UNITS, rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import cached_json, frame_sha256, package_versions, source_sha256
-from selfmodel.power.approximate_fit import _plugin_sd
+from selfmodel.power.approximate_fit import plugin_sd_of
 from selfmodel.power.design import TARGET_POWER, Design, Progress
 from selfmodel.power.design_from_data import design_from_results
 from selfmodel.power.dprime import design_from_sdt_fit, dprime_mde
@@ -23,7 +23,7 @@ from selfmodel.power.posterior_draws import (
     sdt_component_draws,
     summarise_draws,
 )
-from selfmodel.power.sweep import _mde, _sweep, _Ticker, normal_theory_mde
+from selfmodel.power.sweep import Ticker, mde_of, normal_theory_mde, sweep_of
 
 # --------------------------------------------------------------------------- after a fit
 
@@ -104,17 +104,17 @@ def mde_from_fit(
     rule = design.rule
     pilot_sims = max(20, sims // 3)
     z_hdi = float(norm.ppf(0.5 + rule.hdi_prob / 2))
-    ticker = _Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")
+    ticker = Ticker(progress, pilot_sims + 6 * sims, "what this design could detect")
     try:
-        pilot = _sweep(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker,
+        pilot = sweep_of(design, [0.0], sims=pilot_sims, seed=seed, ticker=ticker,
                        components=components)[0]
         s_bar = pilot["mean_posterior_sd"]
         normal = normal_theory_mde(s_bar, rule)
         slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
-        curve = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker, components=components)
+        curve = sweep_of(design, slopes, sims=sims, seed=seed, ticker=ticker, components=components)
     finally:
         ticker.close()
-    grid_mde, interp = _mde(curve)
+    grid_mde, interp = mde_of(curve)
     if grid_mde is not None and interp is None:
         interp = grid_mde  # the smallest swept slope already has >= 80% power
     mc_se = _mc_se(curve, interp, sims) if interp is not None else None
@@ -127,8 +127,8 @@ def mde_from_fit(
         "p_practically_null_at_zero": pilot["p_practically_null"],
         "p_improves_at_zero": pilot["p_improves"],
         "sd_needed_for_practically_null": rule.rope / z_hdi,
-        "plugin_sd": _plugin_sd(design),
-        "plugin_sd_unlimited_items": _plugin_sd(design, unlimited_items=True),
+        "plugin_sd": plugin_sd_of(design),
+        "plugin_sd_unlimited_items": plugin_sd_of(design, unlimited_items=True),
         "power_curve": [{k: r[k] for k in _CURVE_KEYS} for r in curve],
         "design": _design_summary(design),
         "rule": rule.as_dict(),

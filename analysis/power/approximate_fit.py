@@ -40,7 +40,7 @@ def _prior_sigmas() -> dict[str, float]:
 
 
 @dataclass
-class _Layout:
+class CellLayout:
     """Cells sorted by family, model, task, with the index arrays the fast fit needs."""
 
     models: list[str]
@@ -71,10 +71,12 @@ class _Layout:
 
     @property
     def n_cells(self) -> int:
+        """Number of cells."""
         return len(self.cell_model)
 
     @classmethod
-    def from_design(cls, design: Design) -> _Layout:
+    def from_design(cls, design: Design) -> CellLayout:
+        """The layout of a power design's cells."""
         fam_names = list(dict.fromkeys(f for _, f, _ in design.models))
         ordered = sorted(design.models, key=lambda m: (fam_names.index(m[1]),))
         xs = np.array([x for *_, x in ordered])
@@ -94,7 +96,7 @@ class _Layout:
         )
 
     @classmethod
-    def from_cells(cls, cells: pl.DataFrame) -> tuple[_Layout, np.ndarray]:
+    def from_cells(cls, cells: pl.DataFrame) -> tuple[CellLayout, np.ndarray]:
         """Layout and counts of a cells table (``model, family, task, x, n, k``), as fitted."""
         c = cells.filter(pl.col("n") > 0).sort("family", "model", "task")
         families = list(dict.fromkeys(c["family"].to_list()))
@@ -115,7 +117,7 @@ class _Layout:
 
 
 @dataclass
-class _Grid:
+class PosteriorGrid:
     """The variance-component grid and the fixed-effect prior at each sigma_delta."""
 
     sigma_cell: np.ndarray
@@ -128,7 +130,7 @@ class _Grid:
 
     @classmethod
     def make(cls, n_tasks: int, sizes: Mapping[str, int] | None = None,
-             prior: Mapping[str, float] | None = None) -> _Grid:
+             prior: Mapping[str, float] | None = None) -> PosteriorGrid:
         """The grid at the prior mid-quantiles (equal prior mass per point).
 
         ``prior``: the prior scales (keys of :func:`_prior_sigmas`), default the scale model's.
@@ -156,7 +158,7 @@ class _Grid:
         sigma_family: Any,
         sigma_delta: Any,
         prior: Mapping[str, float] | None = None,
-    ) -> _Grid:
+    ) -> PosteriorGrid:
         """A grid at given values (a single point gives the plug-in posterior)."""
         pr = dict(prior) if prior is not None else _prior_sigmas()
         T = n_tasks
@@ -185,14 +187,14 @@ class _Grid:
         )
 
 
-def _plugin_sd(design: Design, *, unlimited_items: bool = False) -> float:
+def plugin_sd_of(design: Design, *, unlimited_items: bool = False) -> float:
     """Posterior sd of beta at the design's variance components (plug-in, normal theory).
 
     With ``unlimited_items`` every cell's binomial variance is 0: what is left comes from
     family, model and cell variation, which only more models (and tasks) reduce.
     """
-    layout = _Layout.from_design(design)
-    g = _Grid.at(
+    layout = CellLayout.from_design(design)
+    g = PosteriorGrid.at(
         len(layout.tasks),
         sigma_cell=max(design.sigma_cell, 1e-6),
         sigma_model=design.sigma_model,
@@ -202,11 +204,11 @@ def _plugin_sd(design: Design, *, unlimited_items: bool = False) -> float:
     acc = np.array([t.accuracy for t in design.tasks])[layout.cell_task]
     n_eff = np.array([design.n_eff(t) for t in design.tasks])[layout.cell_task]
     s2 = np.zeros(layout.n_cells) if unlimited_items else 1.0 / (n_eff * acc * (1 - acc))
-    _, _, var = _grid_posterior(layout, g, np.zeros(layout.n_cells), s2)
+    _, _, var = grid_posterior(layout, g, np.zeros(layout.n_cells), s2)
     return float(np.sqrt(var[0]))
 
 
-def _restrict(grid: _Grid, wts: np.ndarray, mass: float = 1e-5) -> _Grid:
+def _restrict(grid: PosteriorGrid, wts: np.ndarray, mass: float = 1e-5) -> PosteriorGrid:
     """The sub-grid (a box) outside which every variance component has posterior mass < mass."""
     shape = (
         len(grid.sigma_cell),
@@ -231,8 +233,8 @@ def _restrict(grid: _Grid, wts: np.ndarray, mass: float = 1e-5) -> _Grid:
     )
 
 
-def _vinv(
-    layout: _Layout, theta: tuple[float, float, float], s2: np.ndarray, R: np.ndarray
+def vinv(
+    layout: CellLayout, theta: tuple[float, float, float], s2: np.ndarray, R: np.ndarray
 ) -> np.ndarray:
     """``V^-1 R`` for the nested covariance at ``theta = (sigma_c, sigma_m, sigma_f)``, R (N, q)."""
     sc, sm, sf = theta
@@ -249,8 +251,8 @@ def _vinv(
     return WR - sf**2 * a1[:, None] * (fR / h[:, None])[fam]
 
 
-def _cell_logits(
-    layout: _Layout, grid: _Grid, wts: np.ndarray, y: np.ndarray, s2: np.ndarray
+def cell_logits(
+    layout: CellLayout, grid: PosteriorGrid, wts: np.ndarray, y: np.ndarray, s2: np.ndarray
 ) -> np.ndarray:
     """Posterior mean of every cell's logit at the most probable grid point."""
     shape = (
@@ -262,14 +264,14 @@ def _cell_logits(
     ic, im, jf, jd = np.unravel_index(int(np.argmax(wts)), shape)
     theta = (grid.sigma_cell[ic], grid.sigma_model[im], grid.sigma_family[jf])
     X = layout.X
-    VX = _vinv(layout, theta, s2, np.column_stack([X, y]))
+    VX = vinv(layout, theta, s2, np.column_stack([X, y]))
     b = np.linalg.solve(X.T @ VX[:, :-1] + grid.lam0[jd], X.T @ VX[:, -1])
-    return y - s2 * _vinv(layout, theta, s2, (y - X @ b)[:, None])[:, 0]
+    return y - s2 * vinv(layout, theta, s2, (y - X @ b)[:, None])[:, 0]
 
 
-def _posterior(
-    layout: _Layout, grid: _Grid, k: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, _Grid]:
+def posterior_of(
+    layout: CellLayout, grid: PosteriorGrid, k: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, PosteriorGrid]:
     r"""Grid posterior of beta from binomial counts: empirical logits, then one Laplace step.
 
     The first pass approximates each cell's binomial likelihood by a normal around its
@@ -282,25 +284,26 @@ def _posterior(
     Clayton 1993, *JASA* 88, 9-25), on the part of the grid that carries posterior mass.
     """
     n = layout.n.astype(float)
-    y, s2 = _empirical_logit(k, layout.n)
-    wts, _, _ = _grid_posterior(layout, grid, y, s2)
-    eta = _cell_logits(layout, grid, wts, y, s2)
+    y, s2 = empirical_logit(k, layout.n)
+    wts, _, _ = grid_posterior(layout, grid, y, s2)
+    eta = cell_logits(layout, grid, wts, y, s2)
     p = np.clip(expit(eta), 1e-6, 1 - 1e-6)
     w = n * p * (1.0 - p)
     sub = _restrict(grid, wts)
-    wts, mu, var = _grid_posterior(layout, sub, eta + (k - n * p) / w, 1.0 / w)
+    wts, mu, var = grid_posterior(layout, sub, eta + (k - n * p) / w, 1.0 / w)
     return wts, mu, var, sub
 
 
-def _empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical logits of ``k`` of ``n`` (0.5 added to each count) and their sampling variances."""
     k = np.asarray(k, dtype=float)
     n = np.asarray(n, dtype=float)
     y = np.log((k + 0.5) / (n - k + 0.5))
     return y, 1.0 / (k + 0.5) + 1.0 / (n - k + 0.5)
 
 
-def _grid_posterior(
-    layout: _Layout, grid: _Grid, y: np.ndarray, s2: np.ndarray
+def grid_posterior(
+    layout: CellLayout, grid: PosteriorGrid, y: np.ndarray, s2: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Posterior weights of the grid points and the conditional mean/variance of beta.
 
@@ -355,11 +358,11 @@ def _grid_posterior(
     )
     Hc = Hc.reshape(p, p, -1)
     G = Hc.shape[-1]
-    L = _batched_cholesky(Hc)
-    vy = _forward_solve(
+    L = batched_cholesky(Hc)
+    vy = forward_solve(
         L, np.broadcast_to(QXy[:, :, :, None], (*QXy.shape[:3], nd, p)).reshape(G, p)
     )
-    vc = _forward_solve(L, np.broadcast_to(grid.c, (G, p)))
+    vc = forward_solve(L, np.broadcast_to(grid.c, (G, p)))
     logdetH = 2.0 * sum(np.log(L[j][j]) for j in range(p))
     quad = sum(v * v for v in vy)
     logml = -0.5 * (
@@ -371,7 +374,7 @@ def _grid_posterior(
     return wts / wts.sum(), mu, var
 
 
-def _batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:
+def batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:
     """Cholesky factors of a stack of small SPD matrices ``Hc`` (p, p, G), vectorised over G.
 
     Returns the lower triangle as nested lists ``L[i][j]`` (i >= j) of length-G vectors: for
@@ -393,8 +396,8 @@ def _batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:
     return L
 
 
-def _forward_solve(L: list[list[np.ndarray]], b: np.ndarray) -> list[np.ndarray]:
-    """Solve ``L v = b`` for the factors of :func:`_batched_cholesky` and ``b`` (G, p)."""
+def forward_solve(L: list[list[np.ndarray]], b: np.ndarray) -> list[np.ndarray]:
+    """Solve ``L v = b`` for the factors of :func:`batched_cholesky` and ``b`` (G, p)."""
     v: list[np.ndarray] = []
     for i in range(len(L)):
         acc = np.array(b[:, i], dtype=float)
@@ -404,9 +407,10 @@ def _forward_solve(L: list[list[np.ndarray]], b: np.ndarray) -> list[np.ndarray]
     return v
 
 
-def _mixture_draws(
+def mixture_draws(
     wts: np.ndarray, mu: np.ndarray, var: np.ndarray, u: np.ndarray, z: np.ndarray
 ) -> np.ndarray:
+    """Draws from a normal mixture (weights, means, variances) with the given uniforms and normals."""
     idx = np.searchsorted(np.cumsum(wts), u * (1.0 - 1e-12))
     idx = np.minimum(idx, len(wts) - 1)
     return mu[idx] + np.sqrt(var[idx]) * z
@@ -450,10 +454,10 @@ def fast_fit(
     >>> fast_fit(cells)["decision"]
     'improves'
     """
-    layout, k = _Layout.from_cells(cells)
-    wts, mu, var, g = _posterior(layout, _Grid.make(len(layout.tasks), grid), k)
+    layout, k = CellLayout.from_cells(cells)
+    wts, mu, var, g = posterior_of(layout, PosteriorGrid.make(len(layout.tasks), grid), k)
     rng = np.random.default_rng(seed)
-    d = _mixture_draws(wts, mu, var, rng.random(draws), rng.standard_normal(draws))
+    d = mixture_draws(wts, mu, var, rng.random(draws), rng.standard_normal(draws))
     out = decide(d, rule or DecisionRule(), n_models=len(layout.models))
     shape = (len(g.sigma_cell), len(g.sigma_model), len(g.sigma_family), len(g.sigma_delta))
     w4 = wts.reshape(shape)

@@ -170,7 +170,8 @@ def sdt_accuracy(base_rate: float, dprime: float, criterion: float) -> float:
     return float(base_rate * hit + (1 - base_rate) * correct_rejection)
 
 
-def _x_of_size(size_b: float) -> float:
+def x_of_size(size_b: float) -> float:
+    """The scale variable of a size in billions of parameters (log10)."""
     return float(np.log10(size_b))
 
 
@@ -185,7 +186,7 @@ def default_design() -> Design:
     0.1, the spread of the true task slopes of that data set (``data_raw/truth.json``).
     """
     models = tuple(
-        (f"{fam}-{suffix}", fam, _x_of_size(params))
+        (f"{fam}-{suffix}", fam, x_of_size(params))
         for fam, members in DEFAULT_FAMILIES.items()
         for suffix, params, _active in members
     )

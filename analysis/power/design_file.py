@@ -8,7 +8,7 @@ from typing import Annotated, Any, ClassVar, Final
 from pydantic import Field, model_validator
 
 from selfmodel.decisions.hypotheses import RETIRED_RULE_KEYS, DecisionRule
-from selfmodel.power.design import Design, Task, _x_of_size, default_design, sdt_accuracy
+from selfmodel.power.design import Design, Task, default_design, sdt_accuracy, x_of_size
 from selfmodel.records import toml_model
 from selfmodel.records.registry import format_input_error
 from selfmodel.records.toml_model import Bad, Problem, Table
@@ -16,7 +16,7 @@ from selfmodel.records.toml_model import Bad, Problem, Table
 # --------------------------------------------------------------------------- design files
 
 _VARIANCE_KEYS: Final = ("sigma_family", "sigma_model", "sigma_cell", "sigma_task_slope")
-_RULE_KEYS: Final = ("rope", "hdi_prob", "min_models")
+RULE_KEYS: Final = ("rope", "hdi_prob", "min_models")
 
 DESIGN_EXAMPLE: Final = """\
 # selfmodel power design (TOML). Sizes are billions of parameters.
@@ -137,7 +137,7 @@ class _DesignTable(Table):
         sizes = [s for family in self.families.values() for s in family]
         if len(sizes) < 3:
             raise Bad("families", f"only {len(sizes)} model(s)", "A slope needs at least 3 models")
-        if len({_x_of_size(s) for s in sizes}) < 2:
+        if len({x_of_size(s) for s in sizes}) < 2:
             raise Bad("families", "every model has the same size", "Give models of different sizes")
         return self
 
@@ -197,7 +197,7 @@ def load_design(path: Path | str) -> Design:
     (7, ['refusal'], 0.773)
     """
     d, _ = toml_model.load(path, _DesignTable, "design", _message)
-    models = [(f"{fam}-{i + 1}:{s:g}b", fam, _x_of_size(s))
+    models = [(f"{fam}-{i + 1}:{s:g}b", fam, x_of_size(s))
               for fam, sizes in d.families.items() for i, s in enumerate(sizes)]
     tasks = [Task(name, t.items, round(t.implied(), 6), t.unreadable)
              for name, t in d.tasks.items()]

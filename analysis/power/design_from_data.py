@@ -12,7 +12,7 @@ import polars as pl
 
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.power.design import Design, Task, default_design
-from selfmodel.power.design_file import _RULE_KEYS
+from selfmodel.power.design_file import RULE_KEYS
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
 from selfmodel.records.ingest import ingest
@@ -219,7 +219,7 @@ def design_from_results(results: Mapping[str, Any]) -> Design:
             f"results.json has no posterior mean for {', '.join(missing)} (variance_components)"
         )
     rule_d = settings.get("rule") or {}
-    rule = DecisionRule(**{k: rule_d[k] for k in _RULE_KEYS if k in rule_d})
+    rule = DecisionRule(**{k: rule_d[k] for k in RULE_KEYS if k in rule_d})
     return Design(
         models=tuple(models),
         tasks=tuple(tasks),

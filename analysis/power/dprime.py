@@ -26,7 +26,7 @@ Approximate fit: each cell's d' is estimated by the log-linear corrected rates
 task's pooled rates (not the cell's own, whose errors would correlate the weights with the
 estimates), and the nested family/model/cell model for :math:`\hat d` is integrated exactly
 over the task intercepts and slopes and on a grid over the d' variance components, with the
-priors of ``models/sdt.py`` (:func:`selfmodel.power.approximate_fit._grid_posterior`, as the
+priors of ``models/sdt.py`` (:func:`selfmodel.power.approximate_fit.grid_posterior`, as the
 accuracy power). Cells with only signal or only noise records carry no d' of their own and
 are left out. Each data set's 4,000 mixture draws go through
 :func:`selfmodel.decisions.hypotheses.decide` with the d' ROPE.
@@ -46,10 +46,10 @@ from selfmodel.analyses.skill import sdt_arrays
 from selfmodel.common import arviz_ops
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.models.sdt import DEFAULT_PRIORS as SDT_PRIORS
-from selfmodel.power.approximate_fit import _Grid, _grid_posterior, _Layout, _mixture_draws
+from selfmodel.power.approximate_fit import CellLayout, PosteriorGrid, grid_posterior, mixture_draws
 from selfmodel.power.design import N_DRAWS, OUTCOMES, TARGET_POWER
 from selfmodel.power.posterior_draws import summarise_draws
-from selfmodel.power.sweep import _mde, normal_theory_mde
+from selfmodel.power.sweep import mde_of, normal_theory_mde
 
 
 @dataclass(frozen=True)
@@ -106,7 +106,7 @@ def design_from_sdt_fit(idata: Any, data: pl.DataFrame, rule: DecisionRule) -> D
 
 @dataclass
 class _DLayout:
-    layout: _Layout
+    layout: CellLayout
     s: np.ndarray
     n: np.ndarray
     tasks: list[str]
@@ -118,7 +118,7 @@ def _layout(design: DprimeDesign) -> _DLayout:
     models = list(dict.fromkeys(c["model"].to_list()))
     tasks = sorted(set(c["task"].to_list()))
     fam_of = dict(zip(c["model"].to_list(), c["family"].to_list(), strict=True))
-    lay = _Layout(models=models, families=families, tasks=tasks,
+    lay = CellLayout(models=models, families=families, tasks=tasks,
                   cell_model=np.array([models.index(m) for m in c["model"].to_list()]),
                   cell_task=np.array([tasks.index(t) for t in c["task"].to_list()]),
                   model_family=np.array([families.index(fam_of[m]) for m in models]),
@@ -174,7 +174,7 @@ def sweep_dprime(design: DprimeDesign, slopes: Sequence[float], *, sims: int, se
                  components: Sequence[Mapping[str, float]] | None = None) -> list[dict[str, Any]]:
     """Decisions on the d' slope per true slope, as :func:`selfmodel.power.sweep._sweep` for accuracy."""
     dl = _layout(design)
-    g = _Grid.make(len(dl.tasks), prior=_prior())
+    g = PosteriorGrid.make(len(dl.tasks), prior=_prior())
     mu0 = SDT_PRIORS["alpha_dprime"][1]["mu"]  # the grid's intercept prior is centred at 0
     n_models = len(dl.layout.models)
     counts = [dict.fromkeys(OUTCOMES, 0) for _ in slopes]
@@ -187,8 +187,8 @@ def sweep_dprime(design: DprimeDesign, slopes: Sequence[float], *, sims: int, se
         for j, slope in enumerate(slopes):
             hits, fas = simulate_sdt_counts(d_s, slope, seed=seed, sim=s, dl=dl)
             y, s2 = dprime_estimates(dl, hits, fas)
-            wts, mu, var = _grid_posterior(dl.layout, g, y - mu0, s2)
-            r = decide(_mixture_draws(wts, mu, var, u, zd), design.rule, n_models=n_models)
+            wts, mu, var = grid_posterior(dl.layout, g, y - mu0, s2)
+            r = decide(mixture_draws(wts, mu, var, u, zd), design.rule, n_models=n_models)
             counts[j][r["decision"]] = counts[j].get(r["decision"], 0) + 1
             stats[:, j, s] = r["mean"], r["sd"], float(r["hdi_low"] <= slope <= r["hdi_high"])
     rows = []
@@ -210,7 +210,7 @@ def dprime_mde(design: DprimeDesign, *, sims: int = 100, seed: int,
     normal = normal_theory_mde(pilot["mean_posterior_sd"], design.rule)
     slopes = [round(normal * f, 4) for f in (0.6, 0.8, 0.9, 1.0, 1.15, 1.4)]
     curve = sweep_dprime(design, slopes, sims=sims, seed=seed, components=components)
-    grid_mde, interp = _mde(curve)
+    grid_mde, interp = mde_of(curve)
     keep = ("slope", "p_improves", "se_improves", "p_credibly_positive", "p_no_credible_effect",
             "p_practically_null", "mean_posterior_sd", "mean_estimate", "hdi_coverage")
     return {

@@ -9,7 +9,7 @@ import polars as pl
 from scipy.special import betaincinv, expit, logit
 from scipy.stats import binom
 
-from selfmodel.power.approximate_fit import _Layout
+from selfmodel.power.approximate_fit import CellLayout
 from selfmodel.power.design import Design
 
 # --------------------------------------------------------------------------- simulation
@@ -29,7 +29,8 @@ class _Base:
     u_cluster: np.ndarray
 
 
-def _base_draws(seed: int, sim: int, layout: _Layout, draws: int) -> _Base:
+def base_draws(seed: int, sim: int, layout: CellLayout, draws: int) -> _Base:
+    """The draws of one simulated data set that do not depend on the slope."""
     rng = np.random.default_rng([seed, sim])
     return _Base(
         z_family=rng.standard_normal(len(layout.families)),
@@ -43,7 +44,8 @@ def _base_draws(seed: int, sim: int, layout: _Layout, draws: int) -> _Base:
     )
 
 
-def _simulate_k(layout: _Layout, design: Design, slope: float, base: _Base) -> np.ndarray:
+def simulate_k(layout: CellLayout, design: Design, slope: float, base: _Base) -> np.ndarray:
+    """Successes per cell of one simulated data set with this slope."""
     alpha = logit(np.array([t.accuracy for t in design.tasks]))
     delta = design.sigma_task_slope * (base.z_task_slope - base.z_task_slope.mean())
     u = design.sigma_family * base.z_family
@@ -85,8 +87,8 @@ def simulate_cells(design: Design, slope: float, *, seed: int, sim: int = 0) -> 
     >>> cells.columns, cells.height
     (['model', 'family', 'task', 'x', 'n', 'k'], 42)
     """
-    layout = _Layout.from_design(design)
-    k = _simulate_k(layout, design, slope, _base_draws(seed, sim, layout, 0))
+    layout = CellLayout.from_design(design)
+    k = simulate_k(layout, design, slope, base_draws(seed, sim, layout, 0))
     return pl.DataFrame(
         {
             "model": [layout.models[i] for i in layout.cell_model],

@@ -12,7 +12,7 @@ from scipy.stats import norm
 
 from selfmodel.common.paths import DEFAULT_SEED
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.power.approximate_fit import _Grid, _Layout, _mixture_draws, _posterior
+from selfmodel.power.approximate_fit import CellLayout, PosteriorGrid, mixture_draws, posterior_of
 from selfmodel.power.design import (
     DEFAULT_SLOPES,
     GRID,
@@ -22,13 +22,13 @@ from selfmodel.power.design import (
     Design,
     Progress,
 )
-from selfmodel.power.simulator import _base_draws, _simulate_k
+from selfmodel.power.simulator import base_draws, simulate_k
 from selfmodel.records.contract import InputError
 
 # --------------------------------------------------------------------------- power
 
 
-class _Ticker:
+class Ticker:
     """Progress over ``total`` fits: a rich bar, a callback, or nothing."""
 
     def __init__(self, progress: bool | Progress, total: int, label: str) -> None:
@@ -54,6 +54,7 @@ class _Ticker:
             self._task = self._bar.add_task(label, total=total)
 
     def advance(self, n: int = 1) -> None:
+        """Count ``n`` more done and show it."""
         self.done += n
         if self._bar is not None:
             self._bar.update(self._task, completed=self.done)
@@ -61,17 +62,18 @@ class _Ticker:
             self._cb(self.done, self.total)
 
     def close(self) -> None:
+        """Stop the progress display."""
         if self._bar is not None:
             self._bar.stop()
 
 
-def _sweep(
+def sweep_of(
     design: Design,
     slopes: Sequence[float],
     *,
     sims: int,
     seed: int,
-    ticker: _Ticker,
+    ticker: Ticker,
     grid: Mapping[str, int] | None = None,
     components: Sequence[Mapping[str, float]] | None = None,
 ) -> list[dict[str, Any]]:
@@ -83,8 +85,8 @@ def _sweep(
     """
     if components is not None and len(components) < sims:
         raise ValueError(f"{len(components)} component draws for {sims} simulations")
-    layout = _Layout.from_design(design)
-    g = _Grid.make(len(layout.tasks), grid)
+    layout = CellLayout.from_design(design)
+    g = PosteriorGrid.make(len(layout.tasks), grid)
     rule = design.rule
     n_models = len(layout.models)
     counts = [dict.fromkeys(OUTCOMES, 0) for _ in slopes]
@@ -92,14 +94,14 @@ def _sweep(
     sds = np.zeros((len(slopes), sims))
     covered = np.zeros((len(slopes), sims), dtype=bool)
     for s in range(sims):
-        base = _base_draws(seed, s, layout, N_DRAWS)
+        base = base_draws(seed, s, layout, N_DRAWS)
         comp: dict[str, Any] = dict(components[s]) if components is not None else {}
         design_s = replace(design, **comp) if comp else design
         for j, slope in enumerate(slopes):
-            k = _simulate_k(layout, design_s, slope, base)
-            wts, mu, var, _ = _posterior(layout, g, k)
+            k = simulate_k(layout, design_s, slope, base)
+            wts, mu, var, _ = posterior_of(layout, g, k)
             d = decide(
-                _mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models
+                mixture_draws(wts, mu, var, base.u_draw, base.z_draw), rule, n_models=n_models
             )
             counts[j][d["decision"]] = counts[j].get(d["decision"], 0) + 1
             means[j, s], sds[j, s] = d["mean"], d["sd"]
@@ -119,7 +121,7 @@ def _sweep(
     return out
 
 
-def _mde(
+def mde_of(
     results: Sequence[Mapping[str, Any]], target: float = TARGET_POWER
 ) -> tuple[float | None, float | None]:
     """Smallest swept slope > 0 with P(improves) >= target, and a linear interpolation of it.
@@ -239,14 +241,14 @@ def run_power(
             f"the design has {len(design.models)} model(s); the decision rule needs at least "
             f"{design.rule.min_models} to estimate a slope. Add models."
         )
-    ticker = _Ticker(
+    ticker = Ticker(
         progress, sims * len(slopes), f"power: {len(slopes)} slopes x {sims} simulations"
     )
     try:
-        results = _sweep(design, slopes, sims=sims, seed=seed, ticker=ticker, grid=grid)
+        results = sweep_of(design, slopes, sims=sims, seed=seed, ticker=ticker, grid=grid)
     finally:
         ticker.close()
-    mde, mde_i = _mde(results)
+    mde, mde_i = mde_of(results)
     return {
         "design": design.as_dict(),
         "rule": design.rule.as_dict(),
@@ -302,7 +304,7 @@ def models_vs_items(
         (:func:`normal_theory_mde` of that sd).
     """
     total = len(models_per_family) * len(items) * sims
-    ticker = _Ticker(
+    ticker = Ticker(
         progress, total, f"models vs items: {len(models_per_family) * len(items)} designs x {sims}"
     )
     cells = []
@@ -311,7 +313,7 @@ def models_vs_items(
             dm = _with_models_per_family(design, int(m))
             for i in items:
                 di = replace(dm, tasks=tuple(replace(t, items=int(i)) for t in dm.tasks))
-                r = _sweep(di, [slope], sims=sims, seed=seed, ticker=ticker, grid=grid)[0]
+                r = sweep_of(di, [slope], sims=sims, seed=seed, ticker=ticker, grid=grid)[0]
                 cells.append(
                     {
                         "models_per_family": int(m),

@@ -32,8 +32,9 @@ from selfmodel.models._common import scale_priors
 Progress = Callable[[str], None]
 
 
-def _decisions(f: Fit, effect: Any, rule: DecisionRule, n_models: int,
+def decisions_of(f: Fit, effect: Any, rule: DecisionRule, n_models: int,
                per_task_models: Mapping[str, int]) -> dict[str, Any]:
+    """Decisions of an effect's per-task and averaged slopes in one fit."""
     post = arviz_ops.posterior(f.idata)
     res = decide(post[effect.variable].values, rule, n_models=n_models)
     out = {"decision": res["decision"], "mean": res["mean"], "hdi": [res["hdi_low"], res["hdi_high"]],
@@ -67,7 +68,7 @@ def effect_prior_sensitivity(
                 for t in data["task"].unique().to_list()}
     effects = module.SPEC.decides
     rules = {e.key: rope_for(rule, scale, x_by_model(data), effect=e.key)[0] for e in effects}
-    base = {e.key: _decisions(main, e, rules[e.key], n_models, per_task) for e in effects}
+    base = {e.key: decisions_of(main, e, rules[e.key], n_models, per_task) for e in effects}
     with steps(f"prior sensitivity ('{name}')", len(factors)) as st:
 
         def variant(fac: float) -> dict[str, Any]:
@@ -78,7 +79,7 @@ def effect_prior_sensitivity(
             return {"factor": float(fac),
                     "diagnostics_passed": bool(refit.diagnostics.get("passed")),
                     "reweighting": refit.provenance.get("prior_variant"),
-                    **{e.key: _decisions(refit, e, rules[e.key], n_models, per_task)
+                    **{e.key: decisions_of(refit, e, rules[e.key], n_models, per_task)
                        for e in effects}}
 
         # refits (where reweighting fails) run at once with worker processes (selfmodel.fitting.fitpool)

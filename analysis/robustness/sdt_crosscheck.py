@@ -30,7 +30,7 @@ import polars as pl
 from scipy.stats import norm
 
 from selfmodel.analyses.frequentist.run import holm
-from selfmodel.analyses.frequentist.two_stage import _dl_tau2, meta_regression
+from selfmodel.analyses.frequentist.two_stage import dl_tau2, meta_regression
 from selfmodel.analyses.frequentist.wild_bootstrap import WEBB_POINTS
 from selfmodel.analyses.skill import excluded_sdt_cells, sdt_arrays, sdt_cells
 
@@ -64,7 +64,7 @@ def sdt_values(cells: pl.DataFrame) -> pl.DataFrame:
 def wild_p(y: np.ndarray, v: np.ndarray, x: np.ndarray, *, seed: int, reps: int = N_BOOT) -> float:
     """Wild bootstrap p-value of the WLS slope (null imposed), weights ``1/(v + tau2)``."""
     design = np.column_stack([np.ones_like(x), x])
-    w = 1.0 / (v + _dl_tau2(y, v, design))
+    w = 1.0 / (v + dl_tau2(y, v, design))
 
     def slope_t(yy: np.ndarray) -> float:
         xtw = design.T * w

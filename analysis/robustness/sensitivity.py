@@ -57,7 +57,7 @@ from selfmodel.records.contract import (
     SCALE_COLUMNS,
     SCALE_EXCLUSION_REASON,
 )
-from selfmodel.robustness.effect_sensitivity import _decisions
+from selfmodel.robustness.effect_sensitivity import decisions_of
 
 Progress = Callable[[str], None]
 
@@ -418,7 +418,7 @@ def effect_scale_variable_sensitivity(
         per = {t: data.filter(pl.col("task") == t)["model"].n_unique()
                for t in data["task"].unique().to_list()}
         n = data["model"].n_unique()
-        return {e.key: _decisions(f, e, rope_for(rule, var, x_by_model(data), effect=e.key)[0], n, per)
+        return {e.key: decisions_of(f, e, rope_for(rule, var, x_by_model(data), effect=e.key)[0], n, per)
                 for e in effects}
 
     base = decisions(main, main_data, main_scale)

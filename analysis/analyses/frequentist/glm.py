@@ -33,7 +33,7 @@ def _failure(what: str, exc: BaseException) -> dict[str, Any]:
             "reason": f"{what} failed numerically on this design ({type(exc).__name__}: {detail})"}
 
 
-def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
+def guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
     """``fn(*args, **kwargs)``, or :func:`_failure` when it fails numerically."""
     try:
         return fn(*args, **kwargs)
@@ -41,7 +41,7 @@ def _guarded(what: str, fn: Any, *args: Any, **kwargs: Any) -> dict[str, Any]:
         return _failure(what, exc)
 
 
-def _f(v: Any) -> float | None:
+def finite_or_none(v: Any) -> float | None:
     """Float, or None when missing or not finite."""
     if v is None:
         return None
@@ -56,7 +56,8 @@ def usable_cells(cells: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return use, left_out
 
 
-def _not_estimable(use: pl.DataFrame) -> str | None:
+def not_estimable(use: pl.DataFrame) -> str | None:
+    """Why the slope cannot be estimated from ``use`` (too few models or no variation), or ``None``."""
     g = use["model"].n_unique()
     if g < MIN_MODELS:
         return f"only {g} model(s) carry the scale variable; at least {MIN_MODELS} are needed"
@@ -65,7 +66,7 @@ def _not_estimable(use: pl.DataFrame) -> str | None:
     return None
 
 
-def _slope_tasks(use: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+def slope_tasks(use: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     """Cells of tasks whose own slope is estimable (>= MIN_MODELS models, >= 2 values of x).
 
     A task seen by fewer models has a saturated (or undefined) slope of its own, so designs
@@ -78,14 +79,14 @@ def _slope_tasks(use: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
     return use.filter(~pl.col("task").is_in(bad)), bad
 
 
-def _balanced(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
+def balanced_cells(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
     """Cells for a per-model mean over tasks: every kept model must have every kept task.
 
-    Keeps the tasks with an estimable slope (:func:`_slope_tasks`) and drops models that
+    Keeps the tasks with an estimable slope (:func:`slope_tasks`) and drops models that
     miss one of them; if that leaves fewer than ``MIN_MODELS`` models, keeps every model and
     only the tasks all of them have. Returns the cells, the tasks used and the models dropped.
     """
-    sub, _ = _slope_tasks(frame)
+    sub, _ = slope_tasks(frame)
     tasks = sorted(sub["task"].unique().to_list())
     per_model = sub.group_by("model").agg(pl.col("task").n_unique().alias("t"))
     full = per_model.filter(pl.col("t") == len(tasks))["model"].to_list()
@@ -98,7 +99,7 @@ def _balanced(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[str]]:
     return frame.filter(pl.col("task").is_in(common)), common, []
 
 
-def _design(use: pl.DataFrame, *, task_slopes: bool) -> dict[str, Any]:
+def design_matrix(use: pl.DataFrame, *, task_slopes: bool) -> dict[str, Any]:
     """Design matrix with task intercepts and the slope column ``x`` (see module docstring)."""
     tasks = sorted(use["task"].unique().to_list())
     t_idx = np.array([tasks.index(t) for t in use["task"].to_list()])
@@ -126,23 +127,23 @@ def _design(use: pl.DataFrame, *, task_slopes: bool) -> dict[str, Any]:
             "models": models, "k": k, "n": n, "contrast": contrast}
 
 
-def _estimate(
+def estimate_of(
     est: float, se: float, *, df: float | None, level: float, method: str
 ) -> dict[str, Any]:
     """Estimate with a t (``df``) or normal (``df=None``) interval and two-sided p-value."""
     if not (math.isfinite(se) and se > 0):
-        return {"estimate": _f(est), "se": None, "ci_low": None, "ci_high": None,
-                "p_value": None, "df": _f(df) if df is not None else None, "method": method}
+        return {"estimate": finite_or_none(est), "se": None, "ci_low": None, "ci_high": None,
+                "p_value": None, "df": finite_or_none(df) if df is not None else None, "method": method}
     dist = stats.t(df) if df is not None else stats.norm()
     q = float(dist.ppf(0.5 + level / 2))
     z = est / se
     return {
-        "estimate": _f(est),
-        "se": _f(se),
-        "ci_low": _f(est - q * se),
-        "ci_high": _f(est + q * se),
-        "p_value": _f(2 * dist.sf(abs(z))),
-        "df": _f(df) if df is not None else None,
+        "estimate": finite_or_none(est),
+        "se": finite_or_none(se),
+        "ci_low": finite_or_none(est - q * se),
+        "ci_high": finite_or_none(est + q * se),
+        "p_value": finite_or_none(2 * dist.sf(abs(z))),
+        "df": finite_or_none(df) if df is not None else None,
         "method": method,
     }
 
@@ -150,7 +151,8 @@ def _estimate(
 # --------------------------------------------------------------------------- GLM
 
 
-def _glm(d: Mapping[str, Any]) -> Any:
+def glm(d: Mapping[str, Any]) -> Any:
+    """The binomial GLM of a design (statsmodels), not yet fitted."""
     endog = np.column_stack([d["k"], d["n"] - d["k"]])
     return sm.GLM(endog, d["X"], family=sm.families.Binomial())
 
@@ -183,12 +185,12 @@ def glm_slope(
     use, _ = usable_cells(cells)
     excluded: list[str] = []
     if task_slopes:
-        use, excluded = _slope_tasks(use)
-    reason = _not_estimable(use)
+        use, excluded = slope_tasks(use)
+    reason = not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
-    d = _design(use, task_slopes=task_slopes)
-    model = _glm(d)
+    d = design_matrix(use, task_slopes=task_slopes)
+    model = glm(d)
     naive = model.fit()
     clustered = model.fit(cov_type="cluster", cov_kwds={"groups": d["groups"]})
     g = len(d["models"])
@@ -201,22 +203,22 @@ def glm_slope(
         "n_models": g,
         "n_cells": int(use.height),
         "tasks_excluded": excluded,
-        "slope": _estimate(params[j], math.sqrt(max(cov[j, j], 0.0)), df=g - 1, level=level,
+        "slope": estimate_of(params[j], math.sqrt(max(cov[j, j], 0.0)), df=g - 1, level=level,
                            method=f"binomial GLM, CR1 cluster-robust SE by model, t({g - 1})"),
-        "slope_naive": _estimate(
+        "slope_naive": estimate_of(
             params[j], float(naive.bse[j]), df=None, level=level,
             method="binomial GLM, model-based SE (records independent), normal",
         ),
-        "deviance": _f(naive.deviance),
-        "pearson_chi2": _f(naive.pearson_chi2),
-        "df_resid": _f(naive.df_resid),
+        "deviance": finite_or_none(naive.deviance),
+        "pearson_chi2": finite_or_none(naive.pearson_chi2),
+        "df_resid": finite_or_none(naive.df_resid),
     }
     if task_slopes:
         c = d["contrast"]
         est = c @ params
         var = np.einsum("ij,jk,ik->i", c, cov, c)
         out["per_task"] = {
-            t: _estimate(
+            t: estimate_of(
                 est[i], math.sqrt(max(var[i], 0.0)), df=g - 1, level=level,
                 method=f"binomial GLM task slope, CR1 cluster-robust SE by model, t({g - 1})",
             )

@@ -11,12 +11,12 @@ from scipy import stats
 
 from selfmodel.analyses.frequentist.glm import (
     MIN_MODELS,
-    _balanced,
-    _f,
-    _not_estimable,
+    balanced_cells,
+    finite_or_none,
+    not_estimable,
     usable_cells,
 )
-from selfmodel.analyses.frequentist.two_stage import _empirical_logit
+from selfmodel.analyses.frequentist.two_stage import empirical_logit
 
 # --------------------------------------------------------------------------- correlations
 
@@ -29,10 +29,10 @@ def _corr(acc: np.ndarray, x: np.ndarray) -> dict[str, Any]:
     sr = stats.spearmanr(x, acc)
     return {
         "n_models": len(acc),
-        "pearson_r": _f(pr.statistic),
-        "pearson_p": _f(pr.pvalue),
-        "spearman_rho": _f(sr.statistic),
-        "spearman_p": _f(sr.pvalue),
+        "pearson_r": finite_or_none(pr.statistic),
+        "pearson_p": finite_or_none(pr.pvalue),
+        "spearman_rho": finite_or_none(sr.statistic),
+        "spearman_p": finite_or_none(sr.pvalue),
     }
 
 
@@ -104,7 +104,7 @@ def permutation_slope_test(
     b_star = (xc[perms] @ yc) / sxx  # centring is permutation-invariant
     hits = int(np.sum(np.abs(b_star) >= abs(b) * (1 - 1e-12) - 1e-15))
     p = hits / len(perms) if exact else (1 + hits) / (len(perms) + 1)
-    return {"statistic": _f(b), "p_value": _f(p), "exact": exact, "n_permutations": int(len(perms))}
+    return {"statistic": finite_or_none(b), "p_value": finite_or_none(p), "exact": exact, "n_permutations": int(len(perms))}
 
 
 def permutation_test(
@@ -117,12 +117,12 @@ def permutation_test(
     logit.
     """
     use, _ = usable_cells(cells)
-    reason = _not_estimable(use)
+    reason = not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
-    y, _v = _empirical_logit(use["k"].to_numpy().astype(float), use["n"].to_numpy().astype(float))
+    y, _v = empirical_logit(use["k"].to_numpy().astype(float), use["n"].to_numpy().astype(float))
     frame = use.select("model", "task", "x").with_columns(pl.Series("y", y))
-    balanced, common, dropped = _balanced(frame)
+    balanced, common, dropped = balanced_cells(frame)
     out: dict[str, Any] = {"estimable": True, "statistic": "OLS slope of empirical logit on x",
                            "per_task": {}}
     if common and balanced["model"].n_unique() >= MIN_MODELS:

@@ -9,10 +9,10 @@ import polars as pl
 
 from selfmodel.analyses.frequentist.glm import (
     DEFAULT_LEVEL,
-    _f,
-    _guarded,
-    _not_estimable,
+    finite_or_none,
     glm_slope,
+    guarded,
+    not_estimable,
     usable_cells,
 )
 from selfmodel.analyses.frequentist.permutation import correlations, permutation_test
@@ -38,7 +38,7 @@ def holm(pvalues: Mapping[str, float | None]) -> dict[str, float | None]:
     for i, (p, key) in enumerate(valid):
         running = max(running, min(1.0, (m - i) * p))
         adjusted[key] = running
-    return {k: (_f(adjusted[k]) if k in adjusted else None) for k in pvalues}
+    return {k: (finite_or_none(adjusted[k]) if k in adjusted else None) for k in pvalues}
 
 
 # --------------------------------------------------------------------------- entry point
@@ -97,13 +97,13 @@ def run_frequentist(
     }
     if skipped:
         base["excluded_derived_checkpoints"] = {"models": skipped, "reason": SCALE_EXCLUSION_REASON}
-    reason = _not_estimable(use)
+    reason = not_estimable(use)
     if reason:
         return {**base, "estimable": False, "reason": reason}
-    glm_t = _guarded("the GLM with task slopes", glm_slope, use, task_slopes=True, level=level)
-    wild = _guarded("the wild cluster bootstrap", wild_bootstrap, use, seed=seed,
+    glm_t = guarded("the GLM with task slopes", glm_slope, use, task_slopes=True, level=level)
+    wild = guarded("the wild cluster bootstrap", wild_bootstrap, use, seed=seed,
                     task_slopes=True, weights=weights, reps=reps, level=level)
-    perm = _guarded("the permutation test", permutation_test, use, seed=seed,
+    perm = guarded("the permutation test", permutation_test, use, seed=seed,
                     permutations=permutations, exact_max_models=exact_max_models)
 
     def task_p(section: Mapping[str, Any], key: str | None = None) -> dict[str, float | None]:
@@ -113,12 +113,12 @@ def run_frequentist(
     return {
         **base,
         "estimable": True,
-        "glm_common": _guarded("the GLM with a common slope", glm_slope, use, task_slopes=False,
+        "glm_common": guarded("the GLM with a common slope", glm_slope, use, task_slopes=False,
                                level=level),
         "glm_task_slopes": glm_t,
         "wild_bootstrap": wild,
-        "two_stage": _guarded("the two-stage WLS", two_stage, use, level=level),
-        "correlations": _guarded("the correlations", correlations, use),
+        "two_stage": guarded("the two-stage WLS", two_stage, use, level=level),
+        "correlations": guarded("the correlations", correlations, use),
         "permutation": perm,
         "holm": {
             "family": "per-task slope tests (H0: slope_t = 0), one family per method",

@@ -11,24 +11,25 @@ import statsmodels.api as sm
 from selfmodel.analyses.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
-    _balanced,
-    _estimate,
-    _f,
-    _guarded,
-    _not_estimable,
+    balanced_cells,
+    estimate_of,
+    finite_or_none,
+    guarded,
+    not_estimable,
     usable_cells,
 )
 
 # --------------------------------------------------------------------------- two-stage
 
 
-def _empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def empirical_logit(k: np.ndarray, n: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Empirical logits of ``k`` of ``n`` (0.5 added to each count) and their sampling variances."""
     y = np.log((k + 0.5) / (n - k + 0.5))
     v = 1.0 / (k + 0.5) + 1.0 / (n - k + 0.5)
     return y, v
 
 
-def _dl_tau2(y: np.ndarray, v: np.ndarray, design: np.ndarray) -> float:
+def dl_tau2(y: np.ndarray, v: np.ndarray, design: np.ndarray) -> float:
     """DerSimonian-Laird residual heterogeneity of a meta-regression (metafor ``method="DL"``)."""
     w = 1.0 / v
     xtwx_inv = np.linalg.inv(design.T @ (design * w[:, None]))
@@ -52,12 +53,12 @@ def meta_regression(
     0.98
     """
     design = np.column_stack([np.ones_like(x), x])
-    t2 = _dl_tau2(y, v, design) if tau2 == "dl" else 0.0
+    t2 = dl_tau2(y, v, design) if tau2 == "dl" else 0.0
     res = sm.WLS(y, design, weights=1.0 / (v + t2)).fit()
     df = len(y) - 2
-    slope = _estimate(float(res.params[1]), float(res.bse[1]), df=df, level=level,
+    slope = estimate_of(float(res.params[1]), float(res.bse[1]), df=df, level=level,
                       method=f"two-stage WLS, weights 1/(v + tau2), Knapp-Hartung SE, t({df})")
-    return {"slope": slope, "tau2": _f(t2), "n": len(y)}
+    return {"slope": slope, "tau2": finite_or_none(t2), "n": len(y)}
 
 
 def two_stage(
@@ -83,12 +84,12 @@ def two_stage(
         with ``slope``, ``tau2`` and ``n``.
     """
     use, _ = usable_cells(cells)
-    reason = _not_estimable(use)
+    reason = not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
-    y, v = _empirical_logit(use["k"].to_numpy().astype(float), use["n"].to_numpy().astype(float))
+    y, v = empirical_logit(use["k"].to_numpy().astype(float), use["n"].to_numpy().astype(float))
     frame = use.select("model", "task", "x").with_columns(pl.Series("y", y), pl.Series("v", v))
-    balanced, common, dropped = _balanced(frame)
+    balanced, common, dropped = balanced_cells(frame)
     out: dict[str, Any] = {"estimable": True, "tau2_method": tau2, "per_task": {}}
     if common and balanced["model"].n_unique() >= MIN_MODELS:
         pooled = (
@@ -98,7 +99,7 @@ def two_stage(
             .sort("model")
         )
         out["pooled"] = {
-            **_guarded("the two-stage WLS", meta_regression, pooled["y"].to_numpy(),
+            **guarded("the two-stage WLS", meta_regression, pooled["y"].to_numpy(),
                        pooled["v"].to_numpy(), pooled["x"].to_numpy(), level=level, tau2=tau2),
             "tasks_used": common,
             "models_dropped": dropped,
@@ -110,7 +111,7 @@ def two_stage(
         if sub.height < MIN_MODELS or sub["x"].n_unique() < 2:
             out["per_task"][t] = {"estimable": False, "reason": "too few models on this task"}
             continue
-        out["per_task"][t] = _guarded(
+        out["per_task"][t] = guarded(
             f"the two-stage WLS of task '{t}'", meta_regression, sub["y"].to_numpy(),
             sub["v"].to_numpy(), sub["x"].to_numpy(), level=level, tau2=tau2,
         )

@@ -15,12 +15,12 @@ from selfmodel.analyses.frequentist.glm import (
     DEFAULT_LEVEL,
     MIN_MODELS,
     NUMERICAL_ERRORS,
-    _design,
-    _f,
-    _glm,
-    _guarded,
-    _not_estimable,
-    _slope_tasks,
+    design_matrix,
+    finite_or_none,
+    glm,
+    guarded,
+    not_estimable,
+    slope_tasks,
     usable_cells,
 )
 
@@ -132,8 +132,8 @@ def _wild_one(
 ) -> dict[str, Any]:
     t, p = _wild_p(_cluster_contrib(d, beta0), v, enumerated)
     lo, hi = _invert(d, v, enumerated, est=est, se=se, alpha=1 - level) if ci else (None, None)
-    return {"estimate": _f(est), "score_t": _f(t), "p_value": _f(p), "ci_low": _f(lo),
-            "ci_high": _f(hi), "null": beta0}
+    return {"estimate": finite_or_none(est), "score_t": finite_or_none(t), "p_value": finite_or_none(p), "ci_low": finite_or_none(lo),
+            "ci_high": finite_or_none(hi), "null": beta0}
 
 
 def _too_few_clusters(g: int) -> str:
@@ -145,10 +145,10 @@ def _wild_task(
     *, use: pl.DataFrame, d: Mapping[str, Any], v: np.ndarray, enumerated: bool, level: float,
     beta0: float, ci: bool,
 ) -> dict[str, Any]:
-    dt = _design(use, task_slopes=False)
+    dt = design_matrix(use, task_slopes=False)
     # same clusters in the same order: reuse the weight rows of these models
     vt = v[:, [d["models"].index(m) for m in dt["models"]]]
-    ft = _glm(dt).fit(cov_type="cluster", cov_kwds={"groups": dt["groups"]})
+    ft = glm(dt).fit(cov_type="cluster", cov_kwds={"groups": dt["groups"]})
     # a column subset of a full enumeration repeats every sign vector equally often,
     # so the per-task p-value stays exact
     return _wild_one(dt, vt, enumerated, est=float(ft.params[dt["j"]]),
@@ -201,17 +201,17 @@ def wild_bootstrap(
     use, _ = usable_cells(cells)
     excluded: list[str] = []
     if task_slopes:
-        use, excluded = _slope_tasks(use)
-    reason = _not_estimable(use)
+        use, excluded = slope_tasks(use)
+    reason = not_estimable(use)
     if reason:
         return {"estimable": False, "reason": reason}
     if use["model"].n_unique() < MIN_CLUSTERS_WILD:
         return {"estimable": False, "reason": _too_few_clusters(use["model"].n_unique())}
     rng = np.random.default_rng(seed)
-    d = _design(use, task_slopes=task_slopes)
+    d = design_matrix(use, task_slopes=task_slopes)
     g = len(d["models"])
     v, kind, enumerated = _weight_matrix(g, weights=weights, reps=reps, rng=rng)
-    fit = _glm(d).fit(cov_type="cluster", cov_kwds={"groups": d["groups"]})
+    fit = glm(d).fit(cov_type="cluster", cov_kwds={"groups": d["groups"]})
     j = d["j"]
     est, se = float(fit.params[j]), float(fit.bse[j])
     out: dict[str, Any] = {
@@ -238,7 +238,7 @@ def wild_bootstrap(
                 res[t] = {"estimable": False,
                           "reason": _too_few_clusters(sub["model"].n_unique()) + " on this task"}
                 continue
-            res[t] = _guarded(f"the wild bootstrap of task '{t}'", _wild_task, use=sub, d=d, v=v,
+            res[t] = guarded(f"the wild bootstrap of task '{t}'", _wild_task, use=sub, d=d, v=v,
                               enumerated=enumerated, level=level, beta0=beta0, ci=ci)
         out["per_task"] = res
     return out

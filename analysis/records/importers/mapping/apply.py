@@ -19,11 +19,11 @@ from selfmodel.records.contract import (
     parse_bool,
 )
 from selfmodel.records.importers.mapping.paths import (
-    _convert,
-    _describe,
-    _PathError,
-    _resolve,
-    _text,
+    PathError,
+    convert,
+    describe_of,
+    resolve,
+    text_of,
 )
 from selfmodel.records.importers.mapping.spec import (
     HYPOTHETICAL_FIELDS,
@@ -50,7 +50,7 @@ class _Reader:
     absent: dict[str, int] = field(default_factory=dict)
     unreadable: dict[str, int] = field(default_factory=dict)
     resolved: dict[tuple[str, str], bool] = field(default_factory=dict)
-    first_error: dict[tuple[str, str], tuple[_PathError, LogSample]] = field(default_factory=dict)
+    first_error: dict[tuple[str, str], tuple[PathError, LogSample]] = field(default_factory=dict)
 
     def get(self, name: str, spec: FieldSpec, sample: LogSample, log: str) -> tuple[Any, bool]:
         if spec.path.startswith(META_PREFIX):
@@ -59,17 +59,17 @@ class _Reader:
             target, path = sample.data, spec.path
         key = (name, log)
         try:
-            raw = _resolve(target, path)
-        except _PathError as exc:
+            raw = resolve(target, path)
+        except PathError as exc:
             self.first_error.setdefault(key, (exc, sample))
             self.resolved.setdefault(key, False)
             self.absent[name] = self.absent.get(name, 0) + 1
             if spec.default is not None:
-                return _convert(spec.default, spec)
+                return convert(spec.default, spec)
             return None, True
         self.resolved[key] = True
         try:
-            value, ok = _convert(raw, spec)
+            value, ok = convert(raw, spec)
         except TimeoutError:  # the user's regex backtracks without end on this value
             raise InputError(
                 f"{self.mapping.source}: fields.{name}.regex {spec.regex.pattern!r} "  # type: ignore[union-attr]
@@ -97,7 +97,7 @@ class _Reader:
             )
             raise InputError(
                 f"{self.mapping.source}: {label} resolves in no sample of {log}; in {where} "
-                f"the {_describe(exc)}"
+                f"the {describe_of(exc)}"
             )
 
 
@@ -107,7 +107,7 @@ def _matches(sample: LogSample, where: dict[str, tuple[Any, ...]]) -> bool:
         value = _where_value(sample, path)
         if value is _ABSENT:
             return False
-        if not any(value == w or _text(value) == _text(w) for w in wanted):
+        if not any(value == w or text_of(value) == text_of(w) for w in wanted):
             return False
     return True
 
@@ -122,8 +122,8 @@ def _where_value(sample: LogSample, path: str) -> Any:
         else (sample.data, path)
     )
     try:
-        return _resolve(target, inner)
-    except _PathError:
+        return resolve(target, inner)
+    except PathError:
         return _ABSENT
 
 
@@ -131,7 +131,7 @@ def _where_seen(samples: Sequence[LogSample], where: dict[str, tuple[Any, ...]])
     """The values the ``[where]`` paths have in ``samples`` (for a message), a few each."""
     parts = []
     for path in where:
-        seen = sorted({_text(v) for s in samples if (v := _where_value(s, path)) is not _ABSENT})
+        seen = sorted({text_of(v) for s in samples if (v := _where_value(s, path)) is not _ABSENT})
         shown = ", ".join(repr(v) for v in seen[:8]) + (" ..." if len(seen) > 8 else "")
         parts.append(f"{path!r}: {shown}" if seen else f"{path!r}: no sample has this path")
     return "; ".join(parts)
@@ -155,7 +155,7 @@ def _record(
         "run_id",
     ):
         if rec[key] is not None and not isinstance(rec[key], str):
-            rec[key] = _text(rec[key])
+            rec[key] = text_of(rec[key])
     if rec["predictor"] is None:
         rec["predictor"] = rec["model"]
     if rec["run_id"] is None:  # distinct log files are distinct runs (contract.KEY)
@@ -320,7 +320,7 @@ class _Applier:
                 value, _ = self.reader.get(f"[join] key {p!r}", FieldSpec(p), s, log)
                 if value is None:
                     break
-                parts.append(_text(value))
+                parts.append(text_of(value))
             else:
                 key = tuple(parts)
                 if key in out:

@@ -9,15 +9,15 @@ from selfmodel.records.contract import parse_bool
 from selfmodel.records.importers.mapping.spec import (
     REGEX_TIMEOUT,
     FieldSpec,
-    _suggest,
     normalize_text,
+    suggest,
 )
 
 # ----------------------------------------------------------------------------------------------
 # resolving paths
 
 
-class _PathError(Exception):
+class PathError(Exception):
     """A dotted path failed at one step; carries what a message needs."""
 
     def __init__(self, path: str, step: int, reason: str, options: list[str]) -> None:
@@ -59,24 +59,25 @@ def resolve_path(obj: Any, path: str) -> Any:
     'A'
     """
     try:
-        return _resolve(obj, path)
-    except _PathError as exc:
-        raise KeyError(_describe(exc)) from None
+        return resolve(obj, path)
+    except PathError as exc:
+        raise KeyError(describe_of(exc)) from None
 
 
-def _resolve(obj: Any, path: str) -> Any:
+def resolve(obj: Any, path: str) -> Any:
+    """The value at a dotted mapping path in ``obj`` (raises ``PathError`` with the failing step)."""
     cur = obj
     for i, step in enumerate(_steps(path)):
         if isinstance(cur, dict):
             if step in cur:
                 cur = cur[step]
                 continue
-            raise _PathError(path, i, f"no key {step!r}", [str(k) for k in cur])
+            raise PathError(path, i, f"no key {step!r}", [str(k) for k in cur])
         if isinstance(cur, list | tuple):
             try:
                 index = int(step)
             except ValueError:
-                raise _PathError(
+                raise PathError(
                     path,
                     i,
                     f"{step!r} is not a list index (a list of {len(cur)})",
@@ -85,25 +86,26 @@ def _resolve(obj: Any, path: str) -> Any:
             if -len(cur) <= index < len(cur):
                 cur = cur[index]
                 continue
-            raise _PathError(
+            raise PathError(
                 path,
                 i,
                 f"index {index} is outside a list of {len(cur)}",
                 [str(n) for n in range(len(cur))],
             )
         kind = "null" if cur is None else type(cur).__name__
-        raise _PathError(path, i, f"{step!r} cannot be looked up in a {kind} value", [])
+        raise PathError(path, i, f"{step!r} cannot be looked up in a {kind} value", [])
     return cur
 
 
-def _describe(exc: _PathError) -> str:
+def describe_of(exc: PathError) -> str:
+    """The one-line message for a path that does not resolve."""
     steps = _steps(exc.path)
     at = ".".join(steps[: exc.step]) or "the top level"
     step = steps[exc.step] if exc.step < len(steps) else ""
     present = ", ".join(exc.options[:20]) + (" ..." if len(exc.options) > 20 else "")
     text = f"path {exc.path!r} fails at {at!r}: {exc.reason}"
     if exc.options:
-        text += f". Keys there: {present}.{_suggest(step, exc.options)}"
+        text += f". Keys there: {present}.{suggest(step, exc.options)}"
     return text
 
 
@@ -111,7 +113,7 @@ def _describe(exc: _PathError) -> str:
 # applying a mapping
 
 
-def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
+def convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
     """Return (value, readable). ``readable`` is False when a present value could not be read.
 
     Order: ``regex`` extraction, ``normalize`` steps (text values), ``map``, then ``type``.
@@ -119,7 +121,7 @@ def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
     if raw is None:
         return None, True
     if spec.regex is not None:
-        found = spec.regex.search(raw if isinstance(raw, str) else _text(raw),
+        found = spec.regex.search(raw if isinstance(raw, str) else text_of(raw),
                                   timeout=REGEX_TIMEOUT)
         if found is None:
             return None, False
@@ -127,7 +129,7 @@ def _convert(raw: Any, spec: FieldSpec) -> tuple[Any, bool]:
     if isinstance(raw, str) and spec.normalize:
         raw = normalize_text(raw, spec.normalize)
     if spec.map is not None:
-        key = raw if isinstance(raw, str) else _text(raw)
+        key = raw if isinstance(raw, str) else text_of(raw)
         key = key.strip()
         if key in spec.map:
             return spec.map[key], True
@@ -173,7 +175,8 @@ def _score(raw: Any) -> tuple[Any, bool]:
     return ("true" if flag else "false"), True
 
 
-def _text(value: Any) -> str:
+def text_of(value: Any) -> str:
+    """A mapped value as the record's text (booleans as ``true``/``false``)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and value.is_integer():

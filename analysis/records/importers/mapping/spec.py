@@ -179,7 +179,8 @@ MappedImport = ImportResult
 # reading a mapping
 
 
-def _suggest(word: str, options: Iterable[str]) -> str:
+def suggest(word: str, options: Iterable[str]) -> str:
+    """A did-you-mean suggestion for ``word`` among ``options`` (empty when none is close)."""
     return did_you_mean(word, options)
 
 
@@ -187,7 +188,7 @@ def _unknown_keys(table: dict[str, Any], allowed: Sequence[str], where: str, sou
     for key in table:
         if key not in allowed:
             raise InputError(
-                f"{source}: unknown key {key!r} in {where}.{_suggest(key, allowed)} "
+                f"{source}: unknown key {key!r} in {where}.{suggest(key, allowed)} "
                 f"Allowed: {', '.join(allowed)}."
             )
 
@@ -349,7 +350,7 @@ def _field_spec(name: str, spec: Any, source: str) -> FieldSpec:
     if vtype is not None and vtype not in VALUE_TYPES:
         raise InputError(
             f"{source}: fields.{name}.type is {vtype!r}; use {', '.join(VALUE_TYPES)}."
-            + _suggest(str(vtype), VALUE_TYPES)
+            + suggest(str(vtype), VALUE_TYPES)
         )
     steps = _normalize_steps(table.get("normalize", ()), name, source)
     if mapping is not None:
@@ -375,7 +376,7 @@ def _normalize_steps(raw: Any, name: str, source: str) -> tuple[NormalizeStep, .
         if step not in NORMALIZE_STEPS:
             raise InputError(
                 f"{source}: fields.{name}.normalize has {step!r}; use "
-                f"{', '.join(NORMALIZE_STEPS)}.{_suggest(step, NORMALIZE_STEPS)}"
+                f"{', '.join(NORMALIZE_STEPS)}.{suggest(step, NORMALIZE_STEPS)}"
             )
     return tuple(steps)  # type: ignore[arg-type]
 

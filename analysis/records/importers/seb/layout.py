@@ -23,9 +23,9 @@ TASK_ASSOCIATION: Final = "word_association"
 TASK_REFUSAL: Final = "refusal"
 
 #: Provision/verification letters: A = answers, B = does not.
-_LETTERS: Final = {"A": "true", "B": "false"}
+LETTERS: Final = {"A": "true", "B": "false"}
 #: Registry columns taken from models.csv beyond the contract's.
-_REGISTRY_EXTRA: Final = ("developer", "aliases")
+REGISTRY_EXTRA: Final = ("developer", "aliases")
 
 
 #: What :func:`import_seb` returns (the one import result type of every importer).

@@ -11,7 +11,7 @@ from typing import Any
 import polars as pl
 
 from selfmodel.records.contract import REGISTRY_SCHEMA, InputError, parse_bool
-from selfmodel.records.importers.seb.layout import _REGISTRY_EXTRA, RASCH_FILE
+from selfmodel.records.importers.seb.layout import RASCH_FILE, REGISTRY_EXTRA
 
 # --------------------------------------------------------------------------------------------
 # model names
@@ -29,7 +29,7 @@ class _Models:
         return self.by_spelling.get(spelling.strip().lower())
 
 
-def _read_models(path: Path) -> _Models:
+def read_models(path: Path) -> _Models:
     """Read ``models.csv`` into registry rows and an alias map; bad values raise InputError."""
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)
@@ -86,16 +86,17 @@ def _read_models(path: Path) -> _Models:
                         f"{previous!r} and {model!r}; keep it under one model."
                     )
             rows.append(row)
-    schema = {**REGISTRY_SCHEMA, **{c: pl.Utf8() for c in _REGISTRY_EXTRA}}
+    schema = {**REGISTRY_SCHEMA, **{c: pl.Utf8() for c in REGISTRY_EXTRA}}
     return _Models(table=pl.DataFrame(rows, schema=schema, orient="row"), by_spelling=by_spelling)
 
 
-def _no_models() -> _Models:
-    schema = {**REGISTRY_SCHEMA, **{c: pl.Utf8() for c in _REGISTRY_EXTRA}}
+def no_models() -> _Models:
+    """An empty model table with the registry's columns."""
+    schema = {**REGISTRY_SCHEMA, **{c: pl.Utf8() for c in REGISTRY_EXTRA}}
     return _Models(table=pl.DataFrame(schema=schema), by_spelling={})
 
 
-class _Namer:
+class Namer:
     """Map file spellings to canonical ids and remember the unknown ones."""
 
     def __init__(self, models: _Models) -> None:
@@ -103,6 +104,7 @@ class _Namer:
         self.unknown: dict[str, list[str]] = defaultdict(list)  # spelling -> files
 
     def __call__(self, spelling: str, where: str) -> str:
+        """The canonical model name of ``spelling`` (unknown spellings are counted by file)."""
         canonical = self.models.canonical(spelling)
         if canonical is None:
             self.unknown[spelling].append(where)
@@ -114,7 +116,7 @@ class _Namer:
 # registry covariates
 
 
-def _read_rasch(path: Path, namer: _Namer) -> tuple[dict[str, float], list[str]]:
+def _read_rasch(path: Path, namer: Namer) -> tuple[dict[str, float], list[str]]:
     """Rasch ability per canonical model from ``benchmarks_with_rasch.csv``."""
     ability: dict[str, float] = {}
     unmapped: list[str] = []
@@ -148,9 +150,9 @@ def _read_rasch(path: Path, namer: _Namer) -> tuple[dict[str, float], list[str]]
     return ability, unmapped
 
 
-def _registry(
+def registry_of(
     records: pl.DataFrame,
-    namer: _Namer,
+    namer: Namer,
     rasch: Path,
     notes: list[str],
     counts: dict[str, Any],

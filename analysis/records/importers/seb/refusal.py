@@ -14,23 +14,26 @@ from selfmodel.records.importers.seb.layout import BLOCK_MARKER
 
 
 @dataclass
-class _Block:
+class Block:
+    """One block of an XSTest-style refusal file: its 1-based index and its CSV rows."""
+
     index: int  # 1-based
     rows: list[tuple[int, list[str]]]  # (1-based CSV row in the file, fields)
 
     @property
     def size(self) -> int:
+        """Number of non-empty rows."""
         return sum(1 for _, r in self.rows if any(f.strip() for f in r))
 
 
-def _blocks(path: Path) -> tuple[list[_Block], int]:
+def blocks_of(path: Path) -> tuple[list[Block], int]:
     """Split a headerless, appended experiment-2 file into runs; also count stray rows."""
-    blocks: list[_Block] = []
+    blocks: list[Block] = []
     stray = 0
     with path.open(newline="", encoding="utf-8") as fh:
         for line, row in enumerate(csv.reader(fh), start=1):
             if [f.strip() for f in row] == BLOCK_MARKER:
-                blocks.append(_Block(index=len(blocks) + 1, rows=[]))
+                blocks.append(Block(index=len(blocks) + 1, rows=[]))
             elif blocks:
                 blocks[-1].rows.append((line, row))
             elif any(f.strip() for f in row):
@@ -38,7 +41,7 @@ def _blocks(path: Path) -> tuple[list[_Block], int]:
     return blocks, stray
 
 
-def _read_xstest(path: Path) -> dict[str, str | None]:
+def read_xstest(path: Path) -> dict[str, str | None]:
     """XSTest prompt id -> type, in file order."""
     with path.open(newline="", encoding="utf-8") as fh:
         reader = csv.DictReader(fh)

@@ -12,25 +12,25 @@ from selfmodel.common import atomic
 from selfmodel.records.contract import RECORD_SCHEMA, InputError
 from selfmodel.records.importers.result import ImportResult
 from selfmodel.records.importers.seb.layout import (
-    _LETTERS,
     EXP1_DIR,
     EXP1_RUNS,
     EXP2_DIR,
     EXP2_PREFIX,
     EXP2_RESULTS,
+    LETTERS,
     RASCH_FILE,
     TABOO_FILE,
     TASK_REFUSAL,
     XSTEST_FILE,
     SebImport,
 )
-from selfmodel.records.importers.seb.model_names import _Namer, _no_models, _read_models, _registry
-from selfmodel.records.importers.seb.refusal import _Block, _blocks, _read_xstest
+from selfmodel.records.importers.seb.model_names import Namer, no_models, read_models, registry_of
+from selfmodel.records.importers.seb.refusal import Block, blocks_of, read_xstest
 from selfmodel.records.importers.seb.word_association import (
-    _exp1_file,
-    _Exp1Stats,
-    _read_taboo,
-    _record,
+    Exp1Stats,
+    exp1_file,
+    read_taboo,
+    record_of,
 )
 
 # --------------------------------------------------------------------------------------------
@@ -81,7 +81,7 @@ def import_seb(src: Path | str, *, models: Path | str | None = None) -> SebImpor
     records: list[dict[str, Any]] = []
     stats = _import_exp1(exp1, namer, rel, records, notes, counts)
     _exp1_summary(stats, notes, counts)
-    prompts = _read_xstest(xstest)
+    prompts = read_xstest(xstest)
     counts["refusal_prompts"] = len(prompts)
     chosen = _choose_exp2_runs(results2, namer, rel, notes, counts)
     _import_exp2(chosen, prompts, rel, records, notes, counts)
@@ -119,39 +119,39 @@ def _check_layout(root: Path) -> tuple[Path, Path, Path]:
     return exp1, results2, xstest
 
 
-def _model_namer(root: Path, models: Path | str | None, notes: list[str]) -> _Namer:
+def _model_namer(root: Path, models: Path | str | None, notes: list[str]) -> Namer:
     """The model-name mapper from ``models`` (default ``ROOT/models.csv``; absent: noted)."""
     models_path = Path(models) if models is not None else root / "models.csv"
     if models_path.is_file():
-        model_table = _read_models(models_path)
+        model_table = read_models(models_path)
     elif models is not None:
         raise InputError(f"{models_path}: no such file; pass the model table with aliases.")
     else:
-        model_table = _no_models()
+        model_table = no_models()
         notes.append(
             f"no models.csv in {root}: model names are kept as spelled in each file (the two "
             "experiments spell them differently) and the registry has no covariates; pass "
             "models=PATH to map them."
         )
-    return _Namer(model_table)
+    return Namer(model_table)
 
 
 def _import_exp1(
     exp1: Path,
-    namer: _Namer,
+    namer: Namer,
     rel: Callable[[Path], str],
     records: list[dict[str, Any]],
     notes: list[str],
     counts: dict[str, Any],
-) -> _Exp1Stats:
+) -> Exp1Stats:
     """Append experiment 1's records (newest run first, older runs only for new models)."""
-    taboo = _read_taboo(exp1 / TABOO_FILE)
+    taboo = read_taboo(exp1 / TABOO_FILE)
     if taboo is None:
         notes.append(
             f"{EXP1_DIR}/{TABOO_FILE} missing: option words are not checked against "
             "the item set, and rows with unreadable predictions are skipped."
         )
-    stats = _Exp1Stats()
+    stats = Exp1Stats()
     exp1_models: dict[str, tuple[str, Path]] = {}  # canonical -> (run, file)
     for run in EXP1_RUNS:
         folder = exp1 / run
@@ -176,7 +176,7 @@ def _import_exp1(
             exp1_models[model] = (run, path)
             added.append(model)
             records.extend(
-                _exp1_file(path, rel=rel(path), model=model, run_id=run, taboo=taboo, stats=stats)
+                exp1_file(path, rel=rel(path), model=model, run_id=run, taboo=taboo, stats=stats)
             )
         counts[f"word_association_files_{run}"] = len(files)
         if run != EXP1_RUNS[0]:
@@ -196,7 +196,7 @@ def _import_exp1(
     return stats
 
 
-def _exp1_summary(stats: _Exp1Stats, notes: list[str], counts: dict[str, Any]) -> None:
+def _exp1_summary(stats: Exp1Stats, notes: list[str], counts: dict[str, Any]) -> None:
     """Counts and notes of what experiment 1's reader met."""
     counts.update(
         word_association_rows=stats.rows,
@@ -254,19 +254,19 @@ def _exp1_summary(stats: _Exp1Stats, notes: list[str], counts: dict[str, Any]) -
 
 def _choose_exp2_runs(
     results2: Path,
-    namer: _Namer,
+    namer: Namer,
     rel: Callable[[Path], str],
     notes: list[str],
     counts: dict[str, Any],
-) -> dict[str, tuple[Path, _Block]]:
+) -> dict[str, tuple[Path, Block]]:
     """Model -> (file, run block) used for experiment 2: the largest run of each model."""
-    chosen: dict[str, tuple[Path, _Block]] = {}
+    chosen: dict[str, tuple[Path, Block]] = {}
     empty_files: list[str] = []
     for path in sorted(results2.glob("*.csv")):
         stem = path.stem
         spelling = stem[len(EXP2_PREFIX) :] if stem.startswith(EXP2_PREFIX) else stem
         model = namer(spelling, rel(path))
-        blocks, stray = _blocks(path)
+        blocks, stray = blocks_of(path)
         if stray:
             notes.append(
                 f"refusal: '{rel(path)}' has {stray} row(s) before its first "
@@ -305,7 +305,7 @@ def _choose_exp2_runs(
 
 
 def _import_exp2(
-    chosen: dict[str, tuple[Path, _Block]],
+    chosen: dict[str, tuple[Path, Block]],
     prompts: dict[str, str | None],
     rel: Callable[[Path], str],
     records: list[dict[str, Any]],
@@ -328,11 +328,11 @@ def _import_exp2(
                 continue
             if pid not in prompts:
                 unknown_ids += 1
-            provision = _LETTERS.get(row[2].strip()) if len(row) > 2 else None
-            verification = _LETTERS.get(row[3].strip()) if len(row) > 3 else None
+            provision = LETTERS.get(row[2].strip()) if len(row) > 2 else None
+            verification = LETTERS.get(row[3].strip()) if len(row) > 3 else None
             unparsed_pred += provision is None
             unparsed_ver += verification is None
-            got[pid] = _record(
+            got[pid] = record_of(
                 model=model,
                 task=TASK_REFUSAL,
                 item_id=pid,
@@ -347,7 +347,7 @@ def _import_exp2(
         missing_by_model[model] = len(absent)
         missing += len(absent)
         for pid in absent:
-            got[pid] = _record(
+            got[pid] = record_of(
                 model=model,
                 task=TASK_REFUSAL,
                 item_id=pid,
@@ -399,7 +399,7 @@ def _exp2_notes(counts: dict[str, Any], notes: list[str]) -> None:
 
 def _assemble(
     records: list[dict[str, Any]],
-    namer: _Namer,
+    namer: Namer,
     root: Path,
     notes: list[str],
     counts: dict[str, Any],
@@ -418,7 +418,7 @@ def _assemble(
         if records
         else (pl.DataFrame(schema=RECORD_SCHEMA))
     )
-    registry = _registry(frame, namer, root / RASCH_FILE, notes, counts)
+    registry = registry_of(frame, namer, root / RASCH_FILE, notes, counts)
 
     counts["records"] = frame.height
     counts["records_by_task"] = {

@@ -30,7 +30,9 @@ _UNREADABLE: Final = object()
 
 
 @dataclass
-class _Exp1Stats:
+class Exp1Stats:
+    """Counts of rows read and records made from the word-association files."""
+
     rows: int = 0
     records: int = 0
     unreadable_predictions_rows: int = 0
@@ -44,14 +46,14 @@ class _Exp1Stats:
     skipped_rows: list[int] = field(default_factory=list)
 
 
-def _exp1_file(
+def exp1_file(
     path: Path,
     *,
     rel: str,
     model: str,
     run_id: str,
     taboo: dict[str, set[str]] | None,
-    stats: _Exp1Stats,
+    stats: Exp1Stats,
 ) -> list[dict[str, Any]]:
     """Records from one experiment-1 CSV file."""
     out: list[dict[str, Any]] = []
@@ -105,7 +107,7 @@ def _exp1_file(
                 pred = _prediction_of(value, stats, predictions_read=preds is not None)
                 outcome = _outcome_of(option_raw, option, generated, raw_generated, stats)
                 out.append(
-                    _record(
+                    record_of(
                         model=model,
                         task=TASK_ASSOCIATION,
                         item_id=f"{target}::{option}",
@@ -121,7 +123,7 @@ def _exp1_file(
     return out
 
 
-def _prediction_of(value: Any, stats: _Exp1Stats, *, predictions_read: bool) -> str | None:
+def _prediction_of(value: Any, stats: Exp1Stats, *, predictions_read: bool) -> str | None:
     """An option's predicted value as ``"true"``/``"false"`` (``None``: unreadable)."""
     if value is _UNREADABLE:
         return None
@@ -138,7 +140,7 @@ def _outcome_of(
     option: str,
     generated: set[str] | None,
     raw_generated: set[str] | None,
-    stats: _Exp1Stats,
+    stats: Exp1Stats,
 ) -> str | None:
     """Whether the model generated the option (``None`` when its words are unreadable)."""
     if generated is None or raw_generated is None:
@@ -148,7 +150,7 @@ def _outcome_of(
     return "true" if hit else "false"
 
 
-def _record(
+def record_of(
     *,
     model: str,
     task: str,
@@ -183,7 +185,8 @@ def _record(
     }
 
 
-def _read_taboo(path: Path) -> dict[str, set[str]] | None:
+def read_taboo(path: Path) -> dict[str, set[str]] | None:
+    """The taboo words per item, or ``None`` when the file is missing."""
     if not path.is_file():
         return None
     try:
