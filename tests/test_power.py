@@ -561,7 +561,7 @@ def test_mde_from_fit_is_saved_and_reused(
     res = _fake_results(data_raw_cells)
     sweeps = []
     real = pw.sweep_of
-    monkeypatch.setattr(after_fit, "_sweep", lambda *a, **k: sweeps.append(1) or real(*a, **k))
+    monkeypatch.setattr(after_fit, "sweep_of", lambda *a, **k: sweeps.append(1) or real(*a, **k))
     first = pw.mde_from_fit(res, sims=3, cache_dir=tmp_path)
     n = len(sweeps)
     assert n > 0
