@@ -404,42 +404,22 @@ def test_folder_walk_follows_links(tmp_path, engine):
         (data / "linked" / "w.csv").as_posix(), (data / "sub" / "v.jsonl").as_posix()]
 
 
-def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
-    """The cluster recipe of docs/engines.md: the queries over a table of canonical records."""
-    from selfmodel.engines import _as_cells
-    from selfmodel.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
+def test_reduction_on_a_table_of_records(tmp_path, engine):
+    """The cluster recipe of docs/engines.md: the reduction over a table of canonical records."""
     from selfmodel.ingest import write_ingest
+    from selfmodel.reduction import cells_of, raw_records
 
     res = ingest(_write_messy(tmp_path, 4))
     write_ingest(res, tmp_path / "out")
     path = (tmp_path / "out" / "records.parquet").as_posix()
     name, options = engine
-    d = DUCKDB if name == "duckdb" else SPARK
     if name == "duckdb":
         import duckdb
 
-        con = duckdb.connect()
-        con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet('{path}')")
-        run, fetch = con.execute, (lambda sql: con.sql(sql).pl())
+        table = duckdb.connect().read_parquet(path)
     else:
-        spark = options["session"]
-        spark.read.parquet(path).createOrReplaceTempView("records")
-
-        def run(sql):
-            spark.sql(sql.replace("CREATE TEMP TABLE", "CACHE TABLE")).collect()
-
-        def fetch(sql):
-            df = spark.sql(sql)
-            return pl.DataFrame([tuple(r) for r in df.collect()], schema=df.columns, orient="row")
-
-    raw = canonical_raw_sql("records", d, columns=res.records.columns)
-    stmts = reduction_sql(f"({raw}) AS raw", d)
-    run(f"CREATE TEMP TABLE grouped AS {stmts['grouped']}")
-    run(f"CREATE TEMP TABLE variants AS {stmts['variants']}")
-    assert_frame_equal(_as_cells(fetch(stmts["cells"])), to_cells(res.records))
-    acct = fetch(stmts["accounting"])
-    used = acct.filter(pl.col("what") == "used")["n"].sum()
-    assert used == res.records.height
+        table = options["session"].read.parquet(path)
+    assert_frame_equal(cells_of(raw_records(table)), to_cells(res.records))
 
 
 # ----------------------------------------------------------------------------- CLI and data

@@ -13,7 +13,7 @@ from selfmodel.contract import (
     InputError,
 )
 from selfmodel.ingest.config import INPUT_COLUMNS
-from selfmodel.ingest.discover import _Input
+from selfmodel.ingest.discover import InputFile
 from selfmodel.ingest.readers import _LINE, _Read
 from selfmodel.ingest.rules import ID_COLUMNS
 from selfmodel.registry import format_input_error
@@ -49,7 +49,7 @@ def _kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
     return not boolean and not (numeric and canonical in _NAME_COLUMNS)
 
 
-def _closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
+def closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
              ) -> str | None:
     """The candidate that plausibly is ``word``, or ``None`` when none is.
 
@@ -66,7 +66,7 @@ def _closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = 
 
 
 def _resolve(
-    inp: _Input,
+    inp: InputFile,
     read: _Read,
     mapping: Mapping[str, str],
     defaults: Mapping[str, str],
@@ -93,7 +93,7 @@ def _resolve(
             if canonical in unused:
                 todo = f"Drop --map {canonical}={mapped} to use the file's own '{canonical}' column"
             else:
-                guess = _closest(mapped, unused)
+                guess = closest(mapped, unused)
                 todo = f"Fix the mapping, e.g. --map {canonical}={guess}" if guess else "Fix it"
             raise InputError(
                 format_input_error(
@@ -106,7 +106,7 @@ def _resolve(
                 )
             )
         if canonical in REQUIRED:
-            guess = _closest(canonical, unused, read.frame)
+            guess = closest(canonical, unused, read.frame)
             raise InputError(
                 format_input_error(
                     inp.name,

@@ -15,7 +15,7 @@ from typing import Any, Final
 import polars as pl
 
 from selfmodel.contract import JSON_ERRORS, InputError, json_problem
-from selfmodel.ingest.discover import _Input
+from selfmodel.ingest.discover import InputFile
 from selfmodel.ingest.duplicate_keys import split_duplicate_keys
 from selfmodel.registry import format_input_error
 
@@ -119,7 +119,7 @@ class _FileInfo:
         return self.newlines + (0 if self.ends_with_newline or self.size == 0 else 1)
 
 
-def _scan(inp: _Input, total: Any) -> _FileInfo:
+def _scan(inp: InputFile, total: Any) -> _FileInfo:
     """Hash ``inp`` in chunks (its own SHA-256 and the data hash ``total``) and count lines.
 
     The file is never held in memory whole: polars reads it from the path afterwards.
@@ -163,7 +163,7 @@ def _scan(inp: _Input, total: Any) -> _FileInfo:
     return _FileInfo(own.hexdigest(), size, newlines, last == b"\n", bom, blank)
 
 
-def _peek(inp: _Input) -> tuple[bool, bool]:
+def _peek(inp: InputFile) -> tuple[bool, bool]:
     """``(has a byte-order mark, certainly not blank)`` from the first bytes of a file."""
     try:
         with inp.path.open("rb") as handle:
@@ -188,7 +188,7 @@ _OTHER_BOMS: Final = (
 )
 
 
-def _check_encoding(inp: _Input, head: bytes) -> None:
+def _check_encoding(inp: InputFile, head: bytes) -> None:
     """Stop with one line when a file is UTF-16 or UTF-32, not UTF-8.
 
     Known by its byte-order mark, or by the NUL bytes between the letters of its first line.
@@ -204,20 +204,20 @@ def _check_encoding(inp: _Input, head: bytes) -> None:
             "that copy", line=1))
 
 
-def _source(inp: _Input, bom: bool) -> Path | io.BytesIO:
+def _source(inp: InputFile, bom: bool) -> Path | io.BytesIO:
     """What polars reads: the path (memory-mapped), or the bytes after a byte-order mark."""
     if bom:
         return io.BytesIO(inp.path.read_bytes()[len(_BOM) :])
     return inp.path
 
 
-def _file_bytes(inp: _Input) -> bytes:
+def _file_bytes(inp: InputFile) -> bytes:
     """The whole file without its byte-order mark (the line-by-line paths only)."""
     data = inp.path.read_bytes()
     return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
-def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) -> _Read:
+def _read_jsonl(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str]) -> _Read:
     """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
@@ -290,7 +290,7 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
     return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
 
 
-def _jsonl_texts(inp: _Input) -> pl.LazyFrame:
+def _jsonl_texts(inp: InputFile) -> pl.LazyFrame:
     """``(__line, __text)`` of every line of a JSONL file the fast path read whole (lazily).
 
     Read as one-column CSV split at U+001F: polars' JSON reader rejects a raw U+001F
@@ -360,7 +360,7 @@ def _parse_json_chunks(
         frames.append(pl.DataFrame(rows, schema={**schema, _LINE: pl.Int64()}))
 
 
-def _csv_header(inp: _Input, lines: Iterable[str]) -> list[str]:
+def read_csv_header(inp: InputFile, lines: Iterable[str]) -> list[str]:
     reader = csv.reader(lines)
     try:
         header = next(reader)
@@ -431,7 +431,7 @@ def _drop_blank_rows(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     return frame.filter(~pl.col(_LINE).is_in(blank.implode())) if blank.len() else frame
 
 
-def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
+def _read_csv(inp: InputFile, scan: Callable[[], _FileInfo]) -> _Read:
     """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
@@ -440,7 +440,7 @@ def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
         if bom:
             raw.seek(len(_BOM))
         lines = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-        header = _csv_header(inp, lines)
+        header = read_csv_header(inp, lines)
     try:
         frame = pl.read_csv(_source(inp, bom), infer_schema=False, has_header=True)
     except Exception:  # noqa: BLE001 - malformed rows and invalid UTF-8 go line by line
@@ -455,7 +455,7 @@ def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
     return _read_csv_slow(inp, _file_bytes(inp).decode("utf-8", "surrogateescape"), header)
 
 
-def _read_csv_slow(inp: _Input, text: str, header: list[str]) -> _Read:
+def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> _Read:
     reader = csv.reader(io.StringIO(text, newline=""))
     columns: dict[str, list[str | None]] = {h: [] for h in header}
     lines: list[int] = []
@@ -503,7 +503,7 @@ def _read_csv_slow(inp: _Input, text: str, header: list[str]) -> _Read:
     return _Read(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
 
 
-def _read_parquet(inp: _Input) -> _Read:
+def _read_parquet(inp: InputFile) -> _Read:
     try:
         frame = pl.read_parquet(inp.path)
     except Exception as exc:  # noqa: BLE001 - any failure is the file's fault

@@ -23,7 +23,7 @@ from selfmodel.contract import (
 from selfmodel.ingest.columns import _resolve
 from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
 from selfmodel.ingest.dedup import _order_and_deduplicate
-from selfmodel.ingest.discover import _discover, _Input
+from selfmodel.ingest.discover import discover_inputs, InputFile
 from selfmodel.ingest.hints import repeat_columns, repeat_hint
 from selfmodel.ingest.readers import _LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
 from selfmodel.ingest.rules import _GOOD_SCHEMA, _validate
@@ -55,7 +55,7 @@ class IngestResult:
 # --------------------------------------------------------------------------- ingest
 
 
-def _merge_options(
+def merge_options(
     mapping: Mapping[str, str] | None, config: Path | str | IngestConfig | None,
     transform: Any = None,
 ) -> IngestConfig:
@@ -144,8 +144,8 @@ def ingest(
     >>> res.quarantine.select("source_line", "reason").row(0)
     (2, "invalid JSON (Expecting ',' delimiter at column 14)")
     """
-    options = _merge_options(mapping, config, transform)
-    inputs = _discover(paths)
+    options = merge_options(mapping, config, transform)
+    inputs = discover_inputs(paths)
     registry_frame = load_registry(registry) if registry is not None else None
     wanted = set(INPUT_COLUMNS) | set(options.mapping.values())
     if options.transform is not None:
@@ -275,7 +275,7 @@ def check_lookalike_names(
 
 
 def _read_files(
-    inputs: Sequence[_Input], options: IngestConfig, wanted: set[str], total: Any
+    inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any
 ) -> tuple[
     list[pl.DataFrame], list[pl.DataFrame], list[_Read], list[dict[str, Any]], set[str]
 ]:
