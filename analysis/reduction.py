@@ -54,6 +54,7 @@ __all__ = [
     "checked",
     "finish_cells",
     "grouped",
+    "reasons",
     "rules",
     "variants",
 ]
@@ -158,52 +159,94 @@ def parsed(frame: nw.LazyFrame) -> nw.LazyFrame:
     )
 
 
-def rules(tasks: tuple[str, ...] | None = None) -> list[tuple[str, nw.Expr]]:
-    """``(category, condition)`` of each validation rule over :func:`parsed` rows, in order.
+def _says(*parts: str | nw.Expr) -> nw.Expr:
+    """A reason text: literal parts and column values (a missing value shown as ``null``)."""
+    return nw.concat_str([nw.lit(p) if isinstance(p, str) else p for p in parts])
 
-    The first rule whose condition is true names the row's quarantine category; a null
-    condition is not a failure. These are rules 1-8 of :mod:`selfmodel.ingest`.
+
+def shown(c: str) -> nw.Expr:
+    """The (stripped) text of ``c`` in a reason, ``null`` where it is missing."""
+    return col(c).fill_null("null")
+
+
+Rule = tuple[str, nw.Expr, nw.Expr]
+
+
+def rules(tasks: tuple[str, ...] | None = None) -> list[Rule]:
+    """``(category, condition, reason)`` of each validation rule over :func:`parsed` rows.
+
+    In order: the first rule whose condition is true names the row's quarantine category
+    (and its reason, the text ingest writes to the quarantine); a null condition is not a
+    failure. These are rules 1-8 of :mod:`selfmodel.ingest`.
     """
     conf, smp, corr, eq = col("_conf"), col("_smp"), col("_corr"), col("_eq")
-    out: list[tuple[str, nw.Expr]] = [("missing value", col(c).is_null()) for c in REQUIRED]
-    out += [(NOT_AN_ID, looks_nested(col(c))) for c in ID_COLUMNS]
+    out: list[Rule] = [("missing value", col(c).is_null(),
+                        _says(f"missing value in required column '{c}'")) for c in REQUIRED]
+    out += [(NOT_AN_ID, looks_nested(col(c)), _says(
+        f"invalid {c} '", shown(c), "' (a list or object is not an identifier; flatten it to text)"))
+        for c in ID_COLUMNS]
     out += [
-        ("invalid status", ~col("_status").is_in(list(STATUSES))),
+        ("invalid status", ~col("_status").is_in(list(STATUSES)),
+         _says("invalid status '", shown("status"), f"' (allowed: {', '.join(STATUSES)})")),
         ("invalid confidence",
          (~col("confidence").is_null() & conf.is_null())
-         | (~conf.is_null() & (~conf.is_finite() | (conf < 0) | (conf > 1)))),
-        ("invalid sample", (~col("sample").is_null() & smp.is_null()) | (smp < 0)),
-        ("invalid correct", ~col("correct").is_null() & corr.is_null()),
+         | (~conf.is_null() & (~conf.is_finite() | (conf < 0) | (conf > 1))),
+         _says("invalid confidence '", shown("confidence"), "' (must be a finite number in [0, 1])")),
+        ("invalid sample", (~col("sample").is_null() & smp.is_null()) | (smp < 0),
+         _says("invalid sample '", shown("sample"), "' (must be a non-negative integer)")),
+        ("invalid correct", ~col("correct").is_null() & corr.is_null(),
+         _says("invalid correct '", shown("correct"), "' (must be true/false/1/0/yes/no)")),
     ]
     if tasks is not None:
-        out.append(("unknown task", ~col("task").is_in(list(tasks))))
+        out.append(("unknown task", ~col("task").is_in(list(tasks)),
+                    _says("unknown task '", shown("task"), f"' (configured tasks: {', '.join(tasks)})")))
     out += [
         # a row declared unreadable (unparsed/refused/error) is kept without an outcome
-        ("no outcome", col("_out").is_null() & corr.is_null() & (col("_status") == "ok")),
+        ("no outcome", col("_out").is_null() & corr.is_null() & (col("_status") == "ok"),
+         _says("no outcome and no correct (nothing to check the prediction against)")),
         ("correct disagrees",
-         (col("_eff") == "ok") & ~corr.is_null() & ~eq.is_null() & (corr != eq)),
+         (col("_eff") == "ok") & ~corr.is_null() & ~eq.is_null() & (corr != eq),
+         _says("correct disagrees with prediction == outcome (correct=", corr.cast(nw.String),
+               ", prediction='", col("_pred"), "', outcome='", col("_out"), "')")),
     ]
     return out
 
 
-def checked(raw: Any, *, tasks: tuple[str, ...] | None = None) -> nw.LazyFrame:
+def checked(raw: Any, *, tasks: tuple[str, ...] | None = None,
+            keep: tuple[str, ...] = ()) -> nw.LazyFrame:
     """Normalise and validate raw rows: one row per row read, ``_cat`` the first failing rule.
 
-    Output columns: ``source_file``, ``_cat`` (null for a valid row) and, meaningful for
-    valid rows, the key and compared columns as ingest writes them to ``records.parquet``.
+    Output columns: ``source_file``, ``_cat`` (null for a valid row), the record columns
+    as ingest writes them to ``records.parquet`` (meaningful for valid rows) and ``keep``.
     """
     frame = parsed(nw.from_native(raw))
     cat = nw.coalesce(col("_err"), *(nw.when(cond).then(nw.lit(name))
-                                     for name, cond in rules(tasks)))
+                                     for name, cond, _ in rules(tasks)))
     eff, corr = col("_eff"), col("_corr")
+    record = {
+        "prediction": col("_pred"), "outcome": col("_out"),
+        "correct": nw.when(eff == "ok").then(
+            nw.when(~corr.is_null()).then(corr).otherwise(col("_eq"))),
+        "predictor": nw.coalesce(col("predictor"), col("model")),
+        "confidence": col("_conf"), "status": eff, "sample": col("_smp").fill_null(0),
+    }
+    return frame.select("source_file", cat.alias("_cat"),
+                        *(record[c].alias(c) if c in record else col(c) for c in INPUT_COLUMNS),
+                        *keep)
+
+
+def reasons(raw: Any, *, tasks: tuple[str, ...] | None = None,
+            keep: tuple[str, ...] = ()) -> nw.LazyFrame:
+    """``keep``, the category ``_cat`` and the reason ``_reason`` of failing raw rows."""
+    found = rules(tasks)
+    number = nw.coalesce(*(nw.when(cond).then(nw.lit(i)) for i, (_, cond, _) in enumerate(found)))
+    frame = parsed(nw.from_native(raw)).with_columns(number.alias("_rule"))
     return frame.select(
-        "source_file", cat.alias("_cat"), "model",
-        nw.coalesce(col("predictor"), col("model")).alias("predictor"), "task", "item_id",
-        col("_smp").fill_null(0).alias("sample"), col("_pred").alias("prediction"),
-        col("_out").alias("outcome"),
-        nw.when(eff == "ok").then(nw.when(~corr.is_null()).then(corr).otherwise(col("_eq")))
-        .alias("correct"),
-        col("_conf").alias("confidence"), eff.alias("status"), "run_id",
+        *keep,
+        nw.coalesce(*(nw.when(col("_rule") == i).then(nw.lit(name))
+                      for i, (name, _, _) in enumerate(found))).alias("_cat"),
+        nw.coalesce(*(nw.when(col("_rule") == i).then(why)
+                      for i, (_, _, why) in enumerate(found))).alias("_reason"),
     )
 
 

@@ -14,8 +14,8 @@ from selfmodel.contract import (
 )
 from selfmodel.ingest.config import INPUT_COLUMNS
 from selfmodel.ingest.discover import InputFile
-from selfmodel.ingest.readers import _LINE, _Read
-from selfmodel.ingest.rules import ID_COLUMNS
+from selfmodel.ingest.readers import LINE, _Read
+from selfmodel.reduction import ID_COLUMNS
 from selfmodel.registry import format_input_error
 
 # --------------------------------------------------------------------------- columns
@@ -143,7 +143,7 @@ def _resolve(
             exprs.append(pl.lit(defaults[canonical], dtype=pl.Utf8).alias(canonical))
         else:
             exprs.append(pl.lit(None, dtype=pl.Utf8).alias(canonical))
-    exprs.append(pl.col(_LINE))
+    exprs.append(pl.col(LINE))
     return read.frame.select(exprs), set(unused)
 
 

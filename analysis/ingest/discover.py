@@ -34,6 +34,8 @@ FORMATS: Final[dict[str, str]] = {
 
 @dataclass(frozen=True)
 class InputFile:
+    """One record file to read: its path, names and format (``jsonl``, ``csv``, ``parquet``)."""
+
     path: Path
     name: str  # ``source_file``: the path as found, POSIX separators
     hash_name: str  # name inside the data hash: relative to its folder argument
@@ -265,6 +267,7 @@ def _input(path: Path, name: str, hash_name: str, fmt: str) -> InputFile:
 
 
 def discover_inputs(paths: Sequence[Path | str]) -> list[InputFile]:
+    """The record files of files and folders, in reading order (sorted, each once)."""
     if isinstance(paths, str | Path):
         paths = [paths]
     if not paths:

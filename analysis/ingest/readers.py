@@ -25,9 +25,8 @@ RAW_MAX: Final = 500
 _JSON_SAMPLE_LINES: Final = 1000
 _JSON_CHUNK_MIN: Final = 64
 _CHUNK: Final = 1 << 24  # bytes per read when hashing and counting lines
-_FORM_PROBE: Final = 10_000  # rows sampled to judge whether a column has few distinct values
 _BOM: Final = b"\xef\xbb\xbf"
-_LINE: Final = "__line"
+LINE: Final = "__line"
 
 
 # --------------------------------------------------------------------------- reading
@@ -83,7 +82,7 @@ def _line_raw(path: Path, spans: Mapping[int, int] | None = None) -> Callable:
 
 def _empty_read(present: list[str] | None = None) -> _Read:
     return _Read(
-        frame=pl.DataFrame({_LINE: pl.Series([], dtype=pl.Int64)}), rows=0, present=present or []
+        frame=pl.DataFrame({LINE: pl.Series([], dtype=pl.Int64)}), rows=0, present=present or []
     )
 
 
@@ -253,8 +252,8 @@ def _read_jsonl(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str])
         frame = None
     n_lines = scan().lines
     if frame is not None and frame.height == n_lines:
-        frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-        frame, dup = split_duplicate_keys(frame, _LINE, lambda: _jsonl_texts(inp), _clip)
+        frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(LINE))
+        frame, dup = split_duplicate_keys(frame, LINE, lambda: _jsonl_texts(inp), _clip)
         return _Read(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
     del frame
 
@@ -283,9 +282,9 @@ def _read_jsonl(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str])
     frame = (
         pl.concat(frames, how="vertical")
         if frames
-        else pl.DataFrame(schema={**schema, _LINE: pl.Int64()})
+        else pl.DataFrame(schema={**schema, LINE: pl.Int64()})
     )
-    frame, dup = split_duplicate_keys(frame, _LINE, lambda: _item_texts(items), _clip)
+    frame, dup = split_duplicate_keys(frame, LINE, lambda: _item_texts(items), _clip)
     bad += dup
     return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
 
@@ -298,15 +297,15 @@ def _jsonl_texts(inp: InputFile) -> pl.LazyFrame:
     """
     lines = pl.scan_csv(inp.path, has_header=False, separator="\x1f", quote_char=None,
                         schema={"__text": pl.Utf8()})
-    return lines.with_row_index(_LINE, offset=1).select(
-        pl.col(_LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
+    return lines.with_row_index(LINE, offset=1).select(
+        pl.col(LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
     )
 
 
 def _item_texts(items: list[tuple[int, str]]) -> pl.LazyFrame:
     """``(__line, __text)`` of the lines the line-by-line path parsed."""
-    return pl.LazyFrame({_LINE: [n for n, _ in items], "__text": [t for _, t in items]},
-                        schema={_LINE: pl.Int64(), "__text": pl.Utf8()})
+    return pl.LazyFrame({LINE: [n for n, _ in items], "__text": [t for _, t in items]},
+                        schema={LINE: pl.Int64(), "__text": pl.Utf8()})
 
 
 def _parse_json_chunks(
@@ -326,7 +325,7 @@ def _parse_json_chunks(
         except Exception:  # noqa: BLE001 - bisect to find the bad lines
             frame = None
         if frame is not None and frame.height == len(items):
-            lines = pl.Series(_LINE, [n for n, _ in items], dtype=pl.Int64)
+            lines = pl.Series(LINE, [n for n, _ in items], dtype=pl.Int64)
             frames.append(frame.with_columns(lines))
             return
         mid = len(items) // 2
@@ -334,7 +333,7 @@ def _parse_json_chunks(
         _parse_json_chunks(items[mid:], schema, frames, bad, extra)
         return
     rows: dict[str, list[Any]] = {k: [] for k in schema}
-    rows[_LINE] = []
+    rows[LINE] = []
     for number, text in items:
         try:
             obj = json.loads(text)
@@ -355,12 +354,13 @@ def _parse_json_chunks(
                 extra.setdefault(key, None)
         for key in schema:
             rows[key].append(_json_text(obj.get(key)))
-        rows[_LINE].append(number)
-    if rows[_LINE]:
-        frames.append(pl.DataFrame(rows, schema={**schema, _LINE: pl.Int64()}))
+        rows[LINE].append(number)
+    if rows[LINE]:
+        frames.append(pl.DataFrame(rows, schema={**schema, LINE: pl.Int64()}))
 
 
 def read_csv_header(inp: InputFile, lines: Iterable[str]) -> list[str]:
+    """The header of a CSV file (names stripped); a duplicate or unreadable one is an error."""
     reader = csv.reader(lines)
     try:
         header = next(reader)
@@ -427,8 +427,8 @@ def _drop_blank_rows(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     maybe = frame.filter(empty(columns[0]))
     if maybe.height == 0:
         return frame
-    blank = maybe.filter(pl.all_horizontal([empty(c) for c in columns])).get_column(_LINE)
-    return frame.filter(~pl.col(_LINE).is_in(blank.implode())) if blank.len() else frame
+    blank = maybe.filter(pl.all_horizontal([empty(c) for c in columns])).get_column(LINE)
+    return frame.filter(~pl.col(LINE).is_in(blank.implode())) if blank.len() else frame
 
 
 def _read_csv(inp: InputFile, scan: Callable[[], _FileInfo]) -> _Read:
@@ -448,7 +448,7 @@ def _read_csv(inp: InputFile, scan: Callable[[], _FileInfo]) -> _Read:
     n_lines = scan().lines
     if frame is not None and frame.width == len(header) and frame.height == n_lines - 1:
         frame.columns = header
-        frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(_LINE))
+        frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(LINE))
         frame = _drop_blank_rows(frame, header)
         return _Read(frame, frame.height, header, raw=_line_raw(inp.path))
     del frame
@@ -498,7 +498,7 @@ def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> _Read:
             )
         ) from exc
     frame = pl.DataFrame(
-        {**columns, _LINE: lines}, schema={**{h: pl.Utf8() for h in header}, _LINE: pl.Int64()}
+        {**columns, LINE: lines}, schema={**{h: pl.Utf8() for h in header}, LINE: pl.Int64()}
     )
     return _Read(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
 
@@ -516,7 +516,7 @@ def _read_parquet(inp: InputFile) -> _Read:
             )
         ) from exc
     present = list(frame.columns)
-    frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias(_LINE))
+    frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias(LINE))
 
     def lookup(lines: Sequence[int]) -> dict[int, str]:
         if not lines:

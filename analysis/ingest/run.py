@@ -23,10 +23,10 @@ from selfmodel.contract import (
 from selfmodel.ingest.columns import _resolve
 from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
 from selfmodel.ingest.dedup import _order_and_deduplicate
-from selfmodel.ingest.discover import discover_inputs, InputFile
+from selfmodel.ingest.discover import InputFile, discover_inputs
 from selfmodel.ingest.hints import repeat_columns, repeat_hint
-from selfmodel.ingest.readers import _LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
-from selfmodel.ingest.rules import _GOOD_SCHEMA, _validate
+from selfmodel.ingest.readers import LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
+from selfmodel.ingest.rules import GOOD_SCHEMA, validate
 from selfmodel.registry import format_input_error, load_registry, registry_report
 
 
@@ -59,6 +59,7 @@ def merge_options(
     mapping: Mapping[str, str] | None, config: Path | str | IngestConfig | None,
     transform: Any = None,
 ) -> IngestConfig:
+    """The options of a run: ``--map`` options over the config's ``[map]``, tasks, defaults."""
     cfg = (
         config
         if isinstance(config, IngestConfig)
@@ -158,7 +159,7 @@ def ingest(
     all_good = (
         pl.concat(goods, how="vertical", rechunk=False)  # reading order: files, then lines
         if goods
-        else pl.DataFrame(schema={**_GOOD_SCHEMA, "__file_idx": pl.Int64()})
+        else pl.DataFrame(schema={**GOOD_SCHEMA, "__file_idx": pl.Int64()})
     )
     del goods
     kept, conflicts, n_copies = _order_and_deduplicate(all_good)
@@ -315,7 +316,7 @@ def _read_files(
             bads.append(_unreadable_rows(index, read.bad))
         if options.transform is not None and read.frame.height:
             read.frame, mapped_bad = options.transform(inp.name, read.frame, read.present)
-            read.present = [c for c in read.frame.columns if c != _LINE]
+            read.present = [c for c in read.frame.columns if c != LINE]
             if mapped_bad:
                 bads.append(_unreadable_rows(index, mapped_bad))
         if read.frame.height == 0:
@@ -325,14 +326,14 @@ def _read_files(
             repeats[col] = repeats.get(col, 0) + n
         read.frame = read.frame.clear()  # the canonical columns are all that is needed now
         ignored |= unused
-        good, bad = _validate(canonical, tasks=options.tasks)
+        good, bad = validate(canonical, tasks=options.tasks)
         del canonical
         goods.append(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
         if bad.height:
             bads.append(
                 bad.select(
                     pl.lit(index, dtype=pl.Int64).alias("__file_idx"),
-                    pl.col(_LINE).alias("source_line"),
+                    pl.col(LINE).alias("source_line"),
                     pl.col("__cat"),
                     pl.col("__reason").alias("reason"),
                     pl.lit(None, dtype=pl.Utf8).alias("raw"),

@@ -32,8 +32,8 @@ from selfmodel.importers.mapping.spec import (
     Side,
     load_mapping,
 )
-from selfmodel.ingest.rules import _bool_of as _ingest_bool
-from selfmodel.ingest.rules import _text as _ingest_text
+from selfmodel.ingest.rules import bool_of as _ingest_bool
+from selfmodel.ingest.rules import text_of as _ingest_text
 
 
 @dataclass
