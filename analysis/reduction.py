@@ -49,11 +49,14 @@ __all__ = [
     "INPUT_COLUMNS",
     "NOT_AN_ID",
     "accounting",
+    "binary_task_rule",
+    "binary_tasks",
     "cell_rows",
     "cells",
     "checked",
     "finish_cells",
     "grouped",
+    "not_boolean",
     "reasons",
     "rules",
     "variants",
@@ -295,19 +298,41 @@ def variants(grouped_rows: nw.LazyFrame) -> nw.LazyFrame:
         (~nw.all_horizontal(*agree, ignore_nulls=False)).alias("conflicting"),
         (col("correct") == 1).alias("correct"),
     )
+    used = ~col("conflicting")
+    flagged = v.join(binary_tasks(v, used).with_columns(nw.lit(True).alias("_binary")),
+                     on="task", how="left")
+    return flagged.with_columns(not_boolean(~col("_binary").is_null(), used)).with_columns(
+        *binary_task_rule()).select(
+        *KEY, "copies", "conflicting", "prediction", "outcome", "correct", "confidence",
+        "status", "not_boolean")
+
+
+def binary_tasks(records: nw.LazyFrame, used: nw.Expr) -> nw.LazyFrame:
+    """The tasks (column ``task``) whose used records' outcomes are all ``true``/``false``."""
     is_bool = col("outcome").is_in(list(BOOLEAN_TEXT)).cast(nw.Int64)
-    binary_tasks = (v.filter(~col("conflicting") & ~col("outcome").is_null())
-                    .group_by("task").agg(is_bool.min().alias("_all_bool"))
-                    .filter(col("_all_bool") == 1).select("task", nw.lit(True).alias("_binary")))
-    hit = (~col("_binary").is_null() & ~col("conflicting") & (col("status") == "ok")
-           & ~col("prediction").is_null() & ~col("prediction").is_in(list(BOOLEAN_TEXT)))
-    flagged = v.join(binary_tasks, on="task", how="left")
-    return flagged.with_columns(hit.fill_null(False).alias("not_boolean")).select(
-        *KEY, "copies", "conflicting", "prediction", "outcome",
-        nw.when(~col("not_boolean")).then(col("correct")).alias("correct"), "confidence",
-        nw.when(col("not_boolean")).then(nw.lit("unparsed")).otherwise(col("status"))
-        .alias("status"), "not_boolean",
-    )
+    return (records.filter(used & ~col("outcome").is_null())
+            .group_by("task").agg(is_bool.min().alias("_all_bool"))
+            .filter(col("_all_bool") == 1).select("task"))
+
+
+def not_boolean(in_binary_task: nw.Expr, used: nw.Expr) -> nw.Expr:
+    """Column ``not_boolean``: a used ``ok`` record, in a binary task, predicting no boolean."""
+    pred = col("prediction")
+    return (in_binary_task & used & (col("status") == "ok") & ~pred.is_null()
+            & ~pred.is_in(list(BOOLEAN_TEXT))).fill_null(False).alias("not_boolean")
+
+
+def binary_task_rule() -> list[nw.Expr]:
+    """Ingest's binary-task rule on records marked by :func:`not_boolean`.
+
+    In a task whose outcomes are all ``true``/``false``, an ``ok`` record whose prediction
+    is some other text (``maybe``) becomes ``unparsed`` without ``correct``: it counts as
+    wrong in ``accuracy_strict`` and is left out of ``accuracy``, like any unreadable
+    prediction, instead of being scored as an ordinary wrong answer.
+    """
+    flag = col("not_boolean")
+    return [nw.when(~flag).then(col("correct")).alias("correct"),
+            nw.when(flag).then(nw.lit("unparsed")).otherwise(col("status")).alias("status")]
 
 
 def cell_rows(records: nw.LazyFrame) -> nw.LazyFrame:

@@ -554,3 +554,39 @@ def test_reduce_memory_limit_option(tmp_path, capsys):
                  "--out", str(tmp_path / "p")])
     errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert code == 2 and len(errors) == 1 and "memory limit 'lots'" in errors[0]
+
+
+# ----------------------------------------------------------------------------- one rule set
+
+
+def test_a_rule_defined_once_is_applied_by_every_engine(tmp_path, engine, monkeypatch):
+    """A rule added in one place (selfmodel.reduction.rules) quarantines the same rows in
+    ingest (polars), the streaming reducer (polars), DuckDB and Spark, beside the others."""
+    import narwhals as nw
+
+    from selfmodel import reduction
+    from selfmodel.reduce import reduce_cells
+
+    shipped = reduction.rules
+
+    def with_ban(tasks=None):
+        return [*shipped(tasks), ("banned model", nw.col("model") == "evil",
+                                  nw.concat_str([nw.lit("model '"), nw.col("model"),
+                                                 nw.lit("' is banned")]))]
+
+    monkeypatch.setattr(reduction, "rules", with_ban)
+    p = tmp_path / "hostile.csv"
+    p.write_text("model,task,item_id,prediction,outcome,confidence,sample,status\n"
+                 "evil,t,1,yes,true,,,\n"           # the new rule
+                 "evil,t,2,yes,true,2,,\n"          # an earlier rule names the reason
+                 " evil ,t,3,no,true,,,\n"          # read as ingest reads it: stripped
+                 "m,t,1,yes,true,,,\nm,t,2,[1],true,,-1,\nm,t,3,no,,,,\n"
+                 "m,t,4,no,true,,,weird\n{\"a\": 1},t,5,no,true,,,\n")
+    res = ingest([p])
+    expected = {"banned model": 2, "invalid confidence": 1, "invalid identifier": 1,
+                "invalid sample": 1, "invalid status": 1, "no outcome": 1}
+    assert res.summary["quarantine_reasons"] == expected
+    assert "model 'evil' is banned" in res.quarantine["reason"].to_list()
+    assert reduce_cells([p]).summary["rows_excluded"] == sum(expected.values())
+    got = _assert_same([p], engine)
+    assert got.summary["quarantine_reasons"] == expected

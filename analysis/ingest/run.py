@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import narwhals as nw
 import polars as pl
 
 from selfmodel import atomic
@@ -27,6 +28,8 @@ from selfmodel.ingest.discover import InputFile, discover_inputs
 from selfmodel.ingest.hints import repeat_columns, repeat_hint
 from selfmodel.ingest.readers import LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
 from selfmodel.ingest.rules import GOOD_SCHEMA, validate
+from selfmodel.reduction import binary_task_rule as binary_task_rule_exprs
+from selfmodel.reduction import binary_tasks, not_boolean
 from selfmodel.registry import format_input_error, load_registry, registry_report
 
 
@@ -417,36 +420,19 @@ def _summary(
 
 
 def binary_task_rule(records: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-    """In a task whose outcomes are all booleans, a prediction that is not one is unreadable.
+    """:func:`selfmodel.reduction.binary_task_rule` on ingest's records.
 
-    Such a row (``"maybe"`` where the outcomes are true/false) keeps its text but gets status
-    ``unparsed`` and no ``correct``: it counts as wrong in ``accuracy_strict`` and is left out
-    of ``accuracy``, like any unreadable prediction, instead of being scored as an ordinary
-    wrong answer. Returns the records and ``{task: rows made unreadable}``.
+    Returns the records and ``{task: rows made unreadable}``.
     """
-    outcomes = records.filter(pl.col("outcome").is_not_null())
-    binary = (
-        outcomes.group_by("task")
-        .agg(pl.col("outcome").is_in(["true", "false"]).all().alias("b"))
-        .filter(pl.col("b"))
-        .get_column("task")
-        .to_list()
-    )
-    hit = (
-        pl.col("task").is_in(binary)
-        & (pl.col("status") == "ok")
-        & pl.col("prediction").is_not_null()
-        & ~pl.col("prediction").is_in(["true", "false"])
-    )
-    flagged = records.filter(hit)
+    frame = nw.from_native(records)
+    binary = binary_tasks(frame.lazy(), nw.lit(True)).collect().get_column("task").to_list()
+    marked = frame.with_columns(not_boolean(nw.col("task").is_in(binary), nw.lit(True)))
+    flagged = marked.filter(nw.col("not_boolean")).to_native()
     if flagged.height == 0:
         return records, {}
     counts = dict(sorted(flagged.group_by("task").len().rows()))
-    records = records.with_columns(
-        pl.when(hit).then(pl.lit("unparsed")).otherwise(pl.col("status")).alias("status"),
-        pl.when(hit).then(None).otherwise(pl.col("correct")).alias("correct"),
-    )
-    return records, {str(k): int(v) for k, v in counts.items()}
+    out = marked.with_columns(*binary_task_rule_exprs()).drop("not_boolean").to_native()
+    return out, {str(k): int(v) for k, v in counts.items()}
 
 
 def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:
