@@ -35,6 +35,8 @@ runs on engines that do not keep one (Spark).
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
+from itertools import product
 from typing import Any, Final
 
 import narwhals as nw
@@ -102,17 +104,31 @@ CELL_SCHEMA: Final[dict[str, pl.DataType]] = {
 col = nw.col
 
 
+def case_variants(words: Iterable[str]) -> list[str]:
+    """Every upper/lower-case spelling of ASCII ``words`` (``yes`` -> ``yes, yeS, ..., YES``).
+
+    Matching them is what lower-casing and then comparing would do (no non-ASCII character
+    lower-cases to these letters), at a fraction of the cost.
+    """
+    return sorted({"".join(chars) for w in words
+                   for chars in product(*((c.lower(), c.upper()) for c in w))})
+
+
+TRUE_SPELLINGS: Final = case_variants(TRUE_STRINGS)
+FALSE_SPELLINGS: Final = case_variants(FALSE_STRINGS)
+MISSING_SPELLINGS: Final = case_variants(MISSING_STRINGS)
+
+
 def text(c: str) -> nw.Expr:
     """Ingest's text of a column: stripped; empty and null/NaN/None (any case) are null."""
     t = col(c).str.strip_chars(WHITE_SPACE)
-    return nw.when((t != "") & ~t.str.to_lowercase().is_in(sorted(MISSING_STRINGS))).then(t)
+    return nw.when((t != "") & ~t.is_in(MISSING_SPELLINGS)).then(t)
 
 
 def boolean(t: nw.Expr) -> nw.Expr:
     """True/false for a boolean written any way (true/1/1.0/yes/y/t, any case), else null."""
-    low = t.str.to_lowercase()
-    return (nw.when(low.is_in(sorted(TRUE_STRINGS))).then(nw.lit(True))
-            .when(low.is_in(sorted(FALSE_STRINGS))).then(nw.lit(False)))
+    return (nw.when(t.is_in(TRUE_SPELLINGS)).then(nw.lit(True))
+            .when(t.is_in(FALSE_SPELLINGS)).then(nw.lit(False)))
 
 
 def binary_text(t: nw.Expr) -> nw.Expr:
@@ -142,9 +158,14 @@ def _sample(t: nw.Expr) -> nw.Expr:
     return nw.coalesce(as_int, integral.cast(nw.Int64))
 
 
-def parsed(frame: nw.LazyFrame) -> nw.LazyFrame:
-    """Raw rows -> ingest's text of every column and the parsed helper columns (``_pred`` ...)."""
-    frame = frame.with_columns(*(text(c).alias(c) for c in INPUT_COLUMNS))
+def parsed(frame: nw.LazyFrame, clean: Collection[str] = ()) -> nw.LazyFrame:
+    """Raw rows -> ingest's text of every column and the parsed helper columns (``_pred`` ...).
+
+    ``clean`` columns are already their own text (no value empty, a spelling of a missing
+    value, or with surrounding white space): a shortcut ingest finds from distinct values.
+    """
+    texts = [text(c).alias(c) for c in INPUT_COLUMNS if c not in clean]
+    frame = frame.with_columns(*texts) if texts else frame
     frame = frame.with_columns(
         binary_text(col("prediction")).alias("_pred"),
         binary_text(col("outcome")).alias("_out"),
@@ -216,13 +237,13 @@ def rules(tasks: tuple[str, ...] | None = None) -> list[Rule]:
 
 
 def checked(raw: Any, *, tasks: tuple[str, ...] | None = None,
-            keep: tuple[str, ...] = ()) -> nw.LazyFrame:
+            keep: tuple[str, ...] = (), clean: Collection[str] = ()) -> nw.LazyFrame:
     """Normalise and validate raw rows: one row per row read, ``_cat`` the first failing rule.
 
     Output columns: ``source_file``, ``_cat`` (null for a valid row), the record columns
     as ingest writes them to ``records.parquet`` (meaningful for valid rows) and ``keep``.
     """
-    frame = parsed(nw.from_native(raw))
+    frame = parsed(nw.from_native(raw), clean)
     cat = nw.coalesce(col("_err"), *(nw.when(cond).then(nw.lit(name))
                                      for name, cond, _ in rules(tasks)))
     eff, corr = col("_eff"), col("_corr")

@@ -14,7 +14,15 @@ import polars as pl
 
 from selfmodel.contract import FALSE_STRINGS, MISSING_STRINGS, RECORD_SCHEMA, TRUE_STRINGS
 from selfmodel.ingest.readers import LINE
-from selfmodel.reduction import ID_COLUMNS, INPUT_COLUMNS, NOT_AN_ID, checked, reasons
+from selfmodel.reduction import (
+    ID_COLUMNS,
+    INPUT_COLUMNS,
+    MISSING_SPELLINGS,
+    NOT_AN_ID,
+    WHITE_SPACE,
+    checked,
+    reasons,
+)
 
 __all__ = ["BAD_SCHEMA", "GOOD_SCHEMA", "ID_COLUMNS", "NOT_AN_ID", "bool_of", "text_of",
            "validate"]
@@ -42,6 +50,31 @@ GOOD_SCHEMA: Final = {c: t for c, t in RECORD_SCHEMA.items() if c != "source_fil
 BAD_SCHEMA: Final = {LINE: pl.Int64(), "__cat": pl.Utf8(), "__reason": pl.Utf8()}
 
 
+#: Rows sampled to judge whether a column has few distinct values.
+PROBE: Final = 10_000
+
+
+def clean_columns(frame: pl.DataFrame) -> set[str]:
+    """Text columns that are their own text: no value is empty, missing or needs stripping.
+
+    Found from the distinct values, which is cheap for the usual low-cardinality columns
+    (model, task, outcome, status); a column with many distinct values (judged from its
+    first rows) is not checked and is normalised row by row.
+    """
+    clean: set[str] = set()
+    for c in INPUT_COLUMNS:
+        column = frame.get_column(c)
+        if column.dtype != pl.Utf8 or column.head(PROBE).n_unique() > PROBE // 4:
+            continue
+        values = column.unique().drop_nulls()
+        if values.len() * 4 > column.len() and column.len() > PROBE:
+            continue
+        if not ((values == "").any() or values.is_in(MISSING_SPELLINGS).any()
+                or not (values.str.strip_chars(WHITE_SPACE) == values).all()):
+            clean.add(c)
+    return clean
+
+
 def validate(
     frame: pl.DataFrame, *, tasks: tuple[str, ...] | None
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -56,7 +89,8 @@ def validate(
         *(pl.col(c) if frame.schema[c] == pl.Utf8 else pl.col(c).cast(pl.Utf8)
           for c in INPUT_COLUMNS), pl.col(LINE),
     )
-    rows = checked(raw.lazy(), tasks=tasks, keep=(LINE,)).to_native().collect()
+    rows = checked(raw.lazy(), tasks=tasks, keep=(LINE,), clean=clean_columns(raw))
+    rows = rows.to_native().collect()
     valid = rows.get_column("_cat").is_null()
     good = rows.filter(valid).select(*INPUT_COLUMNS, pl.col(LINE).alias("source_line"))
     good = good.cast(pl.Schema(GOOD_SCHEMA))
