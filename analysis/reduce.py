@@ -42,13 +42,12 @@ It does not de-duplicate (that needs every key in memory) and it does not produc
 quarantine table, a data hash or per-file accounting: run it on files that
 ``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
 one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
-so that a mismatch with ingest shows. The ingest rules reproduced here (numbered as in
-:mod:`selfmodel.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
-confidence, invalid sample, invalid correct, no outcome (status ``ok`` only: a row
-declared unparsed/refused/error is kept without one), correct disagrees; ``tasks``
-restricts to allowed tasks as ingest's config does.
+so that a mismatch with ingest shows. The rules are ingest's, defined once in
+:func:`selfmodel.reduction.rules`, and the cells are :func:`selfmodel.reduction.cells`
+over the partial counts; ``tasks`` restricts to allowed tasks as ingest's config does.
 
-The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is :mod:`selfmodel.engines` (``selfmodel reduce``, ``docs/engines.md``).
+The same reduction on DuckDB or Spark, with de-duplication, is :mod:`selfmodel.engines`
+(``selfmodel reduce``, ``docs/engines.md``).
 """
 
 from __future__ import annotations
@@ -65,7 +64,7 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.contract import REQUIRED, InputError
-from selfmodel.reduction import INPUT_COLUMNS, cells, checked, finish_cells
+from selfmodel.reduction import INPUT_COLUMNS, binary_tasks, cells, checked, finish_cells
 from selfmodel.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
@@ -387,19 +386,14 @@ def _partial_counts(
 
 
 def _non_boolean_unreadable(partial: pl.DataFrame) -> pl.DataFrame:
-    """In a task whose outcomes are all booleans, a non-boolean prediction is unreadable.
+    """The binary-task rule (:func:`selfmodel.reduction.binary_tasks`) on partial counts.
 
-    The rule of ``selfmodel.ingest.run.binary_task_rule``.
+    In a binary task, a valid row whose prediction is not a boolean is unreadable.
     """
-    good = partial.filter(~pl.col("_bad"))
-    outcomes = good.filter(pl.col("outcome").is_not_null()).group_by("task").agg(
-        pl.col("outcome").is_in(["true", "false"]).all().alias("_binary")
-    )
-    binary = outcomes.filter(pl.col("_binary"))["task"].to_list()
-    other = (~pl.col("_bad") & pl.col("task").is_in(binary) & (pl.col("pred_class") == "other"))
-    return partial.with_columns(
-        pl.when(other).then(False).otherwise(pl.col("readable")).alias("readable")
-    )
+    found = binary_tasks(nw.from_native(partial).lazy(), ~nw.col("_bad")).collect()
+    other = (~pl.col("_bad") & pl.col("task").is_in(found.get_column("task").to_list())
+             & (pl.col("pred_class") == "other"))
+    return partial.with_columns(pl.when(other).then(False).otherwise("readable").alias("readable"))
 
 
 def _sum_partials(parts: Sequence[pl.DataFrame], keys: Sequence[str]) -> pl.DataFrame:
