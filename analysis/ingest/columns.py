@@ -14,7 +14,7 @@ from selfmodel.contract import (
 )
 from selfmodel.ingest.config import INPUT_COLUMNS
 from selfmodel.ingest.discover import InputFile
-from selfmodel.ingest.readers import LINE, _Read
+from selfmodel.ingest.readers import LINE, FileRead
 from selfmodel.reduction import ID_COLUMNS
 from selfmodel.registry import format_input_error
 
@@ -65,9 +65,9 @@ def closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = N
     return sorted(plausible, key=lambda c: (-_shares_part(word, c), -ratio[c], c))[0]
 
 
-def _resolve(
+def resolve_columns(
     inp: InputFile,
-    read: _Read,
+    read: FileRead,
     mapping: Mapping[str, str],
     defaults: Mapping[str, str],
 ) -> tuple[pl.DataFrame, set[str]]:

@@ -33,7 +33,7 @@ LINE: Final = "__line"
 
 
 @dataclass
-class _Read:
+class FileRead:
     """One file after reading: text-ish columns plus ``__line``, and read-level failures."""
 
     frame: pl.DataFrame
@@ -80,8 +80,8 @@ def _line_raw(path: Path, spans: Mapping[int, int] | None = None) -> Callable:
     return lookup
 
 
-def _empty_read(present: list[str] | None = None) -> _Read:
-    return _Read(
+def _empty_read(present: list[str] | None = None) -> FileRead:
+    return FileRead(
         frame=pl.DataFrame({LINE: pl.Series([], dtype=pl.Int64)}), rows=0, present=present or []
     )
 
@@ -103,7 +103,7 @@ def _json_text(value: object) -> str | None:
 
 @dataclass(frozen=True)
 class _FileInfo:
-    """What one streaming pass over a file's bytes found (see :func:`_scan`)."""
+    """What one streaming pass over a file's bytes found (see :func:`scan_file`)."""
 
     sha256: str
     size: int
@@ -118,7 +118,7 @@ class _FileInfo:
         return self.newlines + (0 if self.ends_with_newline or self.size == 0 else 1)
 
 
-def _scan(inp: InputFile, total: Any) -> _FileInfo:
+def scan_file(inp: InputFile, total: Any) -> _FileInfo:
     """Hash ``inp`` in chunks (its own SHA-256 and the data hash ``total``) and count lines.
 
     The file is never held in memory whole: polars reads it from the path afterwards.
@@ -216,8 +216,8 @@ def _file_bytes(inp: InputFile) -> bytes:
     return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
-def _read_jsonl(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str]) -> _Read:
-    """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
+def read_jsonl_file(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str]) -> FileRead:
+    """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
         return _empty_read()
@@ -254,7 +254,7 @@ def _read_jsonl(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str])
     if frame is not None and frame.height == n_lines:
         frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(LINE))
         frame, dup = split_duplicate_keys(frame, LINE, lambda: _jsonl_texts(inp), _clip)
-        return _Read(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
+        return FileRead(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
     del frame
 
     # Line by line: skip blanks, quarantine invalid UTF-8, parse the rest in chunks.
@@ -286,7 +286,7 @@ def _read_jsonl(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str])
     )
     frame, dup = split_duplicate_keys(frame, LINE, lambda: _item_texts(items), _clip)
     bad += dup
-    return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
+    return FileRead(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
 
 
 def _jsonl_texts(inp: InputFile) -> pl.LazyFrame:
@@ -431,8 +431,8 @@ def _drop_blank_rows(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     return frame.filter(~pl.col(LINE).is_in(blank.implode())) if blank.len() else frame
 
 
-def _read_csv(inp: InputFile, scan: Callable[[], _FileInfo]) -> _Read:
-    """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
+def read_csv_file(inp: InputFile, scan: Callable[[], _FileInfo]) -> FileRead:
+    """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
         return _empty_read()
@@ -450,12 +450,12 @@ def _read_csv(inp: InputFile, scan: Callable[[], _FileInfo]) -> _Read:
         frame.columns = header
         frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(LINE))
         frame = _drop_blank_rows(frame, header)
-        return _Read(frame, frame.height, header, raw=_line_raw(inp.path))
+        return FileRead(frame, frame.height, header, raw=_line_raw(inp.path))
     del frame
     return _read_csv_slow(inp, _file_bytes(inp).decode("utf-8", "surrogateescape"), header)
 
 
-def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> _Read:
+def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> FileRead:
     reader = csv.reader(io.StringIO(text, newline=""))
     columns: dict[str, list[str | None]] = {h: [] for h in header}
     lines: list[int] = []
@@ -500,10 +500,11 @@ def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> _Read:
     frame = pl.DataFrame(
         {**columns, LINE: lines}, schema={**{h: pl.Utf8() for h in header}, LINE: pl.Int64()}
     )
-    return _Read(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
+    return FileRead(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
 
 
-def _read_parquet(inp: InputFile) -> _Read:
+def read_parquet_file(inp: InputFile) -> FileRead:
+    """Read a Parquet record file as stored (an unreadable file is an InputError)."""
     try:
         frame = pl.read_parquet(inp.path)
     except Exception as exc:  # noqa: BLE001 - any failure is the file's fault
@@ -527,4 +528,4 @@ def _read_parquet(inp: InputFile) -> _Read:
             for n, row in zip(lines, rows, strict=True)
         }
 
-    return _Read(frame, frame.height, present, raw=lookup)
+    return FileRead(frame, frame.height, present, raw=lookup)

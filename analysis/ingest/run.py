@@ -21,12 +21,19 @@ from selfmodel.contract import (
     name_key,
     shown,
 )
-from selfmodel.ingest.columns import _resolve
-from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, _check_canonical, load_config
-from selfmodel.ingest.dedup import _order_and_deduplicate
+from selfmodel.ingest.columns import resolve_columns
+from selfmodel.ingest.config import INPUT_COLUMNS, IngestConfig, check_canonical, load_config
+from selfmodel.ingest.dedup import order_and_deduplicate
 from selfmodel.ingest.discover import InputFile, discover_inputs
 from selfmodel.ingest.hints import repeat_columns, repeat_hint
-from selfmodel.ingest.readers import LINE, _Read, _read_csv, _read_jsonl, _read_parquet, _scan
+from selfmodel.ingest.readers import (
+    LINE,
+    FileRead,
+    read_csv_file,
+    read_jsonl_file,
+    read_parquet_file,
+    scan_file,
+)
 from selfmodel.ingest.rules import GOOD_SCHEMA, validate
 from selfmodel.reduction import binary_task_rule as binary_task_rule_exprs
 from selfmodel.reduction import binary_tasks, not_boolean
@@ -70,7 +77,7 @@ def merge_options(
     )
     merged = dict(cfg.mapping)
     for canonical, source in (mapping or {}).items():
-        _check_canonical(canonical, f"mapping '{canonical}={source}'")
+        check_canonical(canonical, f"mapping '{canonical}={source}'")
         if not isinstance(source, str) or not source.strip():
             raise InputError(
                 format_input_error(
@@ -165,7 +172,7 @@ def ingest(
         else pl.DataFrame(schema={**GOOD_SCHEMA, "__file_idx": pl.Int64()})
     )
     del goods
-    kept, conflicts, n_copies = _order_and_deduplicate(all_good)
+    kept, conflicts, n_copies = order_and_deduplicate(all_good)
     del all_good
     if conflicts.height:
         bads.append(_conflict_rows(conflicts, names))
@@ -281,7 +288,7 @@ def check_lookalike_names(
 def _read_files(
     inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any
 ) -> tuple[
-    list[pl.DataFrame], list[pl.DataFrame], list[_Read], list[dict[str, Any]], set[str]
+    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str]
 ]:
     """Read, map and validate every file in reading order; ``total`` hashes all bytes.
 
@@ -290,7 +297,7 @@ def _read_files(
     """
     goods: list[pl.DataFrame] = []
     bads: list[pl.DataFrame] = []
-    reads: list[_Read] = []
+    reads: list[FileRead] = []
     files: list[dict[str, Any]] = []
     ignored: set[str] = set()
     repeats: dict[str, int] = {}
@@ -298,14 +305,14 @@ def _read_files(
     # it: hashlib and polars both release the GIL. One file at a time, in reading order.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
     for index, inp in enumerate(inputs):
-        scanning = pool.submit(_scan, inp, total)
+        scanning = pool.submit(scan_file, inp, total)
         try:
             if inp.format == "jsonl":
-                read = _read_jsonl(inp, scanning.result, wanted)
+                read = read_jsonl_file(inp, scanning.result, wanted)
             elif inp.format == "csv":
-                read = _read_csv(inp, scanning.result)
+                read = read_csv_file(inp, scanning.result)
             else:
-                read = _read_parquet(inp)
+                read = read_parquet_file(inp)
             info = scanning.result()
         except BaseException:
             scanning.cancel()
@@ -324,7 +331,7 @@ def _read_files(
                 bads.append(_unreadable_rows(index, mapped_bad))
         if read.frame.height == 0:
             continue
-        canonical, unused = _resolve(inp, read, options.mapping, options.defaults)
+        canonical, unused = resolve_columns(inp, read, options.mapping, options.defaults)
         for col, n in repeat_columns(canonical, read.frame, unused).items():
             repeats[col] = repeats.get(col, 0) + n
         read.frame = read.frame.clear()  # the canonical columns are all that is needed now
@@ -435,7 +442,7 @@ def binary_task_rule(records: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int
     return out, {str(k): int(v) for k, v in counts.items()}
 
 
-def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:
+def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[FileRead]) -> pl.DataFrame:
     """Fill missing ``raw`` texts by asking each file's lookup for its quarantined lines."""
     missing = quarantine.filter(pl.col("raw").is_null())
     if missing.height == 0:
