@@ -155,7 +155,7 @@ class DuckDBEngine:
         self, index: int, inp: InputFile, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
-        """SQL of one file's raw rows (see :mod:`selfmodel.engines.sql`)."""
+        """SQL of one file's raw rows (see :mod:`selfmodel.reduction`)."""
         self._plans[index] = (inp, sources, defaults, header)
         name = literal(inp.name)
         if inp.format == "jsonl":

@@ -176,7 +176,7 @@ class SparkEngine:
         self, index: int, inp: InputFile, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
-        """SQL of one file's raw rows (see :mod:`selfmodel.engines.sql`)."""
+        """SQL of one file's raw rows (see :mod:`selfmodel.reduction`)."""
         name = literal(inp.name)
         bad_utf8 = literal("invalid UTF-8")
         view = f"sm_file_{index}"
