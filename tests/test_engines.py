@@ -404,42 +404,22 @@ def test_folder_walk_follows_links(tmp_path, engine):
         (data / "linked" / "w.csv").as_posix(), (data / "sub" / "v.jsonl").as_posix()]
 
 
-def test_reduction_sql_on_a_table_of_records(tmp_path, engine):
-    """The cluster recipe of docs/engines.md: the queries over a table of canonical records."""
-    from selfmodel.records.engines import _as_cells
-    from selfmodel.records.engines.sql import DUCKDB, SPARK, canonical_raw_sql, reduction_sql
+def test_reduction_on_a_table_of_records(tmp_path, engine):
+    """The cluster recipe of docs/engines.md: the reduction over a table of canonical records."""
     from selfmodel.records.ingest import write_ingest
+    from selfmodel.records.reduction import cells_of, raw_records
 
     res = ingest(_write_messy(tmp_path, 4))
     write_ingest(res, tmp_path / "out")
     path = (tmp_path / "out" / "records.parquet").as_posix()
     name, options = engine
-    d = DUCKDB if name == "duckdb" else SPARK
     if name == "duckdb":
         import duckdb
 
-        con = duckdb.connect()
-        con.execute(f"CREATE VIEW records AS SELECT * FROM read_parquet('{path}')")
-        run, fetch = con.execute, (lambda sql: con.sql(sql).pl())
+        table = duckdb.connect().read_parquet(path)
     else:
-        spark = options["session"]
-        spark.read.parquet(path).createOrReplaceTempView("records")
-
-        def run(sql):
-            spark.sql(sql.replace("CREATE TEMP TABLE", "CACHE TABLE")).collect()
-
-        def fetch(sql):
-            df = spark.sql(sql)
-            return pl.DataFrame([tuple(r) for r in df.collect()], schema=df.columns, orient="row")
-
-    raw = canonical_raw_sql("records", d, columns=res.records.columns)
-    stmts = reduction_sql(f"({raw}) AS raw", d)
-    run(f"CREATE TEMP TABLE grouped AS {stmts['grouped']}")
-    run(f"CREATE TEMP TABLE variants AS {stmts['variants']}")
-    assert_frame_equal(_as_cells(fetch(stmts["cells"])), to_cells(res.records))
-    acct = fetch(stmts["accounting"])
-    used = acct.filter(pl.col("what") == "used")["n"].sum()
-    assert used == res.records.height
+        table = options["session"].read.parquet(path)
+    assert_frame_equal(cells_of(raw_records(table)), to_cells(res.records))
 
 
 # ----------------------------------------------------------------------------- CLI and data
@@ -574,3 +554,39 @@ def test_reduce_memory_limit_option(tmp_path, capsys):
                  "--out", str(tmp_path / "p")])
     errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert code == 2 and len(errors) == 1 and "memory limit 'lots'" in errors[0]
+
+
+# ----------------------------------------------------------------------------- one rule set
+
+
+def test_a_rule_defined_once_is_applied_by_every_engine(tmp_path, engine, monkeypatch):
+    """A rule added in one place (selfmodel.records.reduction.rules) quarantines the same rows in
+    ingest (polars), the streaming reducer (polars), DuckDB and Spark, beside the others."""
+    import narwhals as nw
+
+    from selfmodel.records import reduction
+    from selfmodel.records.reduce import reduce_cells
+
+    shipped = reduction.rules
+
+    def with_ban(tasks=None):
+        return [*shipped(tasks), ("banned model", nw.col("model") == "evil",
+                                  nw.concat_str([nw.lit("model '"), nw.col("model"),
+                                                 nw.lit("' is banned")]))]
+
+    monkeypatch.setattr(reduction, "rules", with_ban)
+    p = tmp_path / "hostile.csv"
+    p.write_text("model,task,item_id,prediction,outcome,confidence,sample,status\n"
+                 "evil,t,1,yes,true,,,\n"           # the new rule
+                 "evil,t,2,yes,true,2,,\n"          # an earlier rule names the reason
+                 " evil ,t,3,no,true,,,\n"          # read as ingest reads it: stripped
+                 "m,t,1,yes,true,,,\nm,t,2,[1],true,,-1,\nm,t,3,no,,,,\n"
+                 "m,t,4,no,true,,,weird\n{\"a\": 1},t,5,no,true,,,\n")
+    res = ingest([p])
+    expected = {"banned model": 2, "invalid confidence": 1, "invalid identifier": 1,
+                "invalid sample": 1, "invalid status": 1, "no outcome": 1}
+    assert res.summary["quarantine_reasons"] == expected
+    assert "model 'evil' is banned" in res.quarantine["reason"].to_list()
+    assert reduce_cells([p]).summary["rows_excluded"] == sum(expected.values())
+    got = _assert_same([p], engine)
+    assert got.summary["quarantine_reasons"] == expected

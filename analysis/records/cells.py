@@ -33,10 +33,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Final
 
+import narwhals as nw
 import numpy as np
 import polars as pl
 
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
+from selfmodel.records.reduction import cell_rows, cells, finish_cells
 
 CELL_KEY: Final = ("model", "task")
 
@@ -69,55 +71,7 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
     >>> to_cells(r).select("n_total", "n", "k", "k_strict", "hits", "false_alarms").row(0)
     (3, 2, 1, 1, 1, 1)
     """
-    recs = self_predictions(records)
-    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
-    is_bool = pl.col("prediction").is_in(["true", "false"]) & pl.col("outcome").is_in(
-        ["true", "false"]
-    )
-    cells = (
-        recs.group_by(list(CELL_KEY))
-        .agg(
-            pl.len().alias("n_total"),
-            readable.sum().alias("n"),
-            (readable & pl.col("correct")).sum().alias("k"),
-            (~readable).sum().alias("n_unreadable"),
-            (is_bool | ~readable).all().alias("binary"),
-            (readable & (pl.col("outcome") == "true")).sum().alias("n_signal"),
-            (readable & (pl.col("outcome") == "false")).sum().alias("n_noise"),
-            (readable & (pl.col("outcome") == "true") & (pl.col("prediction") == "true"))
-            .sum()
-            .alias("hits"),
-            (readable & (pl.col("outcome") == "false") & (pl.col("prediction") == "true"))
-            .sum()
-            .alias("false_alarms"),
-            (readable & (pl.col("prediction") == "true")).sum().alias("n_pred_yes"),
-            pl.col("outcome")
-            .filter(readable)
-            .value_counts(sort=True)
-            .first()
-            .struct.field("count")
-            .alias("_mode_n"),
-        )
-        .with_columns(
-            pl.col("k").alias("k_strict"),
-            (pl.col("_mode_n").fill_null(0) / pl.col("n")).alias("mode_outcome_share"),
-        )
-        .drop("_mode_n")
-        .sort(list(CELL_KEY))
-    )
-    int_cols = [
-        "n_total",
-        "n",
-        "k",
-        "k_strict",
-        "n_unreadable",
-        "n_signal",
-        "n_noise",
-        "hits",
-        "false_alarms",
-        "n_pred_yes",
-    ]
-    return cells.with_columns([pl.col(c).cast(pl.Int64) for c in int_cols])
+    return finish_cells(cells(cell_rows(nw.from_native(records.lazy()))).collect().to_native())
 
 
 #: Family label of a model without one (see :func:`join_registry`).

@@ -42,13 +42,12 @@ It does not de-duplicate (that needs every key in memory) and it does not produc
 quarantine table, a data hash or per-file accounting: run it on files that
 ``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
 one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
-so that a mismatch with ingest shows. The ingest rules reproduced here (numbered as in
-:mod:`selfmodel.records.ingest`): missing ``model``/``task``/``item_id``, invalid status, invalid
-confidence, invalid sample, invalid correct, no outcome (status ``ok`` only: a row
-declared unparsed/refused/error is kept without one), correct disagrees; ``tasks``
-restricts to allowed tasks as ingest's config does.
+so that a mismatch with ingest shows. The rules are ingest's, defined once in
+:func:`selfmodel.records.reduction.rules`, and the cells are :func:`selfmodel.records.reduction.cells`
+over the partial counts; ``tasks`` restricts to allowed tasks as ingest's config does.
 
-The same reduction as SQL (DuckDB, Spark SQL, BigQuery) is :mod:`selfmodel.records.engines` (``selfmodel reduce``, ``docs/engines.md``).
+The same reduction on DuckDB or Spark, with de-duplication, is :mod:`selfmodel.records.engines`
+(``selfmodel reduce``, ``docs/engines.md``).
 """
 
 from __future__ import annotations
@@ -61,16 +60,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+import narwhals as nw
 import polars as pl
 
-from selfmodel.records.contract import (
-    FALSE_STRINGS,
-    MISSING_STRINGS,
-    REQUIRED,
-    STATUSES,
-    TRUE_STRINGS,
-    InputError,
-)
+from selfmodel.records.contract import REQUIRED, InputError
+from selfmodel.records.reduction import INPUT_COLUMNS, binary_tasks, cells, checked, finish_cells
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
@@ -83,11 +77,8 @@ FORMATS: Final[dict[str, str]] = {
     ".parquet": "parquet",
 }
 
-#: Input columns the reduction reads (the rest of a record is not needed for the counts).
-USED: Final = (
-    "model", "task", "item_id", "prediction", "outcome", "correct", "predictor",
-    "confidence", "status", "sample",
-)
+#: Input columns the reduction reads (every canonical input column: the rules read them all).
+USED: Final = INPUT_COLUMNS
 
 #: Bytes of JSONL parsed at a time (peak memory is a small multiple of this).
 CHUNK_BYTES: Final = 8 * 2**20
@@ -369,86 +360,22 @@ def _bad_json_line(path: Path, first: int, block: bytes, exc: Exception) -> Inpu
         path, f"polars could not parse lines {first}-{last} ({exc})", todo))
 
 
-def _text(c: str) -> pl.Expr:
-    expr = pl.col(c).str.strip_chars()
-    missing = (expr == "") | expr.str.to_lowercase().is_in(sorted(MISSING_STRINGS))
-    return pl.when(missing).then(None).otherwise(expr)
-
-
-def _bool_of(text: pl.Expr) -> pl.Expr:
-    # when/is_in rather than replace_strict: the latter is not streamed (10M rows: 2 GB RSS)
-    low = text.str.to_lowercase()
-    return (
-        pl.when(low.is_in(sorted(TRUE_STRINGS)))
-        .then(True)
-        .when(low.is_in(sorted(FALSE_STRINGS)))
-        .then(False)
-        .otherwise(None)
-    )
-
-
-def _binary_text(c: str) -> pl.Expr:
-    """``"true"``/``"false"`` for a boolean written any way, else the (stripped) text."""
-    b = _bool_of(pl.col(c))
-    return pl.when(b).then(pl.lit("true")).when(~b).then(pl.lit("false")).otherwise(pl.col(c))
-
-
 def _partial_counts(
     lf: pl.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
 ) -> pl.LazyFrame:
-    """Pass 1: normalise, drop what ingest would quarantine, count per ``keys``.
+    """Pass 1: the rules of :mod:`selfmodel.records.reduction`, then counts per ``keys``.
 
-    Built in stages (each column computed once) so that the query stays small.
+    ``_bad`` marks rows ingest would quarantine, ``_self`` self-predictions.
     """
-    t = pl.col
-    # stage 1: stripped text, empty = null
-    lf = lf.select([_text(c).alias(c) for c in USED])
-    # stage 2: parsed values
-    smp_f = t("sample").cast(pl.Float64, strict=False)
-    lf = lf.with_columns(
-        _binary_text("prediction").alias("_pred"),
-        _binary_text("outcome").alias("_out"),
-        _bool_of(t("correct")).alias("_corr"),
-        t("status").str.to_lowercase().fill_null("ok").alias("_status"),
-        t("confidence").cast(pl.Float64, strict=False).alias("_conf"),
-        pl.coalesce(
-            t("sample").cast(pl.Int64, strict=False),
-            pl.when(smp_f.is_finite() & (smp_f == smp_f.floor()) & (smp_f.abs() < 2.0**53))
-            .then(smp_f.cast(pl.Int64)),
-        ).alias("_smp"),
-    )
-    pred, out, corr, status, conf, smp = (
-        t("_pred"), t("_out"), t("_corr"), t("_status"), t("_conf"), t("_smp")
-    )
-    # stage 3: effective status and equality
-    lf = lf.with_columns(
-        pl.when((status == "ok") & pred.is_null() & corr.is_null()).then(pl.lit("unparsed"))
-        .otherwise(status).alias("_eff"),
-        (pred == out).alias("_eq"),
-    )
-    eff, equal = t("_eff"), t("_eq")
-    invalid = [
-        *[t(c).is_null() for c in REQUIRED],
-        ~status.is_in(list(STATUSES)),
-        (t("confidence").is_not_null() & conf.is_null())
-        | (conf.is_not_null() & (conf.is_nan() | conf.is_infinite() | (conf < 0) | (conf > 1))),
-        (t("sample").is_not_null() & smp.is_null()) | (smp < 0),
-        t("correct").is_not_null() & corr.is_null(),
-        out.is_null() & corr.is_null() & (status == "ok"),  # declared unreadable: kept
-        (eff == "ok") & corr.is_not_null() & equal.is_not_null() & (corr != equal),
-    ]
-    if tasks is not None:
-        invalid.append(~t("task").is_in(list(tasks)))
-    correct = pl.when(eff != "ok").then(None).when(corr.is_not_null()).then(corr).otherwise(equal)
-    staged = lf.select(
-        pl.any_horizontal([e.fill_null(False) for e in invalid]).alias("_bad"),
-        t("model"),
-        t("task"),
-        *([t("item_id")] if "item_id" in keys else []),
-        (pl.coalesce(t("predictor"), t("model")) == t("model")).alias("_self"),
-        ((eff == "ok") & correct.is_not_null()).alias("readable"),
-        correct.alias("_correct"),
-        out.alias("outcome"),
+    raw = lf.with_columns(pl.lit("").alias("source_file"), pl.lit(None, pl.Utf8).alias("_err"))
+    rows = checked(raw, tasks=tuple(tasks) if tasks is not None else None).to_native()
+    pred = pl.col("prediction")
+    staged = rows.select(
+        pl.col("_cat").is_not_null().alias("_bad"), "model", "task",
+        *([pl.col("item_id")] if "item_id" in keys else []),
+        (pl.col("predictor") == pl.col("model")).alias("_self"),
+        ((pl.col("status") == "ok") & pl.col("correct").is_not_null()).alias("readable"),
+        pl.col("correct").alias("_correct"), "outcome",
         pl.when(pred.is_in(["true", "false"])).then(pred).when(pred.is_null()).then(None)
         .otherwise(pl.lit("other")).alias("pred_class"),
     )
@@ -459,19 +386,14 @@ def _partial_counts(
 
 
 def _non_boolean_unreadable(partial: pl.DataFrame) -> pl.DataFrame:
-    """In a task whose outcomes are all booleans, a non-boolean prediction is unreadable.
+    """The binary-task rule (:func:`selfmodel.records.reduction.binary_tasks`) on partial counts.
 
-    The rule of ``selfmodel.records.ingest.run.binary_task_rule``.
+    In a binary task, a valid row whose prediction is not a boolean is unreadable.
     """
-    good = partial.filter(~pl.col("_bad"))
-    outcomes = good.filter(pl.col("outcome").is_not_null()).group_by("task").agg(
-        pl.col("outcome").is_in(["true", "false"]).all().alias("_binary")
-    )
-    binary = outcomes.filter(pl.col("_binary"))["task"].to_list()
-    other = (~pl.col("_bad") & pl.col("task").is_in(binary) & (pl.col("pred_class") == "other"))
-    return partial.with_columns(
-        pl.when(other).then(False).otherwise(pl.col("readable")).alias("readable")
-    )
+    found = binary_tasks(nw.from_native(partial).lazy(), ~nw.col("_bad")).collect()
+    other = (~pl.col("_bad") & pl.col("task").is_in(found.get_column("task").to_list())
+             & (pl.col("pred_class") == "other"))
+    return partial.with_columns(pl.when(other).then(False).otherwise("readable").alias("readable"))
 
 
 def _sum_partials(parts: Sequence[pl.DataFrame], keys: Sequence[str]) -> pl.DataFrame:
@@ -484,49 +406,9 @@ def _sum_partials(parts: Sequence[pl.DataFrame], keys: Sequence[str]) -> pl.Data
 
 
 def _cells_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
-    """Pass 2: sum partial counts into cells (same columns and dtypes as ``to_cells``)."""
-    r = pl.col("readable")
-    cnt = pl.col("count")
-    is_bool = pl.col("pred_class").is_in(["true", "false"]) & pl.col("outcome").is_in(
-        ["true", "false"]
-    )
-    out_t, out_f = pl.col("outcome") == "true", pl.col("outcome") == "false"
-    pred_t = pl.col("pred_class") == "true"
-
-    def csum(cond: pl.Expr) -> pl.Expr:
-        return pl.when(cond.fill_null(False)).then(cnt).otherwise(0).sum()
-
-    cells = partial.group_by("model", "task").agg(
-        cnt.sum().alias("n_total"),
-        csum(r).alias("n"),
-        pl.col("correct").filter(r).sum().alias("k"),
-        csum(~r).alias("n_unreadable"),
-        (is_bool | ~r).all().alias("binary"),
-        csum(r & out_t).alias("n_signal"),
-        csum(r & out_f).alias("n_noise"),
-        csum(r & out_t & pred_t).alias("hits"),
-        csum(r & out_f & pred_t).alias("false_alarms"),
-        csum(r & pred_t).alias("n_pred_yes"),
-    )
-    mode = (
-        partial.filter(r)
-        .group_by("model", "task", "outcome")
-        .agg(cnt.sum().alias("_m"))
-        .group_by("model", "task")
-        .agg(pl.col("_m").max().alias("_mode_n"))
-    )
-    ints = ["n_total", "n", "k", "n_unreadable", "n_signal", "n_noise", "hits",
-            "false_alarms", "n_pred_yes"]
-    return (
-        cells.join(mode, on=["model", "task"], how="left")
-        .with_columns([pl.col(c).cast(pl.Int64) for c in ints])
-        .with_columns(
-            pl.col("k").alias("k_strict"),
-            (pl.col("_mode_n").fill_null(0) / pl.col("n")).alias("mode_outcome_share"),
-        )
-        .select(list(CELL_COLUMNS))
-        .sort("model", "task")
-    )
+    """Pass 2: the cell GROUP BY of :mod:`selfmodel.records.reduction` over the partial counts."""
+    rows = nw.from_native(partial.rename({"pred_class": "prediction"}).lazy())
+    return finish_cells(cells(rows).collect().to_native())
 
 
 def _items_from_partial(partial: pl.DataFrame) -> pl.DataFrame:

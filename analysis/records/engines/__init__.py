@@ -5,9 +5,10 @@ Parquet, folders of them), applies the same validation rules and duplicate handl
 returns the model x task cells of :func:`selfmodel.records.cells.to_cells` with the same row
 accounting (``records_read == records_used + records_quarantined + records_duplicate``),
 without holding the records in Python: the engine reads, validates and counts, and only
-the cells and a few counts come back. The SQL is written once (:mod:`selfmodel.records.engines.sql`);
-the engines differ in how they read files (:mod:`~selfmodel.records.engines.duckdb_engine`,
-:mod:`~selfmodel.records.engines.spark_engine`) and in a handful of functions (``Dialect``).
+the cells and a few counts come back. The rules and the GROUP BY are written once
+(:mod:`selfmodel.records.reduction`, narwhals expressions the engine runs); the engines differ only
+in how they read files (:mod:`~selfmodel.records.engines.duckdb_engine`,
+:mod:`~selfmodel.records.engines.spark_engine`).
 
 What is the same as ingest
 --------------------------
@@ -34,49 +35,38 @@ from __future__ import annotations
 
 import io
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Protocol
 
+import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import JSON_ERRORS, REQUIRED, InputError
-from selfmodel.records.engines.sql import (
-    Dialect,
-    accounting_sql,
-    cells_sql,
-    checked_sql,
-    grouped_sql,
-    variants_sql,
+from selfmodel.records.ingest import IngestConfig
+from selfmodel.records.ingest.columns import closest
+from selfmodel.records.ingest.discover import InputFile, discover_inputs
+from selfmodel.records.ingest.readers import read_csv_header
+from selfmodel.records.ingest.run import merge_options
+from selfmodel.records.reduction import (
+    CELL_SCHEMA,
+    ID_COLUMNS,
+    INPUT_COLUMNS,
+    accounting,
+    cell_rows,
+    cells,
+    checked,
+    finish_cells,
+    grouped,
+    variants,
 )
-from selfmodel.records.ingest import INPUT_COLUMNS, IngestConfig
-from selfmodel.records.ingest.columns import _closest
-from selfmodel.records.ingest.discover import _discover, _Input
-from selfmodel.records.ingest.readers import _csv_header
-from selfmodel.records.ingest.rules import ID_COLUMNS
-from selfmodel.records.ingest.run import _merge_options
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["ENGINES", "EngineResult", "EngineUnavailable", "reduce_records"]
 
 #: Engines :func:`reduce_records` knows, the default first.
 ENGINES: Final = ("duckdb", "spark")
-
-#: Cell columns and dtypes, as :func:`selfmodel.records.cells.to_cells` returns them.
-CELL_SCHEMA: Final[dict[str, pl.DataType]] = {
-    "model": pl.Utf8(), "task": pl.Utf8(), "n_total": pl.Int64(), "n": pl.Int64(),
-    "k": pl.Int64(), "n_unreadable": pl.Int64(), "binary": pl.Boolean(),
-    "n_signal": pl.Int64(), "n_noise": pl.Int64(), "hits": pl.Int64(),
-    "false_alarms": pl.Int64(), "n_pred_yes": pl.Int64(), "k_strict": pl.Int64(),
-    "mode_outcome_share": pl.Float64(),
-}
-#: Column order of ``to_cells``.
-TO_CELLS_ORDER: Final = (
-    "model", "task", "n_total", "n", "k", "n_unreadable", "binary", "n_signal", "n_noise",
-    "hits", "false_alarms", "n_pred_yes", "k_strict", "mode_outcome_share",
-)
 
 _JSON_SAMPLE_LINES: Final = 1000
 
@@ -109,28 +99,26 @@ class EngineResult:
 class Engine(Protocol):
     """What an engine module provides (see ``duckdb_engine.DuckDBEngine``)."""
 
-    dialect: Dialect
-
-    def columns(self, inp: _Input) -> list[tuple[str, str]]:
+    def columns(self, inp: InputFile) -> list[tuple[str, str]]:
         """``(name, type)`` of the file's columns (JSONL: keys of its first lines, ``json``)."""
 
-    def count(self, inp: _Input, key: str | None = None) -> int:
+    def count(self, inp: InputFile, key: str | None = None) -> int:
         """Rows of the file (with ``key``: JSONL rows where that key is not null)."""
 
     def file_select(
-        self, index: int, inp: _Input, sources: Mapping[str, str | None],
+        self, index: int, inp: InputFile, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
         """SQL of the file's raw rows: ``source_file, _err`` and INPUT_COLUMNS as text."""
 
-    def materialize(self, name: str, sql: str) -> str:
-        """Run ``sql`` into a table the next queries read; return its name."""
+    def relation(self, sql: str) -> Any:
+        """The engine's native frame of a query (a DuckDB relation, a Spark DataFrame)."""
+
+    def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
+        """Compute ``frame`` into a table (or cached view) the next queries read."""
 
     def read_failures(self, names: Mapping[str, str]) -> list[str]:
         """Raw-row SQL of rows the reader set aside while materialising (may be empty)."""
-
-    def fetch(self, sql: str) -> pl.DataFrame:
-        """Run a query with a small result and return it."""
 
     def close(self) -> None:
         """Release the engine."""
@@ -168,16 +156,16 @@ def json_keys(path: Path) -> list[str]:
     return list(keys)
 
 
-def csv_header(inp: _Input) -> list[str]:
+def csv_header(inp: InputFile) -> list[str]:
     """The header of a CSV file as ingest reads it (names stripped; duplicates an error)."""
     with inp.path.open("rb") as raw:
         if raw.read(3) != b"\xef\xbb\xbf":
             raw.seek(0)
         text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-        return _csv_header(inp, text)
+        return read_csv_header(inp, text)
 
 
-def csv_blank(inp: _Input) -> bool:
+def csv_blank(inp: InputFile) -> bool:
     """Whether a CSV file holds nothing but white space (ingest reads no header from it)."""
     with inp.path.open("rb") as raw:
         return not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
@@ -188,7 +176,7 @@ NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNIO
 
 
 def _resolve(
-    eng: Engine, inp: _Input, options: IngestConfig
+    eng: Engine, inp: InputFile, options: IngestConfig
 ) -> tuple[dict[str, str | None], list[str], set[str]]:
     """Source column of each canonical column in one file, as ``selfmodel.records.ingest`` resolves it.
 
@@ -233,14 +221,14 @@ def _resolve(
             if c in unused:
                 todo = f"Drop --map {c}={mapped} to use the file's own '{c}' column"
             else:
-                guess = _closest(mapped, unused)
+                guess = closest(mapped, unused)
                 todo = f"Fix the mapping, e.g. --map {c}={guess}" if guess else "Fix it"
             raise InputError(format_input_error(
                 inp.name,
                 f"mapped column '{mapped}' (--map {c}={mapped}) is not in the file "
                 f"(present: {shown or 'none'})",
                 todo, line=line, column=mapped))
-        guess = _closest(c, unused)
+        guess = closest(c, unused)
         raise InputError(format_input_error(
             inp.name, f"required column '{c}' is missing (present: {shown or 'none'})",
             f"Map it with --map {c}={guess}" if guess else f"Add a '{c}' column",
@@ -301,11 +289,10 @@ def reduce_records(
     >>> res.summary["records_duplicate"]                            # doctest: +SKIP
     1
     """
-    options = _merge_options(mapping, config)
-    inputs = _discover([paths] if isinstance(paths, str | Path) else paths)
+    options = merge_options(mapping, config)
+    inputs = discover_inputs([paths] if isinstance(paths, str | Path) else paths)
     eng = make_engine(engine, **dict(engine_options or {}))
     try:
-        d = eng.dialect
         selects: list[str] = []
         ignored: set[str] = set()
         for index, inp in enumerate(inputs):
@@ -315,58 +302,54 @@ def reduce_records(
             ignored |= unused
             selects.append(eng.file_select(index, inp, sources, options.defaults, header))
         names = {inp.path.as_posix(): inp.name for inp in inputs}
-        grouped = None
-        if selects:
-            raw = "(" + "\nUNION ALL\n".join(selects) + ") AS raw"
-            checked = f"({checked_sql(raw, d, tasks=options.tasks)}) AS checked"
-            grouped = eng.materialize("sm_grouped", grouped_sql(checked))
-        late = eng.read_failures(names)
-        if late:
-            raw = "(" + "\nUNION ALL\n".join(late) + ") AS raw_late"
-            checked = f"({checked_sql(raw, d, tasks=options.tasks)}) AS checked_late"
-            late_grouped = eng.materialize("sm_grouped_late", grouped_sql(checked))
-            grouped = (late_grouped if grouped is None else eng.materialize(
-                "sm_grouped_all", f"SELECT * FROM {grouped} UNION ALL SELECT * FROM {late_grouped}"))
-        if grouped is None:
-            acct = pl.DataFrame(schema={"what": pl.Utf8, "label": pl.Utf8, "n": pl.Int64})
-            cells = pl.DataFrame(schema=CELL_SCHEMA)
+        parts: list[nw.LazyFrame] = []
+        for sql in (selects, None):  # reader rejects are known once the first part is read
+            sql = sql if sql is not None else eng.read_failures(names)
+            if sql:
+                raw = eng.relation("\nUNION ALL\n".join(sql))
+                parts.append(eng.materialize(f"sm_grouped_{len(parts)}",
+                                             grouped(checked(raw, tasks=options.tasks))))
+        if not parts:
+            per_file = pl.DataFrame(schema={"source_file": pl.Utf8, "_cat": pl.Utf8, "n": pl.Int64})
+            per_variant, got = pl.DataFrame(schema=_VARIANT_SCHEMA), pl.DataFrame(schema=CELL_SCHEMA)
         else:
-            variants = eng.materialize("sm_variants", variants_sql(grouped))
-            cells = eng.fetch(cells_sql(variants))
-            acct = eng.fetch(accounting_sql(grouped, variants))
+            g = parts[0] if len(parts) == 1 else eng.materialize("sm_grouped", nw.concat(parts))
+            v = eng.materialize("sm_variants", variants(g))
+            got = finish_cells(_collect(cells(cell_rows(v.filter(~nw.col("conflicting"))))))
+            per_file, per_variant = (_collect(t) for t in accounting(g, v))
     finally:
         eng.close()
-    return EngineResult(cells=_as_cells(cells), summary=_summary(engine, inputs, options, acct,
-                                                                ignored, paths))
+    return EngineResult(cells=got, summary=_summary(engine, inputs, options, per_file,
+                                                    per_variant, ignored, paths))
 
 
-def _as_cells(cells: pl.DataFrame) -> pl.DataFrame:
-    """The engine's cells with ``to_cells`` dtypes, NULL mode shares (``n = 0``) as NaN."""
-    if "is_binary" in cells.columns:
-        cells = cells.rename({"is_binary": "binary"})
-    out = cells.select(
-        [pl.col(c).cast(t) for c, t in CELL_SCHEMA.items()]
-    ).with_columns(pl.col("mode_outcome_share").fill_null(math.nan))
-    return out.select(list(TO_CELLS_ORDER)).sort("model", "task")
+_VARIANT_SCHEMA: Final = {"conflicting": pl.Boolean, "status": pl.Utf8, "model": pl.Utf8,
+                          "task": pl.Utf8, "not_boolean": pl.Boolean, "keys": pl.Int64,
+                          "n": pl.Int64}
+
+
+def _collect(frame: nw.LazyFrame) -> pl.DataFrame:
+    """A small result of the engine as a polars frame."""
+    return frame.collect(backend="polars").to_native()
 
 
 def _summary(
-    engine: str, inputs: Sequence[_Input], options: IngestConfig, acct: pl.DataFrame,
-    ignored: set[str], paths: Any,
+    engine: str, inputs: Sequence[InputFile], options: IngestConfig, per_file: pl.DataFrame,
+    per_variant: pl.DataFrame, ignored: set[str], paths: Any,
 ) -> dict[str, Any]:
-    def part(what: str) -> dict[str, int]:
-        rows = acct.filter((pl.col("what") == what) & pl.col("n").is_not_null())
-        out: dict[str, int] = {}
-        for label, n in rows.select("label", "n").iter_rows():
-            out[str(label)] = out.get(str(label), 0) + int(n)
-        return out
+    def count(frame: pl.DataFrame, by: str, value: str = "n") -> dict[str, int]:
+        sums = frame.filter(pl.col(by).is_not_null()).group_by(by).agg(pl.col(value).sum())
+        return {str(k): int(n) for k, n in sums.sort(by).iter_rows() if n}
 
-    per_file = part("file")
-    reasons = {k: v for k, v in sorted(part("reason").items()) if v}
-    used = sum(part("used").values())
-    duplicate = sum(part("duplicate").values())
-    read = sum(per_file.values())
-    quarantined = sum(reasons.values())
+    used_rows = per_variant.filter(~pl.col("conflicting"))
+    files = count(per_file, "source_file")
+    reasons = count(per_file, "_cat")
+    conflicting = int(per_variant.filter(pl.col("conflicting"))["n"].sum())
+    if conflicting:
+        reasons = dict(sorted({**reasons, "conflicting duplicate": conflicting}.items()))
+    used = int(used_rows["keys"].sum())
+    duplicate = int(used_rows["n"].sum()) - used
+    read, quarantined = sum(files.values()), sum(reasons.values())
     if read != used + quarantined + duplicate:  # pragma: no cover - invariant
         raise RuntimeError(f"reduce accounting broken: read {read} != used {used} + "
                            f"quarantined {quarantined} + duplicate {duplicate}")
@@ -378,7 +361,7 @@ def _summary(
             f"no records to analyse ({read} read, {quarantined} quarantined"
             + (f": {top}" if top else "") + f", {duplicate} duplicate)",
             "Check that the files hold records with model, task, item_id and an outcome"))
-    statuses = part("status")
+    statuses = count(used_rows, "status", "keys")
     return {
         "engine": engine,
         "records_read": read,
@@ -386,15 +369,15 @@ def _summary(
         "records_quarantined": quarantined,
         "records_duplicate": duplicate,
         "quarantine_reasons": reasons,
-        "files": [{"path": i.name, "format": i.format, "rows": per_file.get(i.name, 0)}
+        "files": [{"path": i.name, "format": i.format, "rows": files.get(i.name, 0)}
                   for i in inputs],
-        "models": sorted(part("model")),
-        "tasks": sorted(part("task")),
-        "statuses": dict(sorted(statuses.items())),
+        "models": sorted(count(used_rows, "model", "keys")),
+        "tasks": sorted(count(used_rows, "task", "keys")),
+        "statuses": statuses,
         "unreadable_predictions": sum(n for s, n in statuses.items() if s != "ok"),
         "mapping": dict(options.mapping),
         "defaults": dict(sorted(options.defaults.items())),
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,
         "ignored_columns": sorted(ignored),
-        "predictions_not_boolean": dict(sorted(part("not_boolean").items())),
+        "predictions_not_boolean": count(used_rows.filter(pl.col("not_boolean")), "task", "keys"),
     }

@@ -1,6 +1,6 @@
 """DuckDB (embedded) as the engine of :func:`selfmodel.records.engines.reduce_records`.
 
-How files are read (the rest is the shared SQL of :mod:`selfmodel.records.engines.sql`):
+How files are read (the rules and the GROUP BY are :mod:`selfmodel.records.reduction`):
 
 * Parquet: ``read_parquet``, every used column cast to text (a double's text is its
   shortest round-trip form, so ``confidence`` comes back bit for bit).
@@ -21,14 +21,14 @@ import csv
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import InputError
 from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
-from selfmodel.records.engines.sql import DUCKDB
-from selfmodel.records.ingest import INPUT_COLUMNS
-from selfmodel.records.ingest.discover import _Input
+from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
+from selfmodel.records.reduction import INPUT_COLUMNS, WHITE_SPACE
 
 #: Field separator for reading JSONL as lines: a raw U+001F cannot occur in valid JSON.
 _LINE_SEP: Final = "\x1f"
@@ -47,10 +47,23 @@ _JSON_REJECTS: Final = {"INVALID ENCODING": "invalid UTF-8", "INVALID UNICODE": 
 _LIMITS: Final = {"LINE SIZE OVER MAXIMUM": f"line longer than {MAX_LINE} bytes (engine limit)"}
 
 
+def literal(text: str) -> str:
+    """A DuckDB string literal holding ``text`` exactly."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+def ident(name: str) -> str:
+    """A quoted DuckDB identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def blank(expr: str) -> str:
+    """Whether ``expr`` is null or only Unicode white space."""
+    return f"coalesce(trim({expr}, {literal(WHITE_SPACE)}) = '', TRUE)"
+
+
 class DuckDBEngine:
     """One in-memory DuckDB connection (spilling to a temporary folder when needed)."""
-
-    dialect = DUCKDB
 
     def __init__(self, *, threads: int | None = None, memory_limit: str | None = None,
                  connection: Any = None) -> None:
@@ -67,19 +80,19 @@ class DuckDBEngine:
             self.con.execute(f"SET threads = {int(threads)}")
         if memory_limit:
             try:
-                self.con.execute(f"SET memory_limit = {DUCKDB.literal(memory_limit)}")
+                self.con.execute(f"SET memory_limit = {literal(memory_limit)}")
             except duckdb.Error as exc:
                 raise InputError(
                     f"reduce: memory limit '{memory_limit}' is not a size DuckDB reads "
                     "(write it like 2GB or 500MB)."
                 ) from exc
-        self._plans: dict[int, tuple[_Input, Mapping[str, str | None], Mapping[str, str],
+        self._plans: dict[int, tuple[InputFile, Mapping[str, str | None], Mapping[str, str],
                                      Sequence[str]]] = {}
 
     # ------------------------------------------------------------------ reading
 
-    def _csv(self, inp: _Input, header: Sequence[str], rejects: int | None) -> str:
-        cols = "{" + ", ".join(f"{DUCKDB.literal(h)}: 'VARCHAR'" for h in header) + "}"
+    def _csv(self, inp: InputFile, header: Sequence[str], rejects: int | None) -> str:
+        cols = "{" + ", ".join(f"{literal(h)}: 'VARCHAR'" for h in header) + "}"
         opts = (f"header = true, columns = {cols}, delim = ',', quote = '\"', escape = '\"', "
                 f"auto_detect = false, max_line_size = {MAX_LINE}, "
                 f"buffer_size = {2 * MAX_LINE}")
@@ -88,11 +101,11 @@ class DuckDBEngine:
         else:
             opts += (f", store_rejects = true, rejects_table = 'sm_rej_{rejects}', "
                      f"rejects_scan = 'sm_scan_{rejects}'")
-        return f"read_csv({DUCKDB.literal(inp.path.as_posix())}, {opts})"
+        return f"read_csv({literal(inp.path.as_posix())}, {opts})"
 
-    def _lines(self, inp: _Input, rejects: int | None) -> str:
+    def _lines(self, inp: InputFile, rejects: int | None) -> str:
         opts = (f"header = false, columns = {{'line': 'VARCHAR'}}, "
-                f"delim = {DUCKDB.literal(_LINE_SEP)}, quote = '', escape = '', "
+                f"delim = {literal(_LINE_SEP)}, quote = '', escape = '', "
                 f"auto_detect = false, max_line_size = {MAX_LINE}, "
                 f"buffer_size = {2 * MAX_LINE}")
         if rejects is None:
@@ -101,23 +114,23 @@ class DuckDBEngine:
             opts += (f", store_rejects = true, rejects_table = 'sm_rej_{rejects}', "
                      f"rejects_scan = 'sm_scan_{rejects}'")
         line = "ltrim(line, chr(65279))"  # a UTF-8 byte-order mark on the first line
-        return (f"(SELECT {line} AS line FROM read_csv({DUCKDB.literal(inp.path.as_posix())}, "
-                f"{opts}) WHERE {DUCKDB.strip('line')} IS NOT NULL) AS lines")
+        return (f"(SELECT {line} AS line FROM read_csv({literal(inp.path.as_posix())}, "
+                f"{opts}) WHERE NOT {blank('line')}) AS lines")
 
-    def columns(self, inp: _Input) -> list[tuple[str, str]]:
+    def columns(self, inp: InputFile) -> list[tuple[str, str]]:
         """The file's columns and their DuckDB types (CSV: text; JSONL: ``json``)."""
         if inp.format == "jsonl":
             return [(k, "json") for k in json_keys(inp.path)]
         if inp.format == "csv":
             return [] if csv_blank(inp) else [(h, "VARCHAR") for h in csv_header(inp)]
         rows = self.con.sql(
-            f"DESCRIBE SELECT * FROM read_parquet({DUCKDB.literal(inp.path.as_posix())})"
+            f"DESCRIBE SELECT * FROM read_parquet({literal(inp.path.as_posix())})"
         ).fetchall()
         return [(str(r[0]), str(r[1])) for r in rows]
 
-    def count(self, inp: _Input, key: str | None = None) -> int:
+    def count(self, inp: InputFile, key: str | None = None) -> int:
         """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
-        path = DUCKDB.literal(inp.path.as_posix())
+        path = literal(inp.path.as_posix())
         if inp.format == "parquet":
             return int(self.con.sql(f"SELECT count(*) FROM read_parquet({path})").fetchall()[0][0])
         if inp.format == "csv":
@@ -125,8 +138,8 @@ class DuckDBEngine:
             if not cols:
                 return 0
             header = [c for c, _ in cols]
-            blank = " AND ".join(f"{DUCKDB.strip(DUCKDB.ident(h))} IS NULL" for h in header)
-            sql = f"SELECT count(*) FROM {self._csv(inp, header, None)} WHERE NOT ({blank})"
+            empty = " AND ".join(blank(ident(h)) for h in header)
+            sql = f"SELECT count(*) FROM {self._csv(inp, header, None)} WHERE NOT ({empty})"
             return int(self.con.sql(sql).fetchall()[0][0])
         lines = self._lines(inp, None)
         if key is None:  # JSON objects: a file of broken lines only has no columns to check
@@ -135,19 +148,19 @@ class DuckDBEngine:
                 "CASE WHEN json_valid(line) THEN json_type(line) END = 'OBJECT'"
             ).fetchall()[0][0])
         sql = (f"SELECT count(*) FROM {lines} WHERE json_valid(line) AND "
-               f"json_extract_string(line, {DUCKDB.literal(_json_path(key))}) IS NOT NULL")
+               f"json_extract_string(line, {literal(_json_path(key))}) IS NOT NULL")
         return int(self.con.sql(sql).fetchall()[0][0])
 
     def file_select(
-        self, index: int, inp: _Input, sources: Mapping[str, str | None],
+        self, index: int, inp: InputFile, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
-        """SQL of one file's raw rows (see :mod:`selfmodel.records.engines.sql`)."""
+        """SQL of one file's raw rows (see :mod:`selfmodel.records.reduction`)."""
         self._plans[index] = (inp, sources, defaults, header)
-        name = DUCKDB.literal(inp.name)
+        name = literal(inp.name)
         if inp.format == "jsonl":
             keys = [s for s in dict.fromkeys(s for s in sources.values() if s is not None)]
-            paths = "[" + ", ".join(DUCKDB.literal(_json_path(k)) for k in keys) + "]"
+            paths = "[" + ", ".join(literal(_json_path(k)) for k in keys) + "]"
             at = {k: n + 1 for n, k in enumerate(keys)}
             cols = ", ".join(
                 f"{_value(f'_v[{at[s]}]' if s is not None else None, c, defaults)} AS {c}"
@@ -155,27 +168,27 @@ class DuckDBEngine:
             )
             err = ("CASE WHEN NOT json_valid(line) THEN 'invalid JSON' "
                    "WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' "
-                   f"WHEN {_REPEATS_A_KEY} THEN {DUCKDB.literal(DUPLICATE_KEY)} END")
+                   f"WHEN {_REPEATS_A_KEY} THEN {literal(DUPLICATE_KEY)} END")
             return (f"SELECT {name} AS source_file, _err, {cols} FROM ("
                     f"SELECT _err, CASE WHEN _err IS NULL THEN json_extract_string(line, {paths}) "
                     f"END AS _v FROM (SELECT line, {err} AS _err FROM {self._lines(inp, index)}"
                     f") AS judged) AS extracted")
         cols = ", ".join(
-            f"{_value(DUCKDB.ident(s) if s is not None else None, c, defaults)} AS {c}"
+            f"{_value(ident(s) if s is not None else None, c, defaults)} AS {c}"
             for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
         )
         if inp.format == "parquet":
-            src = f"read_parquet({DUCKDB.literal(inp.path.as_posix())})"
+            src = f"read_parquet({literal(inp.path.as_posix())})"
             nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
             cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
-                f"{_value(_json_text(s) if s in nested else DUCKDB.ident(s), c, defaults)} AS {c}"
+                f"{_value(_json_text(s) if s in nested else ident(s), c, defaults)} AS {c}"
                 if s is not None else f"{_value(None, c, defaults)} AS {c}"
                 for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
             )
             return f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, {cols} FROM {src}"
-        blank = " AND ".join(f"{DUCKDB.strip(DUCKDB.ident(h))} IS NULL" for h in header)
+        empty = " AND ".join(blank(ident(h)) for h in header)
         return (f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, {cols} "
-                f"FROM {self._csv(inp, header, index)} WHERE NOT ({blank})")
+                f"FROM {self._csv(inp, header, index)} WHERE NOT ({empty})")
 
     def read_failures(self, names: Mapping[str, str]) -> list[str]:
         """Raw-row SQL for the rows DuckDB rejected while reading (counted, never dropped)."""
@@ -201,10 +214,10 @@ class DuckDBEngine:
                     "invalid JSON" if inp.format == "jsonl"
                     else f"unreadable CSV row ({str(error_type).lower()})")
                 counts[cat] = counts.get(cat, 0) + 1
-            name = DUCKDB.literal(inp.name)
+            name = literal(inp.name)
             nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {c}" for c in INPUT_COLUMNS)
             for cat, n in counts.items():
-                selects.append(f"SELECT {name} AS source_file, {DUCKDB.literal(cat)} AS _err, "
+                selects.append(f"SELECT {name} AS source_file, {literal(cat)} AS _err, "
                                f"{nulls} FROM range({n})")
             if short:
                 frame = pl.DataFrame(
@@ -213,7 +226,7 @@ class DuckDBEngine:
                 view = f"sm_short_{index}"
                 self.con.register(view, frame.to_arrow())
                 cols = ", ".join(
-                    f"{_value(DUCKDB.ident(s) if s is not None else None, c, defaults)} AS {c}"
+                    f"{_value(ident(s) if s is not None else None, c, defaults)} AS {c}"
                     for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
                 )
                 selects.append(f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, "
@@ -222,14 +235,14 @@ class DuckDBEngine:
 
     # ------------------------------------------------------------------ running
 
-    def materialize(self, name: str, sql: str) -> str:
-        """``CREATE TEMP TABLE name AS sql``."""
-        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {sql}")
-        return name
+    def relation(self, sql: str) -> Any:
+        """A DuckDB relation of ``sql``."""
+        return self.con.sql(sql)
 
-    def fetch(self, sql: str) -> pl.DataFrame:
-        """A small query result as a polars frame."""
-        return self.con.sql(sql).pl()
+    def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
+        """``CREATE TEMP TABLE name AS`` the frame's query."""
+        self.con.execute(f"CREATE OR REPLACE TEMP TABLE {name} AS {frame.to_native().sql_query()}")
+        return nw.from_native(self.con.table(name))
 
     def close(self) -> None:
         """Close the connection."""
@@ -237,7 +250,7 @@ class DuckDBEngine:
 
 
 def _json_text(column: str) -> str:
-    return f"to_json({DUCKDB.ident(column)})"
+    return f"to_json({ident(column)})"
 
 
 def _json_path(key: str) -> str:
@@ -248,5 +261,5 @@ def _value(expr: str | None, canonical: str, defaults: Mapping[str, str]) -> str
     if expr is not None:
         return f"CAST({expr} AS VARCHAR)"
     if canonical in defaults:
-        return DUCKDB.literal(defaults[canonical])
+        return literal(defaults[canonical])
     return "CAST(NULL AS VARCHAR)"

@@ -2,7 +2,7 @@
 
 Local mode (``local[*]``) by default; pass ``master`` (``spark://host:7077``, ``yarn``,
 ``k8s://...``) or a running ``session`` to use a cluster. How files are read (the rest is
-the shared SQL of :mod:`selfmodel.records.engines.sql`):
+the rules and the GROUP BY of :mod:`selfmodel.records.reduction`):
 
 * Parquet: ``spark.read.parquet``, every used column cast to text (Java's shortest
   round-trip form for doubles, so ``confidence`` comes back bit for bit).
@@ -31,13 +31,12 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-import polars as pl
+import narwhals as nw
 
 from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
-from selfmodel.records.engines.sql import SPARK
-from selfmodel.records.ingest import INPUT_COLUMNS
-from selfmodel.records.ingest.discover import _Input
+from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
+from selfmodel.records.reduction import INPUT_COLUMNS, WHITE_SPACE
 
 _REPLACEMENT: Final = "\ufffd"
 #: A line whose top-level object names a key twice (``json_object_keys`` keeps each one).
@@ -87,10 +86,23 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
     return session
 
 
+def literal(text: str) -> str:
+    """A Spark SQL string literal holding ``text`` exactly."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def ident(name: str) -> str:
+    """A quoted Spark SQL identifier."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def blank(expr: str) -> str:
+    """Whether ``expr`` is null or only Unicode white space."""
+    return f"coalesce(btrim({expr}, {literal(WHITE_SPACE)}) = '', TRUE)"
+
+
 class SparkEngine:
     """Spark SQL over temporary views, one per file."""
-
-    dialect = SPARK
 
     def __init__(self, *, session: Any = None, master: str | None = None,
                  conf: Mapping[str, str] | None = None) -> None:
@@ -103,13 +115,13 @@ class SparkEngine:
 
     # ------------------------------------------------------------------ reading
 
-    def _text(self, inp: _Input) -> Any:
+    def _text(self, inp: InputFile) -> Any:
         """Non-blank lines of a text file as ``line`` (byte-order mark dropped)."""
-        line = f"regexp_replace(value, {SPARK.literal('^' + _BOM)}, '')"
+        line = f"regexp_replace(value, {literal('^' + _BOM)}, '')"
         return (self.spark.read.text(inp.path.as_posix())
-                .selectExpr(f"{line} AS line").where(f"{SPARK.strip('line')} IS NOT NULL"))
+                .selectExpr(f"{line} AS line").where(f"NOT {blank('line')}"))
 
-    def _csv(self, inp: _Input, header: Sequence[str]) -> Any:
+    def _csv(self, inp: InputFile, header: Sequence[str]) -> Any:
         from pyspark.sql.types import StringType, StructField, StructType
 
         schema = StructType(
@@ -123,17 +135,16 @@ class SparkEngine:
             enforceSchema=True,
         )
 
-    def _csv_rows(self, inp: _Input, header: Sequence[str], view: str) -> str:
+    def _csv_rows(self, inp: InputFile, header: Sequence[str], view: str) -> str:
         """SQL of a CSV file's non-blank rows, with ``_sm_fields`` of a flagged row."""
         self._csv(inp, header).createOrReplaceTempView(view)
-        q = SPARK.ident
-        blank = " AND ".join(f"{SPARK.strip(q(h))} IS NULL" for h in header)
-        unquoted = f"regexp_replace(_sm_corrupt, {SPARK.literal(_QUOTED)}, '')"
+        empty = " AND ".join(blank(ident(h)) for h in header)
+        unquoted = f"regexp_replace(_sm_corrupt, {literal(_QUOTED)}, '')"
         fields = f"(length({unquoted}) - length(replace({unquoted}, ',', '')) + 1)"
         return (f"SELECT *, CASE WHEN _sm_corrupt IS NOT NULL THEN {fields} END AS _sm_fields "
-                f"FROM {view} WHERE NOT ({blank}) OR _sm_corrupt IS NOT NULL")
+                f"FROM {view} WHERE NOT ({empty}) OR _sm_corrupt IS NOT NULL")
 
-    def columns(self, inp: _Input) -> list[tuple[str, str]]:
+    def columns(self, inp: InputFile) -> list[tuple[str, str]]:
         """The file's columns and Spark types (CSV: text; JSONL: ``json``)."""
         if inp.format == "jsonl":
             return [(k, "json") for k in json_keys(inp.path)]
@@ -142,7 +153,7 @@ class SparkEngine:
         schema = self.spark.read.parquet(inp.path.as_posix()).schema
         return [(f.name, f.dataType.simpleString()) for f in schema.fields]
 
-    def count(self, inp: _Input, key: str | None = None) -> int:
+    def count(self, inp: InputFile, key: str | None = None) -> int:
         """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
         if inp.format == "parquet":
             return int(self.spark.read.parquet(inp.path.as_posix()).count())
@@ -156,18 +167,18 @@ class SparkEngine:
         if key is None:  # JSON objects: a file of broken lines only has no columns to check
             return int(lines.where("from_json(line, 'map<string,string>') IS NOT NULL").count())
         lines.createOrReplaceTempView("sm_count_lines")
-        path = SPARK.literal("$['" + key.replace("'", "\\'") + "']")
+        path = literal("$['" + key.replace("'", "\\'") + "']")
         return int(self.spark.sql(
             f"SELECT count(*) FROM sm_count_lines WHERE get_json_object(line, {path}) IS NOT NULL"
         ).collect()[0][0])
 
     def file_select(
-        self, index: int, inp: _Input, sources: Mapping[str, str | None],
+        self, index: int, inp: InputFile, sources: Mapping[str, str | None],
         defaults: Mapping[str, str], header: Sequence[str],
     ) -> str:
-        """SQL of one file's raw rows (see :mod:`selfmodel.records.engines.sql`)."""
-        name = SPARK.literal(inp.name)
-        bad_utf8 = SPARK.literal("invalid UTF-8")
+        """SQL of one file's raw rows (see :mod:`selfmodel.records.reduction`)."""
+        name = literal(inp.name)
+        bad_utf8 = literal("invalid UTF-8")
         view = f"sm_file_{index}"
         self._views.append(view)
         if inp.format == "jsonl":
@@ -176,8 +187,8 @@ class SparkEngine:
                 f"{_value(_json_value(s) if s else None, c, defaults)}"
                 f" AS {c}" for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
             )
-            err = (f"CASE WHEN instr(line, {SPARK.literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} "
-                   f"WHEN _m IS NOT NULL AND {_REPEATS_A_KEY} THEN {SPARK.literal(DUPLICATE_KEY)} "
+            err = (f"CASE WHEN instr(line, {literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} "
+                   f"WHEN _m IS NOT NULL AND {_REPEATS_A_KEY} THEN {literal(DUPLICATE_KEY)} "
                    "WHEN _m IS NOT NULL THEN NULL "
                    "WHEN get_json_object(line, '$') IS NOT NULL THEN 'not a JSON object' "
                    "ELSE 'invalid JSON' END")
@@ -185,22 +196,22 @@ class SparkEngine:
                     f"SELECT line, from_json(line, 'map<string,string>') AS _m FROM {view}"
                     f") AS parsed")
         cols = ", ".join(
-            f"{_value(SPARK.ident(s) if s is not None else None, c, defaults)} AS {c}"
+            f"{_value(ident(s) if s is not None else None, c, defaults)} AS {c}"
             for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
         )
         if inp.format == "parquet":
             self.spark.read.parquet(inp.path.as_posix()).createOrReplaceTempView(view)
             nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
             cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
-                f"{_value(f'to_json({SPARK.ident(s)})' if s in nested else SPARK.ident(s), c, defaults)}"
+                f"{_value(f'to_json({ident(s)})' if s in nested else ident(s), c, defaults)}"
                 f" AS {c}" if s is not None else f"{_value(None, c, defaults)} AS {c}"
                 for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
             )
             return f"SELECT {name} AS source_file, CAST(NULL AS STRING) AS _err, {cols} FROM {view}"
         rows = self._csv_rows(inp, header, view + "_csv")
-        joined = "concat_ws('', " + ", ".join(SPARK.ident(h) for h in header) + ")"
+        joined = "concat_ws('', " + ", ".join(ident(h) for h in header) + ")"
         err = (f"CASE WHEN _sm_fields > {len(header)} THEN 'wrong number of fields' "
-               f"WHEN instr({joined}, {SPARK.literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} END")
+               f"WHEN instr({joined}, {literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} END")
         return f"SELECT {name} AS source_file, {err} AS _err, {cols} FROM ({rows}) AS {view}"
 
     def read_failures(self, names: Mapping[str, str]) -> list[str]:
@@ -209,21 +220,17 @@ class SparkEngine:
 
     # ------------------------------------------------------------------ running
 
-    def materialize(self, name: str, sql: str) -> str:
-        """Cache the query (memory, then disk) as a temporary view."""
+    def relation(self, sql: str) -> Any:
+        """A Spark DataFrame of ``sql``."""
+        return self.spark.sql(sql)
+
+    def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
+        """Cache the frame (memory, then disk)."""
         from pyspark import StorageLevel
 
-        df = self.spark.sql(sql).persist(StorageLevel.MEMORY_AND_DISK)
+        df = frame.to_native().persist(StorageLevel.MEMORY_AND_DISK)
         self._cached.append(df)
-        df.createOrReplaceTempView(name)
-        self._views.append(name)
-        return name
-
-    def fetch(self, sql: str) -> pl.DataFrame:
-        """A small query result as a polars frame."""
-        df = self.spark.sql(sql)
-        rows = [tuple(r) for r in df.collect()]
-        return pl.DataFrame(rows, schema=list(df.columns), orient="row")
+        return nw.from_native(df)
 
     def close(self) -> None:
         """Drop the views and caches; stop the session if this engine started it."""
@@ -242,8 +249,8 @@ _NON_NUMERIC: Final = ("NaN", "Infinity", "-Infinity")
 
 def _json_value(key: str) -> str:
     """The value of ``key`` in the parsed line ``_m``; a ``NaN``/``Infinity`` literal unquoted."""
-    v = f"try_element_at(_m, {SPARK.literal(key)})"
-    quoted = ", ".join(SPARK.literal(f'"{w}"') for w in _NON_NUMERIC)
+    v = f"try_element_at(_m, {literal(key)})"
+    quoted = ", ".join(literal(f'"{w}"') for w in _NON_NUMERIC)
     return f"CASE WHEN {v} IN ({quoted}) THEN substring({v}, 2, length({v}) - 2) ELSE {v} END"
 
 
@@ -251,5 +258,5 @@ def _value(expr: str | None, canonical: str, defaults: Mapping[str, str]) -> str
     if expr is not None:
         return f"CAST({expr} AS STRING)"
     if canonical in defaults:
-        return SPARK.literal(defaults[canonical])
+        return literal(defaults[canonical])
     return "CAST(NULL AS STRING)"

@@ -13,9 +13,9 @@ from selfmodel.records.contract import (
     InputError,
 )
 from selfmodel.records.ingest.config import INPUT_COLUMNS
-from selfmodel.records.ingest.discover import _Input
-from selfmodel.records.ingest.readers import _LINE, _Read
-from selfmodel.records.ingest.rules import ID_COLUMNS
+from selfmodel.records.ingest.discover import InputFile
+from selfmodel.records.ingest.readers import LINE, FileRead
+from selfmodel.records.reduction import ID_COLUMNS
 from selfmodel.records.registry import format_input_error
 
 # --------------------------------------------------------------------------- columns
@@ -49,7 +49,7 @@ def _kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
     return not boolean and not (numeric and canonical in _NAME_COLUMNS)
 
 
-def _closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
+def closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
              ) -> str | None:
     """The candidate that plausibly is ``word``, or ``None`` when none is.
 
@@ -65,9 +65,9 @@ def _closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = 
     return sorted(plausible, key=lambda c: (-_shares_part(word, c), -ratio[c], c))[0]
 
 
-def _resolve(
-    inp: _Input,
-    read: _Read,
+def resolve_columns(
+    inp: InputFile,
+    read: FileRead,
     mapping: Mapping[str, str],
     defaults: Mapping[str, str],
 ) -> tuple[pl.DataFrame, set[str]]:
@@ -93,7 +93,7 @@ def _resolve(
             if canonical in unused:
                 todo = f"Drop --map {canonical}={mapped} to use the file's own '{canonical}' column"
             else:
-                guess = _closest(mapped, unused)
+                guess = closest(mapped, unused)
                 todo = f"Fix the mapping, e.g. --map {canonical}={guess}" if guess else "Fix it"
             raise InputError(
                 format_input_error(
@@ -106,7 +106,7 @@ def _resolve(
                 )
             )
         if canonical in REQUIRED:
-            guess = _closest(canonical, unused, read.frame)
+            guess = closest(canonical, unused, read.frame)
             raise InputError(
                 format_input_error(
                     inp.name,
@@ -143,7 +143,7 @@ def _resolve(
             exprs.append(pl.lit(defaults[canonical], dtype=pl.Utf8).alias(canonical))
         else:
             exprs.append(pl.lit(None, dtype=pl.Utf8).alias(canonical))
-    exprs.append(pl.col(_LINE))
+    exprs.append(pl.col(LINE))
     return read.frame.select(exprs), set(unused)
 
 

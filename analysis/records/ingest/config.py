@@ -62,7 +62,8 @@ class IngestConfig:
 # --------------------------------------------------------------------------- options
 
 
-def _check_canonical(name: str, origin: str, *, file: str | None = None, line: int | None = None):
+def check_canonical(name: str, origin: str, *, file: str | None = None, line: int | None = None):
+    """Stop with did-you-mean when ``name`` is not a canonical input column."""
     if name not in INPUT_COLUMNS:
         raise InputError(
             format_input_error(
@@ -110,7 +111,7 @@ def parse_map_options(items: Sequence[str]) -> dict[str, str]:
                     "Write it like --map item_id=question_id",
                 )
             )
-        _check_canonical(canonical, f"--map '{item}'")
+        check_canonical(canonical, f"--map '{item}'")
         if canonical in out and out[canonical] != source:
             raise InputError(
                 format_input_error(

@@ -52,7 +52,7 @@ def _key_codes(records: pl.DataFrame) -> pl.Expr | list[str]:
     return packed
 
 
-def _order_and_deduplicate(
+def order_and_deduplicate(
     records: pl.DataFrame,
 ) -> tuple[pl.DataFrame, pl.DataFrame, int]:
     """Sort valid rows by ``KEY`` and reading order; return ``(kept, conflicts, n_copies)``.

@@ -33,7 +33,9 @@ FORMATS: Final[dict[str, str]] = {
 
 
 @dataclass(frozen=True)
-class _Input:
+class InputFile:
+    """One record file to read: its path, names and format (``jsonl``, ``csv``, ``parquet``)."""
+
     path: Path
     name: str  # ``source_file``: the path as found, POSIX separators
     hash_name: str  # name inside the data hash: relative to its folder argument
@@ -257,21 +259,22 @@ def _no_room(path: Path, exc: OSError) -> InputError:
         "Free space there, or set TMPDIR to a folder with room"))
 
 
-def _input(path: Path, name: str, hash_name: str, fmt: str) -> _Input:
+def _input(path: Path, name: str, hash_name: str, fmt: str) -> InputFile:
     """An input; a ``.gz`` file is read from its decompressed copy (named as given)."""
     if path.suffix.lower() == GZIP_SUFFIX:
-        return _Input(_gunzip(path), name, hash_name, fmt)
-    return _Input(path, name, hash_name, fmt)
+        return InputFile(_gunzip(path), name, hash_name, fmt)
+    return InputFile(path, name, hash_name, fmt)
 
 
-def _discover(paths: Sequence[Path | str]) -> list[_Input]:
+def discover_inputs(paths: Sequence[Path | str]) -> list[InputFile]:
+    """The record files of files and folders, in reading order (sorted, each once)."""
     if isinstance(paths, str | Path):
         paths = [paths]
     if not paths:
         raise InputError(
             format_input_error(None, "no input paths given", "Name data files or folders")
         )
-    found: dict[Path, _Input] = {}
+    found: dict[Path, InputFile] = {}
     for given in paths:
         root = Path(given)
         if root.is_dir():

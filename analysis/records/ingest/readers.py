@@ -15,7 +15,7 @@ from typing import Any, Final
 import polars as pl
 
 from selfmodel.records.contract import JSON_ERRORS, InputError, json_problem
-from selfmodel.records.ingest.discover import _Input
+from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import split_duplicate_keys
 from selfmodel.records.registry import format_input_error
 
@@ -25,16 +25,15 @@ RAW_MAX: Final = 500
 _JSON_SAMPLE_LINES: Final = 1000
 _JSON_CHUNK_MIN: Final = 64
 _CHUNK: Final = 1 << 24  # bytes per read when hashing and counting lines
-_FORM_PROBE: Final = 10_000  # rows sampled to judge whether a column has few distinct values
 _BOM: Final = b"\xef\xbb\xbf"
-_LINE: Final = "__line"
+LINE: Final = "__line"
 
 
 # --------------------------------------------------------------------------- reading
 
 
 @dataclass
-class _Read:
+class FileRead:
     """One file after reading: text-ish columns plus ``__line``, and read-level failures."""
 
     frame: pl.DataFrame
@@ -81,9 +80,9 @@ def _line_raw(path: Path, spans: Mapping[int, int] | None = None) -> Callable:
     return lookup
 
 
-def _empty_read(present: list[str] | None = None) -> _Read:
-    return _Read(
-        frame=pl.DataFrame({_LINE: pl.Series([], dtype=pl.Int64)}), rows=0, present=present or []
+def _empty_read(present: list[str] | None = None) -> FileRead:
+    return FileRead(
+        frame=pl.DataFrame({LINE: pl.Series([], dtype=pl.Int64)}), rows=0, present=present or []
     )
 
 
@@ -104,7 +103,7 @@ def _json_text(value: object) -> str | None:
 
 @dataclass(frozen=True)
 class _FileInfo:
-    """What one streaming pass over a file's bytes found (see :func:`_scan`)."""
+    """What one streaming pass over a file's bytes found (see :func:`scan_file`)."""
 
     sha256: str
     size: int
@@ -119,7 +118,7 @@ class _FileInfo:
         return self.newlines + (0 if self.ends_with_newline or self.size == 0 else 1)
 
 
-def _scan(inp: _Input, total: Any) -> _FileInfo:
+def scan_file(inp: InputFile, total: Any) -> _FileInfo:
     """Hash ``inp`` in chunks (its own SHA-256 and the data hash ``total``) and count lines.
 
     The file is never held in memory whole: polars reads it from the path afterwards.
@@ -163,7 +162,7 @@ def _scan(inp: _Input, total: Any) -> _FileInfo:
     return _FileInfo(own.hexdigest(), size, newlines, last == b"\n", bom, blank)
 
 
-def _peek(inp: _Input) -> tuple[bool, bool]:
+def _peek(inp: InputFile) -> tuple[bool, bool]:
     """``(has a byte-order mark, certainly not blank)`` from the first bytes of a file."""
     try:
         with inp.path.open("rb") as handle:
@@ -188,7 +187,7 @@ _OTHER_BOMS: Final = (
 )
 
 
-def _check_encoding(inp: _Input, head: bytes) -> None:
+def _check_encoding(inp: InputFile, head: bytes) -> None:
     """Stop with one line when a file is UTF-16 or UTF-32, not UTF-8.
 
     Known by its byte-order mark, or by the NUL bytes between the letters of its first line.
@@ -204,21 +203,21 @@ def _check_encoding(inp: _Input, head: bytes) -> None:
             "that copy", line=1))
 
 
-def _source(inp: _Input, bom: bool) -> Path | io.BytesIO:
+def _source(inp: InputFile, bom: bool) -> Path | io.BytesIO:
     """What polars reads: the path (memory-mapped), or the bytes after a byte-order mark."""
     if bom:
         return io.BytesIO(inp.path.read_bytes()[len(_BOM) :])
     return inp.path
 
 
-def _file_bytes(inp: _Input) -> bytes:
+def _file_bytes(inp: InputFile) -> bytes:
     """The whole file without its byte-order mark (the line-by-line paths only)."""
     data = inp.path.read_bytes()
     return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
-def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) -> _Read:
-    """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
+def read_jsonl_file(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str]) -> FileRead:
+    """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
         return _empty_read()
@@ -253,9 +252,9 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
         frame = None
     n_lines = scan().lines
     if frame is not None and frame.height == n_lines:
-        frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(_LINE))
-        frame, dup = split_duplicate_keys(frame, _LINE, lambda: _jsonl_texts(inp), _clip)
-        return _Read(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
+        frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(LINE))
+        frame, dup = split_duplicate_keys(frame, LINE, lambda: _jsonl_texts(inp), _clip)
+        return FileRead(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
     del frame
 
     # Line by line: skip blanks, quarantine invalid UTF-8, parse the rest in chunks.
@@ -283,14 +282,14 @@ def _read_jsonl(inp: _Input, scan: Callable[[], _FileInfo], wanted: set[str]) ->
     frame = (
         pl.concat(frames, how="vertical")
         if frames
-        else pl.DataFrame(schema={**schema, _LINE: pl.Int64()})
+        else pl.DataFrame(schema={**schema, LINE: pl.Int64()})
     )
-    frame, dup = split_duplicate_keys(frame, _LINE, lambda: _item_texts(items), _clip)
+    frame, dup = split_duplicate_keys(frame, LINE, lambda: _item_texts(items), _clip)
     bad += dup
-    return _Read(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
+    return FileRead(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
 
 
-def _jsonl_texts(inp: _Input) -> pl.LazyFrame:
+def _jsonl_texts(inp: InputFile) -> pl.LazyFrame:
     """``(__line, __text)`` of every line of a JSONL file the fast path read whole (lazily).
 
     Read as one-column CSV split at U+001F: polars' JSON reader rejects a raw U+001F
@@ -298,15 +297,15 @@ def _jsonl_texts(inp: _Input) -> pl.LazyFrame:
     """
     lines = pl.scan_csv(inp.path, has_header=False, separator="\x1f", quote_char=None,
                         schema={"__text": pl.Utf8()})
-    return lines.with_row_index(_LINE, offset=1).select(
-        pl.col(_LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
+    return lines.with_row_index(LINE, offset=1).select(
+        pl.col(LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
     )
 
 
 def _item_texts(items: list[tuple[int, str]]) -> pl.LazyFrame:
     """``(__line, __text)`` of the lines the line-by-line path parsed."""
-    return pl.LazyFrame({_LINE: [n for n, _ in items], "__text": [t for _, t in items]},
-                        schema={_LINE: pl.Int64(), "__text": pl.Utf8()})
+    return pl.LazyFrame({LINE: [n for n, _ in items], "__text": [t for _, t in items]},
+                        schema={LINE: pl.Int64(), "__text": pl.Utf8()})
 
 
 def _parse_json_chunks(
@@ -326,7 +325,7 @@ def _parse_json_chunks(
         except Exception:  # noqa: BLE001 - bisect to find the bad lines
             frame = None
         if frame is not None and frame.height == len(items):
-            lines = pl.Series(_LINE, [n for n, _ in items], dtype=pl.Int64)
+            lines = pl.Series(LINE, [n for n, _ in items], dtype=pl.Int64)
             frames.append(frame.with_columns(lines))
             return
         mid = len(items) // 2
@@ -334,7 +333,7 @@ def _parse_json_chunks(
         _parse_json_chunks(items[mid:], schema, frames, bad, extra)
         return
     rows: dict[str, list[Any]] = {k: [] for k in schema}
-    rows[_LINE] = []
+    rows[LINE] = []
     for number, text in items:
         try:
             obj = json.loads(text)
@@ -355,12 +354,13 @@ def _parse_json_chunks(
                 extra.setdefault(key, None)
         for key in schema:
             rows[key].append(_json_text(obj.get(key)))
-        rows[_LINE].append(number)
-    if rows[_LINE]:
-        frames.append(pl.DataFrame(rows, schema={**schema, _LINE: pl.Int64()}))
+        rows[LINE].append(number)
+    if rows[LINE]:
+        frames.append(pl.DataFrame(rows, schema={**schema, LINE: pl.Int64()}))
 
 
-def _csv_header(inp: _Input, lines: Iterable[str]) -> list[str]:
+def read_csv_header(inp: InputFile, lines: Iterable[str]) -> list[str]:
+    """The header of a CSV file (names stripped); a duplicate or unreadable one is an error."""
     reader = csv.reader(lines)
     try:
         header = next(reader)
@@ -427,12 +427,12 @@ def _drop_blank_rows(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     maybe = frame.filter(empty(columns[0]))
     if maybe.height == 0:
         return frame
-    blank = maybe.filter(pl.all_horizontal([empty(c) for c in columns])).get_column(_LINE)
-    return frame.filter(~pl.col(_LINE).is_in(blank.implode())) if blank.len() else frame
+    blank = maybe.filter(pl.all_horizontal([empty(c) for c in columns])).get_column(LINE)
+    return frame.filter(~pl.col(LINE).is_in(blank.implode())) if blank.len() else frame
 
 
-def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
-    """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`_scan`)."""
+def read_csv_file(inp: InputFile, scan: Callable[[], _FileInfo]) -> FileRead:
+    """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
         return _empty_read()
@@ -440,7 +440,7 @@ def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
         if bom:
             raw.seek(len(_BOM))
         lines = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-        header = _csv_header(inp, lines)
+        header = read_csv_header(inp, lines)
     try:
         frame = pl.read_csv(_source(inp, bom), infer_schema=False, has_header=True)
     except Exception:  # noqa: BLE001 - malformed rows and invalid UTF-8 go line by line
@@ -448,14 +448,14 @@ def _read_csv(inp: _Input, scan: Callable[[], _FileInfo]) -> _Read:
     n_lines = scan().lines
     if frame is not None and frame.width == len(header) and frame.height == n_lines - 1:
         frame.columns = header
-        frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(_LINE))
+        frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(LINE))
         frame = _drop_blank_rows(frame, header)
-        return _Read(frame, frame.height, header, raw=_line_raw(inp.path))
+        return FileRead(frame, frame.height, header, raw=_line_raw(inp.path))
     del frame
     return _read_csv_slow(inp, _file_bytes(inp).decode("utf-8", "surrogateescape"), header)
 
 
-def _read_csv_slow(inp: _Input, text: str, header: list[str]) -> _Read:
+def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> FileRead:
     reader = csv.reader(io.StringIO(text, newline=""))
     columns: dict[str, list[str | None]] = {h: [] for h in header}
     lines: list[int] = []
@@ -498,12 +498,13 @@ def _read_csv_slow(inp: _Input, text: str, header: list[str]) -> _Read:
             )
         ) from exc
     frame = pl.DataFrame(
-        {**columns, _LINE: lines}, schema={**{h: pl.Utf8() for h in header}, _LINE: pl.Int64()}
+        {**columns, LINE: lines}, schema={**{h: pl.Utf8() for h in header}, LINE: pl.Int64()}
     )
-    return _Read(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
+    return FileRead(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
 
 
-def _read_parquet(inp: _Input) -> _Read:
+def read_parquet_file(inp: InputFile) -> FileRead:
+    """Read a Parquet record file as stored (an unreadable file is an InputError)."""
     try:
         frame = pl.read_parquet(inp.path)
     except Exception as exc:  # noqa: BLE001 - any failure is the file's fault
@@ -516,7 +517,7 @@ def _read_parquet(inp: _Input) -> _Read:
             )
         ) from exc
     present = list(frame.columns)
-    frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias(_LINE))
+    frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias(LINE))
 
     def lookup(lines: Sequence[int]) -> dict[int, str]:
         if not lines:
@@ -527,4 +528,4 @@ def _read_parquet(inp: _Input) -> _Read:
             for n, row in zip(lines, rows, strict=True)
         }
 
-    return _Read(frame, frame.height, present, raw=lookup)
+    return FileRead(frame, frame.height, present, raw=lookup)

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import narwhals as nw
 import polars as pl
 
 from selfmodel.common import atomic
@@ -20,25 +21,27 @@ from selfmodel.records.contract import (
     name_key,
     shown,
 )
-from selfmodel.records.ingest.columns import _resolve
+from selfmodel.records.ingest.columns import resolve_columns
 from selfmodel.records.ingest.config import (
     INPUT_COLUMNS,
     IngestConfig,
-    _check_canonical,
+    check_canonical,
     load_config,
 )
-from selfmodel.records.ingest.dedup import _order_and_deduplicate
-from selfmodel.records.ingest.discover import _discover, _Input
+from selfmodel.records.ingest.dedup import order_and_deduplicate
+from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.hints import repeat_columns, repeat_hint
 from selfmodel.records.ingest.readers import (
-    _LINE,
-    _Read,
-    _read_csv,
-    _read_jsonl,
-    _read_parquet,
-    _scan,
+    LINE,
+    FileRead,
+    read_csv_file,
+    read_jsonl_file,
+    read_parquet_file,
+    scan_file,
 )
-from selfmodel.records.ingest.rules import _GOOD_SCHEMA, _validate
+from selfmodel.records.ingest.rules import GOOD_SCHEMA, validate
+from selfmodel.records.reduction import binary_task_rule as binary_task_rule_exprs
+from selfmodel.records.reduction import binary_tasks, not_boolean
 from selfmodel.records.registry import format_input_error, load_registry, registry_report
 
 
@@ -67,10 +70,11 @@ class IngestResult:
 # --------------------------------------------------------------------------- ingest
 
 
-def _merge_options(
+def merge_options(
     mapping: Mapping[str, str] | None, config: Path | str | IngestConfig | None,
     transform: Any = None,
 ) -> IngestConfig:
+    """The options of a run: ``--map`` options over the config's ``[map]``, tasks, defaults."""
     cfg = (
         config
         if isinstance(config, IngestConfig)
@@ -78,7 +82,7 @@ def _merge_options(
     )
     merged = dict(cfg.mapping)
     for canonical, source in (mapping or {}).items():
-        _check_canonical(canonical, f"mapping '{canonical}={source}'")
+        check_canonical(canonical, f"mapping '{canonical}={source}'")
         if not isinstance(source, str) or not source.strip():
             raise InputError(
                 format_input_error(
@@ -156,8 +160,8 @@ def ingest(
     >>> res.quarantine.select("source_line", "reason").row(0)
     (2, "invalid JSON (Expecting ',' delimiter at column 14)")
     """
-    options = _merge_options(mapping, config, transform)
-    inputs = _discover(paths)
+    options = merge_options(mapping, config, transform)
+    inputs = discover_inputs(paths)
     registry_frame = load_registry(registry) if registry is not None else None
     wanted = set(INPUT_COLUMNS) | set(options.mapping.values())
     if options.transform is not None:
@@ -170,10 +174,10 @@ def ingest(
     all_good = (
         pl.concat(goods, how="vertical", rechunk=False)  # reading order: files, then lines
         if goods
-        else pl.DataFrame(schema={**_GOOD_SCHEMA, "__file_idx": pl.Int64()})
+        else pl.DataFrame(schema={**GOOD_SCHEMA, "__file_idx": pl.Int64()})
     )
     del goods
-    kept, conflicts, n_copies = _order_and_deduplicate(all_good)
+    kept, conflicts, n_copies = order_and_deduplicate(all_good)
     del all_good
     if conflicts.height:
         bads.append(_conflict_rows(conflicts, names))
@@ -287,9 +291,9 @@ def check_lookalike_names(
 
 
 def _read_files(
-    inputs: Sequence[_Input], options: IngestConfig, wanted: set[str], total: Any
+    inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any
 ) -> tuple[
-    list[pl.DataFrame], list[pl.DataFrame], list[_Read], list[dict[str, Any]], set[str]
+    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str]
 ]:
     """Read, map and validate every file in reading order; ``total`` hashes all bytes.
 
@@ -298,7 +302,7 @@ def _read_files(
     """
     goods: list[pl.DataFrame] = []
     bads: list[pl.DataFrame] = []
-    reads: list[_Read] = []
+    reads: list[FileRead] = []
     files: list[dict[str, Any]] = []
     ignored: set[str] = set()
     repeats: dict[str, int] = {}
@@ -306,14 +310,14 @@ def _read_files(
     # it: hashlib and polars both release the GIL. One file at a time, in reading order.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
     for index, inp in enumerate(inputs):
-        scanning = pool.submit(_scan, inp, total)
+        scanning = pool.submit(scan_file, inp, total)
         try:
             if inp.format == "jsonl":
-                read = _read_jsonl(inp, scanning.result, wanted)
+                read = read_jsonl_file(inp, scanning.result, wanted)
             elif inp.format == "csv":
-                read = _read_csv(inp, scanning.result)
+                read = read_csv_file(inp, scanning.result)
             else:
-                read = _read_parquet(inp)
+                read = read_parquet_file(inp)
             info = scanning.result()
         except BaseException:
             scanning.cancel()
@@ -327,24 +331,24 @@ def _read_files(
             bads.append(_unreadable_rows(index, read.bad))
         if options.transform is not None and read.frame.height:
             read.frame, mapped_bad = options.transform(inp.name, read.frame, read.present)
-            read.present = [c for c in read.frame.columns if c != _LINE]
+            read.present = [c for c in read.frame.columns if c != LINE]
             if mapped_bad:
                 bads.append(_unreadable_rows(index, mapped_bad))
         if read.frame.height == 0:
             continue
-        canonical, unused = _resolve(inp, read, options.mapping, options.defaults)
+        canonical, unused = resolve_columns(inp, read, options.mapping, options.defaults)
         for col, n in repeat_columns(canonical, read.frame, unused).items():
             repeats[col] = repeats.get(col, 0) + n
         read.frame = read.frame.clear()  # the canonical columns are all that is needed now
         ignored |= unused
-        good, bad = _validate(canonical, tasks=options.tasks)
+        good, bad = validate(canonical, tasks=options.tasks)
         del canonical
         goods.append(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
         if bad.height:
             bads.append(
                 bad.select(
                     pl.lit(index, dtype=pl.Int64).alias("__file_idx"),
-                    pl.col(_LINE).alias("source_line"),
+                    pl.col(LINE).alias("source_line"),
                     pl.col("__cat"),
                     pl.col("__reason").alias("reason"),
                     pl.lit(None, dtype=pl.Utf8).alias("raw"),
@@ -428,39 +432,22 @@ def _summary(
 
 
 def binary_task_rule(records: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-    """In a task whose outcomes are all booleans, a prediction that is not one is unreadable.
+    """:func:`selfmodel.records.reduction.binary_task_rule` on ingest's records.
 
-    Such a row (``"maybe"`` where the outcomes are true/false) keeps its text but gets status
-    ``unparsed`` and no ``correct``: it counts as wrong in ``accuracy_strict`` and is left out
-    of ``accuracy``, like any unreadable prediction, instead of being scored as an ordinary
-    wrong answer. Returns the records and ``{task: rows made unreadable}``.
+    Returns the records and ``{task: rows made unreadable}``.
     """
-    outcomes = records.filter(pl.col("outcome").is_not_null())
-    binary = (
-        outcomes.group_by("task")
-        .agg(pl.col("outcome").is_in(["true", "false"]).all().alias("b"))
-        .filter(pl.col("b"))
-        .get_column("task")
-        .to_list()
-    )
-    hit = (
-        pl.col("task").is_in(binary)
-        & (pl.col("status") == "ok")
-        & pl.col("prediction").is_not_null()
-        & ~pl.col("prediction").is_in(["true", "false"])
-    )
-    flagged = records.filter(hit)
+    frame = nw.from_native(records)
+    binary = binary_tasks(frame.lazy(), nw.lit(True)).collect().get_column("task").to_list()
+    marked = frame.with_columns(not_boolean(nw.col("task").is_in(binary), nw.lit(True)))
+    flagged = marked.filter(nw.col("not_boolean")).to_native()
     if flagged.height == 0:
         return records, {}
     counts = dict(sorted(flagged.group_by("task").len().rows()))
-    records = records.with_columns(
-        pl.when(hit).then(pl.lit("unparsed")).otherwise(pl.col("status")).alias("status"),
-        pl.when(hit).then(None).otherwise(pl.col("correct")).alias("correct"),
-    )
-    return records, {str(k): int(v) for k, v in counts.items()}
+    out = marked.with_columns(*binary_task_rule_exprs()).drop("not_boolean").to_native()
+    return out, {str(k): int(v) for k, v in counts.items()}
 
 
-def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[_Read]) -> pl.DataFrame:
+def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[FileRead]) -> pl.DataFrame:
     """Fill missing ``raw`` texts by asking each file's lookup for its quarantined lines."""
     missing = quarantine.filter(pl.col("raw").is_null())
     if missing.height == 0:

@@ -38,8 +38,8 @@ from selfmodel.records.importers.mapping.spec import (
     Side,
     load_mapping,
 )
-from selfmodel.records.ingest.rules import _bool_of as _ingest_bool
-from selfmodel.records.ingest.rules import _text as _ingest_text
+from selfmodel.records.ingest.rules import bool_of as _ingest_bool
+from selfmodel.records.ingest.rules import text_of as _ingest_text
 
 
 @dataclass

@@ -21,12 +21,13 @@ import polars as pl
 
 from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_spec import RecordsMapping, load_records_mapping
-from selfmodel.records.ingest.rules import _bool_of, _text
+from selfmodel.records.ingest.rules import bool_of as _bool_of
+from selfmodel.records.ingest.rules import text_of as _text
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["RecordsTransform", "load_transform"]
 
-_LINE = "__line"
+LINE = "__line"
 _BAD = "__bad_reason"
 _CAT = "__bad_cat"
 
@@ -135,7 +136,7 @@ class RecordsTransform:
         good = frame.filter(pl.col(_BAD).is_null()).drop(_BAD, _CAT, *consumed)
         self._count(good)
         return good, [(int(r[0]), str(r[1]), str(r[2]), None)
-                      for r in bad.select(_LINE, _CAT, _BAD).iter_rows()]
+                      for r in bad.select(LINE, _CAT, _BAD).iter_rows()]
 
     def _count(self, good: pl.DataFrame) -> None:
         m = self.mapping
