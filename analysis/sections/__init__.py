@@ -1,0 +1,32 @@
+"""The report's code: a module per section of ``reports/self_modeling.qmd``, shared helpers in ``common``.
+
+The report's cells stay short: each calls one function of a section module with the loaded
+results (:func:`load`) and prints the Markdown it returns or shows the figure it draws.
+Every function reads saved results only; none fits or samples.
+"""
+
+from selfmodel.sections import (
+    appendix,
+    calibration,
+    crosscheck,
+    data,
+    descriptives,
+    detectable,
+    hypotheses,
+    missingness,
+    model,
+    reproduce,
+    robustness,
+    scaling,
+    self_other,
+    skill,
+    training,
+    verdict,
+)
+from selfmodel.sections.common import Report, load
+
+__all__ = [
+    "Report", "appendix", "calibration", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
+    "load", "missingness", "model", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
+    "verdict",
+]
