@@ -12,6 +12,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 OUT    ?= build
 STAMP  := $(VENV)/.installed
+REPORT_CELLS := $(VENV)/typecheck/self_modeling_cells.py
 PYTEST_ARGS ?=
 # pytest-xdist workers, one per CPU; each test file runs whole on one worker (its module
 # fixtures are made once). TEST_WORKERS=0 runs the tests in this process, one after another.
@@ -66,6 +67,11 @@ lint: $(STAMP)  ## ruff and mypy
 	ln -s $(CURDIR)/analysis/* $(CURDIR)/models $(CURDIR)/reports $(VENV)/typecheck/selfmodel/
 	$(BIN)/mypy
 	PYTHONPATH=$(VENV)/typecheck $(BIN)/lint-imports --no-cache
+	@# the report's code cells, extracted by the renderer's own .qmd reader into one module
+	$(BIN)/python -c 'import sys; from pathlib import Path; from selfmodel.report.render_qmd import QmdDoc; \
+	  sys.stdout.write(QmdDoc.read(Path("reports/self_modeling.qmd")).python_source())' > $(REPORT_CELLS)
+	$(BIN)/ruff check $(REPORT_CELLS)
+	$(BIN)/mypy $(REPORT_CELLS)
 
 data: $(STAMP)  ## regenerate the embedded default data set in data_raw/ (seeded)
 	$(BIN)/selfmodel simulate --out data_raw

@@ -12,6 +12,7 @@ declaration names exactly the priors of the variables the built model has.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from pathlib import Path
 
@@ -25,6 +26,7 @@ from selfmodel.fitting.fit import Fit
 from selfmodel.models import scale, sdt
 from selfmodel.pipeline.model_stage import fitted_declaration
 from selfmodel.report.methods import methods_text, model_markdown, prior_rows
+from selfmodel.report.sections import model as model_section
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -150,5 +152,8 @@ def test_changing_an_option_changes_the_equation_and_the_priors() -> None:
 def test_the_report_prints_the_declaration_and_types_no_equation() -> None:
     qmd = (ROOT / "reports" / "self_modeling.qmd").read_text()
     section = qmd[qmd.index("# Model and diagnostics"):qmd.index("#| label: tbl-diagnostics")]
-    assert "model_markdown(R[\"fit\"])" in section and "prior_rows(R[\"fit\"])" in section
-    assert "\\eta" not in section and "$$" not in section and "sigma_" not in section
+    assert "sections.model.description(REP)" in section and "sections.model.priors_table(REP)" in section
+    code = inspect.getsource(model_section.description) + inspect.getsource(model_section.priors_table)
+    assert "model_markdown(fit)" in code and "prior_rows(fit)" in code
+    for text in (section, code):
+        assert "\\eta" not in text and "$$" not in text and "sigma_" not in text

@@ -8,6 +8,7 @@ checked against a hand computation written out in the test. Nothing here samples
 from __future__ import annotations
 
 import csv
+import inspect
 import json
 import shutil
 from pathlib import Path
@@ -18,6 +19,7 @@ from selfmodel.cli import main
 from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_apply import load_transform
 from selfmodel.records.ingest import ingest
+from selfmodel.report.sections import verdict as verdict_section
 
 ROOT = Path(__file__).resolve().parent
 STUDIES = ROOT / "fixtures" / "studies"
@@ -338,8 +340,11 @@ def test_status_doctests() -> None:
 def test_report_leads_with_the_status_lines() -> None:
     qmd = (ROOT.parent / "reports" / "self_modeling.qmd").read_text()
     verdict = qmd.split("# Verdict {#sec-verdict}", 1)[1]
-    assert verdict.index("status_lines(R)") < verdict.index("**Question:**")
-    assert "**Diagnostics failed.**" not in qmd  # the old fixed sentence
+    assert verdict.index("sections.verdict.summary(REP)") < verdict.index("{#sec-hypotheses}")
+    code = inspect.getsource(verdict_section.summary)
+    assert code.index("status_lines(R)") < code.index("**Question:**")
+    sources = [qmd, *(p.read_text() for p in (ROOT.parent / "analysis" / "sections").glob("*.py"))]
+    assert not any("**Diagnostics failed.**" in s for s in sources)  # the old fixed sentence
 
 
 def test_closest_column_hint_is_of_the_same_kind(tmp_path: Path) -> None:

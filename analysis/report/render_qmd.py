@@ -110,6 +110,20 @@ class QmdDoc:
                         meta_dir[key] = folder
         return cls(path, meta, meta_dir, cells)
 
+    def python_source(self) -> str:
+        """The code cells as one Python module, in order, each under a comment naming it.
+
+        What the kernel runs (less the renderer's own setup and injected parameters), for
+        linters: ``make lint`` runs ruff and mypy on it. The parameters cell comes first, so
+        imports below it are allowed (``E402``).
+        """
+        parts = [f'"""Code cells of {self.path.name}, extracted for ruff and mypy."""\n',
+                 "# ruff: noqa: E402\n"]
+        for c in self.cells:
+            if c.kind == "code":
+                parts.append(f"\n# {c.name}\n{c.source.rstrip()}\n")
+        return "".join(parts)
+
     def execute_option(self, key: str, default: Any) -> Any:
         """An ``execute:`` option (``echo``, ``warning``, ...) or ``default``."""
         return (self.meta.get("execute") or {}).get(key, default)

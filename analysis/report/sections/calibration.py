@@ -1,0 +1,236 @@
+"""Calibration study (``#sec-calibration``, ``#sec-appendix-calibration``): does the rule do what it claims."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from matplotlib.figure import Figure
+from scipy.stats import binom
+
+from selfmodel.report.sections.common import (
+    PALETTE,
+    Out,
+    Report,
+    code,
+    esc,
+    first_col,
+    md_table,
+    num,
+    panels,
+)
+
+__all__ = ["appendix", "arms_table", "intro", "pipeline", "rank_figure", "rate", "study"]
+
+#: the versions compared between the study and this run
+VERSION_KEYS = ("python", "pymc", "pytensor", "nutpie", "arviz", "selfmodel")
+
+
+def study(rep: Report) -> dict[str, Any] | None:
+    """The shipped calibration study (``calibration_study``), or None."""
+    return rep.results.get("calibration_study") or None
+
+
+def rate(r: dict[str, Any] | None) -> str:
+    """A rate with its exact 95% interval, in percent."""
+    return "n/a" if not r else f"{100 * r['rate']:.0f}% [{100 * r['ci95'][0]:.0f}, {100 * r['ci95'][1]:.0f}]"
+
+
+def intro(rep: Report) -> str:
+    """What the study did, and whether it ran on this run's stack."""
+    CS, out = study(rep), Out()
+    if not CS:
+        return ("No calibration study found (`validation/results/calibration.json`; run `make validate`, "
+                "i.e. `validation/calibration.py`).")
+    out(f"Does the decision rule do what it claims? {code(CS['command'])} simulated {CS['sims_per_arm']} data "
+        f"sets per arm and fitted each with the project's model files of that date (results in "
+        f"{code(CS['file'])}, SHA-256 `{CS['sha256'][:16]}…`, generated {esc(CS['generated_utc'])}; run now by "
+        "`make validate`). A calibrated model covers the "
+        "truth in about 50% of its 50% intervals and 90% of its 90% intervals; under a null slope (`*_null` "
+        "arms) `improves` must be declared in at most 5% of data sets. Brackets are exact 95% intervals of each "
+        "rate. Per-task coverage and the rank histograms are in the [appendix](#sec-appendix-calibration).\n")
+    study_v, run_v = CS.get("versions") or {}, (rep.results.get("fit") or {}).get("versions") or {}
+    differ = [k for k in VERSION_KEYS if study_v.get(k) and run_v.get(k) and study_v[k] != run_v[k]]
+    if differ:
+        out("**The study predates this run's stack**: it ran on "
+            + ", ".join(f"{k} {esc(study_v[k])}" for k in differ) + "; this run used "
+            + ", ".join(f"{k} {esc(run_v[k])}" for k in differ) + ". It has not been re-run on this "
+            "stack, nor since later changes to the model files (see their history); its rates describe the "
+            "decision rule with that code.\n")
+    return str(out)
+
+
+def arms_table(rep: Report) -> str:
+    """Coverage, 'improves' rate, rank p-value and divergent fits per arm."""
+    CS = study(rep)
+    if not CS:
+        return ""
+    rows = []
+    for a in CS["arms"]:
+        check = ""
+        if a.get("null_check"):
+            check = " (**pass**)" if a["null_check"]["passed"] else " (**FAIL**)"
+        rows.append([f"{code(a['arm'])}", f"{code(a['effect'])}", esc(a["generator"]), a["n_fits"],
+                     rate(a["coverage50"]), rate(a["coverage90"]), rate(a["improves_rate"]) + check,
+                     num((a.get("rank_histogram") or {}).get("p_value"), ".2f"), a["fits_with_divergences"]])
+    return md_table(["arm", "slope", "truth", "fits", "50% coverage", "90% coverage", "'improves'", "rank p",
+                     "div. fits"], rows, ["---", "---", "---", "---:", "---:", "---:", "---:", "---:", "---:"])
+
+
+def _pm(o: dict[str, Any], key: str) -> str:
+    if not o or o.get(key) is None:
+        return "n/a"
+    lo, hi = o[f"{key}_ci"]
+    return f"{100 * o[key]:.0f}% ±{100 * o[f'{key}_pm']:.0f} [{100 * lo:.0f}, {100 * hi:.0f}]"
+
+
+class _Targets:
+    """The pipeline study's targets: false `improves` at most ``fi_max``, coverage in ``[lo, hi]``."""
+
+    def __init__(self, fi_max: float, lo: float, hi: float) -> None:
+        self.fi_max, self.lo, self.hi = fi_max, lo, hi
+
+    def missed(self, o: dict[str, Any], ci: bool = False) -> list[str]:
+        """The targets a component (overall slope or one task's) misses, by point estimate.
+
+        The rule the study's own ``meets_targets`` applies; with ``ci`` each with its exact interval.
+        """
+        def _ci(key: str) -> str:
+            return f" [{100 * o[key + '_ci'][0]:.0f}, {100 * o[key + '_ci'][1]:.0f}]" if ci else ""
+        fi, cov = o["false_improves"], o["hdi94_coverage"]
+        return ([f"false `improves` {100 * fi:.1f}%{_ci('false_improves')} > {100 * self.fi_max:g}%"]
+                if fi > self.fi_max else []) + (
+            [f"coverage {100 * cov:.1f}%{_ci('hdi94_coverage')} outside {100 * self.lo:g}-{100 * self.hi:g}%"]
+            if not self.lo <= cov <= self.hi else [])
+
+    def arm_line(self, arm: str, a: dict[str, Any]) -> tuple[str, bool, bool]:
+        """The arm's list item, whether it meets both targets, and whether its interval crosses a bound."""
+        o = a["overall"]
+        missed = self.missed(o, ci=True)
+        lo, hi = o["hdi94_coverage_ci"]
+        text = (f"- {code(arm)}: misses " + " and ".join(missed) if missed else
+                f"- {code(arm)}: meets both (false `improves` {100 * o['false_improves']:.1f}%, "
+                f"coverage {100 * o['hdi94_coverage']:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}])")
+        tasks = {k: v for k, v in a.items() if isinstance(v, dict) and k != "overall"
+                 and v.get("false_improves") is not None}
+        task_missed = [f"{code(k)} misses {' and '.join(self.missed(v, ci=True))}"
+                       for k, v in sorted(tasks.items()) if self.missed(v)]
+        if task_missed:
+            text += f"; per task, {', '.join(task_missed)}, the others meet both targets"
+        elif tasks:
+            text += f"; each of its {len(tasks)} per-task slopes meets both targets"
+        return text + ".", not missed, not missed and (lo < self.lo or hi > self.hi)
+
+
+def _arm_verdicts(arms: dict[str, Any], targets: _Targets, n_t: int) -> str:
+    """The verdicts of the arms run to their target, and the other arms named.
+
+    A list item per arm run to its target, a sentence on the intervals that reach past a bound,
+    and the other arms named with their n.
+    """
+    items, crossing, met = [], 0, 0
+    for arm, a in sorted(arms.items()):
+        if not a["complete"] or (a.get("overall") or {}).get("false_improves") is None:
+            continue
+        text, ok, crosses = targets.arm_line(arm, a)
+        items.append(text)
+        met += ok
+        crossing += crosses
+    rest = [f"{code(arm)} ({a['n']} of {a['target_n']})" for arm, a in sorted(arms.items()) if not a["complete"]]
+    out = ("Run to the target, by point estimate (brackets: exact 95% intervals):\n\n" + "\n".join(items)
+           + "\n" if items else "No arm is run to the target.\n")
+    if crossing:
+        which = f"each of the {met} arms" if crossing == met else f"{crossing} of the {met} arms"
+        out += (f"\nFor {which} that meet both targets the coverage interval still reaches "
+                f"past {targets.lo * 100:g}% or {targets.hi * 100:g}%: {n_t} data sets cannot tell a coverage "
+                "that close from the bound.")
+    return out + ("\nNot yet run to the target, so not judged: " + ", ".join(rest) + "." if rest else "")
+
+
+def pipeline(rep: Report) -> str:
+    """The calibration study at the pipeline's own settings: table, targets and a verdict per arm."""
+    PC, out = (study(rep) or {}).get("pipeline"), Out()
+    if not PC:
+        return ("The calibration study at the pipeline's settings (`validation/pipeline_calibration.py`) "
+                "has not been shipped.")
+    rows = []
+    for arm, a in sorted(PC["arms"].items()):
+        o = a.get("overall") or {}
+        rows.append([code(arm), f"{a['n']} of {a['target_n']}" + ("" if a["complete"] else " (partial)"),
+                     _pm(o, "false_improves"), _pm(o, "hdi94_coverage"),
+                     a["diagnostics_failed"] if a["n"] else "n/a", num(a.get("median_seconds_per_fit"), ".1f")])
+    out(md_table(["arm", "data sets", "false 'improves'", "94% HDI coverage", "failed diagnostics", "s per fit"],
+                 rows, ["---", "---:", "---:", "---:", "---:", "---:"]))
+    n_done = sum(a["n"] for a in PC["arms"].values())
+    TG = PC.get("targets") or {}  # a summary shipped before the targets were part of it
+    fi_max = TG.get("max_false_improves")
+    # the precision the target number of data sets buys for a rate at the false-improves bound
+    # (the study's exact-interval half-width; an older summary does not carry it)
+    n_t, pm_t = PC["target_n"], TG.get("false_improves_pm_at_bound")
+    state = (f"\n{'The study is complete' if PC['complete'] else '**The study is partial**'}: {n_done} data sets "
+             f"over {len(PC['arms'])} arms, against {n_t} per arm")
+    merged = f" Merged by {code(PC.get('command') or 'validation/pipeline_calibration.py --ship')}."
+    if fi_max is None:
+        out(state + ". This summary does not state its targets (it was shipped by an older version), so no "
+            "arm is judged against them here; re-ship it with `validation/pipeline_calibration.py --ship`." + merged)
+        return str(out)
+    cov_lo, cov_hi = TG["hdi94_coverage"]
+    targets = (f"false `improves` at most {100 * fi_max:g}%, 94% HDI coverage between "
+               f"{100 * cov_lo:g}% and {100 * cov_hi:g}%")
+    known = (f" (with {n_t} a {100 * fi_max:g}% rate is known to about ±{100 * pm_t:.1f} points, the half-width "
+             "of its exact 95% interval)") if pm_t is not None else ""
+    out(state + known + f". Targets: {targets}." + merged + "\n\n"
+        + _arm_verdicts(PC["arms"], _Targets(fi_max, cov_lo, cov_hi), n_t))
+    return str(out)
+
+
+def appendix(rep: Report) -> str:
+    """The study's command, rule and sampler per arm, and the per-task coverage."""
+    CS, out = study(rep), Out()
+    if not CS:
+        return ""
+    out(f"Command: {code(CS['command'])}; seed {CS['seed']}; {CS['rank_draws']} thinned draws per fit for the "
+        f"ranks. Decision rule: {esc(CS['rule']['description'])}\n")
+    out(f"Why not `simuk` (as recorded with the study, on its stack): {esc(CS['simuk'])}\n")
+    rows = []
+    for a in CS["arms"]:
+        sm = a["sampler"]
+        rows.append([f"{code(a['arm'])}", f"{code(a['model'])}", a["n_models"], a["cells"],
+                     f"{sm['chains']} x {sm['draws']} (tune {sm['tune']}, target_accept {sm['target_accept']})",
+                     num(a["rmse"]), num(a["mean_posterior_sd"]), f"{a['n_passed_diagnostics']}/{a['n_fits']}",
+                     rate(a["coverage50_passed"]), rate(a["coverage90_passed"])])
+    out(md_table(["arm", "model", "models", "cells", "sampler", "RMSE", "mean sd", "fits passing diagnostics",
+                  "50% cov. (passing)", "90% cov. (passing)"], rows,
+                 ["---", "---", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]))
+    out()
+    rows = []
+    for a in CS["arms"]:
+        for t in sorted(a.get("task_coverage50") or {}):
+            rows.append([f"{code(a['arm'])}", esc(t), rate(a["task_coverage50"][t]), rate(a["task_coverage90"][t]),
+                         rate((a.get("task_improves_rate") or {}).get(t)) if a.get("task_improves_rate") else "n/a"])
+    out("\nPer-task slopes:\n")
+    out(md_table(["arm", "task", "50% coverage", "90% coverage", "'improves'"], rows,
+                 ["---", "---", "---:", "---:", "---:"]))
+    return str(out)
+
+
+def rank_figure(rep: Report) -> Figure | None:
+    """Histograms of the rank of the true slope among the posterior draws, a panel per arm."""
+    CS = study(rep)
+    if not CS:
+        return None
+    arms = [a for a in CS["arms"] if a.get("rank_histogram")]
+    fig, axes = panels(rep, len(arms), h=1.9, sharey=True)
+    for ax, a in zip(axes, arms, strict=True):
+        h = a["rank_histogram"]
+        counts = np.array(h["counts"])
+        lo, hi = binom.ppf([0.025, 0.975], int(counts.sum()), 1 / h["bins"])
+        ax.axhspan(lo, hi, color="0.88", zorder=0)
+        ax.axhline(h["expected_per_bin"], color="0.4", ls="--", lw=0.8)
+        ax.bar(np.arange(h["bins"]), counts, color=PALETTE[0], width=0.85)
+        ax.set_title(f"{a['arm']} (p = {h['p_value']:.2f})", fontsize=8)
+        ax.set_xticks([])
+        ax.set_xlabel("rank bin")
+        if first_col(ax):
+            ax.set_ylabel("data sets")
+    return fig

@@ -1,0 +1,174 @@
+"""Did training help? (``#sec-training``): checkpoints against their base, privileged access, null calibration."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import matplotlib.pyplot as plt
+from matplotlib.figure import Figure
+
+from selfmodel.report.sections.common import PALETTE, Out, Report, code, esc, md_table, num
+
+__all__ = ["effects", "figure", "null_calibration", "privileged_access"]
+
+#: the two groups of tasks, decided separately and never pooled
+GROUPS = (("trained", "trained tasks"), ("held_out", "held-out tasks (transfer)"))
+EFFECT_ALIGN = ["---", "---", "---:", "---:", "---:", "---"]
+
+
+def _training(rep: Report) -> dict[str, Any]:
+    return rep.results.get("training_effect") or {}
+
+
+def _effect_row(label: str, tasks: str, d: dict[str, Any]) -> list[str]:
+    return [label, tasks, num(d["mean"]), f"[{num(d['hdi_low'])}, {num(d['hdi_high'])}]",
+            num(d["prob_positive"]), code(d["decision"])]
+
+
+def _header(TR: dict[str, Any]) -> list[str]:
+    return ["effect", "tasks / status", "mean", f"{TR['rule']['hdi_prob']:.0%} HDI", "P(> 0)", "decision"]
+
+
+def effects(rep: Report) -> str:
+    """The design (checkpoints and their bases) and the training effect on trained and held-out tasks."""
+    TR, out = _training(rep), Out()
+    if not TR.get("available"):
+        return (f"Not estimated: {esc(TR.get('reason', 'no training_effect in these results'))}. A registry row with "
+                "`base_model`, `intervention` and `trained_tasks` declares a trained checkpoint "
+                "(`docs/registry.md`).\n")
+    out(f"Each trained checkpoint is compared with its base on the same items (`models/training.py`); the effect is "
+        f"in {esc(TR['units'])}. Trained and held-out tasks are decided separately and never pooled; the ROPE is "
+        f"{esc(TR['rope_meaning'])}. Derived checkpoints are not points on the scale axis: "
+        f"{esc(TR['design']['scale_models'])}."
+        + ("" if TR["finding"] else " **Diagnostics failed: these are not findings.**") + "\n")
+    out(md_table(["checkpoint", "base", "intervention", "trained on", "held out"],
+                 [[code(c["model"]), code(c["base_model"]), code(c["intervention"]),
+                   ", ".join(c["trained_tasks"]), ", ".join(c["held_out_tasks"])] for c in TR["design"]["checkpoints"]]))
+    out()
+    rows = [_effect_row(f"**{label}**", ", ".join(TR[key].get("tasks", [])), TR[key])
+            for key, label in (("trained", "trained tasks"), ("held_out", "held-out tasks (transfer)"))]
+    rows += [_effect_row(esc(e["task"]), esc(e["status"].replace("_", "-")), e) for e in TR["per_task"]]
+    out(md_table(_header(TR), rows, EFFECT_ALIGN))
+    SD = TR.get("sdt") or {}
+    if SD.get("dprime", {}).get("per_task"):
+        out(f"\n**Sensitivity and criterion.** The same pairs on the signal-detection scale of `models/sdt.py`: "
+            f"{esc(SD['units'])}. The ROPE is ±{TR['rule']['rope']:g} in d' (criterion) units; a criterion "
+            "effect above 0 means the checkpoint says \"yes\" less readily than its base.\n")
+        rows = []
+        for side, label in (("dprime", "d'"), ("criterion", "criterion")):
+            b = SD[side]
+            rows += [_effect_row(f"**{label}, {lab}**", ", ".join(b[key].get("tasks", [])), b[key])
+                     for key, lab in GROUPS]
+            rows += [_effect_row(f"{label}, {esc(e['task'])}", esc(e["status"].replace("_", "-")), e)
+                     for e in b["per_task"]]
+        out(md_table(_header(TR), rows, EFFECT_ALIGN))
+    return str(out)
+
+
+def _readings(entries: list[dict[str, Any]]) -> str:
+    """Each checkpoint's reading (chosen by the analysis from its interval), under the table."""
+    return ("\nReading, per checkpoint:\n\n" + "".join(f"- {code(e['model'])}: {esc(e['reading'])}\n"
+                                                       for e in entries) + "\n")
+
+
+def privileged_access(rep: Report) -> str:
+    """The checkpoint's self-gain against its base and against the other models."""
+    TR, out = _training(rep), Out()
+    if not TR.get("available"):
+        return ""
+    PA = TR["privileged_access"]
+    out("\n**Privileged access.** The checkpoint's own predictions are rescored against other outcomes on the "
+        "same items. *Against its base*: self-gain = A(checkpoint→itself) − A(base→itself); other-gain = "
+        "A(checkpoint→base) − A(base→itself); the contrast is the log odds that a prediction matches the "
+        "checkpoint's own outcome rather than its base's, on items where the two differ (zero exactly when the "
+        "two gains are equal).\n")
+    if PA.get("per_checkpoint"):
+        out(md_table(["checkpoint", "self-gain (acc.)", "other-gain (acc.)", "contrast", "HDI", "decision"],
+                     [[code(e["model"]), num(e["self_gain_accuracy"]), num(e["other_gain_accuracy"]), num(e["mean"]),
+                       f"[{num(e['hdi_low'])}, {num(e['hdi_high'])}]", code(e["decision"])]
+                      for e in PA["per_checkpoint"]],
+                     ["---", "---:", "---:", "---:", "---:", "---"]))
+        out(_readings(PA["per_checkpoint"]))
+    else:
+        out(esc(PA.get("reason", "")) + "\n")
+    PO = PA.get("others") or {}
+    out("\n*Against the other models* (every registry model without a `base_model`, other than the base): on "
+        "items where the predictor's own outcome differs from another model's, the log odds that its prediction "
+        "matches its own outcome (its self-advantage over that model), checkpoint minus base. Above 0: training "
+        "raised the gain in predicting itself more than the gain in predicting the others (privileged access); "
+        "0: the gain is as large for the others (behavioural knowledge). Each item counts once over the other "
+        "models.\n")
+    if PO.get("per_checkpoint"):
+        out(md_table(["checkpoint", "other models", "matches own (base)", "matches own (checkpoint)", "contrast",
+                      "HDI", "decision"],
+                     [[code(e["model"]), e["n_other_models"], num(e["match_own_when_differs_base"]),
+                       num(e["match_own_when_differs_trained"]), num(e["mean"]),
+                       f"[{num(e['hdi_low'])}, {num(e['hdi_high'])}]", code(e["decision"])]
+                      for e in PO["per_checkpoint"]],
+                     ["---", "---:", "---:", "---:", "---:", "---:", "---"]))
+        out(_readings(PO["per_checkpoint"]))
+    else:
+        out(esc(PO.get("reason", "no contrast against other models in these results")) + "\n")
+    return str(out)
+
+
+def null_calibration(rep: Report) -> str:
+    """How often the rule declares `improves` when training changed nothing; estimates against the truth."""
+    TR, out = _training(rep), Out()
+    if not TR.get("available"):
+        return ""
+    NC = TR.get("null_calibration") or {}
+    if NC.get("available"):
+        rates, ung = NC["rates"], NC.get("rates_ignoring_diagnostics", {})
+        labels = {"accuracy:trained": "accuracy, trained tasks", "accuracy:held_out": "accuracy, held-out tasks",
+                  "dprime:trained": "d', trained tasks", "dprime:held_out": "d', held-out tasks",
+                  "criterion:trained": "criterion, trained tasks", "criterion:held_out": "criterion, held-out tasks"}
+        labels.update({k: "contrast against the base, " + k.split(":", 1)[1] + " (built without privileged access)"
+                       for k in NC.get("null_quantities", []) if k.startswith("privileged_vs_base:")})
+        out(f"\n**Null calibration.** How often does the rule declare `improves` when training changed nothing? "
+            f"{NC['n_datasets']} data sets simulated on the default design with no training effect "
+            f"({code(NC['source'])}, made by {code(NC['command'])}; {NC['sampler']['chains']} chains x "
+            f"{NC['sampler']['draws']} draws per fit); {NC['n_failed_diagnostics']} fits failed the diagnostics "
+            "gate and count as not improving (the last column ignores the gate). The declared rule aims at under "
+            "5%. Measured on simulated data of the default design, not on these data.\n")
+        out(md_table(["null quantity", "declared improves", "rate", f"{esc(NC['interval'])} interval",
+                      "ignoring diagnostics"],
+                     [[esc(lab), f"{rates[k]['improves']} of {NC['n_datasets']}", num(rates[k]["rate"]),
+                       f"[{num(rates[k]['ci_low'])}, {num(rates[k]['ci_high'])}]",
+                       str(ung[k]["improves"]) if k in ung else "—"] for k, lab in labels.items() if k in rates],
+                     ["---", "---:", "---:", "---:", "---:"]))
+    TT = TR.get("truth_comparison") or []
+    if TT:
+        out("\nSimulated data: estimates against the known truth (`truth.json`).\n")
+        out(md_table(["quantity", "truth", "mean", "HDI", "covered"],
+                     [[esc(t["quantity"]), num(t["truth"]), num(t["mean"]),
+                       f"[{num(t['hdi_low'])}, {num(t['hdi_high'])}]", "yes" if t["covered"] else "**no**"]
+                      for t in TT], ["---", "---:", "---:", "---:", "---"]))
+    return str(out)
+
+
+def figure(rep: Report) -> Figure | None:
+    """Accuracy of each checkpoint's base (open) and of the checkpoint (filled) per task."""
+    PPT = _training(rep).get("per_pair_task") or []
+    if not PPT:
+        return None
+    tasks_tr = sorted({p["task"] for p in PPT if p["status"] == "trained"})
+    tasks_ho = sorted({p["task"] for p in PPT if p["status"] == "held_out"})
+    order = tasks_tr + tasks_ho
+    ckpts = sorted({p["model"] for p in PPT})
+    fig, ax = plt.subplots(figsize=(7.5, 3.6))
+    width = 0.8 / max(len(ckpts), 1)
+    for j, m in enumerate(ckpts):
+        colour = PALETTE[j % 10]
+        for p in (q for q in PPT if q["model"] == m):
+            xpos = order.index(p["task"]) - 0.4 + width * (j + 0.5)
+            ax.plot([xpos, xpos], [p["accuracy_base"], p["accuracy_trained"]], color=colour, lw=1.5)
+            ax.scatter([xpos], [p["accuracy_base"]], facecolors="white", edgecolors=colour, zorder=3)
+            ax.scatter([xpos], [p["accuracy_trained"]], color=colour, zorder=3,
+                       label=m if p["task"] == order[0] else None)
+    if tasks_tr and tasks_ho:
+        ax.axvline(len(tasks_tr) - 0.5, color="grey", ls="--", lw=1)
+    ax.set_xticks(range(len(order)), [f"{t}\n({'trained' if t in tasks_tr else 'held out'})" for t in order])
+    ax.set_ylabel("self-prediction accuracy")
+    ax.legend(fontsize=8, frameon=False, loc="best")
+    return fig
