@@ -52,14 +52,17 @@ match the base, not whether the checkpoint can predict the base).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
 from selfmodel.hypotheses import DecisionRule, decide, not_estimable
+from selfmodel.paths import PACKAGE_DATA
 
 #: Bootstrap replicates of every contrast.
 N_BOOT: Final = 2000
@@ -217,6 +220,14 @@ def _no_cross_reason(model: str, base: str) -> str:
             "the base's outcomes answers another question and is not used")
 
 
+def _none_cross_reason(models: Sequence[str]) -> str:
+    return (f"the records hold no checkpoint's prediction of its base (rows with predictor = "
+            f"the checkpoint and model = its base; checkpoints: {', '.join(models)}), so "
+            "whether the gains from training are privileged cannot be told; rescoring the "
+            "checkpoints' self-predictions against their bases' outcomes answers another "
+            "question and is not used")
+
+
 def _checkpoint(row: Mapping[str, Any], d: pl.DataFrame, index: Mapping[str, int],
                 counts: np.ndarray, rule: DecisionRule
                 ) -> tuple[dict[str, Any], np.ndarray | None]:
@@ -230,6 +241,22 @@ def _checkpoint(row: Mapping[str, Any], d: pl.DataFrame, index: Mapping[str, int
     entry = {**head, **main, "reading": READING[main["decision"]], "held_out": held,
              "vs_other_predictors": _vs_predictors(trained, index, counts, rule)}
     return entry, draws
+
+
+#: The calibration study's summary (``validation/privileged_access.py --ship`` writes it).
+CALIBRATION_DATA: Final = PACKAGE_DATA / "privileged_calibration.json"
+
+
+def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped calibration study of this decision (independent generator), or why not.
+
+    Measured on ``validation/privileged_generator.py`` data, not on the user's data:
+    ``available`` is false without the file.
+    """
+    if not path.is_file():
+        return {"available": False, "reason": f"no calibration study shipped ({path.name})"}
+    study: dict[str, Any] = json.loads(path.read_text())
+    return {"available": True, **study}
 
 
 def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, Any]], *,
@@ -250,7 +277,8 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     """
     r = replace(rule, min_models=1)
     base: dict[str, Any] = {"method": METHOD, "units": UNITS, "n_boot": n_boot,
-                            "min_items": MIN_ITEMS, "rule": r.as_dict(), "per_checkpoint": []}
+                            "min_items": MIN_ITEMS, "rule": r.as_dict(), "per_checkpoint": [],
+                            "calibration": calibration()}
     rows = _readable(records)
     items, reasons = {}, {}
     for ck in checkpoints:
@@ -276,8 +304,8 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
             draws.append(dr)
     base["available"] = bool(draws)
     if not draws:
-        base["reason"] = (next(iter(reasons.values())) if reasons and len(reasons) == len(
-            checkpoints) else "no checkpoint has enough items with all three predictions")
+        base["reason"] = (_none_cross_reason(sorted(reasons)) if len(reasons) == len(checkpoints)
+                          else "no checkpoint has enough items with all three predictions")
         base["mean"] = not_estimable(base["reason"], r)
         return base
     mean = np.mean(draws, axis=0)
@@ -285,4 +313,5 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     return base
 
 
-__all__ = ["N_BOOT", "READING", "checkpoint_items", "cluster_weights", "privileged_access"]
+__all__ = ["N_BOOT", "READING", "calibration", "checkpoint_items", "cluster_weights",
+           "privileged_access"]
