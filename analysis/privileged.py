@@ -180,6 +180,10 @@ def _contrast(d: pl.DataFrame, index: Mapping[str, int], counts: np.ndarray,
                                 f"{MIN_ITEMS} are needed", rule), "n_items": d.height}, None
     cl = np.array([index[c] for c in d["cluster"].to_list()], dtype=np.int64)
     tt, bb, tb = (d[c].to_numpy().astype(bool) for c in ("tt", "bb", "tb"))
+    if not (tt != bb).any() or not (tb != bb).any():
+        return {**not_estimable("no item on which the checkpoint's prediction and its base's "
+                                "self-prediction differ in being right (a gain has no "
+                                "information)", rule), "n_items": d.height}, None
     self_gain, other_gain = _lor(tt, bb, cl, counts), _lor(tb, bb, cl, counts)
     did = self_gain - other_gain
     q = [(1 - rule.hdi_prob) / 2, (1 + rule.hdi_prob) / 2]
@@ -305,7 +309,7 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     base["available"] = bool(draws)
     if not draws:
         base["reason"] = (_none_cross_reason(sorted(reasons)) if len(reasons) == len(checkpoints)
-                          else "no checkpoint has enough items with all three predictions")
+                          else "no checkpoint's contrast is estimable (each says why)")
         base["mean"] = not_estimable(base["reason"], r)
         return base
     mean = np.mean(draws, axis=0)

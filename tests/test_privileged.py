@@ -172,3 +172,13 @@ def test_calibration_without_the_file_says_so(tmp_path):
     out = calibration(tmp_path / "privileged_calibration.json")
     assert out == {"available": False,
                    "reason": "no calibration study shipped (privileged_calibration.json)"}
+
+
+def test_no_discordant_item_is_not_estimable_not_practically_null():
+    """All predictions right for everyone: the gains carry no information."""
+    ones = np.ones(40, dtype=bool)
+    out = privileged_access(_hand_records(ones, ones, ones), CK, rule=DecisionRule(), seed=1,
+                            n_boot=100)
+    e = out["per_checkpoint"][0]
+    assert e["decision"] == "not_estimable" and "no item" in e["reason"]
+    assert out["mean"]["decision"] == "not_estimable" and not out["available"]
