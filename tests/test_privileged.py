@@ -131,9 +131,10 @@ def test_report_text_follows_the_decision():
 
 def test_a_small_calibration_run_orders_the_families_and_keeps_the_null():
     """Fresh seeds (900+), 12 data sets per arm, the pipeline's defaults: the fully
-    privileged family positive in at least 9, none positive in at most 2 (shipped: rate
-    near 3%; more than 2 of 12 has probability under 0.01 at 3%), ordered in at least 8,
-    and at most 2 of 36 null checkpoints positive."""
+    privileged family positive in at least 9 (shipped: 98%), none positive in at most 2
+    (more than 2 of 12 has probability 0.02 at a 5% rate), ordered in at least 8 (shipped:
+    81%), and at most 4 of 36 checkpoints positive under the misspecified null (more than 4
+    of 36 has probability 0.03 at a 5% rate)."""
     study = _script("privileged_access")
     rule = DecisionRule()
     arms = study.arms()
@@ -145,7 +146,7 @@ def test_a_small_calibration_run_orders_the_families_and_keeps_the_null():
     assert s["ordered_full_half_none"]["k"] >= 8, s["ordered_full_half_none"]
     null = [study.one(arms["misspecified_null"], 950 + i, rule) for i in range(12)]
     sn = study.summarise(arms["misspecified_null"], null, dict.fromkeys("abc", 0.0))
-    assert sn["positive_pooled"]["k"] <= 2, sn["positive_pooled"]
+    assert sn["positive_pooled"]["k"] <= 4, sn["positive_pooled"]
 
 
 def test_shipped_calibration_is_the_committed_study_and_meets_the_bar():

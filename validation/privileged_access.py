@@ -142,7 +142,8 @@ def run(sims: int, *, start: int = 0, only: Sequence[str] | None = None) -> dict
     """The whole study: every arm on seeds ``start .. start + sims - 1``."""
     rule = DecisionRule()
     out: dict[str, Any] = {"rule": rule.as_dict(), "n_boot": N_BOOT, "positive": list(POSITIVE),
-                           "interval": "Clopper-Pearson 95%", "arms": {}}
+                           "interval": "Clopper-Pearson 95%", "arms": {},
+                           "versions": versions()}
     t0 = time.process_time()
     for name, design in arms().items():
         if only and name not in only:
@@ -152,7 +153,8 @@ def run(sims: int, *, start: int = 0, only: Sequence[str] | None = None) -> dict
         rows = [one(design, start + i, rule) for i in range(sims)]
         out["arms"][name] = summarise(design, rows, truth)
     out["cpu_seconds"] = round(time.process_time() - t0, 1)
-    out["versions"] = versions()
+    n = sum(a["n_datasets"] for a in out["arms"].values())
+    out["cpu_seconds_per_dataset"] = round(out["cpu_seconds"] / max(n, 1), 3)
     return out
 
 
