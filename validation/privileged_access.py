@@ -13,7 +13,9 @@ function, ``selfmodel.privileged.privileged_access``, at the pipeline's default 
     ordered full > half > none.
 ``null``
     every family gains as much at predicting its base as itself (no privileged gain): the
-    false-positive rate per checkpoint, pooled over checkpoints, and of the mean.
+    false-positive rate per checkpoint, pooled over checkpoints, and of the mean; also of
+    the held-out contrast (no gain there in any arm) and of the contrast against the base
+    as another predictor of both targets (for the families without privileged access).
 ``misspecified_null``, ``misspecified_truth``
     the same with items in clusters of 3-5 sharing a difficulty shift, a per-cell shift and
     their own training gain (overdispersion), the clusters recorded in ``cluster``.
@@ -84,7 +86,11 @@ def one(design: Design, seed: int, rule: DecisionRule) -> dict[str, Any]:
     except Exception as exc:  # counted as a failure, never dropped
         return {"seed": seed, "error": f"{type(exc).__name__}: {exc}"}
     fam = {c["model"]: c["family"] for c in checkpoints}
-    per = {fam[e["model"]]: {k: e.get(k) for k in ("estimate", "hdi_low", "hdi_high", "decision")}
+    keys = ("estimate", "hdi_low", "hdi_high", "decision")
+    per = {fam[e["model"]]: {**{k: e.get(k) for k in keys},
+                             "held_out": e.get("held_out", {}).get("decision"),
+                             "vs_base_predictor": [v["decision"] for v in
+                                                   e.get("vs_other_predictors", [])]}
            for e in out["per_checkpoint"]}
     m = out["mean"]
     return {"seed": seed, "per_family": per,
@@ -111,6 +117,13 @@ def summarise(design: Design, rows: Sequence[dict[str, Any]], truth: dict[str, f
         }
         pooled_k, pooled_n = pooled_k + pos, pooled_n + n
     out["positive_pooled"] = rate(pooled_k, pooled_n)
+    # the other decisions the report prints, whose truth is 0 for every family (held out: no
+    # gain) or for a family without privileged access (against the base as a predictor)
+    held = [r["per_family"][f]["held_out"] for r in ok for f in design.families]
+    out["held_out_positive_pooled"] = rate(sum(d in POSITIVE for d in held), len(held))
+    null_fams = [f for f, s in design.families.items() if s == 1.0]
+    vs = [d for r in ok for f in null_fams for d in r["per_family"][f]["vs_base_predictor"]]
+    out["vs_base_predictor_positive_null_families"] = rate(sum(d in POSITIVE for d in vs), len(vs))
     means = [r["mean"] for r in ok if r["mean"]["decision"] != "not_estimable"]
     out["mean_positive"] = rate(sum(m["decision"] in POSITIVE for m in means), len(rows))
     if {"full", "half", "none"} <= set(design.families):
