@@ -79,6 +79,8 @@ def calibration_sentence(cal: Mapping[str, Any]) -> str:
             failed = sum(f["failed"] for f in a["families"].values())
             text.append(f"{esc(name.replace('_', ' '))}: {r(a['positive_pooled'])}, "
                         f"{failed} failed")
+    if "null" in arms and "held_out_positive_pooled" in arms["null"]:
+        text.append(f"held-out contrasts under the null: {r(arms['null']['held_out_positive_pooled'])}")
     t = arms.get("truth")
     if t:
         f = t["families"]
