@@ -183,3 +183,21 @@ def test_no_discordant_item_is_not_estimable_not_practically_null():
     e = out["per_checkpoint"][0]
     assert e["decision"] == "not_estimable" and "no item" in e["reason"]
     assert out["mean"]["decision"] == "not_estimable" and not out["available"]
+
+
+def test_training_effect_carries_the_decision_even_without_a_fit():
+    """The training model is not fitted (no item where checkpoint and base disagree), yet
+    ``training_effect.privileged_access`` is there, decided from the records."""
+    from selfmodel.training import training_effect
+
+    ones = np.ones(30, dtype=bool)
+    rec = _hand_records(ones, ones, ones).with_columns(
+        pl.lit("true").alias("prediction"), pl.lit("true").alias("outcome"))
+    reg = pl.DataFrame({"model": ["b", "t"], "family": ["f", "f"], "base_model": [None, "b"],
+                        "intervention": [None, "iv"], "trained_tasks": [None, "x"]})
+    out = training_effect(rec, reg, ["x"], rule=DecisionRule(), seed=1, settings=None,
+                          cache_dir=None, progress=lambda _m: None)
+    assert out["available"] is False and "disagree" in out["reason"]
+    pa = out["privileged_access"]
+    assert pa["per_checkpoint"][0]["decision"] == "not_estimable"
+    assert "Not estimable" in privileged_markdown(out)
