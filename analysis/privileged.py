@@ -308,8 +308,10 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
             draws.append(dr)
     base["available"] = bool(draws)
     if not draws:
-        base["reason"] = (_none_cross_reason(sorted(reasons)) if len(reasons) == len(checkpoints)
-                          else "no checkpoint's contrast is estimable (each says why)")
+        base["reason"] = (
+            "the registry declares no derived checkpoint (base_model)" if not checkpoints
+            else _none_cross_reason(sorted(reasons)) if len(reasons) == len(checkpoints)
+            else "no checkpoint's contrast is estimable (each says why)")
         base["mean"] = not_estimable(base["reason"], r)
         return base
     mean = np.mean(draws, axis=0)

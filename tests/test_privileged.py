@@ -201,3 +201,9 @@ def test_training_effect_carries_the_decision_even_without_a_fit():
     pa = out["privileged_access"]
     assert pa["per_checkpoint"][0]["decision"] == "not_estimable"
     assert "Not estimable" in privileged_markdown(out)
+
+
+def test_no_checkpoint_says_so():
+    out = privileged_access(_hand_records([True], [True], [True]), [], rule=DecisionRule(),
+                            seed=1, n_boot=10)
+    assert not out["available"] and "no derived checkpoint" in out["reason"]
