@@ -21,6 +21,14 @@ counting the items on which the two scorings being compared disagree:
 
 ``gain`` rows also carry the signal-detection counts of both checkpoints (below).
 
+**Since issue 28.1 the pipeline builds only** ``gain`` **rows** (``selfmodel.analyses.training``).
+The ``privileged`` and ``others*`` rows rescore the checkpoint's *self*-predictions against
+other outcomes: that asks whether a prediction about itself happens to match its base, not
+whether training made it better at predicting itself than at predicting its base, and it has
+no before-training reference. Privileged access is decided from real cross-predictions by
+``selfmodel.analyses.privileged`` (a difference in differences, no fit). The terms below stay
+buildable for comparison and are not decided.
+
 Paired at the item level: with an item effect :math:`e_i` on the logit of "scoring is
 right", shared by the two scorings of the item, the conditional likelihood given that
 exactly one is right does not involve :math:`e_i` (McNemar; Breslow & Day 1980, ch. 7), so
@@ -178,7 +186,7 @@ from selfmodel.models.sdt import probit_logit
 NAME = "training"
 SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, privileged access"
 #: No verdict variable: ``analysis/analyses/training.py`` decides ``delta`` (per arm),
-#: ``trained_effect``, ``held_out_effect``, ``pi`` and ``pi_mean`` itself.
+#: ``trained_effect``, ``held_out_effect`` and the d'/criterion effects itself.
 EFFECT = None
 PER_TASK_EFFECT = None
 

@@ -2,8 +2,7 @@
 
 Fast: one-line errors for a bad design through the CLI, the paired counts on hand-made
 records, derived checkpoints kept off the scale axis, the conditional likelihood of
-``models/training.py``. Slow: effects and the privileged-access contrast recovered on
-simulated data (intervals cover the truth), and a null training effect not declared
+``models/training.py``. Slow: effects recovered on simulated data (intervals cover the truth), and a null training effect not declared
 ``improves`` more often than the declared rate.
 """
 
@@ -139,13 +138,13 @@ def test_paired_table_counts_discordant_items_exactly():
                         "base_model": [None, "b"], "intervention": [None, "iv"],
                         "trained_tasks": [None, "x"]})
     tab = training_table(rec, reg, ["x"])
-    gain = tab.filter(pl.col("comparison") == "gain").row(0, named=True)
-    priv = tab.filter(pl.col("comparison") == "privileged").row(0, named=True)
+    # only gain rows: the checkpoint's self-predictions are not rescored (issue 28.1)
+    assert tab["comparison"].to_list() == ["gain"]
+    gain = tab.row(0, named=True)
     # self: base correct [T, T, F], checkpoint correct [F, T, T] -> discordant i0 (base), i2 (ckpt)
     assert (gain["n"], gain["k"], gain["status"], gain["arm"]) == (2, 1, "trained", "iv|x")
-    # checkpoint's predictions vs base outcomes: [F, T, F]; vs own [F, T, T] -> only i2 differs
-    assert (priv["n"], priv["k"]) == (1, 1)
-    assert priv["acc_tb"] == pytest.approx(1 / 3) and priv["acc_bb"] == pytest.approx(2 / 3)
+    # descriptive only: checkpoint's predictions vs base outcomes [F, T, F]
+    assert gain["acc_tb"] == pytest.approx(1 / 3) and gain["acc_bb"] == pytest.approx(2 / 3)
 
 
 def test_derived_checkpoints_are_not_on_the_scale_axis(tmp_path):
@@ -206,8 +205,8 @@ def _fit_table(tab, seed, draws=500, chains=2):
 
 
 @pytest.mark.slow
-def test_training_effects_and_privileged_contrast_are_recovered(tmp_path):
-    """A fresh simulation (seed 11): every arm's effect and every contrast covered by its HDI."""
+def test_training_effects_are_recovered(tmp_path):
+    """A fresh simulation (seed 11): every arm's effect covered by its HDI."""
     from selfmodel.records.simulate import write_dataset
 
     paths = write_dataset(tmp_path / "sim", seed=11)
@@ -224,19 +223,13 @@ def test_training_effects_and_privileged_contrast_are_recovered(tmp_path):
     truth = json.loads(paths["truth"].read_text())
     out = decide_training(f.idata, tab, DecisionRule(), passed=True)
     rows = truth_rows(out, truth)
-    # accuracy, d' and criterion per arm; contrasts against the base and the other models
-    assert len(rows) == 3 * 3 + 4 + 4
+    # accuracy, d' and criterion per arm (privileged access is not decided from this fit)
+    assert len(rows) == 3 * 3
     assert all(r["covered"] for r in rows), [r for r in rows if not r["covered"]]
     assert out["trained"]["decision"] == "improves"
     assert out["sdt"]["dprime"]["trained"]["decision"] == "improves"
     assert out["sdt"]["criterion"]["trained"]["decision"] not in ("improves", "worsens")
-    priv = {e["model"]: e for e in out["privileged_access"]["per_checkpoint"]}
-    assert priv["cirrus-14b-rl"]["decision"] not in ("improves", "credibly_positive")
-    assert priv["cirrus-14b-rl"]["hdi_low"] < 0 < priv["cirrus-14b-rl"]["hdi_high"]
-    assert sum(e["decision"] == "improves" for e in priv.values()) >= 2
-    others = {e["model"]: e for e in out["privileged_access"]["others"]["per_checkpoint"]}
-    assert others["cirrus-14b-rl"]["decision"] not in ("improves", "credibly_positive")
-    assert others["cirrus-14b-rl"]["hdi_low"] < 0 < others["cirrus-14b-rl"]["hdi_high"]
+    assert "privileged_access" not in out
 
 
 def _validation_script():
@@ -264,9 +257,8 @@ def test_null_training_effect_is_not_declared_improves_more_than_the_declared_ra
 
 
 def test_implied_truth_matches_a_large_simulation():
-    """The quadrature truths of d', criterion and the contrast against the other models
-    against the empirical values of a simulation with 20000 items per task (a "self" and an
-    "either" checkpoint, two other models)."""
+    """The quadrature truths of d' and criterion against the empirical values of a
+    simulation with 20000 items per task (a "self" and an "either" checkpoint)."""
     tasks = {k: (b, g, d, c, 20000) for k, (b, g, d, c, _) in DEFAULT_TASKS.items()}
     cfg = SimulationConfig(
         families={"cirrus": [("3b", 3.0, None), ("14b", 14.0, None), ("72b", 72.0, None)],
@@ -279,7 +271,6 @@ def test_implied_truth_matches_a_large_simulation():
                            (pl.col("prediction") == pl.col("outcome")).alias("correct"))
     tab = training_table(rec, reg, list(tasks))
     implied = training_implied_truth(truth)
-    from scipy.special import logit
     from scipy.stats import norm
 
     def sdt(r, who):
@@ -298,18 +289,10 @@ def test_implied_truth_matches_a_large_simulation():
         assert np.mean(emp_c[arm]) == pytest.approx(implied["criterion_per_arm"][arm], abs=0.04)
     # the "either" checkpoint's d' against its own outcome is below the "self" one's
     assert implied["dprime_per_arm"]["rl-selfmodel-v1|refusal"] < 0.8
-    for m, per_task in implied["others_per_checkpoint_task"].items():
-        for task, true in per_task.items():
-            rows = {c: tab.filter((pl.col("model") == m) & (pl.col("task") == task)
-                                  & (pl.col("comparison") == c)).row(0, named=True)
-                    for c in ("others", "others_base")}
-            emp = (logit(rows["others"]["k"] / rows["others"]["n"])
-                   - logit(rows["others_base"]["k"] / rows["others_base"]["n"]))
-            assert emp == pytest.approx(true, abs=0.06), (m, task)
 
 
-def test_others_and_sdt_counts_on_hand_made_records():
-    """Checkpoint t (base b) and one other model o on three items."""
+def test_sdt_counts_on_hand_made_records():
+    """Checkpoint t (base b) and one other model o on three items: only the pair counts."""
     rec = pl.DataFrame({
         "model": ["b"] * 3 + ["t"] * 3 + ["o"] * 3,
         "predictor": [None] * 9,
@@ -325,10 +308,8 @@ def test_others_and_sdt_counts_on_hand_made_records():
                         "trained_tasks": [None, "x", None]})
     tab = training_table(rec, reg, ["x"])
     row = {r["comparison"]: r for r in tab.iter_rows(named=True)}
-    # o's outcomes [F, T, F]; t's own [T, T, T] differ on i0, i2: t predicts [F, -, T] -> 1 of 2
-    assert (row["others"]["n"], row["others"]["k"], row["others"]["weight"]) == (2, 1, 1.0)
-    # b's own [T, T, F] differs from o's on i0 only; b predicted true there: 1 of 1
-    assert (row["others_base"]["n"], row["others_base"]["k"]) == (1, 1)
+    # the other model's outcomes are not used to rescore the pair (issue 28.1)
+    assert set(row) == {"gain"}
     g = row["gain"]
     # base: signal i0, i1 (both hits), noise i2 (false alarm); t: all signal, hits i1, i2
     assert (g["n_signal_base"], g["n_noise_base"], g["hits_base"], g["false_alarms_base"]) == (2, 1, 2, 1)

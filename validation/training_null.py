@@ -11,9 +11,9 @@ diagnostics is not a finding, so it counts as *not* declaring ``improves`` (and 
 apart).
 
 For every decided quantity (accuracy, d' and criterion: the trained-task mean, the
-held-out mean and each task; the contrast against the base and against the other models
-per checkpoint) it counts the data sets declared ``improves`` and gives the rate with its
-Clopper-Pearson 95% interval (also ignoring the diagnostics gate, and among the fits that
+held-out mean and each task; privileged access is decided apart since issue 28.1 and
+calibrated by ``validation/privileged_access.py``) it counts the data sets declared
+``improves`` and gives the rate with its Clopper-Pearson 95% interval (also ignoring the diagnostics gate, and among the fits that
 passed; ``null_quantities`` lists those whose truth is null). Under a null effect the rule's ``improves`` (P > 0.95 *and* the
 HDI beyond the ROPE) should be rarer than 5%. Note that with no d' change the
 ``either``-type checkpoint (``cirrus-14b-rl``) is slightly *worse* than its base against its
@@ -84,11 +84,9 @@ def decisions(out: Mapping[str, Any]) -> dict[str, str]:
             d[f"{name}:{kind}"] = b[kind]["decision"]
         for e in b["per_task"]:
             d[f"{name}:task:{e['task']}"] = e["decision"]
-    pa = out["privileged_access"]
-    for e in pa["per_checkpoint"]:
-        d[f"privileged_vs_base:{e['model']}"] = e["decision"]
-    for e in pa["others"]["per_checkpoint"]:
-        d[f"privileged_vs_others:{e['model']}"] = e["decision"]
+    # privileged access is no longer decided from this fit (issue 28.1): its calibration is
+    # validation/privileged_access.py; rows of the shipped study made before that keep the
+    # rescoring contrasts' rates (privileged_vs_*), which the report no longer shows
     return d
 
 
@@ -121,10 +119,9 @@ def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
 def null_quantities(keys: Iterable[str], config: SimulationConfig = NULL_CONFIG) -> list[str]:
     """The decided quantities whose truth is null (or just below) under the null design.
 
-    Every accuracy, d' and criterion effect; the contrast against the base of a checkpoint
-    built without privileged access (``knows = "either"``). Not null: the other contrasts
-    (a ``"self"`` checkpoint tracks its own outcome, so it has privileged access over its
-    base and the other models even without a d' change).
+    Every accuracy, d' and criterion effect; in rows made before issue 28.1, also the
+    rescoring contrast against the base of a checkpoint built without privileged access
+    (``knows = "either"``), no longer decided by the pipeline.
     """
     either = {f"{c.base}-{c.suffix}" for c in config.trained if c.knows == "either"}
     return sorted(k for k in keys if k.split(":", 1)[0] in ("accuracy", "dprime", "criterion")

@@ -11,21 +11,19 @@ other task both checkpoints answered is *held out*. This module
 * builds the paired table of ``models/training.py`` (:func:`training_table`): per
   checkpoint x task, the items on which the checkpoint and its base disagree
   (``comparison = "gain"``, with both checkpoints' signal-detection counts on the shared
-  items), the items on which the checkpoint's own prediction is right about itself but not
-  about its base's outcome, or the reverse (``comparison = "privileged"``), and each
-  predictor's predictions rescored against the other models' outcomes
-  (``comparison = "others"``/``"others_base"``);
+  items);
 * fits that model and decides every effect with the declared rule (:func:`training_effect`):
   accuracy, d' and criterion per intervention x task, the trained-task mean and the
-  held-out (transfer) mean separately, and the privileged-access contrast per checkpoint
-  against its base and against the other models; diagnostics gate every decision
-  (``finding``);
+  held-out (transfer) mean separately; diagnostics gate every decision (``finding``);
+* decides privileged access from real cross-predictions (:mod:`selfmodel.analyses.privileged`, a
+  difference in differences with a cluster bootstrap, not from the fit): ``not_estimable``
+  with the reason where the records hold no prediction by the checkpoint of its base (its
+  self-predictions are never rescored as a substitute, issue 28.1);
 * attaches the shipped null-calibration study (:func:`null_calibration`,
   ``validation/training_null.py``): how often the rule declares a null effect ``improves``.
 
-Not done here: the effect of training is not related to scale, a checkpoint derived from a
-derived checkpoint is compared with its own base only, and "other models" are every model
-without a ``base_model`` (their families are not modelled); see ``models/training.py``.
+Not done here: the effect of training is not related to scale, and a checkpoint derived from
+a derived checkpoint is compared with its own base only; see ``models/training.py``.
 
 Derived checkpoints never enter the scale models: they share their base's size, so they
 would be extra points at one size (``selfmodel.records.cells.scale_values`` gives them no scale
@@ -44,6 +42,7 @@ import numpy as np
 import polars as pl
 
 from selfmodel import models as model_registry
+from selfmodel.analyses.privileged import privileged_access
 from selfmodel.common.paths import PACKAGE_DATA
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
 from selfmodel.fitting.fit import fit
@@ -58,44 +57,6 @@ UNITS = (
     "log odds ratio of a correct self-prediction, trained checkpoint vs its base on the same "
     "items (conditional on the items where exactly one is right)"
 )
-
-#: What each decision on the privileged-access contrast means for the question.
-PRIVILEGED_READING: dict[str, str] = {
-    "improves": "introspection-like: the gain in predicting itself exceeds the gain in "
-    "predicting its base, beyond the ROPE",
-    "credibly_positive": "the gain in predicting itself credibly exceeds the gain in "
-    "predicting its base, but not shown to exceed the ROPE",
-    "practically_null": "behavioural knowledge: the gain is as large for predicting its base "
-    "(the contrast lies inside the ROPE)",
-    "credibly_negative": "behavioural knowledge: the gain is larger for predicting its base",
-    "worsens": "behavioural knowledge: the gain is larger for predicting its base, beyond "
-    "the ROPE",
-    "no_credible_effect": "no evidence of privileged access: the self-gain is not shown to "
-    "exceed the gain in predicting its base (consistent with behavioural knowledge; the "
-    "interval says how large a privileged part the data allow)",
-    "not_estimable": "not estimable: no item on which the checkpoint's and its base's "
-    "outcomes differ",
-}
-
-
-#: The same for the contrast against the other models.
-OTHERS_READING: dict[str, str] = {
-    "improves": "privileged access: training raised the checkpoint's self-advantage over the "
-    "other models beyond the ROPE (its gain in predicting itself exceeds its gain in "
-    "predicting them)",
-    "credibly_positive": "the self-gain credibly exceeds the gain in predicting the other "
-    "models, but not shown to exceed the ROPE",
-    "practically_null": "behavioural knowledge: the gain in predicting itself is as large as "
-    "in predicting the other models (the contrast lies inside the ROPE)",
-    "credibly_negative": "behavioural knowledge: the gain is larger for predicting the other "
-    "models (the checkpoint's self-advantage over them shrank)",
-    "worsens": "behavioural knowledge: the gain is larger for predicting the other models, "
-    "beyond the ROPE",
-    "no_credible_effect": "no evidence of privileged access: the self-gain is not shown to "
-    "exceed the gain in predicting the other models (the interval says how large a "
-    "privileged part the data allow)",
-    "not_estimable": "not estimable: no other model answered the checkpoint's items",
-}
 
 SDT_UNITS = (
     "change in d' (criterion) of the trained checkpoint against its own outcomes, vs its base "
@@ -216,60 +177,26 @@ def _sdt_counts(pred: pl.Series, out: pl.Series) -> dict[str, int]:
             "hits": int((yes & sig).sum()), "false_alarms": int((yes & ~sig & binary).sum())}
 
 
-def other_outcomes(records: pl.DataFrame, others: Sequence[str]) -> pl.DataFrame:
-    """Outcomes of the other models: model, task, item_id, sample, outcome (readable)."""
-    own = pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model"))
-    return records.filter(
-        pl.col("model").is_in(list(others)) & own & pl.col("outcome").is_not_null()
-    ).select(pl.col("model").alias("other"), "task", "item_id", "sample",
-             pl.col("outcome").alias("out_o"))
-
-
-def _others_counts(d: pl.DataFrame, oth: pl.DataFrame) -> tuple[dict[str, int], int]:
-    """Rescoring against the other models' outcomes on the pair's shared items.
-
-    For the checkpoint (``t``) and its base (``b``): over other models x items where the
-    predictor's own outcome differs from the other's, ``n`` such (model, item) pairs and
-    ``k`` those where the prediction matches the predictor's own outcome. Returns the counts
-    and the number of other models (each item enters once per other model).
-    """
-    j = d.join(oth, on=["task", "item_id", "sample"])
-    out: dict[str, int] = {}
-    for side in ("t", "b"):
-        ok = j[f"pred_{side}"].is_not_null() & j[f"out_{side}"].is_not_null()
-        differ = (ok & (j[f"out_{side}"] != j["out_o"])).to_numpy()
-        match = (j[f"pred_{side}"] == j[f"out_{side}"]).fill_null(False).to_numpy()
-        out[f"n_{side}"], out[f"k_{side}"] = int(differ.sum()), int((differ & match).sum())
-    return out, int(j["other"].n_unique()) if j.height else 0
-
-
 _SDT_COLUMNS = tuple(f"{c}_{s}" for s in ("base", "trained")
                      for c in ("n_signal", "n_noise", "hits", "false_alarms"))
 
 
-def _pair_task_rows(d: pl.DataFrame, oth: pl.DataFrame, common: dict[str, Any]
-                    ) -> list[dict[str, Any]]:
-    """The four rows of one checkpoint x task (gain, privileged, others, others_base)."""
+def _pair_task_rows(d: pl.DataFrame, common: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``gain`` row of one checkpoint x task (with the signal-detection counts).
+
+    Rows rescoring the checkpoint's self-predictions against its base's or other models'
+    outcomes (``privileged``, ``others``) are no longer built (issue 28.1): privileged access
+    is decided from real cross-predictions by :mod:`selfmodel.analyses.privileged`.
+    """
     tt, bb = d["c_tt"].to_numpy().astype(bool), d["c_bb"].to_numpy().astype(bool)
     ok = ~d["c_tb"].is_null().to_numpy()
     tb = d["c_tb"].fill_null(False).to_numpy().astype(bool)
     common = {**common, "n_items": d.height, "acc_tt": float(tt.mean()),
               "acc_bb": float(bb.mean()), "acc_tb": float(tb[ok].mean()) if ok.any() else None}
-    zero_sdt = dict.fromkeys(_SDT_COLUMNS, 0)
     sdt = {f"{k}_base": v for k, v in _sdt_counts(d["pred_b"], d["out_b"]).items()}
     sdt.update({f"{k}_trained": v for k, v in _sdt_counts(d["pred_t"], d["out_t"]).items()})
-    counts, n_others = _others_counts(d, oth)
-    weight = 1.0 / n_others if n_others else 0.0
-    return [
-        {**common, **sdt, "comparison": "gain", "weight": 1.0,
-         "n": int((tt != bb).sum()), "k": int((tt & ~bb).sum())},
-        {**common, **zero_sdt, "comparison": "privileged", "weight": 1.0,
-         "n": int(((tt != tb) & ok).sum()), "k": int((tt & ~tb & ok).sum())},
-        {**common, **zero_sdt, "comparison": "others", "weight": weight,
-         "n": counts["n_t"], "k": counts["k_t"]},
-        {**common, **zero_sdt, "comparison": "others_base", "weight": weight,
-         "n": counts["n_b"], "k": counts["k_b"]},
-    ]
+    return [{**common, **sdt, "comparison": "gain", "weight": 1.0,
+             "n": int((tt != bb).sum()), "k": int((tt & ~bb).sum())}]
 
 
 TABLE_SCHEMA: dict[str, Any] = {
@@ -288,20 +215,15 @@ def training_table(
 
     Columns: ``model`` (checkpoint), ``base_model``, ``family``, ``intervention``, ``task``,
     ``arm`` (``intervention|task``), ``status`` (``trained``/``held_out``), ``comparison``
-    (``gain``/``privileged``/``others``/``others_base``), ``n`` and ``k`` (the counts of
-    ``models/training.py``), ``weight`` (1, or one over the number of other models for the
-    ``others*`` rows), the signal-detection counts of base and checkpoint on the shared items
-    (``n_signal_base`` ... ``false_alarms_trained``, on ``gain`` rows; 0 elsewhere), and the
-    descriptive ``n_items``, ``acc_tt``, ``acc_bb``, ``acc_tb``. The *other models* are the
-    registry's models without a ``base_model``, other than the checkpoint's base.
+    (``gain``), ``n`` and ``k`` (the counts of ``models/training.py``), ``weight`` (1), the
+    signal-detection counts of base and checkpoint on the shared items (``n_signal_base``
+    ... ``false_alarms_trained``), and the descriptive ``n_items``, ``acc_tt``, ``acc_bb``,
+    ``acc_tb`` (the checkpoint's self-predictions scored against its base's outcomes: a
+    description, not evidence of privileged access; see :mod:`selfmodel.analyses.privileged`).
     """
     out: list[dict[str, Any]] = []
     rows = derived_checkpoints(registry)
-    derived = {r["model"] for r in rows}
-    present = set(records["model"].unique().to_list())
     for row in rows:
-        others = sorted(present - derived - {row["base_model"]})
-        oth = other_outcomes(records, others)
         items = paired_items(records, row["model"], row["base_model"])
         for task in tasks:
             d = items.filter(pl.col("task") == task)
@@ -313,7 +235,7 @@ def training_table(
                 "arm": f"{row['intervention']}|{task}",
                 "status": "trained" if task in row["trained_tasks"] else "held_out",
             }
-            out.extend(_pair_task_rows(d, oth.filter(pl.col("task") == task), common))
+            out.extend(_pair_task_rows(d, common))
     return pl.DataFrame(out, schema=TABLE_SCHEMA)
 
 
@@ -387,36 +309,6 @@ def decide_sdt(idata: Any, table: pl.DataFrame, rule: DecisionRule) -> dict[str,
     return out
 
 
-def _others_contrast(idata: Any, table: pl.DataFrame, r: DecisionRule) -> dict[str, Any]:
-    """The contrast against the other models: mean and per checkpoint, with the reading."""
-    post = idata.posterior
-    oth = table.filter(pl.col("comparison") == "others")
-    if "others" not in post or int(oth["n"].sum()) == 0:
-        return {"per_checkpoint": [], "mean": None, "reason": (
-            "no other model answered the checkpoint's items (or predictions and outcomes are "
-            "not recorded as text), so predictions cannot be rescored against other models")}
-    n_pairs = table["model"].n_unique()
-    base = table.filter(pl.col("comparison") == "others_base")
-    rows = []
-    for j, pair in enumerate(str(p) for p in post["others"].coords["pair"].values):
-        t = oth.filter(pl.col("model") == pair)
-        b = base.filter(pl.col("model") == pair)
-        d = decide(post["others"].values[..., j], r, n_models=n_pairs)
-        w0 = float(t["weight"][0])
-        tk, tn = int(t["k"].sum()), int(t["n"].sum())
-        bk, bn = int(b["k"].sum()), int(b["n"].sum())
-        rows.append({
-            "model": pair, "base_model": t["base_model"][0],
-            "n_other_models": round(1 / w0) if w0 else 0,
-            "n_rescored": tn,
-            "match_own_when_differs_trained": tk / max(tn, 1),
-            "match_own_when_differs_base": bk / max(bn, 1),
-            **d, "reading": OTHERS_READING[d["decision"]],
-        })
-    return {"mean": decide(_draws(idata, "others_mean"), r, n_models=n_pairs),
-            "per_checkpoint": rows}
-
-
 def decide_training(
     idata: Any, table: pl.DataFrame, rule: DecisionRule, *, passed: bool
 ) -> dict[str, Any]:
@@ -430,10 +322,8 @@ def decide_training(
     summary = _kind_means(idata, "effect", per_task, r, n_pairs)
     out = {"per_task": per_task, **summary,
            "per_pair_task": _per_pair_task(post, gain, r),
-           "privileged_access": _privileged(idata, table, r),
            "sdt": decide_sdt(idata, table, rule),
            "finding": bool(passed)}
-    out["privileged_access"]["others"] = _others_contrast(idata, table, r)
     return out
 
 
@@ -460,39 +350,6 @@ def _per_pair_task(post: Any, gain: pl.DataFrame, r: DecisionRule) -> list[dict[
     return out
 
 
-def _privileged(idata: Any, table: pl.DataFrame, r: DecisionRule) -> dict[str, Any]:
-    """The contrast against the base: mean and per checkpoint, with the reading."""
-    post = idata.posterior
-    n_pairs = table["model"].n_unique()
-    gain = table.filter(pl.col("comparison") == "gain")
-    priv = table.filter(pl.col("comparison") == "privileged")
-    privileged: dict[str, Any] = {"per_checkpoint": [], "mean": None}
-    if "pi" not in post or int(priv["n"].sum()) == 0:
-        privileged["reason"] = (
-            "no item on which a checkpoint's outcome differs from its base's (or predictions "
-            "and outcomes not recorded as text), so predictions cannot be rescored"
-        )
-        return privileged
-    privileged["mean"] = decide(_draws(idata, "pi_mean"), r, n_models=n_pairs)
-    for j, pair in enumerate(str(p) for p in post["pi"].coords["pair"].values):
-        rows = priv.filter(pl.col("model") == pair)
-        g = gain.filter(pl.col("model") == pair)
-        w = g["n_items"].to_numpy().astype(float)
-        acc = {c: float(np.average(g[c].fill_null(np.nan).to_numpy(), weights=w))
-               for c in ("acc_tt", "acc_bb", "acc_tb")}
-        d = decide(post["pi"].values[..., j], r, n_models=n_pairs)
-        privileged["per_checkpoint"].append({
-            "model": pair,
-            "base_model": g["base_model"][0],
-            "n_discordant_outcomes": int(rows["n"].sum()),
-            "self_gain_accuracy": acc["acc_tt"] - acc["acc_bb"],
-            "other_gain_accuracy": acc["acc_tb"] - acc["acc_bb"],
-            **d,
-            "reading": PRIVILEGED_READING[d["decision"]],
-        })
-    return privileged
-
-
 def _row(quantity: str, true: float, e: Mapping[str, Any]) -> dict[str, Any]:
     return {"quantity": quantity, "truth": true, "mean": e["mean"], "hdi_low": e["hdi_low"],
             "hdi_high": e["hdi_high"], "covered": e["hdi_low"] <= true <= e["hdi_high"]}
@@ -501,9 +358,11 @@ def _row(quantity: str, true: float, e: Mapping[str, Any]) -> dict[str, Any]:
 def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Estimates against the simulation's truth (simulated data only).
 
-    The accuracy effects and the contrast against the base are in ``truth["training"]``;
-    the d'/criterion effects and the contrast against the other models are implied by the
-    generative parameters saved beside them (``selfmodel.records.simulate.training_implied_truth``).
+    The accuracy effects are in ``truth["training"]``; the d'/criterion effects are implied
+    by the generative parameters saved beside them
+    (``selfmodel.records.simulate.training_implied_truth``). The simulator writes no
+    cross-predictions, so privileged access has no row here (it is ``not_estimable`` on
+    such data; its calibration is ``validation/privileged_access.py``).
     """
     t = truth.get("training")
     if not t:
@@ -519,16 +378,6 @@ def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dic
             true = implied.get(f"{side}_per_arm", {}).get(e["arm"])
             if true is not None and e.get("mean") is not None:
                 rows.append(_row(f"{label} effect, {e['task']} ({e['status']})", true, e))
-    pa = section.get("privileged_access", {})
-    for e in pa.get("per_checkpoint", []):
-        true = t["privileged_per_checkpoint"].get(e["model"])
-        if true is not None:
-            rows.append(_row(f"privileged-access contrast vs base, {e['model']}", true, e))
-    for e in (pa.get("others") or {}).get("per_checkpoint", []):
-        true = implied.get("others_per_checkpoint", {}).get(e["model"])
-        if true is not None:
-            rows.append(_row(f"privileged-access contrast vs other models, {e['model']}",
-                             true, e))
     return rows
 
 
@@ -572,9 +421,8 @@ def training_effect(
             for r in rows
         ],
         "scale_models": SCALE_EXCLUSION_REASON,
-        "other": "the checkpoint's base (its outcome on the same item), and separately the "
-        "other models: every registry model without a base_model other than the base, on the "
-        "items they share with the pair",
+        "privileged_access": "from real cross-predictions (records with predictor set): the "
+        "checkpoint predicting its base, and other predictors of both (selfmodel.analyses.privileged)",
     }
     table = training_table(records, registry, tasks)
     # the model declared on this table (the stage reads declarations, not names)
@@ -584,6 +432,8 @@ def training_effect(
         "available": reason is None, "fit_model": module.NAME, "units": UNITS, "design": design,
         "rule": _rule(rule).as_dict(),
         "rope_meaning": f"±{rule.rope:g} in the effect's own units (log odds ratio)",
+        # decided from the records, not from the fit: present whether or not the model is fitted
+        "privileged_access": privileged_access(records, rows, rule=rule, seed=seed),
     }
     if reason is not None:
         return {**base, "reason": reason}
@@ -598,7 +448,6 @@ def training_effect(
 
 
 __all__ = [
-    "PRIVILEGED_READING",
     "SCALE_EXCLUSION_REASON",
     "decide_training",
     "derived_checkpoints",

@@ -19,6 +19,7 @@ from selfmodel.report.sections import (
     hypotheses,
     missingness,
     model,
+    privileged,
     reproduce,
     robustness,
     scaling,
@@ -31,6 +32,6 @@ from selfmodel.report.sections.common import Report, load
 
 __all__ = [
     "Report", "appendix", "calibration", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
-    "load", "missingness", "model", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
+    "load", "missingness", "model", "privileged", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
     "verdict",
 ]

@@ -9,7 +9,7 @@ from matplotlib.figure import Figure
 
 from selfmodel.report.sections.common import PALETTE, Out, Report, code, esc, md_table, num
 
-__all__ = ["effects", "figure", "null_calibration", "privileged_access"]
+__all__ = ["effects", "figure", "null_calibration"]
 
 #: the two groups of tasks, decided separately and never pooled
 GROUPS = (("trained", "trained tasks"), ("held_out", "held-out tasks (transfer)"))
@@ -69,47 +69,6 @@ def _readings(entries: list[dict[str, Any]]) -> str:
     """Each checkpoint's reading (chosen by the analysis from its interval), under the table."""
     return ("\nReading, per checkpoint:\n\n" + "".join(f"- {code(e['model'])}: {esc(e['reading'])}\n"
                                                        for e in entries) + "\n")
-
-
-def privileged_access(rep: Report) -> str:
-    """The checkpoint's self-gain against its base and against the other models."""
-    TR, out = _training(rep), Out()
-    if not TR.get("available"):
-        return ""
-    PA = TR["privileged_access"]
-    out("\n**Privileged access.** The checkpoint's own predictions are rescored against other outcomes on the "
-        "same items. *Against its base*: self-gain = A(checkpoint→itself) − A(base→itself); other-gain = "
-        "A(checkpoint→base) − A(base→itself); the contrast is the log odds that a prediction matches the "
-        "checkpoint's own outcome rather than its base's, on items where the two differ (zero exactly when the "
-        "two gains are equal).\n")
-    if PA.get("per_checkpoint"):
-        out(md_table(["checkpoint", "self-gain (acc.)", "other-gain (acc.)", "contrast", "HDI", "decision"],
-                     [[code(e["model"]), num(e["self_gain_accuracy"]), num(e["other_gain_accuracy"]), num(e["mean"]),
-                       f"[{num(e['hdi_low'])}, {num(e['hdi_high'])}]", code(e["decision"])]
-                      for e in PA["per_checkpoint"]],
-                     ["---", "---:", "---:", "---:", "---:", "---"]))
-        out(_readings(PA["per_checkpoint"]))
-    else:
-        out(esc(PA.get("reason", "")) + "\n")
-    PO = PA.get("others") or {}
-    out("\n*Against the other models* (every registry model without a `base_model`, other than the base): on "
-        "items where the predictor's own outcome differs from another model's, the log odds that its prediction "
-        "matches its own outcome (its self-advantage over that model), checkpoint minus base. Above 0: training "
-        "raised the gain in predicting itself more than the gain in predicting the others (privileged access); "
-        "0: the gain is as large for the others (behavioural knowledge). Each item counts once over the other "
-        "models.\n")
-    if PO.get("per_checkpoint"):
-        out(md_table(["checkpoint", "other models", "matches own (base)", "matches own (checkpoint)", "contrast",
-                      "HDI", "decision"],
-                     [[code(e["model"]), e["n_other_models"], num(e["match_own_when_differs_base"]),
-                       num(e["match_own_when_differs_trained"]), num(e["mean"]),
-                       f"[{num(e['hdi_low'])}, {num(e['hdi_high'])}]", code(e["decision"])]
-                      for e in PO["per_checkpoint"]],
-                     ["---", "---:", "---:", "---:", "---:", "---:", "---"]))
-        out(_readings(PO["per_checkpoint"]))
-    else:
-        out(esc(PO.get("reason", "no contrast against other models in these results")) + "\n")
-    return str(out)
 
 
 def null_calibration(rep: Report) -> str:
