@@ -558,8 +558,7 @@ def loo(
         Models with several observed variables (``sdt``) or no such effect use plain
         PSIS-LOO.
     cache_dir
-        Save the result here and reuse it while the fit and the inputs are unchanged
-        (module docstring); ``None`` computes it.
+        The folder of saved results, as for :func:`posterior_predictive`.
 
     Returns
     -------

@@ -167,17 +167,10 @@ def to_item_cells(records: pl.DataFrame) -> pl.DataFrame:
     Repeats of an item (``sample``) are summed, so ``k`` out of ``n`` is binomial over
     repeats (``n = 1`` when every item is asked once).
 
-    Parameters
-    ----------
-    records
-        Canonical records (``selfmodel.records.contract.RECORD_SCHEMA``).
-
-    Returns
-    -------
-    polars.DataFrame
-        Columns ``model, task, item_id, n_total, n, k`` and ``n_models_item`` (models with
-        a readable record on this item of this task: items seen by one model carry no
-        crossed information), sorted by model, task, item. Join the registry and the
+    ``records`` are canonical records, as for :func:`to_cells`. Returns a polars.DataFrame
+    with columns ``model, task, item_id, n_total, n, k`` and ``n_models_item`` (models with
+    a readable record on this item of this task: items seen by one model carry no crossed
+    information), sorted by model, task, item. Join the registry and the
         scale predictor with :func:`join_registry` and :func:`scale_values`, as for cells.
 
     Examples

@@ -31,7 +31,7 @@ source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
 from __future__ import annotations
 
 import unicodedata
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import polars as pl
 
@@ -111,15 +111,7 @@ Decision = Literal[
     "not_estimable",
 ]
 #: The decision vocabulary of ``results.json`` (DESIGN.md), direction and size separated.
-DECISIONS: Final = (
-    "improves",
-    "credibly_positive",
-    "practically_null",
-    "credibly_negative",
-    "worsens",
-    "no_credible_effect",
-    "not_estimable",
-)
+DECISIONS: Final[tuple[str, ...]] = get_args(Decision)
 #: What each decision means, in words (one phrase each; ``docs/decisions.md`` and the report).
 DECISION_MEANING: Final[dict[str, str]] = {
     "improves": "credibly positive and larger than the ROPE",

@@ -99,6 +99,19 @@ def balanced_cells(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str], list[s
     return frame.filter(pl.col("task").is_in(common)), common, []
 
 
+def slope_cells(cells: pl.DataFrame, *, task_slopes: bool) -> tuple[pl.DataFrame, list[str], str | None]:
+    """The cells the slope is fitted to, the tasks left out, and why it is not estimable.
+
+    With ``task_slopes`` only the tasks whose own slope is estimable are kept
+    (:func:`slope_tasks`); the reason is ``None`` when the slope is estimable.
+    """
+    use, _ = usable_cells(cells)
+    excluded: list[str] = []
+    if task_slopes:
+        use, excluded = slope_tasks(use)
+    return use, excluded, not_estimable(use)
+
+
 def design_matrix(use: pl.DataFrame, *, task_slopes: bool) -> dict[str, Any]:
     """Design matrix with task intercepts and the slope column ``x`` (see module docstring)."""
     tasks = sorted(use["task"].unique().to_list())
@@ -182,11 +195,7 @@ def glm_slope(
         ``task_slopes`` only), ``deviance``, ``pearson_chi2``, ``df_resid``;
         or ``{"estimable": False, "reason": ...}``.
     """
-    use, _ = usable_cells(cells)
-    excluded: list[str] = []
-    if task_slopes:
-        use, excluded = slope_tasks(use)
-    reason = not_estimable(use)
+    use, excluded, reason = slope_cells(cells, task_slopes=task_slopes)
     if reason:
         return {"estimable": False, "reason": reason}
     d = design_matrix(use, task_slopes=task_slopes)

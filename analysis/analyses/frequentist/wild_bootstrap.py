@@ -19,9 +19,7 @@ from selfmodel.analyses.frequentist.glm import (
     finite_or_none,
     glm,
     guarded,
-    not_estimable,
-    slope_tasks,
-    usable_cells,
+    slope_cells,
 )
 
 #: Webb's six-point weights (MacKinnon & Webb 2017; Webb 2014, Queen's Econ. WP 1315).
@@ -198,11 +196,7 @@ def wild_bootstrap(
         ``slope`` (``estimate``, ``score_t``, ``p_value``, ``ci_low``, ``ci_high``; a
         ``None`` bound means the interval is unbounded on that side) and ``per_task``.
     """
-    use, _ = usable_cells(cells)
-    excluded: list[str] = []
-    if task_slopes:
-        use, excluded = slope_tasks(use)
-    reason = not_estimable(use)
+    use, excluded, reason = slope_cells(cells, task_slopes=task_slopes)
     if reason:
         return {"estimable": False, "reason": reason}
     if use["model"].n_unique() < MIN_CLUSTERS_WILD:

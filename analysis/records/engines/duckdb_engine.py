@@ -62,6 +62,14 @@ def blank(expr: str) -> str:
     return f"coalesce(trim({expr}, {literal(WHITE_SPACE)}) = '', TRUE)"
 
 
+
+def _reject_options(rejects: int | None) -> str:
+    """DuckDB ``read_csv`` options: skip bad lines, or keep them in numbered reject tables."""
+    if rejects is None:
+        return ", ignore_errors = true"
+    return (f", store_rejects = true, rejects_table = 'sm_rej_{rejects}', "
+            f"rejects_scan = 'sm_scan_{rejects}'")
+
 class DuckDBEngine:
     """One in-memory DuckDB connection (spilling to a temporary folder when needed)."""
 
@@ -96,11 +104,7 @@ class DuckDBEngine:
         opts = (f"header = true, columns = {cols}, delim = ',', quote = '\"', escape = '\"', "
                 f"auto_detect = false, max_line_size = {MAX_LINE}, "
                 f"buffer_size = {2 * MAX_LINE}")
-        if rejects is None:
-            opts += ", ignore_errors = true"
-        else:
-            opts += (f", store_rejects = true, rejects_table = 'sm_rej_{rejects}', "
-                     f"rejects_scan = 'sm_scan_{rejects}'")
+        opts += _reject_options(rejects)
         return f"read_csv({literal(inp.path.as_posix())}, {opts})"
 
     def _lines(self, inp: InputFile, rejects: int | None) -> str:
@@ -108,11 +112,7 @@ class DuckDBEngine:
                 f"delim = {literal(_LINE_SEP)}, quote = '', escape = '', "
                 f"auto_detect = false, max_line_size = {MAX_LINE}, "
                 f"buffer_size = {2 * MAX_LINE}")
-        if rejects is None:
-            opts += ", ignore_errors = true"
-        else:
-            opts += (f", store_rejects = true, rejects_table = 'sm_rej_{rejects}', "
-                     f"rejects_scan = 'sm_scan_{rejects}'")
+        opts += _reject_options(rejects)
         line = "ltrim(line, chr(65279))"  # a UTF-8 byte-order mark on the first line
         return (f"(SELECT {line} AS line FROM read_csv({literal(inp.path.as_posix())}, "
                 f"{opts}) WHERE NOT {blank('line')}) AS lines")

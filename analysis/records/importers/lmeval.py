@@ -173,27 +173,13 @@ def _find(folder: Path) -> list[Path]:
 
 
 def import_lmeval(src: Path | str | None, *, mapping: Mapping | Path | str) -> MappedImport:
-    """Import lm-evaluation-harness samples files through a mapping.
+    """Import lm-evaluation-harness samples files through a mapping (``format = "lmeval"``).
 
-    Parameters
-    ----------
-    src
-        A ``samples_*.jsonl`` file or a folder searched recursively for them. With a
-        ``[join]`` mapping, the folder that relative join paths start from (may be ``None``:
-        then the mapping file's folder).
-    mapping
-        A :class:`~selfmodel.records.importers.mapping.Mapping` or the path of a TOML mapping with
-        ``format = "lmeval"``.
-
-    Returns
-    -------
-    MappedImport
-        Canonical records, notes and counts.
-
-    Raises
-    ------
-    InputError
-        Missing files, a mapping for another format, or a path that resolves in no sample.
+    ``src`` is a ``samples_*.jsonl`` file or a folder searched recursively for them; the
+    rest is as for :func:`selfmodel.records.importers.inspect_logs.import_inspect`: the
+    mapping as an object or a TOML path, canonical records, notes and counts returned, and
+    :class:`InputError` for missing files, a mapping for another format, or a path that
+    resolves in no sample.
     """
     m = as_mapping(mapping, fmt="lmeval")
     return import_logs(

@@ -234,14 +234,8 @@ def parse_mapping(
     base
         Folder relative join paths fall back to.
 
-    Returns
-    -------
-    Mapping
-
-    Raises
-    ------
-    InputError
-        On an unknown key (with a suggestion), a missing ``format``, or a bad value.
+    Returns the parsed :class:`Mapping`; raises :class:`InputError` on an unknown key (with
+    a suggestion), a missing ``format``, or a bad value.
 
     Examples
     --------
