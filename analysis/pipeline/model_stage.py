@@ -29,6 +29,7 @@ from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting import checks
 from selfmodel.fitting.fit import Fit, SamplerSettings, fit
 from selfmodel.fitting.fitpool import concurrently
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.records.contract import SCALE_COLUMNS
 
 Progress = Callable[[str], None]
@@ -94,10 +95,7 @@ def fit_verdict(
     *,
     scale: str,
     rule: DecisionRule,
-    seed: int,
-    settings: SamplerSettings,
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
 ) -> VerdictFit:
     """Fit the verdict model to the cells whose model has the scale variable."""
     name = model_registry.verdict().NAME
@@ -114,14 +112,13 @@ def fit_verdict(
         )
     if usable["x"].n_unique() < 2:
         return VerdictFit(None, usable, "every model has the same value of the scale variable")
-    progress(
+    settings = fitter.sampler
+    then = functools.partial(checks_after_fit, name=name, data=usable, seed=fitter.seed,
+                             cache_dir=fitter.cache_dir)
+    f = fitter.fit(name, usable, then=then, why=(
         f"sampling '{name}' model: {usable.height} cells, {n_models} models, "
-        f"{settings.chains} chains x {settings.draws} draws ({settings.sampler})"
-    )
-    then = functools.partial(checks_after_fit, name=name, data=usable, seed=seed,
-                             cache_dir=cache_dir)
-    f = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir, then=then)
-    progress("reused saved fit (inputs unchanged)" if f.reused else f"sampled in {f.seconds:.1f} s")
+        f"{settings.chains} chains x {settings.draws} draws ({settings.sampler})"))
+    fitter.progress("reused saved fit (inputs unchanged)" if f.reused else f"sampled in {f.seconds:.1f} s")
     return VerdictFit(f, usable, None)
 
 

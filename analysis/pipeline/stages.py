@@ -265,10 +265,7 @@ def stage_verdict(state: RunState, say: Progress) -> None:
     """
     assert state.cells is not None and state.ingest is not None
     cfg = state.config
-    v = fit_verdict(
-        state.cells, scale=cfg.scale, rule=cfg.rule, seed=cfg.seed, settings=cfg.sampler,
-        cache_dir=cfg.cache_dir, progress=say,
-    )
+    v = fit_verdict(state.cells, scale=cfg.scale, rule=cfg.rule, fitter=cfg.fitter(say))
     state.verdict = v
     state.tables = Tables(v.usable, state.ingest.records, state.registry, cfg.scale)
     module = model_registry.verdict()
@@ -513,10 +510,7 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                     state.confounds_section["largest_family"],
                     scale=cfg.scale,
                     rule=cfg.rule,
-                    seed=cfg.seed,
-                    settings=cfg.sampler,
-                    cache_dir=cfg.cache_dir,
-                    progress=say,
+                    fitter=cfg.fitter(say),
                 )
 
         # independent checks, each filling its own section: with worker processes their

@@ -19,6 +19,7 @@ from selfmodel import models as model_registry
 from selfmodel.common.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import SamplerSettings
+from selfmodel.fitting.fitter import Fitter, Progress
 
 if TYPE_CHECKING:  # only for annotations: the stages import this module
     from selfmodel.analyses.tables import Tables
@@ -70,6 +71,10 @@ class RunConfig:
     def cache_dir(self) -> Path | None:
         """The fits folder (``OUT/fits``), or ``None`` without the cache."""
         return (self.out / "fits") if self.use_cache else None
+
+    def fitter(self, progress: Progress) -> Fitter:
+        """The run's :class:`Fitter`: its seed, sampler settings and fit cache, saying ``progress``."""
+        return Fitter(self.seed, self.sampler, self.cache_dir, progress)
 
 
 @dataclass

@@ -10,7 +10,6 @@ most models (leave-one-family-out), so the report can say whether the slope rest
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -19,7 +18,7 @@ from selfmodel import models as model_registry
 from selfmodel.common import arviz_ops
 from selfmodel.decisions.effects import rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.fitting.fitter import Fitter
 
 Progress = Callable[[str], None]
 
@@ -108,10 +107,7 @@ def without_family(
     *,
     scale: str,
     rule: DecisionRule,
-    seed: int,
-    settings: SamplerSettings,
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
 ) -> dict[str, Any]:
     """The verdict model refitted without ``family``: the slope's decision on the rest."""
     rest = usable.filter(pl.col("family") != family)
@@ -121,8 +117,8 @@ def without_family(
         return {**head, "decision": "not_estimable", "mean": None,
                 "reason": f"only {n_models} model(s) without the {family} family"}
     module = model_registry.verdict()
-    progress(f"leave-one-family-out: fitting '{module.NAME}' without {family} ({n_models} models)")
-    f = fit(module.NAME, rest, seed=seed, settings=settings, cache_dir=cache_dir)
+    f = fitter.fit(module.NAME, rest, why=(
+        f"leave-one-family-out: fitting '{module.NAME}' without {family} ({n_models} models)"))
     eff_rule, _ = rope_for(rule, scale, x_by_model(rest))
     res = decide(arviz_ops.posterior(f.idata)[module.EFFECT].values, eff_rule, n_models=n_models)
     return {**head, **{k: res[k] for k in ("mean", "sd", "hdi_low", "hdi_high", "hdi_prob",

@@ -41,8 +41,10 @@ from selfmodel.records.importers.mapping import (
     LogSample,
     MappedImport,
     Mapping,
+    Samples,
     as_mapping,
     import_logs,
+    source_name,
 )
 
 __all__ = ["INSTALL_HINT", "import_inspect", "read_inspect_log"]
@@ -63,9 +65,7 @@ def _reader() -> Any:
     return read_eval_log
 
 
-def read_inspect_log(
-    path: Path | str, *, root: Path | str | None = None
-) -> tuple[list[LogSample], list[str]]:
+def read_inspect_log(path: Path | str, *, root: Path | str | None = None) -> Samples:
     """Read one Inspect log with ``inspect_ai.log.read_eval_log``.
 
     Parameters
@@ -73,7 +73,7 @@ def read_inspect_log(
     path
         A ``.eval`` or ``.json`` log.
     root
-        Folder that ``source_file`` is written relative to (default: the log's folder).
+        What ``source_file`` is relative to (:func:`~selfmodel.records.importers.mapping.source_name`).
 
     Returns
     -------
@@ -89,11 +89,7 @@ def read_inspect_log(
     """
     read_eval_log = _reader()
     p = Path(path)
-    base = Path(root) if root is not None else p.parent
-    try:
-        rel = p.relative_to(base).as_posix()
-    except ValueError:
-        rel = p.as_posix()
+    rel = source_name(p, root)
     try:
         log = read_eval_log(str(p))
     except Exception as exc:  # inspect raises several types for a file it cannot read
@@ -235,6 +231,7 @@ def import_inspect(src: Path | str | None, *, mapping: Mapping | Path | str) -> 
     result = import_logs(
         src,
         mapping=m,
+        fmt="inspect",
         find=_find,
         read=lambda path, root: read_inspect_log(path, root=root),
         what="Inspect logs (.eval, .json)",

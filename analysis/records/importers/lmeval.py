@@ -36,8 +36,9 @@ from selfmodel.records.importers.mapping import (
     LogSample,
     MappedImport,
     Mapping,
-    as_mapping,
+    Samples,
     import_logs,
+    source_name,
 )
 from selfmodel.records.ingest.discover import open_gzip_text
 
@@ -90,9 +91,7 @@ def _results_for(path: Path, date: str | None) -> tuple[dict[str, Any], Path | N
     return {}, None
 
 
-def read_lmeval_samples(
-    path: Path | str, *, root: Path | str | None = None
-) -> tuple[list[LogSample], list[str]]:
+def read_lmeval_samples(path: Path | str, *, root: Path | str | None = None) -> Samples:
     """Read one ``samples_<task>_<date>.jsonl`` file (``.jsonl.gz`` too).
 
     Parameters
@@ -100,7 +99,8 @@ def read_lmeval_samples(
     path
         The samples file.
     root
-        Folder that ``source_file`` is written relative to (default: the file's folder).
+        The folder ``source_file`` names the file from (default: the file's folder; see
+        :func:`~selfmodel.records.importers.mapping.source_name`).
 
     Returns
     -------
@@ -115,11 +115,7 @@ def read_lmeval_samples(
         When the file cannot be opened or no line is valid JSON.
     """
     p = Path(path)
-    base = Path(root) if root is not None else p.parent
-    try:
-        rel = p.relative_to(base).as_posix()
-    except ValueError:
-        rel = p.as_posix()
+    rel = source_name(p, root)
     notes: list[str] = []
     match = SAMPLES_RE.match(p.name)
     task = match["task"] if match else p.stem.removeprefix("samples_")
@@ -181,10 +177,10 @@ def import_lmeval(src: Path | str | None, *, mapping: Mapping | Path | str) -> M
     :class:`InputError` for missing files, a mapping for another format, or a path that
     resolves in no sample.
     """
-    m = as_mapping(mapping, fmt="lmeval")
     return import_logs(
         src,
-        mapping=m,
+        mapping=mapping,
+        fmt="lmeval",
         find=_find,
         read=lambda path, root: read_lmeval_samples(path, root=root),
         what="lm-evaluation-harness samples_*.jsonl files",

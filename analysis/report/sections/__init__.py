@@ -20,6 +20,7 @@ from selfmodel.report.sections import (
     missingness,
     model,
     privileged,
+    reliability,
     reproduce,
     robustness,
     scaling,
@@ -32,6 +33,6 @@ from selfmodel.report.sections.common import Report, load
 
 __all__ = [
     "Report", "appendix", "calibration", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
-    "load", "missingness", "model", "privileged", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
+    "load", "missingness", "model", "privileged", "reliability", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
     "verdict",
 ]

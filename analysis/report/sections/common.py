@@ -155,11 +155,16 @@ def text_width_in(labels: Iterable[object], pt: float = 8) -> float:
 
 
 def panels(rep: Report, n: int, *, min_w: float = 2.0, h: float = 2.3, label_w: float = 0.0,
-           legend_rows: int = 0, **kw: Any) -> tuple[Figure, list[Axes]]:
-    """``n`` panels in rows as wide as the text: as many per row as stay ``min_w`` inches wide."""
+           legend: Sequence[object] = (), **kw: Any) -> tuple[Figure, list[Axes]]:
+    """``n`` panels in rows as wide as the text: as many per row as stay ``min_w`` inches wide.
+
+    ``legend``: the labels of a legend that :func:`legend_below` will put under the panels
+    (the figure is made that much taller).
+    """
     ncol = max(1, min(n, int((rep.fig_w - label_w) // min_w)))
     nrow = -(-n // ncol)
-    fig, axes = plt.subplots(nrow, ncol, figsize=(rep.fig_w, h * nrow + 0.25 * legend_rows),
+    rows = legend_rows(rep, legend)[0] if legend else 0
+    fig, axes = plt.subplots(nrow, ncol, figsize=(rep.fig_w, h * nrow + 0.25 * rows),
                              squeeze=False, layout="constrained", **kw)
     flat = list(axes.ravel())
     for ax in flat[n:]:

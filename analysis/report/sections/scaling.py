@@ -20,7 +20,6 @@ from selfmodel.report.sections.common import (
     family_colours,
     first_col,
     legend_below,
-    legend_rows,
     log_axis,
     md_table,
     num,
@@ -73,7 +72,7 @@ def accuracy_curves(rep: Report) -> Figure | None:
         return None
     colours = family_colours(rep)
     tasks = sorted(C["tasks"])
-    fig, axes = panels(rep, len(tasks), legend_rows=legend_rows(rep, list(colours))[0], sharey=True)
+    fig, axes = panels(rep, len(tasks), legend=list(colours), sharey=True)
     for ax, task in zip(axes, tasks, strict=True):
         _band(rep, ax, C["tasks"][task])
         if rep.cells is not None:
@@ -97,7 +96,7 @@ def dprime_curves(rep: Report) -> Figure | None:
     size_of = {m["model"]: m for m in R["models"]}
     col = SCALE_COLUMN[rep.eff["scale_variable"]]
     tasks = sorted(SC["tasks"])
-    fig, axes = panels(rep, len(tasks), legend_rows=legend_rows(rep, list(colours))[0], sharey=True)
+    fig, axes = panels(rep, len(tasks), legend=list(colours), sharey=True)
     for ax, task in zip(axes, tasks, strict=True):
         _band(rep, ax, SC["tasks"][task])
         for fam, colour in colours.items():

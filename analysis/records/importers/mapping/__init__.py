@@ -87,8 +87,10 @@ from selfmodel.records.importers.mapping.spec import (
     LogSample,
     MappedImport,
     Mapping,
+    Samples,
     load_mapping,
     parse_mapping,
+    source_name,
 )
 
 __all__ = [
@@ -97,8 +99,10 @@ __all__ = [
     "LogSample",
     "MappedImport",
     "Mapping",
+    "Samples",
     "apply_mapping",
     "load_mapping",
     "parse_mapping",
     "resolve_path",
+    "source_name",
 ]

@@ -35,6 +35,7 @@ from selfmodel.records.importers.mapping.spec import (
     LogSample,
     MappedImport,
     Mapping,
+    Samples,
     Side,
     load_mapping,
 )
@@ -554,7 +555,7 @@ def _join_pairs(
     mapping: Mapping,
     spec: JoinSpec,
     base: Path,
-    read: Callable[[Path, Path], tuple[list[LogSample], list[str]]],
+    read: Callable[[Path, Path], Samples],
     notes: list[str],
 ) -> list[tuple[list[LogSample], list[LogSample]]]:
     """(object samples, hypothetical samples) of each pair of logs one join names.
@@ -592,9 +593,10 @@ def _join_pairs(
 def import_logs(
     src: Path | str | None,
     *,
-    mapping: Mapping,
+    mapping: Mapping | Path | str,
+    fmt: Format,
     find: Callable[[Path], list[Path]],
-    read: Callable[[Path, Path], tuple[list[LogSample], list[str]]],
+    read: Callable[[Path, Path], Samples],
     what: str,
 ) -> MappedImport:
     """Read logs with a format's ``find``/``read`` and apply ``mapping`` (used by the formats).
@@ -605,7 +607,9 @@ def import_logs(
         A log file or a folder of logs. With a ``[join]``, relative join paths are resolved
         against ``src`` when it is a folder, else against the mapping file's folder.
     mapping
-        A checked mapping of the right format.
+        A mapping, or its file (checked with :func:`as_mapping`).
+    fmt
+        The format the mapping must declare.
     find
         Lists the log files in a folder.
     read
@@ -618,6 +622,7 @@ def import_logs(
     -------
     MappedImport
     """
+    mapping = as_mapping(mapping, fmt=fmt)
     notes: list[str] = []
     root = Path(src) if src is not None else None
     if root is not None and not root.exists():

@@ -171,6 +171,24 @@ class LogSample:
     status: str = "ok"
 
 
+#: What a format's reader returns for one log file: its samples, and notes on what was
+#: skipped or guessed (see :func:`selfmodel.records.importers.mapping.import_logs`).
+Samples = tuple[list[LogSample], list[str]]
+
+
+def source_name(path: Path, root: Path | str | None = None) -> str:
+    """``path`` as a :class:`LogSample`'s ``source_file``.
+
+    Relative to ``root`` (default: the file's own folder), else the path as given when it
+    is not below ``root``.
+    """
+    base = Path(root) if root is not None else path.parent
+    try:
+        return path.relative_to(base).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
 #: What a mapped import returns (the one import result type of every importer).
 MappedImport = ImportResult
 
