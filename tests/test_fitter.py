@@ -1,0 +1,39 @@
+"""The run's Fitter hands its seed, settings and cache to every fit, and says why first."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from selfmodel.fitting import fitter as fitter_module
+from selfmodel.fitting.fit import SamplerSettings
+from selfmodel.fitting.fitter import Fitter
+from selfmodel.pipeline.state import RunConfig
+
+
+def test_fitter_passes_the_runs_settings_and_says_why(monkeypatch: pytest.MonkeyPatch,
+                                                      tmp_path: Path) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    monkeypatch.setattr(fitter_module, "fit", lambda model, data, **kw: calls.append((model, kw)) or "fit")
+    said: list[str] = []
+    settings = SamplerSettings(draws=10, tune=5, chains=1)
+    f = Fitter(7, settings, tmp_path, said.append)
+    out = f.fit("scale", pl.DataFrame({"n": [1]}), why="fitting because", priors={"a": 1})
+    assert out == "fit"
+    assert said == ["fitting because"]
+    (model, kw), = calls
+    assert model == "scale"
+    assert kw["seed"] == 7 and kw["settings"] is settings and kw["cache_dir"] == tmp_path
+    assert kw["priors"] == {"a": 1} and kw["options"] is None
+    assert f.sampler is settings
+    assert Fitter(1).sampler == SamplerSettings()
+
+
+def test_run_config_makes_its_fitter(tmp_path: Path) -> None:
+    cfg = RunConfig(out=tmp_path, seed=11, sampler=SamplerSettings(draws=50))
+    f = cfg.fitter(print)
+    assert (f.seed, f.settings, f.cache_dir) == (11, cfg.sampler, tmp_path / "fits")
+    assert RunConfig(out=tmp_path, use_cache=False).fitter(print).cache_dir is None
