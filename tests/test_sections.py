@@ -179,3 +179,25 @@ def test_python_source_holds_every_cell_in_order() -> None:
     for c in (c for c in doc.cells if c.kind == "code"):
         at = source.index(c.source.strip(), at)
     assert source.startswith('"""') and "# ruff: noqa: E402" in source
+
+
+def test_a_failed_fit_shows_no_decision_in_the_verdict_tables() -> None:
+    """Issue 28.4: the first screen's tables print 'not decided' for a fit that failed its gate."""
+    from selfmodel.decisions.verdict import NOT_DECIDED
+
+    R = json.loads(FIXTURE.read_text())
+    R["diagnostics"]["passed"] = R["model_zoo"]["sdt"]["diagnostics"]["passed"] = True
+    assert NOT_DECIDED not in sections.verdict.sdt_table(_report(R))
+    assert NOT_DECIDED not in sections.verdict.table(_report(R))
+    failed = {"passed": False, "checks": [{"name": "r_hat", "passed": False, "threshold": "<= 1.01",
+                                           "value": 1.02}]}
+    R["model_zoo"]["sdt"]["diagnostics"] = failed
+    text = sections.verdict.sdt_table(_report(R))
+    assert text.count(NOT_DECIDED) == len(R["sdt_effect"]["sensitivity"]["per_task"]) + len(
+        R["sdt_effect"]["bias"]["per_task"]) + ("d' average" in text)
+    assert "max R\\-hat 1\\.02" in text  # escaped for Markdown
+    assert NOT_DECIDED not in sections.verdict.table(_report(R))  # the accuracy fit passed
+    R["diagnostics"] = failed
+    assert NOT_DECIDED in sections.verdict.table(_report(R))
+    rows = [line for line in sections.verdict.table(_report(R)).splitlines() if line.startswith("| ")]
+    assert rows and not any(f"`{d}`" in line for line in rows for d in ("improves", "credibly_positive"))

@@ -13,7 +13,13 @@ import numpy as np
 import pytest
 
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.decisions.verdict import criterion_words, findings, headline, signs_disagree
+from selfmodel.decisions.verdict import (
+    NOT_DECIDED,
+    criterion_words,
+    findings,
+    headline,
+    signs_disagree,
+)
 from selfmodel.records.contract import DECISION_MEANING, DECISIONS
 from selfmodel.robustness.confounds import scale_axis_confounds
 from selfmodel.robustness.sensitivity import direction_of
@@ -122,7 +128,7 @@ def test_failed_diagnostics_are_said() -> None:
     R = _results()
     R["scale_effect"]["finding"] = False
     R["diagnostics"]["passed"] = False
-    assert "not a finding" in headline(R)
+    assert "not decided" in headline(R)
     assert "Failed diagnostics" in _text(R, "checks") and "the accuracy model" in _text(R, "checks")
     R2 = _results()
     R2["model_zoo"]["sdt"]["diagnostics"]["passed"] = False
@@ -275,3 +281,51 @@ def test_effect_priors_finding_names_what_held() -> None:
     R = {"sensitivity": {"effects": {"sdt": {"holds": {"sensitivity": True, "bias": False}}}}}
     text = effect_priors_finding(R)
     assert "unchanged for d' (sdt)" in text and "changes for criterion (sdt)" in text
+
+
+_FAILED_RHAT = {"passed": False, "checks": [
+    {"name": "r_hat", "passed": False, "threshold": "<= 1.01", "value": 1.0126},
+    {"name": "divergences", "passed": True, "threshold": "== 0", "value": 0}]}
+
+
+def _decision_words(text: str) -> list[str]:
+    return [m for m in DECISION_MEANING.values() if m in text] + [d for d in DECISIONS if d in text]
+
+
+def test_a_failed_sdt_fit_has_no_decision_on_the_first_screen() -> None:
+    """Issue 28.4: a fit that failed its gate speaks only of the failure, with the numbers."""
+    R = _results()
+    passed = {f["key"] for f in findings(R)}
+    assert {"sensitivity", "criterion"} <= passed
+    R["model_zoo"]["sdt"]["diagnostics"] = _FAILED_RHAT
+    R["sdt_effect"]["sensitivity"]["finding"] = False
+    R["sdt_effect"]["fit_model"] = "sdt"
+    found = {f["key"]: f["text"] for f in findings(R)}
+    assert "sensitivity" not in found and "criterion" not in found
+    text = found["sdt_diagnostics"]
+    assert "max R-hat 1.013 against <= 1.01" in text and "not decided" in text
+    assert _decision_words(text) == []
+    # at the exploratory preset the (expected) failure is labelled and the decisions stay
+    R["settings"] = {"preset": "exploratory"}
+    found = {f["key"]: f["text"] for f in findings(R)}
+    assert "sensitivity" in found and "exploratory" in found["sdt_diagnostics"]
+
+
+def test_a_failed_accuracy_fit_has_no_decision_on_the_first_screen() -> None:
+    R = _results()
+    R["diagnostics"] = _FAILED_RHAT
+    R["scale_effect"]["finding"] = False
+    found = {f["key"]: f["text"] for f in findings(R)}
+    assert "accuracy_tasks" not in found
+    assert "not decided" in found["accuracy"] and "max R-hat 1.013" in found["accuracy"]
+    assert _decision_words(found["accuracy"]) == []
+    assert f"{R['scale_effect']['mean']:+.2f}" in found["accuracy"]  # the estimate, as computed
+
+
+def test_a_failed_refit_without_a_family_is_not_decided() -> None:
+    R = _results()
+    R["confounds"] = {"without_family": {"family": "A", "n_models": 9, **_eff(0.3, 0.05),
+                                         "diagnostics_passed": False}}
+    assert NOT_DECIDED in _text(R, "confounds")
+    R["confounds"]["without_family"]["diagnostics_passed"] = True
+    assert NOT_DECIDED not in _text(R, "confounds")

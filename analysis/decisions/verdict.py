@@ -73,6 +73,37 @@ def _exploratory(R: Results) -> bool:
     return (R.get("settings") or {}).get("preset") == "exploratory"
 
 
+#: What the report shows instead of a decision word for a fit that failed its diagnostics
+NOT_DECIDED = "not decided (its fit failed the diagnostics gate)"
+
+
+def failed_gate(R: Results, fit_model: str | None = None) -> str | None:
+    """Which diagnostics a fit failed, in words (``None``: it passed, or the run is exploratory).
+
+    ``fit_model``: a model of ``model_zoo`` (default: the accuracy model, ``diagnostics``).
+    At ``--preset exploratory`` failed checks are expected and the whole report says so
+    first, so its decisions are shown, labelled; at any other settings a failed fit's
+    decisions are never shown as decisions (issue 28.4).
+    """
+    if _exploratory(R):
+        return None
+    if fit_model is None or fit_model == (R.get("scale_effect") or {}).get("fit_model"):
+        diag = R.get("diagnostics") or {}
+    else:
+        diag = ((R.get("model_zoo") or {}).get(fit_model) or {}).get("diagnostics") or {}
+    if diag.get("passed", True):
+        return None
+    failed = [c for c in diag.get("checks") or [] if not c.get("passed", True)]
+    if not failed:
+        return "diagnostics failed"
+    return ", ".join(f"{_CHECK_WORDS.get(c['name'], c['name'])} {_n(c.get('value'), '.4g')} "
+                     f"against {c.get('threshold')}" for c in failed)
+
+
+_CHECK_WORDS = {"r_hat": "max R-hat", "ess_bulk": "min bulk ESS", "divergences": "divergences",
+                "bfmi": "min E-BFMI"}
+
+
 def _interval(e: Mapping[str, Any]) -> str:
     return (f"{_n(e.get('mean'), '+.2f')}, {e.get('hdi_prob', 0.94):.0%} HDI "
             f"{_n(e.get('hdi_low'), '+.2f')} to {_n(e.get('hdi_high'), '+.2f')}")
@@ -173,6 +204,10 @@ def accuracy_finding(R: Results) -> str | None:
         return (f"The tasks disagree on the direction: accuracy credibly rises with scale in "
                 f"{_list(pos)} and credibly falls in {_list(neg)}. The average over tasks "
                 f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")
+    gate = failed_gate(R) if E.get("decision") != "not_estimable" else None
+    if gate:
+        return (f"The accuracy model's fit failed its diagnostics ({gate}), so the {quantity} slope is "
+                f"not decided; as computed it is {_interval(E)} {units}.")
     text = slope_sentence(E, quantity=quantity, units=units, rope=rope_text(E))
     if not E.get("finding", True) and E.get("decision") != "not_estimable":
         text += (" At the exploratory settings the fit's checks do not pass, so this is not a "
@@ -187,6 +222,8 @@ def accuracy_tasks_finding(R: Results) -> str | None:
     per = E.get("per_task") or {}
     if len(per) < 2:
         return None
+    if failed_gate(R):
+        return None  # said by the accuracy finding: the fit failed, nothing per task is decided
     parts = [f"{_task(t)} — {_short(r)}" for t, r in sorted(per.items())]
     return f"Accuracy slope per task ({E.get('units', '')}): " + "; ".join(parts) + "."
 
@@ -214,6 +251,10 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
         return []
     out: list[tuple[str, str]] = []
     sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
+    gate = failed_gate(R, S.get("fit_model") or "sdt") if S.get("fitted") is not False else None
+    if gate:
+        return [("sdt_diagnostics", f"The signal-detection fit failed its diagnostics ({gate}): its d' "
+                 "and criterion slopes are not decided (the table below shows them as computed).")]
     if sens.get("per_task"):
         words = _grouped(sens["per_task"], lambda r: (
             f"not estimable ({r.get('reason') or 'no fit'})" if r.get("decision") == "not_estimable"
@@ -372,8 +413,10 @@ def confounds_finding(R: Results) -> str | None:
         parts.append(f"{sh['family']} spans {sh['share']:.0%} of the range of the scale variable")
     wo = C.get("without_family")
     if wo and wo.get("decision"):
+        word = (NOT_DECIDED if wo.get("diagnostics_passed") is False and not _exploratory(R)
+                else DECISION_MEANING.get(wo["decision"], wo["decision"]))
         parts.append(f"without the {wo['family']} family ({wo['n_models']} models left) the slope is "
-                     f"{_interval(wo)}, {DECISION_MEANING.get(wo['decision'], wo['decision'])}")
+                     f"{_interval(wo)}, {word}")
     moe = C.get("mixture_of_experts")
     if moe and moe.get("models"):
         variants = ((R.get("sensitivity") or {}).get("scale_variable") or {}).get("variants") or []

@@ -9,7 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from selfmodel.decisions.status import status_lines
-from selfmodel.decisions.verdict import criterion_words, findings, signs_disagree
+from selfmodel.decisions.verdict import (
+    NOT_DECIDED,
+    criterion_words,
+    failed_gate,
+    findings,
+    signs_disagree,
+)
 from selfmodel.records.contract import DECISION_MEANING
 from selfmodel.report.sections.common import Out, Report, esc, md_table, num, pct
 
@@ -44,7 +50,7 @@ def summary(rep: Report) -> str:
         out(f"**{esc(found[0]['text'])}**\n")
     # the per-task accuracy slopes are the table below; the data's answers lead (first screen)
     rest = [f for f in found[1:] if f["key"] != "accuracy_tasks"]
-    first = [f for f in rest if f["key"] in ("sensitivity", "criterion")]
+    first = [f for f in rest if f["key"] in ("sensitivity", "criterion", "sdt_diagnostics")]
     for f in first:
         out(f"- {esc(f['text'])}")
     out()
@@ -93,6 +99,7 @@ def table(rep: Report) -> str:
     EFF, out = rep.eff, Out()
     rows = []
     pts = rep.results.get("accuracy_points") or {}
+    failed = failed_gate(rep.results)
     for name, e in [("overall", EFF)] + sorted(EFF["per_task"].items()):
         gain = pts.get(name, {})
         rows.append([
@@ -100,7 +107,7 @@ def table(rep: Report) -> str:
             f"[{num(e['hdi_low'])}, {num(e['hdi_high'])}]", num(e["prob_positive"]),
             f"{num(gain.get('gain_per_10x_points'), '+.1f')} [{num(gain.get('gain_low'), '+.1f')}, "
             f"{num(gain.get('gain_high'), '+.1f')}]" if gain else "",
-            f"`{e['decision']}`",
+            NOT_DECIDED if failed and e["decision"] != "not_estimable" else f"`{e['decision']}`",
         ])
     out(md_table(["effect", "mean", f"{EFF['hdi_prob']:.0%} HDI", "P(>0)", "acc. points per 10x", "decision"],
                  rows, ["---", "---:", "---:", "---:", "---:", "---"]))
@@ -110,7 +117,10 @@ def table(rep: Report) -> str:
     return str(out)
 
 
-def _sdt_row(label: str, v: dict[str, Any], words: str) -> list[str]:
+def _sdt_row(label: str, v: dict[str, Any], words: str, failed: bool = False) -> list[str]:
+    if failed and v["decision"] != "not_estimable":
+        return [esc(label), num(v["mean"]), f"[{num(v['hdi_low'])}, {num(v['hdi_high'])}]",
+                num(v["prob_positive"]), NOT_DECIDED, ""]
     return [esc(label), num(v["mean"]), f"[{num(v['hdi_low'])}, {num(v['hdi_high'])}]",
             num(v["prob_positive"]), f"`{v['decision']}`", esc(words)]
 
@@ -124,11 +134,13 @@ def sdt_table(rep: Report) -> str:
     out("\n**Knowing versus saying yes.** The signal-detection model (`models/sdt.py`) separates "
         "sensitivity d' (does the model know its own behaviour?) from the criterion c (does it simply "
         "say yes more often?).\n")
-    rows = [_sdt_row(f"d' {t}", v, DECISION_MEANING.get(v["decision"], ""))
+    gate = failed_gate(rep.results, SDT.get("fit_model") or "sdt") if SDT.get("fitted") is not False else None
+    rows = [_sdt_row(f"d' {t}", v, DECISION_MEANING.get(v["decision"], ""), bool(gate))
             for t, v in sorted(sens["per_task"].items())]
     if not signs_disagree(sens["per_task"]):
-        rows.append(_sdt_row("d' average over tasks", sens, DECISION_MEANING.get(sens["decision"], "")))
-    rows += [_sdt_row(f"criterion {t}", v, criterion_words(v)) for t, v in sorted(bias["per_task"].items())]
+        rows.append(_sdt_row("d' average over tasks", sens, DECISION_MEANING.get(sens["decision"], ""), bool(gate)))
+    rows += [_sdt_row(f"criterion {t}", v, criterion_words(v), bool(gate))
+             for t, v in sorted(bias["per_task"].items())]
     out(md_table(["effect", "mean", f"{sens['hdi_prob']:.0%} HDI", "P(>0)", "decision", "in words"], rows,
                  ["---", "---:", "---:", "---:", "---", "---"]))
     out("\nEach task has its own d' and criterion slope (no spread shared between tasks); the d' average "
@@ -137,8 +149,12 @@ def sdt_table(rep: Report) -> str:
     if SDT.get("fitted") is False:
         out(f"::: {{.callout-warning}}\nThe SDT model was not fitted ({esc(SDT.get('reason') or '')}): d' and "
             "criterion are not estimable.\n:::\n")
+    elif gate:
+        out(f"::: {{.callout-warning}}\nThe SDT fit failed its diagnostics ({esc(gate)}): its slopes are shown "
+            "as computed and are not decided.\n:::\n")
     elif not SDT["finding"]:
-        out("::: {.callout-warning}\nThe SDT model's diagnostics failed: its verdict is not a finding.\n:::\n")
+        out("::: {.callout-warning}\nThe SDT model's checks do not pass at these settings: its verdict is not "
+            "a finding.\n:::\n")
     if SDT.get("excluded_cells"):
         out(f"Left out of the SDT model ({len(SDT['excluded_cells'])} cells; their d' is not informed by "
             "their data): " + "; ".join(f"{esc(e['model'])} / {esc(e['task'])}: {esc(e['reason'])}"
