@@ -329,3 +329,27 @@ def test_a_failed_refit_without_a_family_is_not_decided() -> None:
     assert NOT_DECIDED in _text(R, "confounds")
     R["confounds"]["without_family"]["diagnostics_passed"] = True
     assert NOT_DECIDED not in _text(R, "confounds")
+
+
+def test_robustness_of_a_failed_fit_is_not_compared() -> None:
+    """A failed main fit or refit neither confirms nor contradicts a decision (issue 28.4)."""
+    from selfmodel.decisions.verdict import effect_priors_finding
+
+    R = _results()
+    R["sensitivity"]["effects"] = {"sdt": {"holds": {"sensitivity": True, "bias": True},
+                                           "variants": [{"factor": 0.5, "diagnostics_passed": True},
+                                                        {"factor": 2.0, "diagnostics_passed": False}]}}
+    R["sensitivity"]["effects_scale_variable"] = {"sdt": {
+        "variants": [{"variable": "capability", "diagnostics_passed": False}],
+        "holds": {"bias": True, "sensitivity": True}, "changed": {}}}
+    text = effect_priors_finding(R)
+    assert "unchanged" not in text and "not compared for criterion (sdt) and d' (sdt)" in text
+    assert "the sdt directions with capability are not compared (failed diagnostics: capability)" in _text(
+        R, "effect_robustness")
+    for v in R["sensitivity"]["effects"]["sdt"]["variants"]:
+        v["diagnostics_passed"] = True
+    R["sensitivity"]["effects_scale_variable"]["sdt"]["variants"][0]["diagnostics_passed"] = True
+    assert "decisions unchanged for criterion (sdt) and d' (sdt)" in effect_priors_finding(R)
+    R["model_zoo"]["sdt"]["diagnostics"] = _FAILED_RHAT  # the main fit failed: nothing to compare
+    assert "not compared" in effect_priors_finding(R)
+    assert "failed diagnostics: the main sdt fit" in _text(R, "effect_robustness")

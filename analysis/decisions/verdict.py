@@ -349,12 +349,33 @@ def checks_finding(R: Results) -> str:
 _EFFECT_WORDS = {"sensitivity": "d'", "bias": "criterion"}
 
 
-def companion_scale_variable_clauses(sens: Mapping[str, Any]) -> list[str]:
+def _failed_refits(R: Results, model: str, entry: Mapping[str, Any]) -> str | None:
+    """Which fits of a robustness entry failed their diagnostics, in words (``None``: none).
+
+    The model's main fit and each variant (a scale variable, or a prior factor). A failed
+    fit's decisions are not decisions (issue 28.4), so they neither confirm nor contradict
+    the main fit's. At the exploratory preset nothing is held back (the report says so first).
+    """
+    if _exploratory(R):
+        return None
+    bad = [str(v["variable"]) if v.get("variable") else
+           f"priors x{v['factor']:g}" if v.get("factor") is not None else "a variant"
+           for v in entry.get("variants") or [] if v.get("diagnostics_passed") is False]
+    if failed_gate(R, model):
+        bad.insert(0, f"the main {model} fit")
+    return f"failed diagnostics: {_list(bad)}" if bad else None
+
+
+def companion_scale_variable_clauses(R: Results) -> list[str]:
     """Which companion effects (d', criterion) kept their direction with the other scale variables."""
-    out = []
+    sens, out = R.get("sensitivity") or {}, []
     for model, entry in sorted((sens.get("effects_scale_variable") or {}).items()):
         others = [v["variable"] for v in entry.get("variants", [])]
         if not others:
+            continue
+        failed = _failed_refits(R, model, entry)
+        if failed:
+            out.append(f"the {model} directions with {_list(others)} are not compared ({failed})")
             continue
         held = [_EFFECT_WORDS.get(k, k) for k, ok in sorted((entry.get("holds") or {}).items()) if ok]
         changed = [f"{_EFFECT_WORDS.get(k, k)} with {_list(v)}"
@@ -384,7 +405,7 @@ def effect_robustness_finding(R: Results) -> str | None:
     Which d' and criterion findings held with the other scale variables, and whether strict
     accuracy (missing counted wrong) changes the accuracy answer.
     """
-    parts = companion_scale_variable_clauses(R.get("sensitivity") or {}) + strict_accuracy_clauses(R)
+    parts = companion_scale_variable_clauses(R) + strict_accuracy_clauses(R)
     if not parts:
         return None
     text = "; ".join(parts)
@@ -506,14 +527,16 @@ def effect_priors_finding(R: Results) -> str | None:
     names = {"sensitivity": "d'", "bias": "criterion"}
     held: list[str] = []
     changed: list[str] = []
+    unchecked: list[str] = []
     for model, entry in sorted(eff.items()):
+        failed = _failed_refits(R, model, entry)
         for key, ok in sorted((entry.get("holds") or {}).items()):
             label = f"{names.get(key, key)} ({model})"
-            (held if ok else changed).append(label)
-    if not held and not changed:
+            (unchecked if failed else held if ok else changed).append(label)
+    if not held and not changed and not unchecked:
         return None
     text = "Prior sensitivity beyond the accuracy model (every prior scale halved and doubled): "
-    parts = []
+    parts = [] if not unchecked else [f"not compared for {_list(unchecked)} (a fit failed its diagnostics)"]
     if held:
         parts.append(f"decisions unchanged for {_list(held)}")
     if changed:
