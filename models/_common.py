@@ -79,6 +79,20 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class SamplingNeeds:
+    """How a model's sampling departs from the run's settings, where measured to need it.
+
+    ``draws`` and ``tune`` multiply the run's (so ``--preset exploratory`` and ``--draws``
+    scale too), ``target_accept`` is a floor. The fit's provenance records the settings
+    actually used, and the model's docstring the measurement behind them.
+    """
+
+    draws: float = 1.0
+    tune: float = 1.0
+    target_accept: float = 0.0
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     """What a model is, for the pipeline.
 
@@ -113,6 +127,8 @@ class ModelSpec:
         decorrelated basis samples other coordinates of the same prior, and its task slopes
         are deterministics). Prior-sensitivity reweighting computes the prior densities of
         the posterior draws in that form (``selfmodel.fitting.reweight``).
+    sampling
+        What this model's sampling needs beyond the run's settings (:class:`SamplingNeeds`).
     """
 
     table: Table = "cells"
@@ -125,6 +141,7 @@ class ModelSpec:
     without_effect: Comparison | None = None
     unfit_reason: Callable[[Any], str | None] | None = None
     prior_density_options: Mapping[str, Any] = field(default_factory=dict)
+    sampling: SamplingNeeds = field(default_factory=SamplingNeeds)
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,9 @@ import polars as pl
 import pytest
 
 from selfmodel.fitting import fitter as fitter_module
-from selfmodel.fitting.fit import SamplerSettings
+from selfmodel.fitting.fit import SamplerSettings, for_model
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.models._common import SamplingNeeds
 from selfmodel.pipeline.state import RunConfig
 
 
@@ -37,3 +38,12 @@ def test_run_config_makes_its_fitter(tmp_path: Path) -> None:
     f = cfg.fitter(print)
     assert (f.seed, f.settings, f.cache_dir) == (11, cfg.sampler, tmp_path / "fits")
     assert RunConfig(out=tmp_path, use_cache=False).fitter(print).cache_dir is None
+
+
+def test_a_model_samples_with_what_its_spec_says_it_needs() -> None:
+    run = SamplerSettings()
+    assert for_model(run, SamplingNeeds()) is run
+    own = for_model(run, SamplingNeeds(draws=1.5, tune=1.5, target_accept=0.995))
+    assert (own.draws, own.tune, own.target_accept, own.chains) == (3000, 1500, 0.995, run.chains)
+    quick = for_model(SamplerSettings(draws=300, tune=300, target_accept=0.999), SamplingNeeds(1.5, 1.5, 0.995))
+    assert (quick.draws, quick.tune, quick.target_accept) == (450, 450, 0.999)  # a floor, not a value

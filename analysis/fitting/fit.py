@@ -30,6 +30,7 @@ import functools
 import hashlib
 import hmac
 import json
+import math
 import os
 import platform
 import secrets
@@ -38,7 +39,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Final
@@ -78,6 +79,20 @@ class SamplerSettings:
     cores: int = 2
     target_accept: float = 0.99
     sampler: str = "nutpie"
+
+
+def for_model(settings: SamplerSettings, needs: Any) -> SamplerSettings:
+    """``settings`` as a model whose ``SPEC.sampling`` is ``needs`` samples with them.
+
+    Draws and tuning scaled by the model's factors (rounded up), ``target_accept`` raised to
+    the model's floor; unchanged for a model that needs nothing beyond the run's settings.
+    """
+    draws = math.ceil(settings.draws * needs.draws)
+    tune = math.ceil(settings.tune * needs.tune)
+    target = max(settings.target_accept, needs.target_accept)
+    if (draws, tune, target) == (settings.draws, settings.tune, settings.target_accept):
+        return settings
+    return replace(settings, draws=draws, tune=tune, target_accept=target)
 
 
 @dataclass
@@ -300,8 +315,8 @@ def fit(
         beside the fit (the checks of ``model_stage.checks_after_fit``), so that it runs
         in the worker too. Not called for a fit read from the cache. Must be picklable.
     """
-    settings = settings or SamplerSettings()
     module = model_registry.get(model_name)
+    settings = for_model(settings or SamplerSettings(), module.SPEC.sampling)
     merged = {**module.DEFAULT_PRIORS, **(priors or {})}
     cols = [c for c in module.REQUIRED_COLUMNS if c in data.columns]
     used = data.select(cols)

@@ -42,7 +42,7 @@ from selfmodel.decisions.hypotheses import label_roles, load_hypotheses, one_rul
 from selfmodel.decisions.multiplicity import add_bayes_factor_ranges, multiplicity
 from selfmodel.decisions.status import low_yield_sentence, status_lines
 from selfmodel.fitting import fitpool
-from selfmodel.fitting.fit import fit
+from selfmodel.fitting.fit import fit, for_model
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.summaries import (
     accuracy_points,
@@ -671,6 +671,11 @@ def _settings(cfg: RunConfig, inputs: Inputs) -> dict[str, Any]:
         "rule": cfg.rule.as_dict(),
         "rule_source": cfg.rule_source,
         "sampler": asdict(cfg.sampler),
+        # the models whose sampling departs from the run's (models/*.py SPEC.sampling), as used
+        "sampler_by_model": {
+            name: asdict(own) for name in cfg.models
+            if (own := for_model(cfg.sampler, model_registry.get(name).SPEC.sampling)) != cfg.sampler
+        },
         "inputs": [str(p) for p in inputs.record_paths],
         "registry": str(inputs.registry) if inputs.registry else None,
         "mapping": cfg.mapping,

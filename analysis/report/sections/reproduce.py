@@ -20,7 +20,10 @@ def reproducibility(rep: Report) -> str:
     out(f"- Seed: {S['seed']}; scale variable: `{S['scale']}`; ROPE ±{S['rule']['rope']}")
     sm = S["sampler"]
     out(f"- Sampler: {sm['sampler']}, {sm['chains']} chains x {sm['draws']} draws after {sm['tune']} tuning, "
-        f"target_accept {sm['target_accept']}")
+        f"target_accept {sm['target_accept']}" + "".join(
+            f"; model `{esc(name)}`: {own['chains']} x {own['draws']} draws after {own['tune']} tuning, "
+            f"target_accept {own['target_accept']} (its `SPEC.sampling`)"
+            for name, own in sorted((S.get("sampler_by_model") or {}).items())))
     if F:
         out(f"- Fit file: {code(F['file'])} (cache key `{F['cache_key'][:16]}`), data SHA-256 of cells "
             f"`{F['data_sha256'][:16]}…`")
