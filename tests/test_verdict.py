@@ -353,3 +353,14 @@ def test_robustness_of_a_failed_fit_is_not_compared() -> None:
     R["model_zoo"]["sdt"]["diagnostics"] = _FAILED_RHAT  # the main fit failed: nothing to compare
     assert "not compared" in effect_priors_finding(R)
     assert "failed diagnostics: the main sdt fit" in _text(R, "effect_robustness")
+
+
+def test_the_crosscheck_of_a_failed_sdt_fit_is_not_compared() -> None:
+    R = _results()
+    R["sdt_effect"]["fit_model"] = "sdt"
+    R["sdt_crosscheck"] = {"per_task": {"refusal": {"dprime": {"agrees": True, "estimate": 0.3,
+                                                               "p_value": 0.01}}}}
+    assert "agrees for d' in refusal" in _text(R, "sdt_crosscheck")
+    R["model_zoo"]["sdt"]["diagnostics"] = _FAILED_RHAT
+    text = _text(R, "sdt_crosscheck")
+    assert "agrees" not in text and "not compared" in text and "max R-hat 1.013" in text

@@ -503,6 +503,10 @@ def sdt_crosscheck_finding(R: Results) -> str | None:
     sec = R.get("sdt_crosscheck") or {}
     if not R.get("sdt_effect"):
         return None
+    gate = failed_gate(R, (R.get("sdt_effect") or {}).get("fit_model") or "sdt")
+    if gate and sec.get("per_task"):
+        return ("Frequentist cross-check of the signal-detection slopes: not compared, the "
+                f"signal-detection fit failed its diagnostics ({gate}).")
     held: list[str] = []
     failed: list[str] = []
     for task, row in sorted((sec.get("per_task") or {}).items()):
@@ -596,16 +600,20 @@ def confirmatory_finding(R: Results) -> str | None:
         if d == "not_estimable" or m.get("mean") is None:
             parts.append(f"{m.get('name')}: not estimable ({m.get('reason') or 'no fit'})")
             continue
+        if m.get("finding") is False and not _exploratory(R):
+            parts.append(f"{m.get('name')}: {NOT_DECIDED}; as computed {_interval(m)}")
+            continue
         parts.append(f"{m.get('name')}: {DECISION_MEANING.get(d, d)}, {_interval(m)}"
                      + ("" if m.get("supported") else f" (predicted: {m.get('predicted')})")
-                     + (" -- its fit failed its diagnostics, not a finding" if m.get("finding") is False
-                        else ""))
+                     + (" -- its fit's checks do not pass at the exploratory settings, not a finding"
+                        if m.get("finding") is False else ""))
     verdict = {True: "supported as a family", False: "not supported as a family",
                None: "not decidable as a family"}[fam.get("supported")]
     if fam.get("supported") is None and fam.get("reason"):
         verdict += f" ({fam['reason']})"
     joint = "; ".join(f"P(every confirmatory slope of the {j['fit']} fit has its predicted sign) = "
-                      f"{_n(j.get('prob_all_predicted_sign'), '.3f')}" for j in fam.get("joint") or [])
+                      f"{_n(j.get('prob_all_predicted_sign'), '.3f')}" for j in fam.get("joint") or []
+                      if not failed_gate(R, j.get("fit")))
     return (f"Confirmatory hypotheses ({fam['size']}, declared in the hypotheses file), decided together "
             f"with Bonferroni-adjusted {_n(fam.get('hdi_prob'), '.1%')} HDIs: {verdict}. "
             + "; ".join(parts) + "."
