@@ -47,3 +47,30 @@ def test_a_model_samples_with_what_its_spec_says_it_needs() -> None:
     assert (own.draws, own.tune, own.target_accept, own.chains) == (3000, 1500, 0.995, run.chains)
     quick = for_model(SamplerSettings(draws=300, tune=300, target_accept=0.999), SamplingNeeds(1.5, 1.5, 0.995))
     assert (quick.draws, quick.tune, quick.target_accept) == (450, 450, 0.999)  # a floor, not a value
+
+
+def test_a_worker_gets_the_run_settings_so_it_saves_the_fit_under_the_same_key(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """fit() adapts the run's settings to the model once: a worker re-running fit() must not
+    adapt them again (else it samples other settings and saves under another key)."""
+    from selfmodel.fitting import fit as fit_module
+    from selfmodel.fitting import fitpool
+
+    sent: list[Any] = []
+
+    class Sent(Exception):
+        pass
+
+    def capture(job: Any) -> None:
+        sent.append(job)
+        raise Sent
+
+    monkeypatch.setattr(fitpool, "active", lambda: True)
+    monkeypatch.setattr(fitpool, "run_in_worker", capture)
+    run = SamplerSettings(draws=100, tune=100)
+    cells = pl.DataFrame({"model": ["a"], "family": ["f"], "task": ["t"], "x": [0.0], "n_signal": [5],
+                          "n_noise": [5], "hits": [3], "false_alarms": [2]})
+    with pytest.raises(Sent):
+        fit_module.fit("sdt", cells, seed=1, settings=run, cache_dir=tmp_path)
+    (job,) = sent
+    assert job.keywords["settings"] == run  # not the SDT's own (1.5x draws): the worker adapts them

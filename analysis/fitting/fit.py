@@ -316,7 +316,8 @@ def fit(
         in the worker too. Not called for a fit read from the cache. Must be picklable.
     """
     module = model_registry.get(model_name)
-    settings = for_model(settings or SamplerSettings(), module.SPEC.sampling)
+    run_settings = settings or SamplerSettings()  # a worker process gets these, and adapts them itself
+    settings = for_model(run_settings, module.SPEC.sampling)
     merged = {**module.DEFAULT_PRIORS, **(priors or {})}
     cols = [c for c in module.REQUIRED_COLUMNS if c in data.columns]
     used = data.select(cols)
@@ -350,7 +351,7 @@ def fit(
         # the fit at ``path`` (same key), which is read back here
         progress.status(f"'{model_name}': fitting in a worker process")
         fitpool.run_in_worker(functools.partial(
-            _fit_and_save, model_name, used, seed=seed, settings=settings, priors=priors,
+            _fit_and_save, model_name, used, seed=seed, settings=run_settings, priors=priors,
             options=options, cache_dir=cache_dir, reuse_compiled=reuse_compiled, then=then))
         saved_idata, saved_prov = _read_saved_fit(path, key)
         if saved_idata is None:
