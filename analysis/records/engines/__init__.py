@@ -33,8 +33,8 @@ a count on logs written by a program, are listed in ``docs/engines.md``.
 
 from __future__ import annotations
 
+import functools
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,9 +43,9 @@ from typing import Any, Final, Protocol
 import narwhals as nw
 import polars as pl
 
-from selfmodel.records.contract import JSON_ERRORS, REQUIRED, InputError
+from selfmodel.records.contract import REQUIRED, InputError
 from selfmodel.records.ingest import IngestConfig
-from selfmodel.records.ingest.columns import closest
+from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.readers import read_csv_header
 from selfmodel.records.ingest.run import merge_options
@@ -67,8 +67,6 @@ __all__ = ["ENGINES", "EngineResult", "EngineUnavailable", "reduce_records"]
 
 #: Engines :func:`reduce_records` knows, the default first.
 ENGINES: Final = ("duckdb", "spark")
-
-_JSON_SAMPLE_LINES: Final = 1000
 
 
 class EngineUnavailable(InputError):
@@ -139,23 +137,6 @@ def make_engine(name: str, **options: Any) -> Engine:
     raise InputError(f"unknown engine '{name}'. Use one of: {', '.join(ENGINES)}.")
 
 
-def json_keys(path: Path) -> list[str]:
-    """Keys of the JSON objects on the first 1,000 lines of a JSONL file (as ingest samples)."""
-    keys: dict[str, None] = {}
-    with path.open("rb") as fh:
-        head = fh.read(3)
-        if head != b"\xef\xbb\xbf":
-            fh.seek(0)
-        for _, line in zip(range(_JSON_SAMPLE_LINES), fh, strict=False):
-            try:
-                obj = json.loads(line)
-            except JSON_ERRORS:
-                continue
-            if isinstance(obj, dict):
-                keys.update(dict.fromkeys(obj))
-    return list(keys)
-
-
 def csv_header(inp: InputFile) -> list[str]:
     """The header of a CSV file as ingest reads it (names stripped; duplicates an error)."""
     with inp.path.open("rb") as raw:
@@ -190,49 +171,18 @@ def _resolve(
     present = [c for c, _ in cols]
     types = dict(cols)
     mapping, defaults = options.mapping, options.defaults
-    wanted = {c: mapping.get(c, c) for c in INPUT_COLUMNS}
     if inp.format == "jsonl":  # a key not in the first lines is present if some line has it
-        for c, source in wanted.items():
+        for c in INPUT_COLUMNS:
+            source = mapping.get(c, c)
             if source not in types and (c in REQUIRED or c in mapping or c in defaults):
                 if eng.count(inp, source) > 0:
                     present.append(source)
                     types[source] = "json"
-    present_set = set(present)
-    sources: dict[str, str | None] = {
-        c: (s if s in present_set else None) for c, s in wanted.items()
-    }
+    sources, unused = column_sources(inp, present, mapping, defaults,
+                                     has_rows=functools.cache(lambda: eng.count(inp) > 0))
     if inp.format == "jsonl":  # canonical keys are always read (null when absent)
-        sources = {
-            c: sources[c] or (None if c in mapping or c in defaults else c) for c in INPUT_COLUMNS
-        }
-    used = {s for c, s in sources.items() if s is not None and s in present_set}
-    unused = [c for c in present if c not in used]
-    shown = ", ".join(present[:20]) + (", ..." if len(present) > 20 else "")
-    line = 1 if inp.format == "csv" else None
-    for c in INPUT_COLUMNS:
-        mapped = mapping.get(c)
-        if wanted[c] in present_set or (mapped is None and c in defaults):
-            continue
-        if mapped is None and c not in REQUIRED:
-            continue
-        if eng.count(inp) == 0:  # no rows (JSONL: no object): nothing to check
-            break
-        if mapped is not None:
-            if c in unused:
-                todo = f"Drop --map {c}={mapped} to use the file's own '{c}' column"
-            else:
-                guess = closest(mapped, unused)
-                todo = f"Fix the mapping, e.g. --map {c}={guess}" if guess else "Fix it"
-            raise InputError(format_input_error(
-                inp.name,
-                f"mapped column '{mapped}' (--map {c}={mapped}) is not in the file "
-                f"(present: {shown or 'none'})",
-                todo, line=line, column=mapped))
-        guess = closest(c, unused)
-        raise InputError(format_input_error(
-            inp.name, f"required column '{c}' is missing (present: {shown or 'none'})",
-            f"Map it with --map {c}={guess}" if guess else f"Add a '{c}' column",
-            line=line, column=c))
+        sources = {c: s or (None if c in mapping or c in defaults else c)
+                   for c, s in sources.items()}
     for c, s in sources.items():
         if c in ID_COLUMNS:  # a list or struct identifier: each row quarantined (SQL rule)
             continue

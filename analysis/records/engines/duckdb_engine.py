@@ -25,9 +25,10 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import InputError
-from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
+from selfmodel.records.ingest.readers import json_keys
 from selfmodel.records.reduction import INPUT_COLUMNS, WHITE_SPACE
 
 #: Field separator for reading JSONL as lines: a raw U+001F cannot occur in valid JSON.

@@ -33,9 +33,10 @@ from typing import Any, Final
 
 import narwhals as nw
 
-from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
+from selfmodel.records.ingest.readers import json_keys
 from selfmodel.records.reduction import INPUT_COLUMNS, WHITE_SPACE
 
 _REPLACEMENT: Final = "\ufffd"
