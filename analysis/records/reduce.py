@@ -64,18 +64,13 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import REQUIRED, InputError
+from selfmodel.records.ingest.columns import column_sources
+from selfmodel.records.ingest.discover import InputFile, discover_inputs
+from selfmodel.records.ingest.readers import json_keys
 from selfmodel.records.reduction import INPUT_COLUMNS, binary_tasks, cells, checked, finish_cells
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
-
-#: File suffix -> format (as in :mod:`selfmodel.records.ingest`).
-FORMATS: Final[dict[str, str]] = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".parquet": "parquet",
-}
 
 #: Input columns the reduction reads (every canonical input column: the rules read them all).
 USED: Final = INPUT_COLUMNS
@@ -158,64 +153,21 @@ class ReduceResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def _files(paths: Sequence[Path | str]) -> list[Path]:
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    found: dict[Path, Path] = {}
-    for given in paths:
-        root = Path(given)
-        if root.is_dir():
-            for f in sorted(root.rglob("*")):
-                rel = f.relative_to(root).parts
-                if f.is_file() and f.suffix.lower() in FORMATS and not any(
-                    p.startswith(".") for p in rel
-                ) and f.name not in ("registry.csv", "quarantine.parquet"):
-                    found.setdefault(f.resolve(), f)
-        elif root.is_file():
-            if root.suffix.lower() not in FORMATS:
-                raise InputError(
-                    f"{root}: unsupported file type '{root.suffix or '(none)'}'. "
-                    "Use .jsonl, .ndjson, .csv or .parquet files."
-                )
-            found.setdefault(root.resolve(), root)
-        else:
-            raise InputError(f"{root}: no such file or folder. Check the path.")
-    if not found:
-        raise InputError("no record files found. Point to .jsonl, .csv or .parquet files.")
-    return sorted(found.values(), key=lambda p: p.as_posix())
+#: Files in a folder that are not records (the registry; ingest's quarantine beside its records).
+NOT_RECORDS: Final = ("registry.csv", "quarantine.parquet")
 
 
-def _columns_of(path: Path, fmt: str) -> list[str]:
-    if fmt == "parquet":
-        return list(pl.read_parquet_schema(path))
-    if fmt == "csv":
-        return pl.scan_csv(path, infer_schema=False).collect_schema().names()
-    keys: dict[str, None] = {}
-    with path.open("rb") as fh:
-        for _, line in zip(range(1000), fh, strict=False):
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a bad line is ingest's business
-            if isinstance(row, dict):
-                keys.update(dict.fromkeys(row))
-    return list(keys)
-
-
-def _sources(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> dict[str, str]:
-    """Canonical column -> source column present in ``path`` (required ones checked)."""
-    mapping = dict(mapping or {})
-    present = set(_columns_of(path, fmt))
-    sources = {c: mapping.get(c, c) for c in USED}
-    if fmt == "jsonl":  # keys are per line: read every wanted key, absent ones as null
-        present |= {s for c, s in sources.items() if c not in REQUIRED}
-    for canonical in REQUIRED:
-        if sources[canonical] not in present:
-            raise InputError(
-                f"{path}: required column '{sources[canonical]}' is missing "
-                f"(present: {', '.join(sorted(present)) or 'none'}). Map it with --map."
-            )
-    return {c: s for c, s in sources.items() if s in present}
+def _sources(inp: InputFile, mapping: Mapping[str, str]) -> dict[str, str]:
+    """Canonical column -> source column present in the file (ingest's column resolution)."""
+    if inp.format == "parquet":
+        present = list(pl.read_parquet_schema(inp.path))
+    elif inp.format == "csv":
+        present = pl.scan_csv(inp.path, infer_schema=False).collect_schema().names()
+    else:  # keys are per line: every wanted key but the required ones is read (null if absent)
+        optional = (mapping.get(c, c) for c in USED if c not in REQUIRED)
+        present = list(dict.fromkeys([*json_keys(inp.path), *optional]))
+    sources, _ = column_sources(inp, present, mapping, {})
+    return {c: s for c, s in sources.items() if s is not None}
 
 
 def _select(lf: pl.LazyFrame, wanted: Mapping[str, str]) -> pl.LazyFrame:
@@ -227,17 +179,13 @@ def _select(lf: pl.LazyFrame, wanted: Mapping[str, str]) -> pl.LazyFrame:
     return lf.select(exprs)
 
 
-def _json_schema(wanted: Mapping[str, str]) -> dict[str, pl.DataType]:
-    return {s: pl.Utf8() for s in sorted(set(wanted.values()))}
-
-
 def scan_records(
     path: Path | str, *, mapping: Mapping[str, str] | None = None
 ) -> pl.LazyFrame:
     """Lazily scan one record file as the text columns :data:`USED` (null where absent).
 
-    :func:`reduce_cells` reads JSONL in blocks instead (see the module docstring); this
-    scan is for composing other lazy queries over a file.
+    :func:`reduce_cells` reads JSONL and CSV in blocks instead (see the module docstring);
+    this scan is for composing other lazy queries over a file.
 
     Parameters
     ----------
@@ -251,17 +199,14 @@ def scan_records(
     polars.LazyFrame
         Columns :data:`USED`, all ``Utf8`` (Parquet values are cast to text).
     """
-    path = Path(path)
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise InputError(f"{path}: unsupported file type. Use .jsonl, .csv or .parquet files.")
-    wanted = _sources(path, fmt, mapping)
-    if fmt == "parquet":
-        lf = pl.scan_parquet(path)
-    elif fmt == "csv":
-        lf = pl.scan_csv(path, infer_schema=False)
+    inp = discover_inputs([path])[0]
+    wanted = _sources(inp, mapping or {})
+    if inp.format == "parquet":
+        lf = pl.scan_parquet(inp.path)
+    elif inp.format == "csv":
+        lf = pl.scan_csv(inp.path, infer_schema=False)
     else:
-        lf = pl.scan_ndjson(path, schema=_json_schema(wanted))
+        lf = pl.scan_ndjson(inp.path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
     return _select(lf, wanted)
 
 
@@ -305,7 +250,7 @@ def _header_end(block: bytes) -> int:
     return len(block)
 
 
-def _bad_csv_rows(path: Path, first: int, header: bytes, block: bytes, exc: Exception) -> InputError:
+def _bad_csv_rows(path: str, first: int, header: bytes, block: bytes, exc: Exception) -> InputError:
     """Find the first row of ``block`` polars could not parse (field count or UTF-8)."""
     todo = ("Fix the row, or run `selfmodel ingest` first (it quarantines such rows) and "
             "reduce its records.parquet")
@@ -332,7 +277,7 @@ def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _bad_json_line(path: Path, first: int, block: bytes, exc: Exception) -> InputError:
+def _bad_json_line(path: str, first: int, block: bytes, exc: Exception) -> InputError:
     """Find the line of ``block`` polars could not parse and say where it is."""
     todo = ("Fix or remove the line, or run `selfmodel ingest` first (it quarantines such "
             "lines) and reduce its records.parquet")
@@ -429,75 +374,35 @@ def _items_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _file_counts(
-    path: Path,
-    *,
-    mapping: Mapping[str, str] | None,
-    tasks: Sequence[str] | None,
-    keys: Sequence[str],
-    chunk_bytes: int,
-) -> pl.DataFrame:
-    """Pass 1 over one file: partial counts per ``("_bad", "_self", *keys)``."""
-    fmt = FORMATS[path.suffix.lower()]
-    if fmt == "parquet":
-        query = _partial_counts(scan_records(path, mapping=mapping), tasks, keys)
-        try:
-            return query.collect(engine="streaming")
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(format_input_error(
-                path, f"polars could not read the file ({exc})",
-                "Run `selfmodel ingest` on it, which names the rows at fault")) from exc
-    if fmt == "csv":
-        return _csv_counts(path, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
-    wanted = _sources(path, fmt, mapping)
-    schema = _json_schema(wanted)
-    total: pl.DataFrame | None = None
-    for first, block in _blocks(path, chunk_bytes):
-        if block.isspace():
+def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iterator[pl.LazyFrame]:
+    """One file's rows as frames of the columns :data:`USED`, a bounded piece at a time.
+
+    Parquet as one lazy scan; JSONL and CSV a block at a time (CSV: the header put in front
+    of each block). A block polars cannot parse is an error naming the line at fault.
+    """
+    if inp.format == "parquet":
+        yield _select(pl.scan_parquet(inp.path), wanted)
+        return
+    schema = {s: pl.Utf8() for s in sorted(set(wanted.values()))}
+    csv_file, header, read = inp.format == "csv", b"", False
+    for first, block in _blocks(inp.path, chunk_bytes, quoted=csv_file):
+        if csv_file and not header:
+            cut = _header_end(block)
+            header, block = block[:cut].rstrip(b"\n") + b"\n", block[cut:]
+            first += header.count(b"\n")
+        if not block or (not csv_file and block.isspace()):
             continue
         try:
-            frame = pl.read_ndjson(io.BytesIO(block), schema=schema)
+            frame = (pl.read_csv(header + block, infer_schema=False) if csv_file
+                     else pl.read_ndjson(io.BytesIO(block), schema=schema))
         except Exception as exc:  # noqa: BLE001 - polars names no line: find it
-            raise _bad_json_line(path, first, block, exc) from exc
-        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
-        total = part if total is None else _sum_partials([total, part], keys)
-    if total is None:  # no records: an empty frame of the right schema
-        empty = pl.DataFrame(schema=schema)
-        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
-    return total
-
-
-def _csv_counts(
-    path: Path,
-    *,
-    mapping: Mapping[str, str] | None,
-    tasks: Sequence[str] | None,
-    keys: Sequence[str],
-    chunk_bytes: int,
-) -> pl.DataFrame:
-    """Pass 1 over a CSV file in blocks, the header put in front of each."""
-    wanted = _sources(path, "csv", mapping)
-    header: bytes | None = None
-    total: pl.DataFrame | None = None
-    for first, block in _blocks(path, chunk_bytes, quoted=True):
-        if header is None:
-            cut = _header_end(block)
-            header, block = block[:cut], block[cut:]
-            first += header.count(b"\n")
-            if not header.endswith(b"\n"):
-                header += b"\n"
-            if not block:
-                continue
-        try:
-            frame = pl.read_csv(header + block, infer_schema=False)
-        except pl.exceptions.PolarsError as exc:
-            raise _bad_csv_rows(path, first, header, block, exc) from exc
-        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
-        total = part if total is None else _sum_partials([total, part], keys)
-    if total is None:  # a header and no rows
-        empty = pl.DataFrame(schema={s: pl.Utf8() for s in set(wanted.values())})
-        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
-    return total
+            if csv_file:
+                raise _bad_csv_rows(inp.name, first, header, block, exc) from exc
+            raise _bad_json_line(inp.name, first, block, exc) from exc
+        read = True
+        yield _select(frame.lazy(), wanted)
+    if not read:  # no records: an empty frame of the right schema
+        yield _select(pl.LazyFrame(schema=schema), wanted)
 
 
 def _reduce(
@@ -508,15 +413,22 @@ def _reduce(
     keys: Sequence[str],
     chunk_bytes: int,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Pass 1 over every file; return the self-prediction counts and the summary."""
+    """Pass 1 over every file, summing as it goes; the self-prediction counts and the summary."""
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    files = _files(paths)
-    partial = _sum_partials(
-        [_file_counts(f, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
-         for f in files],
-        keys,
-    )
+    inputs = discover_inputs([paths] if isinstance(paths, str | Path) else paths,
+                             exclude=NOT_RECORDS)
+    partial: pl.DataFrame | None = None
+    for inp in inputs:
+        for frame in _frames(inp, _sources(inp, mapping or {}), chunk_bytes):
+            try:
+                part = _partial_counts(frame, tasks, keys).collect(engine="streaming")
+            except pl.exceptions.PolarsError as exc:
+                raise InputError(format_input_error(
+                    inp.name, f"polars could not read the file ({exc})",
+                    "Run `selfmodel ingest` on it, which names the rows at fault")) from exc
+            partial = part if partial is None else _sum_partials([partial, part], keys)
+    assert partial is not None  # discover_inputs finds a file or fails
     partial = _non_boolean_unreadable(partial)
     bad = partial.filter(pl.col("_bad"))
     cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
@@ -525,7 +437,7 @@ def _reduce(
         "rows_read": int(partial["count"].sum()),
         "rows_excluded": int(bad["count"].sum()),
         "rows_cross": int(cross["count"].sum()),
-        "files": [f.as_posix() for f in files],
+        "files": [inp.name for inp in inputs],
         "partial_groups": partial.height,
     }
     return used, summary
