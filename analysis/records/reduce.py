@@ -1,53 +1,34 @@
 r"""Streaming reduction of record files to model x task cell counts, for logs larger than memory.
 
 :func:`reduce_cells` reads JSONL, CSV and Parquet record files in bounded memory and
-returns the same table as
-``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(paths).records)`` -- one row per model x
-task with ``n_total, n, k, n_unreadable, binary, n_signal, n_noise, hits, false_alarms,
-n_pred_yes, k_strict, mode_outcome_share`` -- without holding the records in memory. Memory
-grows with the number of distinct (model, task, readable, outcome, prediction class)
-combinations, not with the number of records; the Bayesian models only ever see the counts.
+returns the table of ``selfmodel.records.cells.to_cells(ingest(paths).records)`` without
+holding the records: memory grows with the distinct (model, task, readable, outcome,
+prediction class) combinations, not with the records. :func:`reduce_items` does the same
+per ``(model, task, item_id)`` (``to_item_cells``); its memory grows with the model x item
+pairs, which is its answer.
 
-How it works
-------------
-Pass 1 (one pass over each file): Parquet goes through polars' lazy scanner and its
-streaming engine. JSONL and CSV are read in blocks of ``chunk_bytes`` (default 8 MiB) cut
-at line ends (for CSV, only outside quoted fields; the header is put in front of each
-block), each parsed with ``polars.read_ndjson``/``polars.read_csv`` and counted on its
-own, and the partial counts are summed. Polars' own scanners held more: the NDJSON scanner
-memory-maps the whole file and the touched pages stay resident (peak RSS 1.5 GiB at 10M
-records), and the streaming CSV scan's anonymous memory grew from 120 to 350 MiB from 1M
-to 10M records; a block at a time keeps both flat (``docs/performance.md``).
-In every block every row is normalised exactly as
-:func:`selfmodel.records.ingest.ingest` normalises it (text stripped, empty = null; booleans written
-any way become ``"true"``/``"false"``; ``status`` lower-cased, default ``ok``, ``unparsed``
-when an ``ok`` row has no prediction; ``correct`` derived from ``prediction == outcome``
-when absent and null when unreadable; ``predictor`` defaults to ``model``), rows that
-ingest would quarantine are dropped by the same rules, cross-predictions
-(``predictor != model``) are dropped, and the rest are counted per
-``(model, task, readable, outcome, prediction class)`` with the number correct.
-Pass 2 (in memory, tiny): those partial counts are summed into cells; the mode baseline is
-the largest outcome count per cell. :func:`reduce_items` does the same per
-``(model, task, item_id)`` for the items model (equal to ``selfmodel.records.cells.to_item_cells``);
-its memory grows with the number of model x item pairs, which is its answer.
+How it works (``docs/performance.md``, "Streaming reduction")
+--------------------------------------------------------------
+Files and columns are found as ingest finds them (:func:`~selfmodel.records.ingest.discover.discover_inputs`,
+:func:`~selfmodel.records.ingest.columns.column_sources`). Pass 1: Parquet goes through
+polars' lazy scanner; JSONL and CSV are read in blocks of ``chunk_bytes`` cut at line ends
+(CSV: only outside quoted fields, the header put in front of each block), because polars'
+own NDJSON and CSV scanners hold memory that grows with the file. Each piece becomes raw
+rows (:func:`selfmodel.records.reduction.raw_rows`), is normalised and checked by ingest's
+rules (:func:`selfmodel.records.reduction.checked`) and counted; the counts are summed as
+the pieces go. Pass 2 (tiny): the binary-task rule and the cell GROUP BY
+(:func:`selfmodel.records.reduction.cells`) over the summed counts.
 
 A JSONL line that is not valid JSON, not an object or not UTF-8, and a CSV row with the
-wrong number of fields, is an :class:`~selfmodel.records.contract.InputError` naming the file, the
-line (counted from the start of the file, across blocks; a quoted CSV field may span
-lines) and what is wrong, where ingest would quarantine the row.
+wrong number of fields, is an :class:`~selfmodel.records.contract.InputError` naming the
+file, the line (counted from the start of the file, across blocks) and what to do, where
+ingest would quarantine the row.
 
-What it does not do
--------------------
-It does not de-duplicate (that needs every key in memory) and it does not produce a
-quarantine table, a data hash or per-file accounting: run it on files that
-``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
-one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
-so that a mismatch with ingest shows. The rules are ingest's, defined once in
-:func:`selfmodel.records.reduction.rules`, and the cells are :func:`selfmodel.records.reduction.cells`
-over the partial counts; ``tasks`` restricts to allowed tasks as ingest's config does.
-
-The same reduction on DuckDB or Spark, with de-duplication, is :mod:`selfmodel.records.engines`
-(``selfmodel reduce``, ``docs/engines.md``).
+It does not de-duplicate (that needs every key in memory) and keeps no quarantine table,
+data hash or per-file accounting: run it on files ``selfmodel ingest`` has checked
+(``OUT/records.parquet``) or on logs known to hold one row per key.
+``summary["rows_excluded"]`` counts the rows the rules drop, so that a mismatch with
+ingest shows. With de-duplication, on DuckDB or Spark: :mod:`selfmodel.records.engines`.
 """
 
 from __future__ import annotations
@@ -67,7 +48,14 @@ from selfmodel.records.contract import REQUIRED, InputError
 from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.readers import json_keys
-from selfmodel.records.reduction import INPUT_COLUMNS, binary_tasks, cells, checked, finish_cells
+from selfmodel.records.reduction import (
+    INPUT_COLUMNS,
+    binary_tasks,
+    cells,
+    checked,
+    finish_cells,
+    raw_rows,
+)
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
@@ -170,15 +158,6 @@ def _sources(inp: InputFile, mapping: Mapping[str, str]) -> dict[str, str]:
     return {c: s for c, s in sources.items() if s is not None}
 
 
-def _select(lf: pl.LazyFrame, wanted: Mapping[str, str]) -> pl.LazyFrame:
-    """The columns :data:`USED` as text, null where the file has no such column."""
-    exprs = [
-        (pl.col(wanted[c]).cast(pl.Utf8) if c in wanted else pl.lit(None, dtype=pl.Utf8)).alias(c)
-        for c in USED
-    ]
-    return lf.select(exprs)
-
-
 def scan_records(
     path: Path | str, *, mapping: Mapping[str, str] | None = None
 ) -> pl.LazyFrame:
@@ -207,7 +186,7 @@ def scan_records(
         lf = pl.scan_csv(inp.path, infer_schema=False)
     else:
         lf = pl.scan_ndjson(inp.path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
-    return _select(lf, wanted)
+    return raw_rows(lf, inp.name, wanted, err=None).to_native().select(USED)
 
 
 def _blocks(path: Path, chunk_bytes: int, *, quoted: bool = False) -> Iterator[tuple[int, bytes]]:
@@ -306,13 +285,12 @@ def _bad_json_line(path: str, first: int, block: bytes, exc: Exception) -> Input
 
 
 def _partial_counts(
-    lf: pl.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
+    raw: nw.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
 ) -> pl.LazyFrame:
     """Pass 1: the rules of :mod:`selfmodel.records.reduction`, then counts per ``keys``.
 
     ``_bad`` marks rows ingest would quarantine, ``_self`` self-predictions.
     """
-    raw = lf.with_columns(pl.lit("").alias("source_file"), pl.lit(None, pl.Utf8).alias("_err"))
     rows = checked(raw, tasks=tuple(tasks) if tasks is not None else None).to_native()
     pred = pl.col("prediction")
     staged = rows.select(
@@ -374,14 +352,14 @@ def _items_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iterator[pl.LazyFrame]:
-    """One file's rows as frames of the columns :data:`USED`, a bounded piece at a time.
+def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iterator[nw.LazyFrame]:
+    """One file's raw rows (:func:`selfmodel.records.reduction.raw_rows`), a bounded piece at a time.
 
     Parquet as one lazy scan; JSONL and CSV a block at a time (CSV: the header put in front
     of each block). A block polars cannot parse is an error naming the line at fault.
     """
     if inp.format == "parquet":
-        yield _select(pl.scan_parquet(inp.path), wanted)
+        yield raw_rows(pl.scan_parquet(inp.path), inp.name, wanted, err=None)
         return
     schema = {s: pl.Utf8() for s in sorted(set(wanted.values()))}
     csv_file, header, read = inp.format == "csv", b"", False
@@ -400,9 +378,9 @@ def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iter
                 raise _bad_csv_rows(inp.name, first, header, block, exc) from exc
             raise _bad_json_line(inp.name, first, block, exc) from exc
         read = True
-        yield _select(frame.lazy(), wanted)
+        yield raw_rows(frame, inp.name, wanted, err=None)
     if not read:  # no records: an empty frame of the right schema
-        yield _select(pl.LazyFrame(schema=schema), wanted)
+        yield raw_rows(pl.LazyFrame(schema=schema), inp.name, wanted, err=None)
 
 
 def _reduce(
