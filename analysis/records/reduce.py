@@ -49,6 +49,7 @@ from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.readers import json_keys
 from selfmodel.records.reduction import (
+    CELL_SCHEMA,
     INPUT_COLUMNS,
     binary_tasks,
     cells,
@@ -74,10 +75,7 @@ ITEM_KEYS: Final = ("model", "task", "item_id", "readable", "outcome", "pred_cla
 ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_models_item")
 
 #: Cell columns in the order of :func:`selfmodel.records.cells.to_cells`.
-CELL_COLUMNS: Final = (
-    "model", "task", "n_total", "n", "k", "n_unreadable", "binary", "n_signal", "n_noise",
-    "hits", "false_alarms", "n_pred_yes", "k_strict", "mode_outcome_share",
-)
+CELL_COLUMNS: Final = tuple(CELL_SCHEMA)
 
 
 #: The same reduction as one SQL query over canonical records (``OUT/records.parquet`` from
@@ -229,59 +227,58 @@ def _header_end(block: bytes) -> int:
     return len(block)
 
 
-def _bad_csv_rows(path: str, first: int, header: bytes, block: bytes, exc: Exception) -> InputError:
-    """Find the first row of ``block`` polars could not parse (field count or UTF-8)."""
-    todo = ("Fix the row, or run `selfmodel ingest` first (it quarantines such rows) and "
-            "reduce its records.parquet")
+def _bad_block(path: str, csv_file: bool, first: int, header: bytes, block: bytes,
+               exc: Exception) -> InputError:
+    """Find the row of ``block`` polars could not parse (line ``first`` of the file on)."""
+    found = _bad_csv_row(header, block) if csv_file else _bad_json_line(block)
+    todo = ("Fix or remove the row, or run `selfmodel ingest` first (it quarantines such "
+            "rows) and reduce its records.parquet")
+    if found is None:
+        last = first + block.count(b"\n")
+        return InputError(format_input_error(
+            path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+    offset, what = found
+    return InputError(format_input_error(path, what, todo, line=first + offset))
+
+
+def _bad_csv_row(header: bytes, block: bytes) -> tuple[int, str] | None:
+    """``(line offset, what is wrong)`` of the first row with invalid UTF-8 or a wrong field count."""
     try:
         text = block.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = first + block.count(b"\n", 0, err.start)
-        return InputError(format_input_error(path, "invalid UTF-8", todo, line=line))
+        return block.count(b"\n", 0, err.start), "invalid UTF-8"
     width = len(next(csv.reader([header.decode("utf-8", "replace").rstrip("\r\n")])))
     reader = csv.reader(io.StringIO(text, newline=""))
     start = 1
     for row in reader:
         if row and len(row) != width:
-            return InputError(format_input_error(
-                path, f"{len(row)} fields where the header has {width}", todo,
-                line=first + start - 1))
+            return start - 1, f"{len(row)} fields where the header has {width}"
         start = reader.line_num + 1
-    last = first + block.count(b"\n")
-    return InputError(format_input_error(
-        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+    return None
 
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _bad_json_line(path: str, first: int, block: bytes, exc: Exception) -> InputError:
-    """Find the line of ``block`` polars could not parse and say where it is."""
-    todo = ("Fix or remove the line, or run `selfmodel ingest` first (it quarantines such "
-            "lines) and reduce its records.parquet")
+def _bad_json_line(block: bytes) -> tuple[int, str] | None:
+    """``(line offset, what is wrong)`` of the first line that is not a JSON object."""
     for offset, raw in enumerate(block.split(b"\n")):
         if not raw.strip():
             continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            what = f"invalid UTF-8 at byte {err.start + 1}"
-        else:
-            try:
-                obj = json.loads(text, parse_constant=_no_constant)
-            except json.JSONDecodeError as err:
-                what = f"invalid JSON ({err.msg} at character {err.colno})"
-            except ValueError as err:
-                what = f"invalid JSON ({err})"
-            else:
-                if isinstance(obj, dict):
-                    continue
-                what = f"not a JSON object ({type(obj).__name__})"
-        return InputError(format_input_error(path, what, todo, line=first + offset))
-    last = first + block.count(b"\n")
-    return InputError(format_input_error(
-        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+            return offset, f"invalid UTF-8 at byte {err.start + 1}"
+        try:
+            obj = json.loads(text, parse_constant=_no_constant)
+        except json.JSONDecodeError as err:
+            return offset, f"invalid JSON ({err.msg} at character {err.colno})"
+        except ValueError as err:
+            return offset, f"invalid JSON ({err})"
+        if not isinstance(obj, dict):
+            return offset, f"not a JSON object ({type(obj).__name__})"
+    return None
 
 
 def _partial_counts(
@@ -374,9 +371,7 @@ def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iter
             frame = (pl.read_csv(header + block, infer_schema=False) if csv_file
                      else pl.read_ndjson(io.BytesIO(block), schema=schema))
         except Exception as exc:  # noqa: BLE001 - polars names no line: find it
-            if csv_file:
-                raise _bad_csv_rows(inp.name, first, header, block, exc) from exc
-            raise _bad_json_line(inp.name, first, block, exc) from exc
+            raise _bad_block(inp.name, csv_file, first, header, block, exc) from exc
         read = True
         yield raw_rows(frame, inp.name, wanted, err=None)
     if not read:  # no records: an empty frame of the right schema
