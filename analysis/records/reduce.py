@@ -1,53 +1,34 @@
 r"""Streaming reduction of record files to model x task cell counts, for logs larger than memory.
 
 :func:`reduce_cells` reads JSONL, CSV and Parquet record files in bounded memory and
-returns the same table as
-``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(paths).records)`` -- one row per model x
-task with ``n_total, n, k, n_unreadable, binary, n_signal, n_noise, hits, false_alarms,
-n_pred_yes, k_strict, mode_outcome_share`` -- without holding the records in memory. Memory
-grows with the number of distinct (model, task, readable, outcome, prediction class)
-combinations, not with the number of records; the Bayesian models only ever see the counts.
+returns the table of ``selfmodel.records.cells.to_cells(ingest(paths).records)`` without
+holding the records: memory grows with the distinct (model, task, readable, outcome,
+prediction class) combinations, not with the records. :func:`reduce_items` does the same
+per ``(model, task, item_id)`` (``to_item_cells``); its memory grows with the model x item
+pairs, which is its answer.
 
-How it works
-------------
-Pass 1 (one pass over each file): Parquet goes through polars' lazy scanner and its
-streaming engine. JSONL and CSV are read in blocks of ``chunk_bytes`` (default 8 MiB) cut
-at line ends (for CSV, only outside quoted fields; the header is put in front of each
-block), each parsed with ``polars.read_ndjson``/``polars.read_csv`` and counted on its
-own, and the partial counts are summed. Polars' own scanners held more: the NDJSON scanner
-memory-maps the whole file and the touched pages stay resident (peak RSS 1.5 GiB at 10M
-records), and the streaming CSV scan's anonymous memory grew from 120 to 350 MiB from 1M
-to 10M records; a block at a time keeps both flat (``docs/performance.md``).
-In every block every row is normalised exactly as
-:func:`selfmodel.records.ingest.ingest` normalises it (text stripped, empty = null; booleans written
-any way become ``"true"``/``"false"``; ``status`` lower-cased, default ``ok``, ``unparsed``
-when an ``ok`` row has no prediction; ``correct`` derived from ``prediction == outcome``
-when absent and null when unreadable; ``predictor`` defaults to ``model``), rows that
-ingest would quarantine are dropped by the same rules, cross-predictions
-(``predictor != model``) are dropped, and the rest are counted per
-``(model, task, readable, outcome, prediction class)`` with the number correct.
-Pass 2 (in memory, tiny): those partial counts are summed into cells; the mode baseline is
-the largest outcome count per cell. :func:`reduce_items` does the same per
-``(model, task, item_id)`` for the items model (equal to ``selfmodel.records.cells.to_item_cells``);
-its memory grows with the number of model x item pairs, which is its answer.
+How it works (``docs/performance.md``, "Streaming reduction")
+--------------------------------------------------------------
+Files and columns are found as ingest finds them (:func:`~selfmodel.records.ingest.discover.discover_inputs`,
+:func:`~selfmodel.records.ingest.columns.column_sources`). Pass 1: Parquet goes through
+polars' lazy scanner; JSONL and CSV are read in blocks of ``chunk_bytes`` cut at line ends
+(CSV: only outside quoted fields, the header put in front of each block), because polars'
+own NDJSON and CSV scanners hold memory that grows with the file. Each piece becomes raw
+rows (:func:`selfmodel.records.reduction.raw_rows`), is normalised and checked by ingest's
+rules (:func:`selfmodel.records.reduction.checked`) and counted; the counts are summed as
+the pieces go. Pass 2 (tiny): the binary-task rule and the cell GROUP BY
+(:func:`selfmodel.records.reduction.cells`) over the summed counts.
 
 A JSONL line that is not valid JSON, not an object or not UTF-8, and a CSV row with the
-wrong number of fields, is an :class:`~selfmodel.records.contract.InputError` naming the file, the
-line (counted from the start of the file, across blocks; a quoted CSV field may span
-lines) and what is wrong, where ingest would quarantine the row.
+wrong number of fields, is an :class:`~selfmodel.records.contract.InputError` naming the
+file, the line (counted from the start of the file, across blocks) and what to do, where
+ingest would quarantine the row.
 
-What it does not do
--------------------
-It does not de-duplicate (that needs every key in memory) and it does not produce a
-quarantine table, a data hash or per-file accounting: run it on files that
-``selfmodel ingest`` has already checked (``OUT/records.parquet``), or on logs known to hold
-one row per key. ``summary["rows_excluded"]`` counts rows dropped by the validation rules
-so that a mismatch with ingest shows. The rules are ingest's, defined once in
-:func:`selfmodel.records.reduction.rules`, and the cells are :func:`selfmodel.records.reduction.cells`
-over the partial counts; ``tasks`` restricts to allowed tasks as ingest's config does.
-
-The same reduction on DuckDB or Spark, with de-duplication, is :mod:`selfmodel.records.engines`
-(``selfmodel reduce``, ``docs/engines.md``).
+It does not de-duplicate (that needs every key in memory) and keeps no quarantine table,
+data hash or per-file accounting: run it on files ``selfmodel ingest`` has checked
+(``OUT/records.parquet``) or on logs known to hold one row per key.
+``summary["rows_excluded"]`` counts the rows the rules drop, so that a mismatch with
+ingest shows. With de-duplication, on DuckDB or Spark: :mod:`selfmodel.records.engines`.
 """
 
 from __future__ import annotations
@@ -64,18 +45,21 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import REQUIRED, InputError
-from selfmodel.records.reduction import INPUT_COLUMNS, binary_tasks, cells, checked, finish_cells
+from selfmodel.records.ingest.columns import column_sources
+from selfmodel.records.ingest.discover import InputFile, discover_inputs
+from selfmodel.records.ingest.readers import json_keys
+from selfmodel.records.reduction import (
+    CELL_SCHEMA,
+    INPUT_COLUMNS,
+    binary_tasks,
+    cells,
+    checked,
+    finish_cells,
+    raw_rows,
+)
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
-
-#: File suffix -> format (as in :mod:`selfmodel.records.ingest`).
-FORMATS: Final[dict[str, str]] = {
-    ".jsonl": "jsonl",
-    ".ndjson": "jsonl",
-    ".csv": "csv",
-    ".parquet": "parquet",
-}
 
 #: Input columns the reduction reads (every canonical input column: the rules read them all).
 USED: Final = INPUT_COLUMNS
@@ -91,10 +75,7 @@ ITEM_KEYS: Final = ("model", "task", "item_id", "readable", "outcome", "pred_cla
 ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_models_item")
 
 #: Cell columns in the order of :func:`selfmodel.records.cells.to_cells`.
-CELL_COLUMNS: Final = (
-    "model", "task", "n_total", "n", "k", "n_unreadable", "binary", "n_signal", "n_noise",
-    "hits", "false_alarms", "n_pred_yes", "k_strict", "mode_outcome_share",
-)
+CELL_COLUMNS: Final = tuple(CELL_SCHEMA)
 
 
 #: The same reduction as one SQL query over canonical records (``OUT/records.parquet`` from
@@ -158,77 +139,21 @@ class ReduceResult:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def _files(paths: Sequence[Path | str]) -> list[Path]:
-    if isinstance(paths, str | Path):
-        paths = [paths]
-    found: dict[Path, Path] = {}
-    for given in paths:
-        root = Path(given)
-        if root.is_dir():
-            for f in sorted(root.rglob("*")):
-                rel = f.relative_to(root).parts
-                if f.is_file() and f.suffix.lower() in FORMATS and not any(
-                    p.startswith(".") for p in rel
-                ) and f.name not in ("registry.csv", "quarantine.parquet"):
-                    found.setdefault(f.resolve(), f)
-        elif root.is_file():
-            if root.suffix.lower() not in FORMATS:
-                raise InputError(
-                    f"{root}: unsupported file type '{root.suffix or '(none)'}'. "
-                    "Use .jsonl, .ndjson, .csv or .parquet files."
-                )
-            found.setdefault(root.resolve(), root)
-        else:
-            raise InputError(f"{root}: no such file or folder. Check the path.")
-    if not found:
-        raise InputError("no record files found. Point to .jsonl, .csv or .parquet files.")
-    return sorted(found.values(), key=lambda p: p.as_posix())
+#: Files in a folder that are not records (the registry; ingest's quarantine beside its records).
+NOT_RECORDS: Final = ("registry.csv", "quarantine.parquet")
 
 
-def _columns_of(path: Path, fmt: str) -> list[str]:
-    if fmt == "parquet":
-        return list(pl.read_parquet_schema(path))
-    if fmt == "csv":
-        return pl.scan_csv(path, infer_schema=False).collect_schema().names()
-    keys: dict[str, None] = {}
-    with path.open("rb") as fh:
-        for _, line in zip(range(1000), fh, strict=False):
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue  # a bad line is ingest's business
-            if isinstance(row, dict):
-                keys.update(dict.fromkeys(row))
-    return list(keys)
-
-
-def _sources(path: Path, fmt: str, mapping: Mapping[str, str] | None) -> dict[str, str]:
-    """Canonical column -> source column present in ``path`` (required ones checked)."""
-    mapping = dict(mapping or {})
-    present = set(_columns_of(path, fmt))
-    sources = {c: mapping.get(c, c) for c in USED}
-    if fmt == "jsonl":  # keys are per line: read every wanted key, absent ones as null
-        present |= {s for c, s in sources.items() if c not in REQUIRED}
-    for canonical in REQUIRED:
-        if sources[canonical] not in present:
-            raise InputError(
-                f"{path}: required column '{sources[canonical]}' is missing "
-                f"(present: {', '.join(sorted(present)) or 'none'}). Map it with --map."
-            )
-    return {c: s for c, s in sources.items() if s in present}
-
-
-def _select(lf: pl.LazyFrame, wanted: Mapping[str, str]) -> pl.LazyFrame:
-    """The columns :data:`USED` as text, null where the file has no such column."""
-    exprs = [
-        (pl.col(wanted[c]).cast(pl.Utf8) if c in wanted else pl.lit(None, dtype=pl.Utf8)).alias(c)
-        for c in USED
-    ]
-    return lf.select(exprs)
-
-
-def _json_schema(wanted: Mapping[str, str]) -> dict[str, pl.DataType]:
-    return {s: pl.Utf8() for s in sorted(set(wanted.values()))}
+def _sources(inp: InputFile, mapping: Mapping[str, str]) -> dict[str, str]:
+    """Canonical column -> source column present in the file (ingest's column resolution)."""
+    if inp.format == "parquet":
+        present = list(pl.read_parquet_schema(inp.path))
+    elif inp.format == "csv":
+        present = pl.scan_csv(inp.path, infer_schema=False).collect_schema().names()
+    else:  # keys are per line: every wanted key but the required ones is read (null if absent)
+        optional = (mapping.get(c, c) for c in USED if c not in REQUIRED)
+        present = list(dict.fromkeys([*json_keys(inp.path), *optional]))
+    sources, _ = column_sources(inp, present, mapping, {})
+    return {c: s for c, s in sources.items() if s is not None}
 
 
 def scan_records(
@@ -236,8 +161,8 @@ def scan_records(
 ) -> pl.LazyFrame:
     """Lazily scan one record file as the text columns :data:`USED` (null where absent).
 
-    :func:`reduce_cells` reads JSONL in blocks instead (see the module docstring); this
-    scan is for composing other lazy queries over a file.
+    :func:`reduce_cells` reads JSONL and CSV in blocks instead (see the module docstring);
+    this scan is for composing other lazy queries over a file.
 
     Parameters
     ----------
@@ -251,18 +176,15 @@ def scan_records(
     polars.LazyFrame
         Columns :data:`USED`, all ``Utf8`` (Parquet values are cast to text).
     """
-    path = Path(path)
-    fmt = FORMATS.get(path.suffix.lower())
-    if fmt is None:
-        raise InputError(f"{path}: unsupported file type. Use .jsonl, .csv or .parquet files.")
-    wanted = _sources(path, fmt, mapping)
-    if fmt == "parquet":
-        lf = pl.scan_parquet(path)
-    elif fmt == "csv":
-        lf = pl.scan_csv(path, infer_schema=False)
+    inp = discover_inputs([path])[0]
+    wanted = _sources(inp, mapping or {})
+    if inp.format == "parquet":
+        lf = pl.scan_parquet(inp.path)
+    elif inp.format == "csv":
+        lf = pl.scan_csv(inp.path, infer_schema=False)
     else:
-        lf = pl.scan_ndjson(path, schema=_json_schema(wanted))
-    return _select(lf, wanted)
+        lf = pl.scan_ndjson(inp.path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
+    return raw_rows(lf, inp.name, wanted, err=None).to_native().select(USED)
 
 
 def _blocks(path: Path, chunk_bytes: int, *, quoted: bool = False) -> Iterator[tuple[int, bytes]]:
@@ -305,69 +227,67 @@ def _header_end(block: bytes) -> int:
     return len(block)
 
 
-def _bad_csv_rows(path: Path, first: int, header: bytes, block: bytes, exc: Exception) -> InputError:
-    """Find the first row of ``block`` polars could not parse (field count or UTF-8)."""
-    todo = ("Fix the row, or run `selfmodel ingest` first (it quarantines such rows) and "
-            "reduce its records.parquet")
+def _bad_block(path: str, csv_file: bool, first: int, header: bytes, block: bytes,
+               exc: Exception) -> InputError:
+    """Find the row of ``block`` polars could not parse (line ``first`` of the file on)."""
+    found = _bad_csv_row(header, block) if csv_file else _bad_json_line(block)
+    todo = ("Fix or remove the row, or run `selfmodel ingest` first (it quarantines such "
+            "rows) and reduce its records.parquet")
+    if found is None:
+        last = first + block.count(b"\n")
+        return InputError(format_input_error(
+            path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+    offset, what = found
+    return InputError(format_input_error(path, what, todo, line=first + offset))
+
+
+def _bad_csv_row(header: bytes, block: bytes) -> tuple[int, str] | None:
+    """``(line offset, what is wrong)`` of the first row with invalid UTF-8 or a wrong field count."""
     try:
         text = block.decode("utf-8")
     except UnicodeDecodeError as err:
-        line = first + block.count(b"\n", 0, err.start)
-        return InputError(format_input_error(path, "invalid UTF-8", todo, line=line))
+        return block.count(b"\n", 0, err.start), "invalid UTF-8"
     width = len(next(csv.reader([header.decode("utf-8", "replace").rstrip("\r\n")])))
     reader = csv.reader(io.StringIO(text, newline=""))
     start = 1
     for row in reader:
         if row and len(row) != width:
-            return InputError(format_input_error(
-                path, f"{len(row)} fields where the header has {width}", todo,
-                line=first + start - 1))
+            return start - 1, f"{len(row)} fields where the header has {width}"
         start = reader.line_num + 1
-    last = first + block.count(b"\n")
-    return InputError(format_input_error(
-        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+    return None
 
 
 def _no_constant(name: str) -> None:
     raise ValueError(f"{name} is not JSON")
 
 
-def _bad_json_line(path: Path, first: int, block: bytes, exc: Exception) -> InputError:
-    """Find the line of ``block`` polars could not parse and say where it is."""
-    todo = ("Fix or remove the line, or run `selfmodel ingest` first (it quarantines such "
-            "lines) and reduce its records.parquet")
+def _bad_json_line(block: bytes) -> tuple[int, str] | None:
+    """``(line offset, what is wrong)`` of the first line that is not a JSON object."""
     for offset, raw in enumerate(block.split(b"\n")):
         if not raw.strip():
             continue
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as err:
-            what = f"invalid UTF-8 at byte {err.start + 1}"
-        else:
-            try:
-                obj = json.loads(text, parse_constant=_no_constant)
-            except json.JSONDecodeError as err:
-                what = f"invalid JSON ({err.msg} at character {err.colno})"
-            except ValueError as err:
-                what = f"invalid JSON ({err})"
-            else:
-                if isinstance(obj, dict):
-                    continue
-                what = f"not a JSON object ({type(obj).__name__})"
-        return InputError(format_input_error(path, what, todo, line=first + offset))
-    last = first + block.count(b"\n")
-    return InputError(format_input_error(
-        path, f"polars could not parse lines {first}-{last} ({exc})", todo))
+            return offset, f"invalid UTF-8 at byte {err.start + 1}"
+        try:
+            obj = json.loads(text, parse_constant=_no_constant)
+        except json.JSONDecodeError as err:
+            return offset, f"invalid JSON ({err.msg} at character {err.colno})"
+        except ValueError as err:
+            return offset, f"invalid JSON ({err})"
+        if not isinstance(obj, dict):
+            return offset, f"not a JSON object ({type(obj).__name__})"
+    return None
 
 
 def _partial_counts(
-    lf: pl.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
+    raw: nw.LazyFrame, tasks: Sequence[str] | None, keys: Sequence[str] = CELL_KEYS
 ) -> pl.LazyFrame:
     """Pass 1: the rules of :mod:`selfmodel.records.reduction`, then counts per ``keys``.
 
     ``_bad`` marks rows ingest would quarantine, ``_self`` self-predictions.
     """
-    raw = lf.with_columns(pl.lit("").alias("source_file"), pl.lit(None, pl.Utf8).alias("_err"))
     rows = checked(raw, tasks=tuple(tasks) if tasks is not None else None).to_native()
     pred = pl.col("prediction")
     staged = rows.select(
@@ -429,75 +349,33 @@ def _items_from_partial(partial: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _file_counts(
-    path: Path,
-    *,
-    mapping: Mapping[str, str] | None,
-    tasks: Sequence[str] | None,
-    keys: Sequence[str],
-    chunk_bytes: int,
-) -> pl.DataFrame:
-    """Pass 1 over one file: partial counts per ``("_bad", "_self", *keys)``."""
-    fmt = FORMATS[path.suffix.lower()]
-    if fmt == "parquet":
-        query = _partial_counts(scan_records(path, mapping=mapping), tasks, keys)
-        try:
-            return query.collect(engine="streaming")
-        except pl.exceptions.PolarsError as exc:
-            raise InputError(format_input_error(
-                path, f"polars could not read the file ({exc})",
-                "Run `selfmodel ingest` on it, which names the rows at fault")) from exc
-    if fmt == "csv":
-        return _csv_counts(path, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
-    wanted = _sources(path, fmt, mapping)
-    schema = _json_schema(wanted)
-    total: pl.DataFrame | None = None
-    for first, block in _blocks(path, chunk_bytes):
-        if block.isspace():
+def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iterator[nw.LazyFrame]:
+    """One file's raw rows (:func:`selfmodel.records.reduction.raw_rows`), a bounded piece at a time.
+
+    Parquet as one lazy scan; JSONL and CSV a block at a time (CSV: the header put in front
+    of each block). A block polars cannot parse is an error naming the line at fault.
+    """
+    if inp.format == "parquet":
+        yield raw_rows(pl.scan_parquet(inp.path), inp.name, wanted, err=None)
+        return
+    schema = {s: pl.Utf8() for s in sorted(set(wanted.values()))}
+    csv_file, header, read = inp.format == "csv", b"", False
+    for first, block in _blocks(inp.path, chunk_bytes, quoted=csv_file):
+        if csv_file and not header:
+            cut = _header_end(block)
+            header, block = block[:cut].rstrip(b"\n") + b"\n", block[cut:]
+            first += header.count(b"\n")
+        if not block or (not csv_file and block.isspace()):
             continue
         try:
-            frame = pl.read_ndjson(io.BytesIO(block), schema=schema)
+            frame = (pl.read_csv(header + block, infer_schema=False) if csv_file
+                     else pl.read_ndjson(io.BytesIO(block), schema=schema))
         except Exception as exc:  # noqa: BLE001 - polars names no line: find it
-            raise _bad_json_line(path, first, block, exc) from exc
-        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
-        total = part if total is None else _sum_partials([total, part], keys)
-    if total is None:  # no records: an empty frame of the right schema
-        empty = pl.DataFrame(schema=schema)
-        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
-    return total
-
-
-def _csv_counts(
-    path: Path,
-    *,
-    mapping: Mapping[str, str] | None,
-    tasks: Sequence[str] | None,
-    keys: Sequence[str],
-    chunk_bytes: int,
-) -> pl.DataFrame:
-    """Pass 1 over a CSV file in blocks, the header put in front of each."""
-    wanted = _sources(path, "csv", mapping)
-    header: bytes | None = None
-    total: pl.DataFrame | None = None
-    for first, block in _blocks(path, chunk_bytes, quoted=True):
-        if header is None:
-            cut = _header_end(block)
-            header, block = block[:cut], block[cut:]
-            first += header.count(b"\n")
-            if not header.endswith(b"\n"):
-                header += b"\n"
-            if not block:
-                continue
-        try:
-            frame = pl.read_csv(header + block, infer_schema=False)
-        except pl.exceptions.PolarsError as exc:
-            raise _bad_csv_rows(path, first, header, block, exc) from exc
-        part = _partial_counts(_select(frame.lazy(), wanted), tasks, keys).collect()
-        total = part if total is None else _sum_partials([total, part], keys)
-    if total is None:  # a header and no rows
-        empty = pl.DataFrame(schema={s: pl.Utf8() for s in set(wanted.values())})
-        total = _partial_counts(_select(empty.lazy(), wanted), tasks, keys).collect()
-    return total
+            raise _bad_block(inp.name, csv_file, first, header, block, exc) from exc
+        read = True
+        yield raw_rows(frame, inp.name, wanted, err=None)
+    if not read:  # no records: an empty frame of the right schema
+        yield raw_rows(pl.LazyFrame(schema=schema), inp.name, wanted, err=None)
 
 
 def _reduce(
@@ -508,15 +386,22 @@ def _reduce(
     keys: Sequence[str],
     chunk_bytes: int,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Pass 1 over every file; return the self-prediction counts and the summary."""
+    """Pass 1 over every file, summing as it goes; the self-prediction counts and the summary."""
     if chunk_bytes < 1:
         raise ValueError(f"chunk_bytes must be positive, got {chunk_bytes}")
-    files = _files(paths)
-    partial = _sum_partials(
-        [_file_counts(f, mapping=mapping, tasks=tasks, keys=keys, chunk_bytes=chunk_bytes)
-         for f in files],
-        keys,
-    )
+    inputs = discover_inputs([paths] if isinstance(paths, str | Path) else paths,
+                             exclude=NOT_RECORDS)
+    partial: pl.DataFrame | None = None
+    for inp in inputs:
+        for frame in _frames(inp, _sources(inp, mapping or {}), chunk_bytes):
+            try:
+                part = _partial_counts(frame, tasks, keys).collect(engine="streaming")
+            except pl.exceptions.PolarsError as exc:
+                raise InputError(format_input_error(
+                    inp.name, f"polars could not read the file ({exc})",
+                    "Run `selfmodel ingest` on it, which names the rows at fault")) from exc
+            partial = part if partial is None else _sum_partials([partial, part], keys)
+    assert partial is not None  # discover_inputs finds a file or fails
     partial = _non_boolean_unreadable(partial)
     bad = partial.filter(pl.col("_bad"))
     cross = partial.filter(~pl.col("_bad") & ~pl.col("_self").fill_null(False))
@@ -525,7 +410,7 @@ def _reduce(
         "rows_read": int(partial["count"].sum()),
         "rows_excluded": int(bad["count"].sum()),
         "rows_cross": int(cross["count"].sum()),
-        "files": [f.as_posix() for f in files],
+        "files": [inp.name for inp in inputs],
         "partial_groups": partial.height,
     }
     return used, summary

@@ -35,7 +35,7 @@ runs on engines that do not keep one (Spark).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Mapping
 from itertools import product
 from typing import Any, Final
 
@@ -62,10 +62,13 @@ __all__ = [
     "binary_tasks",
     "cell_rows",
     "cells",
+    "cells_of",
     "checked",
     "finish_cells",
     "grouped",
     "not_boolean",
+    "raw_records",
+    "raw_rows",
     "reasons",
     "rules",
     "variants",
@@ -435,6 +438,23 @@ def accounting(grouped_rows: nw.LazyFrame, variant_rows: nw.LazyFrame) -> tuple[
     return per_file, per_variant
 
 
+def raw_rows(frame: Any, source_file: str, sources: Mapping[str, str | None],
+             defaults: Mapping[str, str] | None = None, err: str | None = "_err") -> nw.LazyFrame:
+    """The raw rows :func:`checked` reads, from any frame narwhals reads (one file's rows).
+
+    Each canonical column is its source column (``sources``) cast to text, else its
+    default, else null; every row is named ``source_file``; ``err`` is the frame's column
+    of read failures (``None``: the frame has none). The one column mapping of the
+    engines and the streaming reducer.
+    """
+    defaults = defaults or {}
+    return nw.from_native(frame).lazy().select(
+        nw.lit(source_file).alias("source_file"),
+        (col(err) if err is not None else nw.lit(None, nw.String)).alias("_err"),
+        *((col(s).cast(nw.String) if s is not None else nw.lit(defaults.get(c), nw.String))
+          .alias(c) for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)))
+
+
 def raw_records(records: Any, *, source_file: str = "records") -> nw.LazyFrame:
     """Raw rows of a table that already has canonical column names (any types).
 
@@ -442,12 +462,8 @@ def raw_records(records: Any, *, source_file: str = "records") -> nw.LazyFrame:
     cluster, a DuckDB relation, a polars frame); its columns are cast to text, the absent
     ones read as null, and every row is named ``source_file``.
     """
-    frame = nw.from_native(records).lazy()
-    present = set(frame.collect_schema().names())
-    return frame.select(
-        nw.lit(source_file).alias("source_file"), nw.lit(None, nw.String).alias("_err"),
-        *(col(c).cast(nw.String) if c in present else nw.lit(None, nw.String).alias(c)
-          for c in INPUT_COLUMNS))
+    present = set(nw.from_native(records).lazy().collect_schema().names())
+    return raw_rows(records, source_file, {c: c for c in INPUT_COLUMNS if c in present}, err=None)
 
 
 def cells_of(raw: Any, *, tasks: tuple[str, ...] | None = None) -> pl.DataFrame:

@@ -1,40 +1,27 @@
 r"""The ingest reduction on an existing SQL engine: DuckDB (embedded) or Apache Spark.
 
-:func:`reduce_records` reads the same files as :func:`selfmodel.records.ingest.ingest` (JSONL, CSV,
-Parquet, folders of them), applies the same validation rules and duplicate handling, and
-returns the model x task cells of :func:`selfmodel.records.cells.to_cells` with the same row
-accounting (``records_read == records_used + records_quarantined + records_duplicate``),
-without holding the records in Python: the engine reads, validates and counts, and only
-the cells and a few counts come back. The rules and the GROUP BY are written once
-(:mod:`selfmodel.records.reduction`, narwhals expressions the engine runs); the engines differ only
-in how they read files (:mod:`~selfmodel.records.engines.duckdb_engine`,
-:mod:`~selfmodel.records.engines.spark_engine`).
+:func:`reduce_records` reads the same files as :func:`selfmodel.records.ingest.ingest`,
+applies the same validation rules and duplicate handling, and returns the cells of
+:func:`selfmodel.records.cells.to_cells` with the same row accounting (``records_read ==
+records_used + records_quarantined + records_duplicate``); the engine reads, validates and
+counts, and only the cells and a few counts come back to Python.
 
-What is the same as ingest
---------------------------
-File discovery and names (folders walked following links, ``.jsonl.gz``/``.csv.gz``
-read), column mapping (``--map``, a config's ``[map]``, ``tasks`` and ``[defaults]``),
-the missing-column and mapped-column errors, the reading of values (``null``/``NaN``/
-``None`` missing, ``1.0``/``0.0`` booleans), rules 1-8 of :mod:`selfmodel.records.ingest`,
-unreadable rows of JSONL (``invalid JSON``, ``not a JSON object``, ``invalid UTF-8``,
-``duplicate key``), identifiers that are lists or objects (``invalid identifier``; a
-Parquet list or struct column is read as JSON text) and
-CSV (``wrong number of fields``, ``invalid UTF-8``), exact and conflicting duplicates
-across files (``run_id`` in the key), the binary-task rule (``predictions_not_boolean``),
-and the "no records to analyse" error.
-
-What it does not produce
-------------------------
-No ``records.parquet``, no quarantine *rows* (file and line of each) and no data hash:
-the summary has the counts per reason and per file. To list the quarantined rows of a
-file, run ``selfmodel ingest`` on it. Known differences of reading, none of which changes
-a count on logs written by a program, are listed in ``docs/engines.md``.
+An engine only turns one file into its native frame of text columns (:meth:`Engine.read`:
+a DuckDB relation, a Spark DataFrame) and reports the rows it could not read
+(:meth:`Engine.read_failures`); see :mod:`~selfmodel.records.engines.duckdb_engine` and
+:mod:`~selfmodel.records.engines.spark_engine`. Everything else is written once and shared:
+file discovery and column resolution are ingest's (``ingest/discover.py``,
+``ingest/columns.py``), the raw rows, rules, GROUP BY and accounting are
+:mod:`selfmodel.records.reduction`, and the summary is :func:`reduce_records`'s own. What
+is the same as ingest and what differs: ``docs/engines.md``. No ``records.parquet``,
+quarantine rows or data hash are made: to list the quarantined rows of a file, run
+``selfmodel ingest`` on it.
 """
 
 from __future__ import annotations
 
+import functools
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,11 +30,11 @@ from typing import Any, Final, Protocol
 import narwhals as nw
 import polars as pl
 
-from selfmodel.records.contract import JSON_ERRORS, REQUIRED, InputError
+from selfmodel.records.contract import REQUIRED, InputError
 from selfmodel.records.ingest import IngestConfig
-from selfmodel.records.ingest.columns import closest
+from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
-from selfmodel.records.ingest.readers import read_csv_header
+from selfmodel.records.ingest.readers import json_keys, read_csv_header
 from selfmodel.records.ingest.run import merge_options
 from selfmodel.records.reduction import (
     CELL_SCHEMA,
@@ -59,6 +46,7 @@ from selfmodel.records.reduction import (
     checked,
     finish_cells,
     grouped,
+    raw_rows,
     variants,
 )
 from selfmodel.records.registry import format_input_error
@@ -67,8 +55,6 @@ __all__ = ["ENGINES", "EngineResult", "EngineUnavailable", "reduce_records"]
 
 #: Engines :func:`reduce_records` knows, the default first.
 ENGINES: Final = ("duckdb", "spark")
-
-_JSON_SAMPLE_LINES: Final = 1000
 
 
 class EngineUnavailable(InputError):
@@ -99,26 +85,24 @@ class EngineResult:
 class Engine(Protocol):
     """What an engine module provides (see ``duckdb_engine.DuckDBEngine``)."""
 
-    def columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """``(name, type)`` of the file's columns (JSONL: keys of its first lines, ``json``)."""
+    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
+        """``(name, engine type)`` of a Parquet file's columns."""
 
     def count(self, inp: InputFile, key: str | None = None) -> int:
         """Rows of the file (with ``key``: JSONL rows where that key is not null)."""
 
-    def file_select(
-        self, index: int, inp: InputFile, sources: Mapping[str, str | None],
-        defaults: Mapping[str, str], header: Sequence[str],
-    ) -> str:
-        """SQL of the file's raw rows: ``source_file, _err`` and INPUT_COLUMNS as text."""
+    def read(self, index: int, inp: InputFile, keys: Sequence[str],
+             types: Mapping[str, str]) -> Any:
+        """The engine's native frame of the file's rows: ``_err`` and the columns ``keys``.
 
-    def relation(self, sql: str) -> Any:
-        """The engine's native frame of a query (a DuckDB relation, a Spark DataFrame)."""
+        ``types``: the file's columns (:func:`columns_of`; a CSV file's header, in order).
+        """
 
     def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
         """Compute ``frame`` into a table (or cached view) the next queries read."""
 
-    def read_failures(self, names: Mapping[str, str]) -> list[str]:
-        """Raw-row SQL of rows the reader set aside while materialising (may be empty)."""
+    def read_failures(self) -> list[tuple[int, Any]]:
+        """``(file index, frame as read() returns)`` of rows set aside while materialising."""
 
     def close(self) -> None:
         """Release the engine."""
@@ -139,23 +123,6 @@ def make_engine(name: str, **options: Any) -> Engine:
     raise InputError(f"unknown engine '{name}'. Use one of: {', '.join(ENGINES)}.")
 
 
-def json_keys(path: Path) -> list[str]:
-    """Keys of the JSON objects on the first 1,000 lines of a JSONL file (as ingest samples)."""
-    keys: dict[str, None] = {}
-    with path.open("rb") as fh:
-        head = fh.read(3)
-        if head != b"\xef\xbb\xbf":
-            fh.seek(0)
-        for _, line in zip(range(_JSON_SAMPLE_LINES), fh, strict=False):
-            try:
-                obj = json.loads(line)
-            except JSON_ERRORS:
-                continue
-            if isinstance(obj, dict):
-                keys.update(dict.fromkeys(obj))
-    return list(keys)
-
-
 def csv_header(inp: InputFile) -> list[str]:
     """The header of a CSV file as ingest reads it (names stripped; duplicates an error)."""
     with inp.path.open("rb") as raw:
@@ -165,82 +132,60 @@ def csv_header(inp: InputFile) -> list[str]:
         return read_csv_header(inp, text)
 
 
-def csv_blank(inp: InputFile) -> bool:
-    """Whether a CSV file holds nothing but white space (ingest reads no header from it)."""
-    with inp.path.open("rb") as raw:
-        return not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
+def columns_of(eng: Engine, inp: InputFile) -> dict[str, str]:
+    """A file's columns and their types, in file order.
+
+    JSONL: the keys of its first lines (type ``json``); CSV: its header as ingest reads it
+    (none for a blank file); Parquet: the engine's own types.
+    """
+    if inp.format == "jsonl":
+        return dict.fromkeys(json_keys(inp.path), "json")
+    if inp.format == "csv":
+        with inp.path.open("rb") as raw:
+            blank = not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
+        return {} if blank else dict.fromkeys(csv_header(inp), "text")
+    return dict(eng.parquet_columns(inp))
 
 
 #: Type names of columns that do not hold scalars (DuckDB and Spark spellings).
 NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
 
 
+def nested(types: Mapping[str, str]) -> set[str]:
+    """The columns whose type does not hold scalars (lists, structs, maps, bytes)."""
+    return {c for c, t in types.items() if any(n in t.upper() for n in NESTED)}
+
+
 def _resolve(
     eng: Engine, inp: InputFile, options: IngestConfig
-) -> tuple[dict[str, str | None], list[str], set[str]]:
+) -> tuple[dict[str, str | None], dict[str, str], set[str]]:
     """Source column of each canonical column in one file, as ``selfmodel.records.ingest`` resolves it.
 
     Returns the sources (empty for a blank CSV file: nothing to read), the file's columns
-    (CSV: its header) and the unused columns. A missing required or mapped column is an
+    and types (:func:`columns_of`) and the unused columns. A missing required or mapped column is an
     error only when the file has rows (as ingest); otherwise it reads as NULL.
     """
-    cols = eng.columns(inp)
-    if inp.format == "csv" and not cols:  # blank: no header, no rows
-        return {}, [], set()
-    present = [c for c, _ in cols]
-    types = dict(cols)
+    types = columns_of(eng, inp)
+    if inp.format == "csv" and not types:  # blank: no header, no rows
+        return {}, {}, set()
     mapping, defaults = options.mapping, options.defaults
-    wanted = {c: mapping.get(c, c) for c in INPUT_COLUMNS}
     if inp.format == "jsonl":  # a key not in the first lines is present if some line has it
-        for c, source in wanted.items():
+        for c in INPUT_COLUMNS:
+            source = mapping.get(c, c)
             if source not in types and (c in REQUIRED or c in mapping or c in defaults):
                 if eng.count(inp, source) > 0:
-                    present.append(source)
                     types[source] = "json"
-    present_set = set(present)
-    sources: dict[str, str | None] = {
-        c: (s if s in present_set else None) for c, s in wanted.items()
-    }
+    sources, unused = column_sources(inp, list(types), mapping, defaults,
+                                     has_rows=functools.cache(lambda: eng.count(inp) > 0))
     if inp.format == "jsonl":  # canonical keys are always read (null when absent)
-        sources = {
-            c: sources[c] or (None if c in mapping or c in defaults else c) for c in INPUT_COLUMNS
-        }
-    used = {s for c, s in sources.items() if s is not None and s in present_set}
-    unused = [c for c in present if c not in used]
-    shown = ", ".join(present[:20]) + (", ..." if len(present) > 20 else "")
-    line = 1 if inp.format == "csv" else None
-    for c in INPUT_COLUMNS:
-        mapped = mapping.get(c)
-        if wanted[c] in present_set or (mapped is None and c in defaults):
-            continue
-        if mapped is None and c not in REQUIRED:
-            continue
-        if eng.count(inp) == 0:  # no rows (JSONL: no object): nothing to check
-            break
-        if mapped is not None:
-            if c in unused:
-                todo = f"Drop --map {c}={mapped} to use the file's own '{c}' column"
-            else:
-                guess = closest(mapped, unused)
-                todo = f"Fix the mapping, e.g. --map {c}={guess}" if guess else "Fix it"
-            raise InputError(format_input_error(
-                inp.name,
-                f"mapped column '{mapped}' (--map {c}={mapped}) is not in the file "
-                f"(present: {shown or 'none'})",
-                todo, line=line, column=mapped))
-        guess = closest(c, unused)
-        raise InputError(format_input_error(
-            inp.name, f"required column '{c}' is missing (present: {shown or 'none'})",
-            f"Map it with --map {c}={guess}" if guess else f"Add a '{c}' column",
-            line=line, column=c))
+        sources = {c: s or (None if c in mapping or c in defaults else c)
+                   for c, s in sources.items()}
     for c, s in sources.items():
-        if c in ID_COLUMNS:  # a list or struct identifier: each row quarantined (SQL rule)
-            continue
-        if s is not None and s in types and any(n in types[s].upper() for n in NESTED):
+        if c not in ID_COLUMNS and s in nested(types):  # an ID: quarantined by its rule
             raise InputError(format_input_error(
                 inp.name, f"column '{s}' holds {types[s]} values, not scalars",
                 "Flatten it to text or numbers before reducing", column=s))
-    return sources, present, set(unused)
+    return sources, types, set(unused)
 
 
 def reduce_records(
@@ -293,22 +238,26 @@ def reduce_records(
     inputs = discover_inputs([paths] if isinstance(paths, str | Path) else paths)
     eng = make_engine(engine, **dict(engine_options or {}))
     try:
-        selects: list[str] = []
         ignored: set[str] = set()
+        plans: dict[int, tuple[InputFile, dict[str, str | None]]] = {}
+        raws: list[nw.LazyFrame] = []
         for index, inp in enumerate(inputs):
-            sources, header, unused = _resolve(eng, inp, options)
+            sources, types, unused = _resolve(eng, inp, options)
             if not sources:
                 continue
             ignored |= unused
-            selects.append(eng.file_select(index, inp, sources, options.defaults, header))
-        names = {inp.path.as_posix(): inp.name for inp in inputs}
+            plans[index] = (inp, sources)
+            keys = list(dict.fromkeys(s for s in sources.values() if s is not None))
+            raws.append(raw_rows(eng.read(index, inp, keys, types), inp.name, sources,
+                                 options.defaults))
         parts: list[nw.LazyFrame] = []
-        for sql in (selects, None):  # reader rejects are known once the first part is read
-            sql = sql if sql is not None else eng.read_failures(names)
-            if sql:
-                raw = eng.relation("\nUNION ALL\n".join(sql))
-                parts.append(eng.materialize(f"sm_grouped_{len(parts)}",
-                                             grouped(checked(raw, tasks=options.tasks))))
+        for batch in (raws, None):  # reader rejects are known once the first part is read
+            batch = batch if batch is not None else [
+                raw_rows(frame, plans[i][0].name, plans[i][1], options.defaults)
+                for i, frame in eng.read_failures()]
+            if batch:
+                parts.append(eng.materialize(f"sm_grouped_{len(parts)}", grouped(
+                    checked(nw.concat(batch, how="vertical"), tasks=options.tasks))))
         if not parts:
             per_file = pl.DataFrame(schema={"source_file": pl.Utf8, "_cat": pl.Utf8, "n": pl.Int64})
             per_variant, got = pl.DataFrame(schema=_VARIANT_SCHEMA), pl.DataFrame(schema=CELL_SCHEMA)

@@ -25,10 +25,10 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import InputError
-from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.records.engines import EngineUnavailable, columns_of, nested
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
-from selfmodel.records.reduction import INPUT_COLUMNS, WHITE_SPACE
+from selfmodel.records.reduction import WHITE_SPACE
 
 #: Field separator for reading JSONL as lines: a raw U+001F cannot occur in valid JSON.
 _LINE_SEP: Final = "\x1f"
@@ -94,8 +94,7 @@ class DuckDBEngine:
                     f"reduce: memory limit '{memory_limit}' is not a size DuckDB reads "
                     "(write it like 2GB or 500MB)."
                 ) from exc
-        self._plans: dict[int, tuple[InputFile, Mapping[str, str | None], Mapping[str, str],
-                                     Sequence[str]]] = {}
+        self._plans: dict[int, tuple[InputFile, Sequence[str], Sequence[str]]] = {}
 
     # ------------------------------------------------------------------ reading
 
@@ -117,12 +116,8 @@ class DuckDBEngine:
         return (f"(SELECT {line} AS line FROM read_csv({literal(inp.path.as_posix())}, "
                 f"{opts}) WHERE NOT {blank('line')}) AS lines")
 
-    def columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """The file's columns and their DuckDB types (CSV: text; JSONL: ``json``)."""
-        if inp.format == "jsonl":
-            return [(k, "json") for k in json_keys(inp.path)]
-        if inp.format == "csv":
-            return [] if csv_blank(inp) else [(h, "VARCHAR") for h in csv_header(inp)]
+    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
+        """A Parquet file's columns and their DuckDB types."""
         rows = self.con.sql(
             f"DESCRIBE SELECT * FROM read_parquet({literal(inp.path.as_posix())})"
         ).fetchall()
@@ -134,10 +129,9 @@ class DuckDBEngine:
         if inp.format == "parquet":
             return int(self.con.sql(f"SELECT count(*) FROM read_parquet({path})").fetchall()[0][0])
         if inp.format == "csv":
-            cols = self.columns(inp)
-            if not cols:
+            header = list(columns_of(self, inp))
+            if not header:
                 return 0
-            header = [c for c, _ in cols]
             empty = " AND ".join(blank(ident(h)) for h in header)
             sql = f"SELECT count(*) FROM {self._csv(inp, header, None)} WHERE NOT ({empty})"
             return int(self.con.sql(sql).fetchall()[0][0])
@@ -151,49 +145,36 @@ class DuckDBEngine:
                f"json_extract_string(line, {literal(_json_path(key))}) IS NOT NULL")
         return int(self.con.sql(sql).fetchall()[0][0])
 
-    def file_select(
-        self, index: int, inp: InputFile, sources: Mapping[str, str | None],
-        defaults: Mapping[str, str], header: Sequence[str],
-    ) -> str:
-        """SQL of one file's raw rows (see :mod:`selfmodel.records.reduction`)."""
-        self._plans[index] = (inp, sources, defaults, header)
-        name = literal(inp.name)
+    def read(self, index: int, inp: InputFile, keys: Sequence[str],
+             types: Mapping[str, str]) -> Any:
+        """A relation of one file's rows: ``_err`` and the columns ``keys``."""
+        header = list(types)
+        self._plans[index] = (inp, keys, header)
         if inp.format == "jsonl":
-            keys = [s for s in dict.fromkeys(s for s in sources.values() if s is not None)]
             paths = "[" + ", ".join(literal(_json_path(k)) for k in keys) + "]"
-            at = {k: n + 1 for n, k in enumerate(keys)}
-            cols = ", ".join(
-                f"{_value(f'_v[{at[s]}]' if s is not None else None, c, defaults)} AS {c}"
-                for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-            )
+            cols = ", ".join(f"_v[{n + 1}] AS {ident(k)}" for n, k in enumerate(keys))
             err = ("CASE WHEN NOT json_valid(line) THEN 'invalid JSON' "
                    "WHEN json_type(line) <> 'OBJECT' THEN 'not a JSON object' "
                    f"WHEN {_REPEATS_A_KEY} THEN {literal(DUPLICATE_KEY)} END")
-            return (f"SELECT {name} AS source_file, _err, {cols} FROM ("
-                    f"SELECT _err, CASE WHEN _err IS NULL THEN json_extract_string(line, {paths}) "
-                    f"END AS _v FROM (SELECT line, {err} AS _err FROM {self._lines(inp, index)}"
-                    f") AS judged) AS extracted")
-        cols = ", ".join(
-            f"{_value(ident(s) if s is not None else None, c, defaults)} AS {c}"
-            for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-        )
+            return self.con.sql(
+                f"SELECT _err, {cols} FROM (SELECT _err, CASE WHEN _err IS NULL THEN "
+                f"json_extract_string(line, {paths}) END AS _v FROM (SELECT line, {err} AS _err "
+                f"FROM {self._lines(inp, index)}) AS judged) AS extracted")
         if inp.format == "parquet":
+            lists = nested(types)
+            # a list or struct identifier as JSON text (the ID rule's input)
+            cols = ", ".join(f"to_json({ident(k)}) AS {ident(k)}" if k in lists else ident(k)
+                             for k in keys)
             src = f"read_parquet({literal(inp.path.as_posix())})"
-            nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
-            cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
-                f"{_value(_json_text(s) if s in nested else ident(s), c, defaults)} AS {c}"
-                if s is not None else f"{_value(None, c, defaults)} AS {c}"
-                for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-            )
-            return f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, {cols} FROM {src}"
+            return self.con.sql(f"SELECT CAST(NULL AS VARCHAR) AS _err, {cols} FROM {src}")
         empty = " AND ".join(blank(ident(h)) for h in header)
-        return (f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, {cols} "
-                f"FROM {self._csv(inp, header, index)} WHERE NOT ({empty})")
+        return self.con.sql(f"SELECT CAST(NULL AS VARCHAR) AS _err, {', '.join(map(ident, keys))} "
+                            f"FROM {self._csv(inp, header, index)} WHERE NOT ({empty})")
 
-    def read_failures(self, names: Mapping[str, str]) -> list[str]:
-        """Raw-row SQL for the rows DuckDB rejected while reading (counted, never dropped)."""
-        selects: list[str] = []
-        for index, (inp, sources, defaults, header) in sorted(self._plans.items()):
+    def read_failures(self) -> list[tuple[int, Any]]:
+        """Relations of the rows DuckDB rejected while reading (counted, never dropped)."""
+        found: list[tuple[int, Any]] = []
+        for index, (inp, keys, header) in sorted(self._plans.items()):
             if inp.format == "parquet":
                 continue
             try:
@@ -214,30 +195,20 @@ class DuckDBEngine:
                     "invalid JSON" if inp.format == "jsonl"
                     else f"unreadable CSV row ({str(error_type).lower()})")
                 counts[cat] = counts.get(cat, 0) + 1
-            name = literal(inp.name)
-            nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {c}" for c in INPUT_COLUMNS)
-            for cat, n in counts.items():
-                selects.append(f"SELECT {name} AS source_file, {literal(cat)} AS _err, "
-                               f"{nulls} FROM range({n})")
+            nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {ident(k)}" for k in keys)
+            found += [(index, self.con.sql(f"SELECT {literal(cat)} AS _err, {nulls} FROM range({n})"))
+                      for cat, n in counts.items()]
             if short:
                 frame = pl.DataFrame(
                     [[v if v != "" else None for v in row] for row in short],
                     schema={h: pl.Utf8 for h in header}, orient="row")
                 view = f"sm_short_{index}"
                 self.con.register(view, frame.to_arrow())
-                cols = ", ".join(
-                    f"{_value(ident(s) if s is not None else None, c, defaults)} AS {c}"
-                    for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-                )
-                selects.append(f"SELECT {name} AS source_file, CAST(NULL AS VARCHAR) AS _err, "
-                               f"{cols} FROM {view}")
-        return selects
+                found.append((index, self.con.sql(
+                    f"SELECT CAST(NULL AS VARCHAR) AS _err, {', '.join(map(ident, keys))} FROM {view}")))
+        return found
 
     # ------------------------------------------------------------------ running
-
-    def relation(self, sql: str) -> Any:
-        """A DuckDB relation of ``sql``."""
-        return self.con.sql(sql)
 
     def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
         """``CREATE TEMP TABLE name AS`` the frame's query."""
@@ -249,17 +220,5 @@ class DuckDBEngine:
         self.con.close()
 
 
-def _json_text(column: str) -> str:
-    return f"to_json({ident(column)})"
-
-
 def _json_path(key: str) -> str:
     return '$."' + key.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _value(expr: str | None, canonical: str, defaults: Mapping[str, str]) -> str:
-    if expr is not None:
-        return f"CAST({expr} AS VARCHAR)"
-    if canonical in defaults:
-        return literal(defaults[canonical])
-    return "CAST(NULL AS VARCHAR)"

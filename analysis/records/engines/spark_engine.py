@@ -33,10 +33,10 @@ from typing import Any, Final
 
 import narwhals as nw
 
-from selfmodel.records.engines import NESTED, EngineUnavailable, csv_blank, csv_header, json_keys
+from selfmodel.records.engines import EngineUnavailable, columns_of, nested
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
-from selfmodel.records.reduction import INPUT_COLUMNS, WHITE_SPACE
+from selfmodel.records.reduction import WHITE_SPACE
 
 _REPLACEMENT: Final = "\ufffd"
 #: A line whose top-level object names a key twice (``json_object_keys`` keeps each one).
@@ -144,12 +144,8 @@ class SparkEngine:
         return (f"SELECT *, CASE WHEN _sm_corrupt IS NOT NULL THEN {fields} END AS _sm_fields "
                 f"FROM {view} WHERE NOT ({empty}) OR _sm_corrupt IS NOT NULL")
 
-    def columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """The file's columns and Spark types (CSV: text; JSONL: ``json``)."""
-        if inp.format == "jsonl":
-            return [(k, "json") for k in json_keys(inp.path)]
-        if inp.format == "csv":
-            return [] if csv_blank(inp) else [(h, "string") for h in csv_header(inp)]
+    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
+        """A Parquet file's columns and their Spark types."""
         schema = self.spark.read.parquet(inp.path.as_posix()).schema
         return [(f.name, f.dataType.simpleString()) for f in schema.fields]
 
@@ -158,10 +154,10 @@ class SparkEngine:
         if inp.format == "parquet":
             return int(self.spark.read.parquet(inp.path.as_posix()).count())
         if inp.format == "csv":
-            cols = self.columns(inp)
-            if not cols:
+            header = list(columns_of(self, inp))
+            if not header:
                 return 0
-            sql = self._csv_rows(inp, [c for c, _ in cols], "sm_count_csv")
+            sql = self._csv_rows(inp, header, "sm_count_csv")
             return int(self.spark.sql(sql).count())
         lines = self._text(inp)
         if key is None:  # JSON objects: a file of broken lines only has no columns to check
@@ -172,57 +168,43 @@ class SparkEngine:
             f"SELECT count(*) FROM sm_count_lines WHERE get_json_object(line, {path}) IS NOT NULL"
         ).collect()[0][0])
 
-    def file_select(
-        self, index: int, inp: InputFile, sources: Mapping[str, str | None],
-        defaults: Mapping[str, str], header: Sequence[str],
-    ) -> str:
-        """SQL of one file's raw rows (see :mod:`selfmodel.records.reduction`)."""
-        name = literal(inp.name)
+    def read(self, index: int, inp: InputFile, keys: Sequence[str],
+             types: Mapping[str, str]) -> Any:
+        """A DataFrame of one file's rows: ``_err`` and the columns ``keys``."""
+        header = list(types)
         bad_utf8 = literal("invalid UTF-8")
         view = f"sm_file_{index}"
         self._views.append(view)
         if inp.format == "jsonl":
             self._text(inp).createOrReplaceTempView(view)
-            cols = ", ".join(
-                f"{_value(_json_value(s) if s else None, c, defaults)}"
-                f" AS {c}" for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-            )
+            cols = ", ".join(f"{_json_value(k)} AS {ident(k)}" for k in keys)
             err = (f"CASE WHEN instr(line, {literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} "
                    f"WHEN _m IS NOT NULL AND {_REPEATS_A_KEY} THEN {literal(DUPLICATE_KEY)} "
                    "WHEN _m IS NOT NULL THEN NULL "
                    "WHEN get_json_object(line, '$') IS NOT NULL THEN 'not a JSON object' "
                    "ELSE 'invalid JSON' END")
-            return (f"SELECT {name} AS source_file, {err} AS _err, {cols} FROM ("
-                    f"SELECT line, from_json(line, 'map<string,string>') AS _m FROM {view}"
-                    f") AS parsed")
-        cols = ", ".join(
-            f"{_value(ident(s) if s is not None else None, c, defaults)} AS {c}"
-            for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-        )
+            return self.spark.sql(
+                f"SELECT {err} AS _err, {cols} FROM (SELECT line, "
+                f"from_json(line, 'map<string,string>') AS _m FROM {view}) AS parsed")
         if inp.format == "parquet":
             self.spark.read.parquet(inp.path.as_posix()).createOrReplaceTempView(view)
-            nested = {s for s, t in self.columns(inp) if any(n in t.upper() for n in NESTED)}
-            cols = ", ".join(  # a list or struct identifier as JSON text (the ID rule's input)
-                f"{_value(f'to_json({ident(s)})' if s in nested else ident(s), c, defaults)}"
-                f" AS {c}" if s is not None else f"{_value(None, c, defaults)} AS {c}"
-                for c, s in ((c, sources.get(c)) for c in INPUT_COLUMNS)
-            )
-            return f"SELECT {name} AS source_file, CAST(NULL AS STRING) AS _err, {cols} FROM {view}"
+            lists = nested(types)
+            # a list or struct identifier as JSON text (the ID rule's input)
+            cols = ", ".join(f"to_json({ident(k)}) AS {ident(k)}" if k in lists else ident(k)
+                             for k in keys)
+            return self.spark.sql(f"SELECT CAST(NULL AS STRING) AS _err, {cols} FROM {view}")
         rows = self._csv_rows(inp, header, view + "_csv")
         joined = "concat_ws('', " + ", ".join(ident(h) for h in header) + ")"
         err = (f"CASE WHEN _sm_fields > {len(header)} THEN 'wrong number of fields' "
                f"WHEN instr({joined}, {literal(_REPLACEMENT)}) > 0 THEN {bad_utf8} END")
-        return f"SELECT {name} AS source_file, {err} AS _err, {cols} FROM ({rows}) AS {view}"
+        return self.spark.sql(
+            f"SELECT {err} AS _err, {', '.join(map(ident, keys))} FROM ({rows}) AS {view}")
 
-    def read_failures(self, names: Mapping[str, str]) -> list[str]:
-        """Spark flags unreadable rows in place (see :meth:`file_select`): nothing to add."""
+    def read_failures(self) -> list[tuple[int, Any]]:
+        """Spark flags unreadable rows in place (see :meth:`read`): nothing to add."""
         return []
 
     # ------------------------------------------------------------------ running
-
-    def relation(self, sql: str) -> Any:
-        """A Spark DataFrame of ``sql``."""
-        return self.spark.sql(sql)
 
     def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
         """Cache the frame (memory, then disk)."""
@@ -252,11 +234,3 @@ def _json_value(key: str) -> str:
     v = f"try_element_at(_m, {literal(key)})"
     quoted = ", ".join(literal(f'"{w}"') for w in _NON_NUMERIC)
     return f"CASE WHEN {v} IN ({quoted}) THEN substring({v}, 2, length({v}) - 2) ELSE {v} END"
-
-
-def _value(expr: str | None, canonical: str, defaults: Mapping[str, str]) -> str:
-    if expr is not None:
-        return f"CAST({expr} AS STRING)"
-    if canonical in defaults:
-        return literal(defaults[canonical])
-    return "CAST(NULL AS STRING)"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
@@ -65,22 +65,27 @@ def closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = N
     return sorted(plausible, key=lambda c: (-_shares_part(word, c), -ratio[c], c))[0]
 
 
-def resolve_columns(
+def column_sources(
     inp: InputFile,
-    read: FileRead,
+    present: Sequence[str],
     mapping: Mapping[str, str],
     defaults: Mapping[str, str],
-) -> tuple[pl.DataFrame, set[str]]:
-    """Select the canonical columns of one file; return them and the unused columns."""
-    present = read.present
+    *,
+    frame: pl.DataFrame | None = None,
+    has_rows: Callable[[], bool] = lambda: True,
+) -> tuple[dict[str, str | None], list[str]]:
+    """The source column of each canonical column in a file with columns ``present``.
+
+    The one column resolution of ingest, the streaming reducer and the SQL engines. Returns
+    ``{canonical: source or None}`` and the file's unused columns. A mapped column that is
+    not present, or a required one that is missing without a default, is an
+    :class:`InputError` suggesting the closest unused column (``frame``, when given, rules
+    out columns whose values are of another kind) -- unless ``has_rows()`` says the file
+    has no rows to read.
+    """
     present_set = set(present)
-    sources: dict[str, str | None] = {}
-    for canonical in INPUT_COLUMNS:
-        mapped = mapping.get(canonical)
-        if mapped is not None:
-            sources[canonical] = mapped if mapped in present_set else None
-        else:
-            sources[canonical] = canonical if canonical in present_set else None
+    wanted = {c: mapping.get(c, c) for c in INPUT_COLUMNS}
+    sources = {c: (s if s in present_set else None) for c, s in wanted.items()}
     used = {s for s in sources.values() if s is not None}
     unused = [c for c in present if c not in used]
     line = 1 if inp.format == "csv" else None
@@ -89,37 +94,35 @@ def resolve_columns(
         mapped = mapping.get(canonical)
         if sources[canonical] is not None or (mapped is None and canonical in defaults):
             continue
+        if (mapped is None and canonical not in REQUIRED) or not has_rows():
+            continue
         if mapped is not None:
             if canonical in unused:
                 todo = f"Drop --map {canonical}={mapped} to use the file's own '{canonical}' column"
             else:
                 guess = closest(mapped, unused)
                 todo = f"Fix the mapping, e.g. --map {canonical}={guess}" if guess else "Fix it"
-            raise InputError(
-                format_input_error(
-                    inp.name,
-                    f"mapped column '{mapped}' (--map {canonical}={mapped}) is not in the file "
-                    f"(present: {shown or 'none'})",
-                    todo,
-                    line=line,
-                    column=mapped,
-                )
-            )
-        if canonical in REQUIRED:
-            guess = closest(canonical, unused, read.frame)
-            raise InputError(
-                format_input_error(
-                    inp.name,
-                    f"required column '{canonical}' is missing (present: {shown or 'none'})",
-                    f"Map it with --map {canonical}={guess}"
-                    if guess
-                    else f"Add a '{canonical}' column, map one with --map {canonical}=COLUMN, "
-                    f"or give one value for every row ({canonical} = \"...\" in a --mapping "
-                    "file, or [defaults] in --config)",
-                    line=line,
-                    column=canonical,
-                )
-            )
+            raise InputError(format_input_error(
+                inp.name, f"mapped column '{mapped}' (--map {canonical}={mapped}) is not in the "
+                f"file (present: {shown or 'none'})", todo, line=line, column=mapped))
+        guess = closest(canonical, unused, frame)
+        raise InputError(format_input_error(
+            inp.name, f"required column '{canonical}' is missing (present: {shown or 'none'})",
+            f"Map it with --map {canonical}={guess}" if guess
+            else f"Add a '{canonical}' column, map one with --map {canonical}=COLUMN, or give "
+            f"one value for every row ({canonical} = \"...\" in a --mapping file, or "
+            "[defaults] in --config)", line=line, column=canonical))
+    return sources, unused
+
+
+def resolve_columns(
+    inp: InputFile,
+    read: FileRead,
+    mapping: Mapping[str, str],
+    defaults: Mapping[str, str],
+) -> tuple[pl.DataFrame, set[str]]:
+    """Select the canonical columns of one file; return them and the unused columns."""
+    sources, unused = column_sources(inp, read.present, mapping, defaults, frame=read.frame)
     exprs = []
     schema = read.frame.schema
     for canonical in INPUT_COLUMNS:

@@ -266,8 +266,11 @@ def _input(path: Path, name: str, hash_name: str, fmt: str) -> InputFile:
     return InputFile(path, name, hash_name, fmt)
 
 
-def discover_inputs(paths: Sequence[Path | str]) -> list[InputFile]:
-    """The record files of files and folders, in reading order (sorted, each once)."""
+def discover_inputs(paths: Sequence[Path | str], *, exclude: Sequence[str] = ()) -> list[InputFile]:
+    """The record files of files and folders, in reading order (sorted, each once).
+
+    ``exclude``: file names not read in folders (see :func:`walk_folder`).
+    """
     if isinstance(paths, str | Path):
         paths = [paths]
     if not paths:
@@ -278,7 +281,7 @@ def discover_inputs(paths: Sequence[Path | str]) -> list[InputFile]:
     for given in paths:
         root = Path(given)
         if root.is_dir():
-            files = data_files(root)
+            files = data_files(root, exclude=exclude)
             if not files:
                 raise InputError(
                     format_input_error(

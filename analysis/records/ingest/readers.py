@@ -216,26 +216,32 @@ def _file_bytes(inp: InputFile) -> bytes:
     return data[len(_BOM) :] if data.startswith(_BOM) else data
 
 
+def json_keys(path: Path) -> list[str]:
+    """Keys of the JSON objects on the first 1,000 lines of a JSONL file (its sample of keys).
+
+    The one sampling of ingest, the streaming reducer and the SQL engines.
+    """
+    keys: dict[str, None] = {}
+    with path.open("rb") as stream:
+        if stream.read(len(_BOM)) != _BOM:
+            stream.seek(0)
+        for _, line in zip(range(_JSON_SAMPLE_LINES), stream, strict=False):
+            try:
+                obj = json.loads(line)
+            except JSON_ERRORS:
+                continue
+            if isinstance(obj, dict):
+                keys.update(dict.fromkeys(obj))
+    return list(keys)
+
+
 def read_jsonl_file(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str]) -> FileRead:
     """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
     bom, filled = _peek(inp)
     if not filled and scan().blank:
         return _empty_read()
     # Keys: the first lines, plus every canonical/mapped name (read as text, null if absent).
-    sample_keys: dict[str, None] = {}
-    with inp.path.open("rb") as stream:
-        if bom:
-            stream.seek(len(_BOM))
-        for _ in range(_JSON_SAMPLE_LINES):
-            chunk = stream.readline()
-            if not chunk:
-                break
-            try:
-                obj = json.loads(chunk)
-            except JSON_ERRORS:
-                continue
-            if isinstance(obj, dict):
-                sample_keys.update(dict.fromkeys(obj))
+    sample_keys = dict.fromkeys(json_keys(inp.path))
     keys = [*sample_keys, *sorted(set(wanted) - set(sample_keys))]
     schema: dict[str, pl.DataType] = {k: pl.Utf8() for k in keys}
 
