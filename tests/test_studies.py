@@ -149,7 +149,10 @@ def test_per_option_probabilities_with_an_answer_key_match_hand_computation() ->
 
 
 def test_normalised_option_probabilities(tmp_path: Path) -> None:
-    """normalize: 81 / (25 + 26 + 81 + 68) = 0.405 < 0.5: it said it would be wrong, and was."""
+    """normalize: 81 / (25 + 26 + 81 + 68) = 0.405 < 0.5: it said it would be wrong, and was.
+
+    The record's confidence is that of its prediction ("I will be wrong"): 1 - 0.405.
+    """
     shutil.copy(OPTS / "answer_key.csv", tmp_path)
     mapping = tmp_path / "m.toml"
     mapping.write_text((OPTS / "study.toml").read_text().replace(
@@ -157,7 +160,7 @@ def test_normalised_option_probabilities(tmp_path: Path) -> None:
     res = ingest([OPTS / "answers.jsonl"], transform=load_transform(mapping))
     r = res.records.filter((res.records["model"] == "llama-3-8b")
                            & (res.records["item_id"] == "m1")).row(0, named=True)
-    assert r["confidence"] == pytest.approx(0.405)
+    assert r["confidence"] == pytest.approx(1 - 0.405)
     assert (r["prediction"], r["outcome"], r["correct"]) == ("false", "false", True)
 
 
