@@ -391,14 +391,14 @@ def test_correct_only_records_are_said_to_be_read_as_self_prediction() -> None:
 
 
 def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, capsys) -> None:
-    """The 0-10 study through `selfmodel run` (no sizes: nothing sampled, no compile).
+    """The 0-10 study through `selfmodel run --no-contrasts` (no sizes: nothing sampled, no compile).
 
     results.json leads with the not-fitted sentence; the accuracy of gpt-4o before solving
     is the hand-computed 8 of 12 (test_confidence_0_10_study_matches_hand_computation).
     """
     out = tmp_path / "out"
     code = main(["run", str(CONF), "--mapping", str(CONF / "study.toml"), "--out", str(out),
-                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
+                 "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
     R = json.loads((out / "results.json").read_text())
@@ -412,6 +412,10 @@ def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, c
             cell["gpt-4o", "before_solving"]["accuracy"]) == (12, pytest.approx(8 / 12))
     assert R["data"]["study_mapping"]["counts"]["predictions_derived"] == 48
     assert R["settings"]["study_mapping"] == str(CONF / "study.toml")
+    # the contrast model would have been fitted (nothing else was): the results say why not
+    assert R["contrasts"]["reason"] == ("not requested (--no-contrasts), although the scale "
+                                        "model was not fitted")
+    assert R["calibration_contrasts"] is None
 
 
 @pytest.mark.slow
@@ -473,7 +477,7 @@ def test_low_yield_run_stops_unless_allowed_and_then_says_so_first(tmp_path: Pat
     """The issue's case through `selfmodel run`: 7 of 48 rows kept (see the ingest test above)."""
     args = ["run", str(CONF), "--map", "model=model_name", "--map", "task=condition",
             "--map", "item_id=question_id", "--map", "correct=is_correct",
-            "--no-power", "--no-robustness", "--no-report", "--quiet"]
+            "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"]
     out = tmp_path / "out"
     assert main([*args, "--out", str(out)]) == 2
     err = capsys.readouterr().err
