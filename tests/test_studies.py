@@ -20,6 +20,7 @@ from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_apply import load_transform
 from selfmodel.records.ingest import ingest
 from selfmodel.report.sections import verdict as verdict_section
+from selfmodel.report.sections.common import esc
 
 ROOT = Path(__file__).resolve().parent
 STUDIES = ROOT / "fixtures" / "studies"
@@ -348,6 +349,46 @@ def test_report_leads_with_the_status_lines() -> None:
     assert code.index("status_lines(R)") < code.index("**Question:**")
     sources = [qmd, *(p.read_text() for p in (ROOT.parent / "analysis" / "sections").glob("*.py"))]
     assert not any("**Diagnostics failed.**" in s for s in sources)  # the old fixed sentence
+
+
+def _first_report_line(R: dict) -> tuple[str, str]:
+    """The report's first line of text (``sections.verdict.summary``) and the whole block."""
+    from selfmodel.decisions.status import status_lines
+    from selfmodel.report.sections.common import Report
+
+    R = {**R, "status": status_lines(R)}  # as results.json's writer sets it
+    text = verdict_section.summary(Report(R, {}, None, ROOT, 6.3, 8.5))
+    return next(line for line in text.splitlines() if line and not line.startswith(":::")), text
+
+
+def test_report_first_line_says_exploratory_or_not_fitted_not_a_failure() -> None:
+    """The report's first line, from the default run's results changed to each case.
+
+    (g) exploratory settings whose checks fail: their words, never "Diagnostics failed";
+    (a) nothing fitted: "No model was fitted" and why, never "R-hat n/a"; with the contrast
+    model fitted instead, that the scale question is not estimable.
+    """
+    full = json.loads((ROOT / "fixtures" / "regression" / "results_default.json").read_text())
+    short = {**full, "settings": {**full["settings"], "preset": "exploratory",
+                                  "sampler": {"draws": 300, "tune": 300, "chains": 2}},
+             "diagnostics": _diag(1.04, 150.0, 0, False)}
+    first, text = _first_report_line(short)
+    assert first.startswith("**" + esc("Exploratory settings: not for findings (300 draws"))
+    assert esc("Diagnostics failed") not in text
+    real = {**full, "diagnostics": _diag(1.04, 150.0, 0, False)}
+    assert _first_report_line(real)[0].startswith("**" + esc("Diagnostics failed (R-hat 1.040"))
+    unfit = {**full, "diagnostics": {**_diag(None, None, None, False), "note": "not fitted"},
+             "scale_effect": {**full["scale_effect"], "reason": "only 0 model(s) have params_b",
+                              "models_without_scale_variable": ["gpt-4o", "gpt-5"]}}
+    first, text = _first_report_line(unfit)
+    assert first.startswith("**" + esc("No model was fitted: only 0 model(s) have params_b."))
+    assert esc("R-hat n/a") not in text and esc("Diagnostics failed") not in text
+    d = {"decision": "improves", "mean": 0.6, "hdi_low": 0.2, "hdi_high": 1.0, "hdi_prob": 0.94}
+    unfit["contrasts"] = {"reason": None, "finding": True, "rope": 0.1,
+                          "contrasts": {"model": {"gpt-5 - gpt-4o": d}}}
+    first, text = _first_report_line(unfit)
+    assert first.startswith("**" + esc("The scale question is not estimable: only 0 model(s)"))
+    assert esc("What these data can decide") in text
 
 
 def test_closest_column_hint_is_of_the_same_kind(tmp_path: Path) -> None:
