@@ -22,6 +22,7 @@ from selfmodel.analyses.contrasts import contrast_section, unfit_reason
 from selfmodel.cli import main
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.decisions.status import status_lines
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.models import contrast
 from selfmodel.records.cells import CONDITION_CELL_KEY, to_cells, to_condition_cells
 from selfmodel.records.contract import KEY, RECORD_SCHEMA
@@ -111,7 +112,7 @@ def test_nothing_to_contrast_is_said_not_fitted() -> None:
     assert unfit_reason({"condition": ["(none)"], "model": ["a"], "task": ["t"]}) == (
         "one model, one task and one condition: there is nothing to contrast")
     empty = pl.DataFrame(schema=RECORD_SCHEMA)
-    section = contrast_section(empty, rule=DecisionRule(), seed=1)
+    section = contrast_section(empty, rule=DecisionRule(), fitter=Fitter(1))
     assert section["reason"] == "no readable self-prediction" and section["contrasts"] == {}
 
 
@@ -173,9 +174,20 @@ def test_status_says_the_scale_question_is_not_estimable_and_leads_with_the_cont
     assert [x["key"] for x in lines] == ["not_fitted", "contrasts"]
     assert lines[0]["text"].startswith("The scale question is not estimable: ")
     assert "between models, b - a improves (+0.60, 94% HDI [+0.20, +1.00])" in lines[1]["text"]
+    # a fit that failed its gate decides nothing (issue 28.4): the checks, the estimates as computed
     R["contrasts"]["finding"] = False
-    assert status_lines(R)[1]["text"].endswith("Its diagnostics failed: these are not findings.")
-    del R["contrasts"]
+    R["contrasts"]["diagnostics"] = {"passed": False, "checks": [
+        {"name": "r_hat", "passed": False, "value": 1.03, "threshold": "<= 1.01"}]}
+    text = status_lines(R)[1]["text"]
+    assert text.startswith("The contrast model's fit failed its diagnostics (max R-hat 1.03 "
+                           "against <= 1.01), so no contrast is decided")
+    assert "between models, b - a (+0.60, 94% HDI [+0.20, +1.00])" in text
+    assert "improves" not in text
+    # at the exploratory settings the decisions are shown, labelled
+    R["settings"] = {"preset": "exploratory"}
+    text = status_lines(R)[2]["text"]  # after the exploratory line and not_fitted
+    assert "b - a improves" in text and text.endswith("these are not findings.")
+    del R["contrasts"], R["settings"]
     assert status_lines(R)[0]["text"].startswith("No model was fitted: ")
 
 
@@ -191,9 +203,10 @@ def test_two_closed_models_three_conditions_recover_the_known_contrasts() -> Non
     contrast and the model contrast are decided credible in the true direction.
     """
     design = contrast_study.ARMS["recovery"]
-    section = contrast_section(contrast_study.generate(design, 0), rule=DecisionRule(), seed=0,
-                               settings=contrast_study.SamplerSettings(
-                                   draws=1000, tune=1000, chains=4, cores=1, target_accept=0.95))
+    settings = contrast_study.SamplerSettings(draws=1000, tune=1000, chains=4, cores=1,
+                                              target_accept=0.95)
+    section = contrast_section(contrast_study.generate(design, 0), rule=DecisionRule(),
+                               fitter=Fitter(0, settings))
     assert section["finding"]
     truth = design.truth()
     for factor in ("condition", "model"):
@@ -232,8 +245,11 @@ def test_report_text_shows_every_decided_contrast_and_the_gate() -> None:
     R = {"contrasts": {"reason": None, "finding": False, "rope": 0.1, "why_fitted": "x",
                        "units": "logits", "contrasts": {"condition": {"b - a": d}, "model": {}}}}
     text = contrasts_section.contrasts(_report(R))
+    assert "| condition | b \\- a | not decided \\(its fit failed the diagnostics gate\\) | -0.71 |" in text
+    assert "worsens" not in text and "diagnostics gate" in text and "94% HDI" in text
+    R["contrasts"]["finding"] = True
+    text = contrasts_section.contrasts(_report(R))
     assert "| condition | b \\- a | worsens | -0.71 | [-1.20, -0.30] | 0.01 |" in text
-    assert "diagnostics failed" in text and "94% HDI" in text
     table = calibration_table(_conditions_study().records, by=("model",), n_boot=50)
     rep = _report({"calibration_contrasts": table})
     cal = contrasts_section.calibration(rep)

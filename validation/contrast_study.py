@@ -22,7 +22,8 @@ Arms (two closed models, three conditions, one task):
   (an item x model interaction of sd 1.0 the model does not have): the same null rate.
 
 The model is compiled once per process and reused with each new data set
-(``selfmodel.fitting.fit.fit(..., reuse_compiled=True)``: nutpie ``with_data``).
+(``Fitter(..., reuse_compiled=True)``, :func:`selfmodel.fitting.fit.fit`: nutpie
+``with_data``).
 
     .venv/bin/python validation/contrast_study.py --sims 3 --out /tmp/cs      # cost first
     nice -n 10 .venv/bin/python validation/contrast_study.py --sims 40 --out validation/results
@@ -44,6 +45,7 @@ from scipy.stats import beta as beta_dist
 from selfmodel.analyses.contrasts import contrast_section
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import SamplerSettings
+from selfmodel.fitting.fitter import Fitter
 
 MODELS = ("gpt-4o", "gpt-5")
 CONDITIONS = ("after_solving", "before_solving", "no_reasoning")
@@ -126,8 +128,8 @@ def one(arm: str, seed: int, settings: SamplerSettings, rule: DecisionRule) -> d
     """Fit one data set of ``arm`` and compare each decided contrast with the truth."""
     design = ARMS[arm]
     t0 = time.process_time()
-    section = contrast_section(generate(design, seed), rule=rule, seed=seed,
-                               settings=settings, reuse_compiled=True)
+    section = contrast_section(generate(design, seed), rule=rule,
+                               fitter=Fitter(seed, settings, reuse_compiled=True))
     rows = []
     for factor, truths in design.truth().items():
         for label, true in truths.items():

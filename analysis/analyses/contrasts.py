@@ -17,13 +17,13 @@ A factor with one level has no contrast and is listed as such.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.fit import Fit
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.summaries import posterior_draws
 from selfmodel.models import contrast as contrast_model
 from selfmodel.records.cells import NO_CONDITION, to_condition_cells
@@ -73,10 +73,7 @@ def contrast_section(
     records: pl.DataFrame,
     *,
     rule: DecisionRule,
-    seed: int,
-    settings: SamplerSettings | None = None,
-    cache_dir: Path | str | None = None,
-    reuse_compiled: bool = False,
+    fitter: Fitter,
     priors: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``contrasts`` section of ``results.json``: the fit and every decided contrast.
@@ -87,8 +84,10 @@ def contrast_section(
         Canonical records (self-predictions are used; ``condition`` optional).
     rule
         The declared decision rule (``rope`` in logits of accuracy here).
-    seed, settings, cache_dir, reuse_compiled, priors
-        As for :func:`selfmodel.fitting.fit.fit`.
+    fitter
+        The run's seed, sampler settings and fit cache (:class:`selfmodel.fitting.fitter.Fitter`).
+    priors
+        Overrides of ``models/contrast.py``'s ``DEFAULT_PRIORS``.
 
     Returns
     -------
@@ -111,8 +110,8 @@ def contrast_section(
     reason = unfit_reason(found)
     if reason is not None:
         return {**base, "diagnostics": None, "contrasts": {}, "reason": reason}
-    fitted = fit(contrast_model.NAME, table, seed=seed, settings=settings, cache_dir=cache_dir,
-                 reuse_compiled=reuse_compiled, priors=priors)
+    fitted = fitter.fit(contrast_model.NAME, table, priors=priors,
+                        why="contrasts: conditions, models and tasks (models/contrast.py)")
     return {**base, "diagnostics": fitted.diagnostics,
             "contrasts": decide_contrasts(fitted, rule), "reason": None,
             "finding": bool(fitted.diagnostics["passed"])}

@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from selfmodel.decisions.verdict import failed_checks
+
 __all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "contrast_status", "low_yield_sentence", "status_lines"]
 
 #: A run that keeps fewer than this share of the records it read says so first (or stops).
@@ -98,6 +100,10 @@ def _contrasts_fitted(R: Mapping[str, Any]) -> bool:
 def contrast_status(R: Mapping[str, Any]) -> str | None:
     """The ``contrasts`` status sentence: every decided contrast, or ``None``.
 
+    A contrast fit that failed its diagnostics decides nothing (issue 28.4): the sentence
+    names the failed checks and gives the contrasts as computed, without decision words;
+    at the exploratory settings the decisions are shown, labelled as not findings.
+
     Examples
     --------
     >>> d = {"decision": "worsens", "mean": -0.7, "hdi_low": -1.1, "hdi_high": -0.3,
@@ -111,14 +117,22 @@ def contrast_status(R: Mapping[str, Any]) -> str | None:
     if not _contrasts_fitted(R):
         return None
     sec = R["contrasts"]
+    exploratory = (R.get("settings") or {}).get("preset") == "exploratory"
+    undecided = not sec.get("finding") and not exploratory
     parts = [
-        f"{factor_words} {label} {d['decision']} ({d['mean']:+.2f}, {d['hdi_prob']:.0%} HDI "
-        f"[{d['hdi_low']:+.2f}, {d['hdi_high']:+.2f}])"
+        f"{factor_words} {label}{'' if undecided else ' ' + d['decision']} ({d['mean']:+.2f}, "
+        f"{d['hdi_prob']:.0%} HDI [{d['hdi_low']:+.2f}, {d['hdi_high']:+.2f}])"
         for factor, factor_words in (("condition", "between conditions,"),
                                      ("model", "between models,"), ("task", "between tasks,"))
         for label, d in (sec["contrasts"].get(factor) or {}).items()
     ]
-    gate = "" if sec.get("finding") else " Its diagnostics failed: these are not findings."
+    if undecided:
+        gate = failed_checks(sec.get("diagnostics") or {"passed": False}) or "diagnostics failed"
+        return (f"The contrast model's fit failed its diagnostics ({gate}), so no contrast is "
+                "decided; as computed (logits of self-prediction accuracy): "
+                + "; ".join(parts) + ".")
+    gate = ("" if sec.get("finding") else " At the exploratory settings the contrast fit's "
+            "checks do not pass: these are not findings.")
     return (f"What these data can decide (contrast model, logits of self-prediction accuracy, "
             f"ROPE ±{sec.get('rope', 0):g}): " + "; ".join(parts) + "." + gate)
 

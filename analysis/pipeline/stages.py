@@ -381,9 +381,7 @@ def stage_contrasts(state: RunState, say: Progress) -> None:
     by = ("model", "condition") if n_conditions >= 2 else ("model",)
     state.calibration_contrasts_section = calibration_table(records, by=by, rule=cfg.rule,
                                                             seed=cfg.seed)
-    say("contrasts: conditions, models and tasks (models/contrast.py)")
-    state.contrasts_section = contrast_section(
-        records, rule=cfg.rule, seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir)
+    state.contrasts_section = contrast_section(records, rule=cfg.rule, fitter=cfg.fitter(say))
     state.contrasts_section["why_fitted"] = why
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from selfmodel.decisions.verdict import NOT_DECIDED, failed_checks
 from selfmodel.report.sections.common import Report, esc, md_table, num, panels
 
 __all__ = ["calibration", "contrasts", "reliability_figure", "reliability_series"]
@@ -27,16 +28,26 @@ def contrasts(rep: Report) -> str:
                 "have no conditions.")
     if sec.get("reason"):
         return f"The contrast model was not fitted: {esc(sec['reason'])}."
-    gate = ("" if sec.get("finding") else
-            " **Its diagnostics failed: the decisions below are not findings.**")
+    exploratory = (R.get("settings") or {}).get("preset") == "exploratory"
+    gate = failed_checks(sec.get("diagnostics") or {"passed": bool(sec.get("finding"))})
+    undecided = not sec.get("finding") and not exploratory  # issue 28.4: no decision shown
+    if sec.get("finding"):
+        gate_words = ""
+    elif undecided:
+        gate_words = (f" **Its fit failed the diagnostics gate ({esc(gate or 'diagnostics failed')}): "
+                      "no contrast is decided; the estimates are shown as computed.**")
+    else:
+        gate_words = (" **At the exploratory settings its checks do not pass: the decisions below "
+                      "are not findings.**")
     head = (f"Fitted because {esc(sec.get('why_fitted', ''))}. Each row is the difference "
             f"of two levels in {esc(sec['units'])}, decided with the declared rule "
-            f"(ROPE ±{sec['rope']:g}).{gate}\n\n")
+            f"(ROPE ±{sec['rope']:g}).{gate_words}\n\n")
     decided = [(factor, label, d) for factor, by in sec["contrasts"].items()
                for label, d in by.items()]
     if not decided:
         return head + "No factor has two levels."
-    rows = [[esc(factor), esc(label), esc(d["decision"]), num(d["mean"], "+.2f"),
+    rows = [[esc(factor), esc(label), esc(NOT_DECIDED if undecided else d["decision"]),
+             num(d["mean"], "+.2f"),
              f"[{num(d['hdi_low'], '+.2f')}, {num(d['hdi_high'], '+.2f')}]",
              num(d["prob_positive"], ".2f")] for factor, label, d in decided]
     hdi = decided[0][2]["hdi_prob"]
