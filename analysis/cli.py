@@ -147,6 +147,10 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         "--no-power", action="store_true", help="skip the 'what this study could detect' simulation"
     )
     p.add_argument(
+        "--no-contrasts", action="store_true",
+        help="skip the contrast model (fitted when the scale model cannot be, or with conditions)"
+    )
+    p.add_argument(
         "--hypotheses",
         type=Path,
         default=None,
@@ -386,6 +390,7 @@ def run_config(args: argparse.Namespace, *, report: bool):
         use_cache=not args.no_cache,
         models=_model_list(args.models, getattr(args, "model", None)),
         power=not args.no_power,
+        contrasts=not getattr(args, "no_contrasts", False),
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,
         holdout=getattr(args, "holdout", None),

@@ -15,6 +15,7 @@ Nothing here imports ``analysis``. Adding a model is one new file plus a line he
 ``items``          ``scale`` plus crossed item effects, on per-item counts
 ``self_vs_other``  cross-prediction: the privileged-access effect of predicting oneself
 ``training``       trained checkpoint vs its base: training effect, transfer, privileged access
+``contrast``       named contrasts between conditions, models and tasks (no size needed)
 =================  ==================================================================
 """
 
@@ -22,10 +23,20 @@ from __future__ import annotations
 
 from types import ModuleType
 
-from selfmodel.models import items, pooled, scale, sdt, self_vs_other, training, within_between
+from selfmodel.models import (
+    contrast,
+    items,
+    pooled,
+    scale,
+    sdt,
+    self_vs_other,
+    training,
+    within_between,
+)
 
 REGISTRY: dict[str, ModuleType] = {
-    m.NAME: m for m in (scale, pooled, within_between, sdt, items, self_vs_other, training)
+    m.NAME: m
+    for m in (scale, pooled, within_between, sdt, items, self_vs_other, training, contrast)
 }
 
 #: The models ``selfmodel run`` fits (in this order) unless ``--models`` says otherwise.

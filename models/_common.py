@@ -23,8 +23,11 @@ Prior = tuple[str, dict[str, float]]
 #: ``cells`` model x task counts of the models with the scale variable; ``binary_cells`` the
 #: cells of binary tasks with signal/noise counts; ``item_cells`` model x item counts;
 #: ``pair_cells`` predictor x target x task counts; ``training_pairs`` the discordant-item
-#: counts of each derived checkpoint against its base (``analysis/analyses/training.py``).
-Table = Literal["cells", "binary_cells", "item_cells", "pair_cells", "training_pairs"]
+#: counts of each derived checkpoint against its base (``analysis/analyses/training.py``);
+#: ``condition_cells`` model x task x condition x item counts (``models/contrast.py``).
+Table = Literal[
+    "cells", "binary_cells", "item_cells", "pair_cells", "training_pairs", "condition_cells"
+]
 Role = Literal["verdict", "baseline", "companion"]
 
 

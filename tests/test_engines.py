@@ -25,7 +25,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from selfmodel.records.cells import build_cells, to_cells
+from selfmodel.records.cells import CONDITION_CELL_KEY, build_cells, to_cells
 from selfmodel.records.contract import InputError
 from selfmodel.records.engines import reduce_records
 from selfmodel.records.ingest import ingest, parse_map_options
@@ -77,15 +77,15 @@ def engine(request):
     return "spark", {"session": request.getfixturevalue("spark")}
 
 
-def _reference(files, **kw):
+def _reference(files, keys=("model", "task"), **kw):
     res = ingest(files, **kw)
-    return to_cells(res.records), res.summary
+    return to_cells(res.records, keys=keys), res.summary
 
 
-def _assert_same(files, engine, **kw):
+def _assert_same(files, engine, keys=("model", "task"), **kw):
     name, options = engine
-    cells, summary = _reference(files, **kw)
-    got = reduce_records(files, engine=name, engine_options=options, **kw)
+    cells, summary = _reference(files, keys, **kw)
+    got = reduce_records(files, engine=name, engine_options=options, keys=keys, **kw)
     assert_frame_equal(got.cells, cells)
     for key in SUMMARY_KEYS:
         assert got.summary[key] == summary[key], key
@@ -189,11 +189,17 @@ def _messy(rng: np.random.Generator, n: int, *, models: int = 4) -> list[dict]:
     return rows
 
 
-def _write_messy(tmp: Path, seed: int) -> list[Path]:
+def _write_messy(tmp: Path, seed: int, *, conditions: bool = False) -> list[Path]:
     rng = np.random.default_rng(seed)
     rows = _messy(rng, 1500)
     cols = ["model", "task", "item_id", "prediction", "outcome", "correct", "confidence",
             "sample", "status", "predictor", "cluster", "run_id"]
+    if conditions:  # a condition column, spelled as logs spell it (missing, padded, a list)
+        cols.append("condition")
+        for row in rows:
+            row["condition"] = str(rng.choice(
+                ["before", "after", " after ", "", "None", "before", "after"]
+                + ["[1, 2]"] * (rng.random() < 0.01)))
     frame = pl.DataFrame([{c: r.get(c) for c in cols} for r in rows],
                          schema={c: pl.Utf8 for c in cols}, orient="row")
     third = frame.height // 3
@@ -205,7 +211,8 @@ def _write_messy(tmp: Path, seed: int) -> list[Path]:
     )
     b.write_csv(tmp / "b.csv")
     with (tmp / "b.csv").open("a") as fh:
-        fh.write("m1,refusal,i1,true,true,,,,,,,,extra\n,,,,,,,,,,,\n")
+        extra = "," * (len(cols) - 12)  # one field more than the header, an empty row
+        fh.write(f"m1,refusal,i1,true,true,,,,,,,{extra},extra\n{extra},,,,,,,,,,,\n")
     # Parquet with typed columns: booleans, doubles and integers as stored
     typed = c.with_columns(
         pl.col("confidence").cast(pl.Float64, strict=False),
@@ -228,6 +235,16 @@ def test_messy_logs_same_cells_and_accounting(tmp_path, engine, seed):
     assert s["records_duplicate"] > 0 and s["unreadable_predictions"] > 0
     assert got.cells["binary"].n_unique() == 2
     assert set(s["predictions_not_boolean"]) == {"refusal", "difficulty"}
+
+
+def test_messy_logs_with_conditions_same_cells_per_condition(tmp_path, engine):
+    """A condition column: the same accounting, and equal cells pooled and per condition."""
+    files = _write_messy(tmp_path, 6, conditions=True)
+    got = _assert_same(files, engine)
+    per_condition = _assert_same(files, engine, keys=CONDITION_CELL_KEY)
+    assert got.summary["quarantine_reasons"]["invalid identifier"] > 0
+    assert set(per_condition.cells["condition"].to_list()) == {None, "after", "before"}
+    assert per_condition.cells["n_total"].sum() == got.cells["n_total"].sum()
 
 
 def test_messy_logs_with_config(tmp_path, engine):
@@ -278,6 +295,31 @@ def test_runs_are_separate_samples(tmp_path, engine):
     assert (s["records_used"], s["records_duplicate"]) == (3, 1)
     assert s["quarantine_reasons"] == {"conflicting duplicate": 4}
     assert got.cells.row(0, named=True)["n"] == 3
+
+
+def test_conditions_are_separate_records(tmp_path, engine):
+    """condition is part of the key: one item under two conditions is two records, the same
+    answer twice under one condition is a duplicate, two answers under one a conflict."""
+    (tmp_path / "a.csv").write_text(
+        "model,task,item_id,prediction,outcome,condition\n"
+        "m,t,1,yes,true,before\nm,t,1,no,true,after\n"  # two conditions: two records
+        "m,t,2,yes,true, before \nm,t,2,yes,true,before\n"  # the same record twice
+        "m,t,3,yes,true,after\nm,t,3,no,true,after\n"  # two answers under one: a conflict
+        "m,t,4,yes,false,\nm,t,4,yes,false,None\n"  # no condition (null): a duplicate
+        "m,t,5,yes,true,[1]\n")  # a list is not an identifier
+    (tmp_path / "b.jsonl").write_text(
+        '{"model": "m", "task": "t", "item_id": "2", "prediction": "no", "outcome": true, '
+        '"condition": "after"}\n'
+        '{"model": "m", "task": "t", "item_id": "6", "prediction": "no", "outcome": true, '
+        '"condition": ["a", "b"]}\n')
+    files = [tmp_path / "a.csv", tmp_path / "b.jsonl"]
+    got = _assert_same(files, engine)
+    s = got.summary
+    assert (s["records_used"], s["records_duplicate"]) == (5, 2)
+    assert s["quarantine_reasons"] == {"conflicting duplicate": 2, "invalid identifier": 2}
+    split = _assert_same(files, engine, keys=CONDITION_CELL_KEY)
+    assert split.cells.select("condition", "n", "k").rows() == [
+        (None, 1, 0), ("after", 2, 0), ("before", 2, 2)]
 
 
 def test_value_spellings(tmp_path, engine):

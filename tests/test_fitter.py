@@ -28,7 +28,9 @@ def test_fitter_passes_the_runs_settings_and_says_why(monkeypatch: pytest.Monkey
     (model, kw), = calls
     assert model == "scale"
     assert kw["seed"] == 7 and kw["settings"] is settings and kw["cache_dir"] == tmp_path
-    assert kw["priors"] == {"a": 1} and kw["options"] is None
+    assert kw["priors"] == {"a": 1} and kw["options"] is None and kw["reuse_compiled"] is False
+    Fitter(7, settings, reuse_compiled=True).fit("scale", pl.DataFrame({"n": [1]}))
+    assert calls[-1][1]["reuse_compiled"] is True  # a study refitting one design
     assert f.sampler is settings
     assert Fitter(1).sampler == SamplerSettings()
 

@@ -92,14 +92,24 @@ def _training(seed: int = 0) -> pl.DataFrame:
     ])
 
 
+def _conditions(seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    return pl.DataFrame([
+        {"model": m, "task": t, "condition": c, "item_id": f"i{i}", "n": 2,
+         "k": int(rng.integers(0, 3))}
+        for m in ("a", "b") for t in TASKS for c in ("after", "before", "none") for i in range(4)
+    ])
+
+
 DATA = {
+    "contrast": _conditions,
     "scale": _cells, "pooled": _cells, "within_between": _cells, "sdt": _cells,
     "items": _items, "self_vs_other": _pairs, "training": _training,
 }
 #: build options that switch every optional part on (so every prior is used)
 ALL_OPTIONS = {"scale": {"family_slopes": True}, "pooled": {"random_effects": True}}
 #: dimension of the observed variable(s)
-OBS_DIM = {"items": "obs", "self_vs_other": "pair", "training": "row"}
+OBS_DIM = {"contrast": "obs", "items": "obs", "self_vs_other": "pair", "training": "row"}
 
 
 def _build(name: str, **kw):
@@ -169,7 +179,7 @@ def test_effect_variables_and_dims(name):
 
 def test_registry_lookup_and_hint():
     assert set(models.REGISTRY) == {"scale", "pooled", "within_between", "sdt", "items",
-                                    "self_vs_other", "training"}
+                                    "self_vs_other", "training", "contrast"}
     with pytest.raises(KeyError, match="Did you mean 'within_between'"):
         models.get("within_betwen")
 

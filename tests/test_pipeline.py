@@ -113,7 +113,8 @@ def test_two_sized_models_are_not_enough(tmp_path):
     )
     registry.write_csv(reg)
     out = tmp_path / "out"
-    assert main(["run", str(rec), "--registry", str(reg), "--out", str(out), "--no-report"]) == 0
+    assert main(["run", str(rec), "--registry", str(reg), "--out", str(out), "--no-report",
+                 "--no-contrasts"]) == 0
     eff = json.loads((out / "results.json").read_text())["scale_effect"]
     assert eff["decision"] == "not_estimable" and eff["n_models"] == 2
 

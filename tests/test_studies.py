@@ -20,6 +20,7 @@ from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_apply import load_transform
 from selfmodel.records.ingest import ingest
 from selfmodel.report.sections import verdict as verdict_section
+from selfmodel.report.sections.common import esc
 
 ROOT = Path(__file__).resolve().parent
 STUDIES = ROOT / "fixtures" / "studies"
@@ -149,7 +150,10 @@ def test_per_option_probabilities_with_an_answer_key_match_hand_computation() ->
 
 
 def test_normalised_option_probabilities(tmp_path: Path) -> None:
-    """normalize: 81 / (25 + 26 + 81 + 68) = 0.405 < 0.5: it said it would be wrong, and was."""
+    """normalize: 81 / (25 + 26 + 81 + 68) = 0.405 < 0.5: it said it would be wrong, and was.
+
+    The record's confidence is that of its prediction ("I will be wrong"): 1 - 0.405.
+    """
     shutil.copy(OPTS / "answer_key.csv", tmp_path)
     mapping = tmp_path / "m.toml"
     mapping.write_text((OPTS / "study.toml").read_text().replace(
@@ -157,7 +161,7 @@ def test_normalised_option_probabilities(tmp_path: Path) -> None:
     res = ingest([OPTS / "answers.jsonl"], transform=load_transform(mapping))
     r = res.records.filter((res.records["model"] == "llama-3-8b")
                            & (res.records["item_id"] == "m1")).row(0, named=True)
-    assert r["confidence"] == pytest.approx(0.405)
+    assert r["confidence"] == pytest.approx(1 - 0.405)
     assert (r["prediction"], r["outcome"], r["correct"]) == ("false", "false", True)
 
 
@@ -347,6 +351,46 @@ def test_report_leads_with_the_status_lines() -> None:
     assert not any("**Diagnostics failed.**" in s for s in sources)  # the old fixed sentence
 
 
+def _first_report_line(R: dict) -> tuple[str, str]:
+    """The report's first line of text (``sections.verdict.summary``) and the whole block."""
+    from selfmodel.decisions.status import status_lines
+    from selfmodel.report.sections.common import Report
+
+    R = {**R, "status": status_lines(R)}  # as results.json's writer sets it
+    text = verdict_section.summary(Report(R, {}, None, ROOT, 6.3, 8.5))
+    return next(line for line in text.splitlines() if line and not line.startswith(":::")), text
+
+
+def test_report_first_line_says_exploratory_or_not_fitted_not_a_failure() -> None:
+    """The report's first line, from the default run's results changed to each case.
+
+    (g) exploratory settings whose checks fail: their words, never "Diagnostics failed";
+    (a) nothing fitted: "No model was fitted" and why, never "R-hat n/a"; with the contrast
+    model fitted instead, that the scale question is not estimable.
+    """
+    full = json.loads((ROOT / "fixtures" / "regression" / "results_default.json").read_text())
+    short = {**full, "settings": {**full["settings"], "preset": "exploratory",
+                                  "sampler": {"draws": 300, "tune": 300, "chains": 2}},
+             "diagnostics": _diag(1.04, 150.0, 0, False)}
+    first, text = _first_report_line(short)
+    assert first.startswith("**" + esc("Exploratory settings: not for findings (300 draws"))
+    assert esc("Diagnostics failed") not in text
+    real = {**full, "diagnostics": _diag(1.04, 150.0, 0, False)}
+    assert _first_report_line(real)[0].startswith("**" + esc("Diagnostics failed (R-hat 1.040"))
+    unfit = {**full, "diagnostics": {**_diag(None, None, None, False), "note": "not fitted"},
+             "scale_effect": {**full["scale_effect"], "reason": "only 0 model(s) have params_b",
+                              "models_without_scale_variable": ["gpt-4o", "gpt-5"]}}
+    first, text = _first_report_line(unfit)
+    assert first.startswith("**" + esc("No model was fitted: only 0 model(s) have params_b."))
+    assert esc("R-hat n/a") not in text and esc("Diagnostics failed") not in text
+    d = {"decision": "improves", "mean": 0.6, "hdi_low": 0.2, "hdi_high": 1.0, "hdi_prob": 0.94}
+    unfit["contrasts"] = {"reason": None, "finding": True, "rope": 0.1,
+                          "contrasts": {"model": {"gpt-5 - gpt-4o": d}}}
+    first, text = _first_report_line(unfit)
+    assert first.startswith("**" + esc("The scale question is not estimable: only 0 model(s)"))
+    assert esc("What these data can decide") in text
+
+
 def test_closest_column_hint_is_of_the_same_kind(tmp_path: Path) -> None:
     """A boolean 'coerce' column is not suggested for a missing model; 'target_model' is."""
     log = tmp_path / "r.csv"
@@ -388,14 +432,14 @@ def test_correct_only_records_are_said_to_be_read_as_self_prediction() -> None:
 
 
 def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, capsys) -> None:
-    """The 0-10 study through `selfmodel run` (no sizes: nothing sampled, no compile).
+    """The 0-10 study through `selfmodel run --no-contrasts` (no sizes: nothing sampled, no compile).
 
     results.json leads with the not-fitted sentence; the accuracy of gpt-4o before solving
     is the hand-computed 8 of 12 (test_confidence_0_10_study_matches_hand_computation).
     """
     out = tmp_path / "out"
     code = main(["run", str(CONF), "--mapping", str(CONF / "study.toml"), "--out", str(out),
-                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
+                 "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
     R = json.loads((out / "results.json").read_text())
@@ -409,6 +453,10 @@ def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, c
             cell["gpt-4o", "before_solving"]["accuracy"]) == (12, pytest.approx(8 / 12))
     assert R["data"]["study_mapping"]["counts"]["predictions_derived"] == 48
     assert R["settings"]["study_mapping"] == str(CONF / "study.toml")
+    # the contrast model would have been fitted (nothing else was): the results say why not
+    assert R["contrasts"]["reason"] == ("not requested (--no-contrasts), although the scale "
+                                        "model was not fitted")
+    assert R["calibration_contrasts"] is None
 
 
 @pytest.mark.slow
@@ -470,7 +518,7 @@ def test_low_yield_run_stops_unless_allowed_and_then_says_so_first(tmp_path: Pat
     """The issue's case through `selfmodel run`: 7 of 48 rows kept (see the ingest test above)."""
     args = ["run", str(CONF), "--map", "model=model_name", "--map", "task=condition",
             "--map", "item_id=question_id", "--map", "correct=is_correct",
-            "--no-power", "--no-robustness", "--no-report", "--quiet"]
+            "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"]
     out = tmp_path / "out"
     assert main([*args, "--out", str(out)]) == 2
     err = capsys.readouterr().err

@@ -12,7 +12,10 @@
     predictor x target x task counts (``selfmodel.records.cells.to_pair_cells``);
 ``training_pairs``
     discordant-item counts of each derived checkpoint against its base
-    (``selfmodel.analyses.training.training_table``).
+    (``selfmodel.analyses.training.training_table``);
+``condition_cells``
+    model x task x condition x item counts of self-predictions
+    (``selfmodel.records.cells.to_condition_cells``; ``models/contrast.py``).
 
 A table is built the first time a requested model needs it and reused after that.
 """
@@ -29,6 +32,7 @@ from selfmodel.records.cells import (
     derived_models,
     join_registry,
     scale_values,
+    to_condition_cells,
     to_item_cells,
     to_pair_cells,
 )
@@ -79,7 +83,9 @@ class Tables:
             return to_pair_cells(self.records).filter(pl.col("n") > 0)
         if kind == "training_pairs":
             return training_table(self.records, self.registry, sorted(self.records["task"].unique()))
+        if kind == "condition_cells":
+            return to_condition_cells(self.records)
         raise ValueError(
             f"unknown data table '{kind}' (cells, binary_cells, item_cells, pair_cells, "
-            "training_pairs)"
+            "training_pairs, condition_cells)"
         )

@@ -10,7 +10,11 @@ screen) say, in this order and only when it applies:
     the sampler ran the exploratory preset (``--preset exploratory``): "Exploratory
     settings: not for findings";
 ``not_fitted``
-    no model was fitted, and why (instead of "Diagnostics failed (R-hat n/a ...)");
+    no model was fitted, and why (instead of "Diagnostics failed (R-hat n/a ...)"); when
+    the contrast model was fitted instead, that the *scale* model was not;
+``contrasts``
+    what the data can decide when the scale question is not estimable: each decided
+    contrast between conditions, models and tasks (``analysis/analyses/contrasts.py``);
 ``diagnostics``
     a fitted model failed its sampler checks (a real failure, or one expected at the
     exploratory settings);
@@ -25,7 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "low_yield_sentence", "status_lines"]
+from selfmodel.decisions.verdict import failed_checks
+
+__all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "contrast_status", "low_yield_sentence", "status_lines"]
 
 #: A run that keeps fewer than this share of the records it read says so first (or stops).
 LOW_YIELD_SHARE: Final = 0.5
@@ -73,13 +79,62 @@ def _not_fitted(R: Mapping[str, Any]) -> str:
     reason = eff.get("reason") or (R.get("diagnostics") or {}).get("note") or "no usable data"
     missing = eff.get("models_without_scale_variable") or []
     names = [m["model"] if isinstance(m, Mapping) else str(m) for m in missing]
-    text = f"No model was fitted: {reason}."
+    contrasts = _contrasts_fitted(R)
+    text = (f"The scale question is not estimable: {reason}." if contrasts
+            else f"No model was fitted: {reason}.")
     if names:
         col = eff.get("registry_column") or "the scale variable"
         text += (f" {len(names)} model(s) have no {col} ({', '.join(names[:6])}"
                  f"{', ...' if len(names) > 6 else ''}).")
+    if contrasts:
+        return text + " The contrast model was fitted instead: what these data can decide follows."
     return text + (" Nothing below is a posterior estimate; the descriptive tables and "
                    "frequentist checks are computed from the records.")
+
+
+def _contrasts_fitted(R: Mapping[str, Any]) -> bool:
+    sec = R.get("contrasts") or {}
+    return bool(sec) and sec.get("reason") is None and bool(sec.get("contrasts"))
+
+
+def contrast_status(R: Mapping[str, Any]) -> str | None:
+    """The ``contrasts`` status sentence: every decided contrast, or ``None``.
+
+    A contrast fit that failed its diagnostics decides nothing (issue 28.4): the sentence
+    names the failed checks and gives the contrasts as computed, without decision words;
+    at the exploratory settings the decisions are shown, labelled as not findings.
+
+    Examples
+    --------
+    >>> d = {"decision": "worsens", "mean": -0.7, "hdi_low": -1.1, "hdi_high": -0.3,
+    ...      "hdi_prob": 0.94}
+    >>> R = {"contrasts": {"reason": None, "finding": True, "rope": 0.1,
+    ...      "contrasts": {"condition": {"b - a": d}, "model": {}, "task": {}}}}
+    >>> print(contrast_status(R))  # doctest: +NORMALIZE_WHITESPACE
+    What these data can decide (contrast model, logits of self-prediction accuracy, ROPE ±0.1):
+    between conditions, b - a worsens (-0.70, 94% HDI [-1.10, -0.30]).
+    """
+    if not _contrasts_fitted(R):
+        return None
+    sec = R["contrasts"]
+    exploratory = (R.get("settings") or {}).get("preset") == "exploratory"
+    undecided = not sec.get("finding") and not exploratory
+    parts = [
+        f"{factor_words} {label}{'' if undecided else ' ' + d['decision']} ({d['mean']:+.2f}, "
+        f"{d['hdi_prob']:.0%} HDI [{d['hdi_low']:+.2f}, {d['hdi_high']:+.2f}])"
+        for factor, factor_words in (("condition", "between conditions,"),
+                                     ("model", "between models,"), ("task", "between tasks,"))
+        for label, d in (sec["contrasts"].get(factor) or {}).items()
+    ]
+    if undecided:
+        gate = failed_checks(sec.get("diagnostics") or {"passed": False}) or "diagnostics failed"
+        return (f"The contrast model's fit failed its diagnostics ({gate}), so no contrast is "
+                "decided; as computed (logits of self-prediction accuracy): "
+                + "; ".join(parts) + ".")
+    gate = ("" if sec.get("finding") else " At the exploratory settings the contrast fit's "
+            "checks do not pass: these are not findings.")
+    return (f"What these data can decide (contrast model, logits of self-prediction accuracy, "
+            f"ROPE ±{sec.get('rope', 0):g}): " + "; ".join(parts) + "." + gate)
 
 
 def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
@@ -112,6 +167,8 @@ def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
         pass
     elif diag.get("max_rhat") is None and diag.get("min_ess_bulk") is None:
         out.append(("not_fitted", _not_fitted(R)))
+        if (text := contrast_status(R)) is not None:
+            out.append(("contrasts", text))
     elif not diag.get("passed", True):
         numbers = (f"R-hat {_fmt(diag.get('max_rhat'), '.3f')}, bulk ESS "
                    f"{_fmt(diag.get('min_ess_bulk'), '.0f')}, divergences "

@@ -91,6 +91,16 @@ def failed_gate(R: Results, fit_model: str | None = None) -> str | None:
         diag = R.get("diagnostics") or {}
     else:
         diag = ((R.get("model_zoo") or {}).get(fit_model) or {}).get("diagnostics") or {}
+    return failed_checks(diag)
+
+
+def failed_checks(diag: Mapping[str, Any]) -> str | None:
+    """The failed checks of a fit's ``diagnostics`` in words (``None`` when it passed).
+
+    >>> failed_checks({"passed": False, "checks": [{"name": "r_hat", "passed": False,
+    ...                "value": 1.03, "threshold": "<= 1.01"}]})
+    'max R-hat 1.03 against <= 1.01'
+    """
     if diag.get("passed", True):
         return None
     failed = [c for c in diag.get("checks") or [] if not c.get("passed", True)]

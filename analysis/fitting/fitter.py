@@ -40,12 +40,16 @@ class Fitter:
         Folder of saved fits (``None``: no cache).
     progress
         Progress line (default: silent).
+    reuse_compiled
+        Compile once and reuse the compiled model for each later fit of the same structure
+        (:func:`selfmodel.fitting.fit.fit`; for studies that refit one design many times).
     """
 
     seed: int
     settings: SamplerSettings | None = None
     cache_dir: Path | None = None
     progress: Progress = field(default=_silent)
+    reuse_compiled: bool = False
 
     @property
     def sampler(self) -> SamplerSettings:
@@ -66,4 +70,5 @@ class Fitter:
         if why:
             self.progress(why)
         return fit(model, data, seed=self.seed, settings=self.settings, priors=priors,
-                   options=options, cache_dir=self.cache_dir, then=then)
+                   options=options, cache_dir=self.cache_dir, reuse_compiled=self.reuse_compiled,
+                   then=then)

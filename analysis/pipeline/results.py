@@ -70,6 +70,8 @@ RESULT_KEYS = (
     "missingness",
     "mixed_predictive",
     "sdt_crosscheck",
+    "contrasts",
+    "calibration_contrasts",
     "verdict",
     "status",
 )
@@ -119,6 +121,8 @@ def build_results(state: RunState) -> dict[str, Any]:
             "missingness": state.missingness_section,
             "mixed_predictive": state.mixed_predictive_section,
             "sdt_crosscheck": state.sdt_crosscheck_section,
+            "contrasts": state.contrasts_section,
+            "calibration_contrasts": state.calibration_contrasts_section,
         }
     )
     # the first screen's sentences, chosen from the numbers above (analysis/decisions/verdict.py)

@@ -25,6 +25,8 @@ import polars as pl
 
 from selfmodel import models as model_registry
 from selfmodel.analyses import describe
+from selfmodel.analyses.calibration_contrasts import calibration_table
+from selfmodel.analyses.contrasts import contrast_section, not_fitted_section
 from selfmodel.analyses.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from selfmodel.analyses.rescoring import self_vs_other_rescored
 from selfmodel.analyses.skill import calibration, skill_table
@@ -354,6 +356,33 @@ def stage_fits(state: RunState, say: Progress) -> None:
         stage_models(state, say)
 
     concurrently(verdict_then_models, lambda: stage_training(state, say))
+    stage_contrasts(state, say)
+
+
+def stage_contrasts(state: RunState, say: Progress) -> None:
+    """Stage 4c (``contrasts``, ``calibration_contrasts``): what such a study can decide.
+
+    Fitted when the verdict model was not (closed models without sizes) or the records have
+    two or more conditions; otherwise both stay ``None``. With ``--no-contrasts`` the model
+    is not fitted and ``contrasts`` says so where it would have been.
+    """
+    assert state.ingest is not None
+    cfg = state.config
+    records = state.ingest.records
+    n_conditions = records["condition"].drop_nulls().n_unique() if "condition" in records.columns else 0
+    unfit = state.verdict is None or state.verdict.fit is None
+    if not (unfit or n_conditions >= 2):
+        return
+    why = "the scale model was not fitted" if unfit else f"the records have {n_conditions} conditions"
+    if not cfg.contrasts:
+        state.contrasts_section = not_fitted_section(
+            f"not requested (--no-contrasts), although {why}")
+        return
+    by = ("model", "condition") if n_conditions >= 2 else ("model",)
+    state.calibration_contrasts_section = calibration_table(records, by=by, rule=cfg.rule,
+                                                            seed=cfg.seed)
+    state.contrasts_section = contrast_section(records, rule=cfg.rule, fitter=cfg.fitter(say))
+    state.contrasts_section["why_fitted"] = why
 
 
 def _headlines(state: RunState) -> dict[str, Any]:

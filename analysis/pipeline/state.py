@@ -57,6 +57,8 @@ class RunConfig:
     use_cache: bool = True
     models: tuple[str, ...] = model_registry.DEFAULT_MODELS
     power: bool = True
+    #: fit ``models/contrast.py`` when the verdict model is not fitted or records have conditions
+    contrasts: bool = True
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
     holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)
@@ -121,4 +123,6 @@ class RunState:
     missingness_section: dict[str, Any] | None = None  # missingness
     mixed_predictive_section: dict[str, Any] | None = None  # mixed_predictive
     sdt_crosscheck_section: dict[str, Any] | None = None  # sdt_crosscheck
+    contrasts_section: dict[str, Any] | None = None  # contrasts
+    calibration_contrasts_section: dict[str, Any] | None = None  # calibration_contrasts
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings

@@ -30,7 +30,7 @@ model, task, predictor-agnostic (self-predictions only: ``predictor == model``)
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Final
 
 import narwhals as nw
@@ -38,9 +38,17 @@ import numpy as np
 import polars as pl
 
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
-from selfmodel.records.reduction import cell_rows, cells, finish_cells
+from selfmodel.records.reduction import (
+    CELL_KEY,
+    CONDITION_CELL_KEY,
+    cell_rows,
+    cells,
+    finish_cells,
+)
 
-CELL_KEY: Final = ("model", "task")
+__all__ = ["CELL_KEY", "CONDITION_CELL_KEY", "NO_CONDITION", "OWN_FAMILY", "build_cells",
+           "derived_models", "join_registry", "scale_values", "self_predictions",
+           "to_cells", "to_condition_cells", "to_item_cells", "to_pair_cells"]
 
 
 def self_predictions(records: pl.DataFrame) -> pl.DataFrame:
@@ -48,13 +56,18 @@ def self_predictions(records: pl.DataFrame) -> pl.DataFrame:
     return records.filter(pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model")))
 
 
-def to_cells(records: pl.DataFrame) -> pl.DataFrame:
-    """Aggregate canonical records into one row per model x task.
+def to_cells(records: pl.DataFrame, *, keys: Sequence[str] = CELL_KEY) -> pl.DataFrame:
+    """Aggregate canonical records into one row per model x task (or per ``keys``).
 
     Parameters
     ----------
     records
         Canonical records (``selfmodel.records.contract.RECORD_SCHEMA``).
+    keys
+        The cell key: :data:`CELL_KEY` (conditions pooled, as every scale model reads them)
+        or :data:`CONDITION_CELL_KEY` (one cell per condition too, after ``task``; a missing
+        ``condition`` column is a null condition). The GROUP BY is the engines' own
+        (:func:`selfmodel.records.reduction.cells`).
 
     Returns
     -------
@@ -71,7 +84,11 @@ def to_cells(records: pl.DataFrame) -> pl.DataFrame:
     >>> to_cells(r).select("n_total", "n", "k", "k_strict", "hits", "false_alarms").row(0)
     (3, 2, 1, 1, 1, 1)
     """
-    return finish_cells(cells(cell_rows(nw.from_native(records.lazy()))).collect().to_native())
+    if any(k not in records.columns for k in keys):
+        records = records.with_columns(pl.lit(None, dtype=pl.Utf8).alias(k)
+                                       for k in keys if k not in records.columns)
+    rows = cell_rows(nw.from_native(records.lazy()), keys=keys)
+    return finish_cells(cells(rows, keys=keys).collect().to_native(), keys=keys)
 
 
 #: Family label of a model without one (see :func:`join_registry`).
@@ -231,3 +248,38 @@ def to_pair_cells(records: pl.DataFrame) -> pl.DataFrame:
         .sort(["predictor", "model", "task"])
     )
     return pairs.with_columns([pl.col(c).cast(pl.Int64) for c in ("n_total", "n", "k")])
+
+
+#: Condition label of records without one (a study with one condition), in the contrast
+#: model's table (:func:`to_condition_cells`).
+NO_CONDITION: Final = "(none)"
+
+
+def to_condition_cells(records: pl.DataFrame) -> pl.DataFrame:
+    """Self-predictions per model x task x condition x item (for ``models/contrast.py``).
+
+    Repeats of an item (``sample``, runs) are summed, as in :func:`to_item_cells`. A record
+    without a condition (the column absent or null) is in condition :data:`NO_CONDITION`.
+    Rows without a readable self-prediction (``n == 0``) are left out.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> r = pl.DataFrame({"model": ["a"] * 3, "task": ["t"] * 3, "item_id": ["i1"] * 3,
+    ...     "condition": ["x", "x", None], "predictor": [None] * 3,
+    ...     "correct": [True, False, True], "status": ["ok"] * 3})
+    >>> to_condition_cells(r).select("condition", "n", "k").rows()
+    [('(none)', 1, 1), ('x', 2, 1)]
+    """
+    recs = self_predictions(records)
+    condition = (pl.col("condition").fill_null(NO_CONDITION) if "condition" in recs.columns
+                 else pl.lit(NO_CONDITION))
+    readable = (pl.col("status") == "ok") & pl.col("correct").is_not_null()
+    return (
+        recs.with_columns(condition.cast(pl.Utf8).alias("condition"))
+        .group_by(["model", "task", "condition", "item_id"])
+        .agg(readable.sum().cast(pl.Int64).alias("n"),
+             (readable & pl.col("correct")).sum().cast(pl.Int64).alias("k"))
+        .filter(pl.col("n") > 0)
+        .sort(["model", "task", "condition", "item_id"])
+    )

@@ -20,6 +20,8 @@ correct         Boolean      prediction matched outcome (null when unreadable)
 predictor       Utf8         the model that made the prediction (defaults to ``model``)
 confidence      Float64      stated probability that the prediction is right, 0..1
 cluster         Utf8         item group sharing context
+condition       Utf8         the study condition the record was made under (prompting,
+                             reasoning on/off, temperature); null when the study has one
 status          Utf8         ``ok``, ``unparsed``, ``refused`` or ``error``
 run_id          Utf8         provenance
 sample          Int64        repeat index (0 when absent)
@@ -51,6 +53,7 @@ RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
     "predictor": pl.Utf8(),
     "confidence": pl.Float64(),
     "cluster": pl.Utf8(),
+    "condition": pl.Utf8(),
     "status": pl.Utf8(),
     "run_id": pl.Utf8(),
     "sample": pl.Int64(),
@@ -62,8 +65,9 @@ RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
 #: Runs are data: records of different runs (``run_id``; an importer sets it to the log
 #: file when the log names no run) are separate samples of the item, never resolved by
 #: file order, whether their answers agree or not. Within one run, equal keys with
-#: different answers are conflicts (quarantined).
-KEY: Final = ("model", "predictor", "task", "item_id", "run_id", "sample")
+#: different answers are conflicts (quarantined). An item asked under two ``condition`` s
+#: is two records (null when the study has one condition).
+KEY: Final = ("model", "predictor", "task", "condition", "item_id", "run_id", "sample")
 
 #: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
 STATUSES: Final = ("ok", "unparsed", "refused", "error")

@@ -35,7 +35,7 @@ runs on engines that do not keep one (Spark).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from itertools import product
 from typing import Any, Final
 
@@ -52,7 +52,9 @@ from selfmodel.records.contract import (
 )
 
 __all__ = [
+    "CELL_KEY",
     "CELL_SCHEMA",
+    "CONDITION_CELL_KEY",
     "COMPARED",
     "ID_COLUMNS",
     "INPUT_COLUMNS",
@@ -61,6 +63,7 @@ __all__ = [
     "binary_task_rule",
     "binary_tasks",
     "cell_rows",
+    "cell_schema",
     "cells",
     "cells_of",
     "checked",
@@ -76,11 +79,12 @@ __all__ = [
 
 #: Canonical input columns, in record order (``selfmodel.records.contract.RECORD_SCHEMA``).
 INPUT_COLUMNS: Final = ("model", "task", "item_id", "prediction", "outcome", "correct",
-                        "predictor", "confidence", "cluster", "status", "run_id", "sample")
+                        "predictor", "confidence", "cluster", "condition", "status", "run_id",
+                        "sample")
 #: Columns compared between copies of a key (copies that differ are conflicting duplicates).
 COMPARED: Final = ("prediction", "outcome", "correct", "confidence", "status")
 #: Identifier columns: a value that is a list or an object is not an identifier.
-ID_COLUMNS: Final = ("model", "predictor", "task", "item_id", "run_id", "cluster")
+ID_COLUMNS: Final = ("model", "predictor", "task", "item_id", "run_id", "cluster", "condition")
 #: Quarantine category of an identifier that is a list or an object.
 NOT_AN_ID: Final = "invalid identifier"
 #: An object's text: ``{`` then (after white space) a quoted key or the closing ``}``.
@@ -101,6 +105,11 @@ INT64_MAX: Final = str(2**63 - 1)
 #: ``inf``/``infinity`` are not matched: they are given but not finite (invalid anyway).
 FLOAT_PATTERN: Final = "^[+-]?([0-9]+[.]?[0-9]*|[.][0-9]+)([eE][+-]?[0-9]+)?$"
 BOOLEAN_TEXT: Final = ("true", "false")
+
+#: The cell key: one cell per model x task (conditions pooled, as every scale model reads them).
+CELL_KEY: Final = ("model", "task")
+#: The cell key with conditions kept apart (``condition`` null when the study has one).
+CONDITION_CELL_KEY: Final = ("model", "task", "condition")
 
 #: Cell columns and dtypes, in the order :func:`selfmodel.records.cells.to_cells` returns them.
 CELL_SCHEMA: Final[dict[str, pl.DataType]] = {
@@ -366,26 +375,32 @@ def binary_task_rule() -> list[nw.Expr]:
             nw.when(flag).then(nw.lit("unparsed")).otherwise(col("status")).alias("status")]
 
 
-def cell_rows(records: nw.LazyFrame) -> nw.LazyFrame:
+def cell_rows(records: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame:
     """Used records -> the rows :func:`cells` adds up (self-predictions only, weight 1).
 
-    ``readable``: status ``ok`` and ``correct`` known; ``correct`` as 0/1.
+    ``readable``: status ``ok`` and ``correct`` known; ``correct`` as 0/1. ``keys`` are the
+    cell key's columns (:data:`CELL_KEY`, or :data:`CONDITION_CELL_KEY`).
     """
     return records.filter(col("predictor").is_null() | (col("predictor") == col("model"))).select(
-        "model", "task", "prediction", "outcome", col("correct").cast(nw.Int64),
+        *keys, "prediction", "outcome", col("correct").cast(nw.Int64),
         ((col("status") == "ok") & ~col("correct").is_null()).alias("readable"),
         nw.lit(1).cast(nw.Int64).alias("count"),
     )
 
 
-def cells(rows: nw.LazyFrame) -> nw.LazyFrame:
-    """The GROUP BY to model x task cells (see :mod:`selfmodel.records.cells` for the columns).
+def cells(rows: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame:
+    """The GROUP BY to cells (see :mod:`selfmodel.records.cells` for the columns).
 
-    ``rows`` has ``model, task, prediction, outcome, correct`` (0/1, or a count of correct
-    rows), ``readable`` and ``count`` (the rows each stands for): :func:`cell_rows` of
-    records, or partial counts (:mod:`selfmodel.records.reduce`). Returns the sums and ``mode_n``
-    (rows of the most common outcome among readable ones); :func:`finish_cells` makes the
-    table of :func:`selfmodel.records.cells.to_cells`.
+    ``rows`` has the ``keys`` columns (default model x task), ``prediction, outcome,
+    correct`` (0/1, or a count of correct rows), ``readable`` and ``count`` (the rows each
+    stands for): :func:`cell_rows` of records, or partial counts
+    (:mod:`selfmodel.records.reduce`). Returns the sums and ``mode_n`` (rows of the most
+    common outcome among readable ones); :func:`finish_cells` makes the table of
+    :func:`selfmodel.records.cells.to_cells`.
+
+    Two GROUP BYs, the first per cell and outcome, the second per cell (the mode is the
+    largest readable count of an outcome), and no join: a null key (``condition`` of a
+    study with one condition) groups as one value on every engine.
     """
     r, cnt = col("readable").fill_null(False), col("count")
     out_t, out_f, pred_t = col("outcome") == "true", col("outcome") == "false", col("prediction") == "true"
@@ -395,7 +410,9 @@ def cells(rows: nw.LazyFrame) -> nw.LazyFrame:
     def csum(cond: nw.Expr) -> nw.Expr:
         return nw.when(cond.fill_null(False)).then(cnt).otherwise(0).sum()
 
-    sums = rows.group_by("model", "task").agg(
+    summed = ("n_total", "n", "k", "n_unreadable", "n_signal", "n_noise", "hits",
+              "false_alarms", "n_pred_yes")
+    per_outcome = rows.group_by(*keys, "outcome", drop_null_keys=False).agg(
         cnt.sum().alias("n_total"), csum(r).alias("n"),
         nw.when(r).then(col("correct")).otherwise(0).sum().alias("k"),
         csum(~r).alias("n_unreadable"),
@@ -404,24 +421,39 @@ def cells(rows: nw.LazyFrame) -> nw.LazyFrame:
         csum(r & out_t & pred_t).alias("hits"), csum(r & out_f & pred_t).alias("false_alarms"),
         csum(r & pred_t).alias("n_pred_yes"),
     )
-    modes = (rows.filter(r).group_by("model", "task", "outcome", drop_null_keys=False)
-             .agg(cnt.sum().alias("_m")).group_by("model", "task").agg(col("_m").max().alias("mode_n")))
-    return sums.join(modes, on=["model", "task"], how="left")
+    return per_outcome.group_by(*keys, drop_null_keys=False).agg(
+        *(col(c).sum() for c in summed), col("binary").min(),
+        col("n").max().alias("mode_n"),
+    )
 
 
-def finish_cells(sums: pl.DataFrame) -> pl.DataFrame:
+def finish_cells(sums: pl.DataFrame, *, keys: Sequence[str] = CELL_KEY) -> pl.DataFrame:
     """:func:`cells` collected -> the columns, dtypes and order of ``to_cells``.
 
-    ``mode_outcome_share`` is NaN where no record is readable (``n = 0``).
+    ``mode_outcome_share`` is NaN where no record is readable (``n = 0``). With ``keys``
+    beyond model x task, their columns follow ``task`` (text; a null key sorts first).
     """
     ints = [c for c, t in CELL_SCHEMA.items() if t == pl.Int64() and c != "k_strict"]
+    extra = [k for k in keys if k not in CELL_SCHEMA]
     return sums.with_columns(
         *(pl.col(c).cast(pl.Int64) for c in ints),
+        *(pl.col(k).cast(pl.Utf8) for k in extra),
         (pl.col("binary") == 1).alias("binary"),
         pl.col("k").cast(pl.Int64).alias("k_strict"),
         (pl.col("mode_n").fill_null(0).cast(pl.Float64) / pl.col("n").cast(pl.Float64))
         .alias("mode_outcome_share"),
-    ).select(list(CELL_SCHEMA)).sort("model", "task")
+    ).select(list(cell_schema(keys))).sort(*CELL_KEY, *extra, nulls_last=False)
+
+
+def cell_schema(keys: Sequence[str] = CELL_KEY) -> dict[str, pl.DataType]:
+    """Columns and dtypes of the cells of ``keys``: :data:`CELL_SCHEMA`, extra keys after ``task``.
+
+    >>> list(cell_schema(CONDITION_CELL_KEY))[:4]
+    ['model', 'task', 'condition', 'n_total']
+    """
+    extra = {k: pl.Utf8() for k in keys if k not in CELL_SCHEMA}
+    rest = {c: t for c, t in CELL_SCHEMA.items() if c not in CELL_KEY}
+    return {**{c: CELL_SCHEMA[c] for c in CELL_KEY}, **extra, **rest}
 
 
 def accounting(grouped_rows: nw.LazyFrame, variant_rows: nw.LazyFrame) -> tuple[Any, Any]:
@@ -466,8 +498,9 @@ def raw_records(records: Any, *, source_file: str = "records") -> nw.LazyFrame:
     return raw_rows(records, source_file, {c: c for c in INPUT_COLUMNS if c in present}, err=None)
 
 
-def cells_of(raw: Any, *, tasks: tuple[str, ...] | None = None) -> pl.DataFrame:
+def cells_of(raw: Any, *, tasks: tuple[str, ...] | None = None,
+             keys: Sequence[str] = CELL_KEY) -> pl.DataFrame:
     """The whole reduction of raw rows (on their engine) to the cells of ``to_cells``."""
     v = variants(grouped(checked(raw, tasks=tasks)))
-    sums = cells(cell_rows(v.filter(~col("conflicting"))))
-    return finish_cells(sums.collect(backend="polars").to_native())
+    sums = cells(cell_rows(v.filter(~col("conflicting")), keys=keys), keys=keys)
+    return finish_cells(sums.collect(backend="polars").to_native(), keys=keys)

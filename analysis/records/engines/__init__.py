@@ -37,11 +37,12 @@ from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.readers import json_keys, read_csv_header
 from selfmodel.records.ingest.run import merge_options
 from selfmodel.records.reduction import (
-    CELL_SCHEMA,
+    CELL_KEY,
     ID_COLUMNS,
     INPUT_COLUMNS,
     accounting,
     cell_rows,
+    cell_schema,
     cells,
     checked,
     finish_cells,
@@ -195,6 +196,7 @@ def reduce_records(
     mapping: Mapping[str, str] | None = None,
     config: Path | str | IngestConfig | None = None,
     engine_options: Mapping[str, Any] | None = None,
+    keys: Sequence[str] = CELL_KEY,
 ) -> EngineResult:
     r"""Validate, de-duplicate and reduce record files to cells on a SQL engine.
 
@@ -210,11 +212,15 @@ def reduce_records(
     engine_options
         Passed to the engine (DuckDB: ``threads``, ``memory_limit``; Spark: ``master``,
         ``conf``, ``session``).
+    keys
+        The cell key, as for :func:`selfmodel.records.cells.to_cells`: model x task, or
+        ``CONDITION_CELL_KEY`` (one cell per condition too).
 
     Returns
     -------
     EngineResult
-        ``cells`` equal to ``to_cells(ingest(paths).records)`` and the accounting.
+        ``cells`` equal to ``to_cells(ingest(paths).records, keys=keys)`` and the
+        accounting.
 
     Raises
     ------
@@ -260,11 +266,13 @@ def reduce_records(
                     checked(nw.concat(batch, how="vertical"), tasks=options.tasks))))
         if not parts:
             per_file = pl.DataFrame(schema={"source_file": pl.Utf8, "_cat": pl.Utf8, "n": pl.Int64})
-            per_variant, got = pl.DataFrame(schema=_VARIANT_SCHEMA), pl.DataFrame(schema=CELL_SCHEMA)
+            per_variant = pl.DataFrame(schema=_VARIANT_SCHEMA)
+            got = pl.DataFrame(schema=cell_schema(keys))
         else:
             g = parts[0] if len(parts) == 1 else eng.materialize("sm_grouped", nw.concat(parts))
             v = eng.materialize("sm_variants", variants(g))
-            got = finish_cells(_collect(cells(cell_rows(v.filter(~nw.col("conflicting"))))))
+            used = v.filter(~nw.col("conflicting"))
+            got = finish_cells(_collect(cells(cell_rows(used, keys=keys), keys=keys)), keys=keys)
             per_file, per_variant = (_collect(t) for t in accounting(g, v))
     finally:
         eng.close()

@@ -12,6 +12,7 @@ it; ``tests/test_sections.py`` runs every such block on a saved results file by 
 from selfmodel.report.sections import (
     appendix,
     calibration,
+    contrasts,
     crosscheck,
     data,
     descriptives,
@@ -32,7 +33,7 @@ from selfmodel.report.sections import (
 from selfmodel.report.sections.common import Report, load
 
 __all__ = [
-    "Report", "appendix", "calibration", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
+    "Report", "appendix", "calibration", "contrasts", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
     "load", "missingness", "model", "privileged", "reliability", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
     "verdict",
 ]

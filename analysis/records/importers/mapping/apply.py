@@ -153,6 +153,7 @@ def _record(
         "outcome",
         "predictor",
         "cluster",
+        "condition",
         "run_id",
     ):
         if rec[key] is not None and not isinstance(rec[key], str):

@@ -120,10 +120,13 @@ class RecordsTransform:
             frame = self._answered(frame)
         if m.threshold is not None:
             conf = pl.col("confidence")
+            # the record's confidence is the stated probability that the *prediction* is
+            # right (docs/records.md): for "I will be wrong" that is 1 - the stated chance
             frame = frame.with_columns(
                 pl.when(conf.is_null()).then(None)
                 .when(conf >= m.threshold).then(pl.lit("true")).otherwise(pl.lit("false"))
-                .alias("prediction"))
+                .alias("prediction"),
+                pl.when(conf >= m.threshold).then(conf).otherwise(1.0 - conf).alias("confidence"))
         # the columns read are dropped, unless the mapping wrote that canonical column itself:
         # a file's own 'correct' read by [answered] is task accuracy and must not reach ingest
         # as the self-prediction's 'correct'

@@ -39,7 +39,8 @@ RECORDS_KEYS: Final = ("format", "task", "model", "predictor", "run_id", "correc
 CONSTANTS: Final = ("task", "model", "predictor", "run_id")
 #: Canonical columns ``[map]`` may fill.
 MAP_FIELDS: Final = ("model", "task", "item_id", "prediction", "outcome", "correct",
-                     "predictor", "confidence", "cluster", "status", "run_id", "sample")
+                     "predictor", "confidence", "cluster", "condition", "status", "run_id",
+                     "sample")
 CONFIDENCE_KEYS: Final = ("column", "scale", "options", "chosen", "normalize")
 ANSWERED_KEYS: Final = ("column", "answer", "key")
 PREDICTION_KEYS: Final = ("threshold",)

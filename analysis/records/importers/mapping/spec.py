@@ -34,6 +34,7 @@ FIELDS: Final = (
     "predictor",
     "confidence",
     "cluster",
+    "condition",
     "status",
     "run_id",
     "sample",

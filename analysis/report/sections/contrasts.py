@@ -1,0 +1,122 @@
+"""Contrasts and calibration per model (``#sec-contrasts``): what a study the scale model cannot answer decides.
+
+Every number comes from ``results.json``: ``contrasts`` (``selfmodel.analyses.contrasts``) and
+``calibration_contrasts`` (``selfmodel.analyses.calibration_contrasts``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from matplotlib.figure import Figure
+
+from selfmodel.decisions.verdict import NOT_DECIDED, failed_checks
+from selfmodel.report.sections.common import Report, esc, md_table, num, panels
+
+__all__ = ["calibration", "contrasts", "reliability_figure", "reliability_series"]
+
+
+def contrasts(rep: Report) -> str:
+    """The decided contrasts between conditions, models and tasks (or why there are none)."""
+    R = rep.results
+    if "contrasts" not in R:
+        return "No contrasts in these results (the fitting stage did not run)."
+    sec = R["contrasts"]
+    if not sec:
+        return ("The contrast model was not fitted: the scale model was fitted and the records "
+                "have no conditions.")
+    if sec.get("reason"):
+        return f"The contrast model was not fitted: {esc(sec['reason'])}."
+    exploratory = (R.get("settings") or {}).get("preset") == "exploratory"
+    gate = failed_checks(sec.get("diagnostics") or {"passed": bool(sec.get("finding"))})
+    undecided = not sec.get("finding") and not exploratory  # issue 28.4: no decision shown
+    if sec.get("finding"):
+        gate_words = ""
+    elif undecided:
+        gate_words = (f" **Its fit failed the diagnostics gate ({esc(gate or 'diagnostics failed')}): "
+                      "no contrast is decided; the estimates are shown as computed.**")
+    else:
+        gate_words = (" **At the exploratory settings its checks do not pass: the decisions below "
+                      "are not findings.**")
+    head = (f"Fitted because {esc(sec.get('why_fitted', ''))}. Each row is the difference "
+            f"of two levels in {esc(sec['units'])}, decided with the declared rule "
+            f"(ROPE ±{sec['rope']:g}).{gate_words}\n\n")
+    decided = [(factor, label, d) for factor, by in sec["contrasts"].items()
+               for label, d in by.items()]
+    if not decided:
+        return head + "No factor has two levels."
+    rows = [[esc(factor), esc(label), esc(NOT_DECIDED if undecided else d["decision"]),
+             num(d["mean"], "+.2f"),
+             f"[{num(d['hdi_low'], '+.2f')}, {num(d['hdi_high'], '+.2f')}]",
+             num(d["prob_positive"], ".2f")] for factor, label, d in decided]
+    hdi = decided[0][2]["hdi_prob"]
+    return head + md_table(["factor", "contrast", "decision", "mean", f"{hdi:.0%} HDI", "P(> 0)"],
+                           rows, ["---"] * 3 + ["---:"] * 3) + "\n"
+
+
+def _interval(g: Mapping[str, Any], m: str) -> str:
+    return (f"{num(g[m], '+.3f' if m == 'overconfidence' else '.3f')} "
+            f"[{num(g[m + '_low'], '.3f')}, {num(g[m + '_high'], '.3f')}]")
+
+
+def calibration(rep: Report) -> str:
+    """Per model (and condition): ECE, Brier, overconfidence with intervals; decided contrasts."""
+    R = rep.results
+    if "calibration_contrasts" not in R:
+        return "No calibration per model in these results (the fitting stage did not run)."
+    cal = R["calibration_contrasts"]
+    if not cal:
+        return ("No calibration per model: it is computed with the contrast model, which was not "
+                "fitted (no reliability diagram).")
+    if cal.get("reason"):
+        return f"Calibration per model: {esc(cal['reason'])} (no reliability diagram)."
+    by = cal["by"]
+    rows = [[*(esc(g[k]) for k in by), g["n"], num(g["mean_stated"], ".3f"),
+             num(g["frequency"], ".3f"), _interval(g, "ece"), _interval(g, "brier"),
+             _interval(g, "overconfidence")] for g in cal["groups"]]
+    text = (f"Intervals: {esc(cal['interval'])}. Contrasts are the reduction of the error "
+            f"from the first to the second level (positive: better calibrated), ROPE "
+            f"±{cal['rope']:g}.\n\n"
+            + md_table([*by, "n", "mean stated", "observed", "ECE", "Brier", "overconfidence"],
+                       rows, ["---"] * len(by) + ["---:"] * 6) + "\n")
+    decided = [[esc(c["metric"]), esc(c["contrast"]),
+                esc(", ".join(f"{k} {v}" for k, v in c["within"].items()) or "-"),
+                esc(c["decision"]), num(c["mean"], "+.3f"),
+                f"[{num(c['hdi_low'], '+.3f')}, {num(c['hdi_high'], '+.3f')}]"]
+               for c in cal["contrasts"]]
+    if decided:
+        text += "\n" + md_table(["metric", "contrast", "within", "decision", "reduction", "interval"],
+                                decided, ["---"] * 4 + ["---:"] * 2) + "\n"
+    return text
+
+
+def reliability_series(results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One reliability curve per group: ``label``, ``p``, ``y``, ``n`` over the non-empty bins."""
+    cal = results.get("calibration_contrasts") or {}
+    out = []
+    for g in cal.get("groups") or []:
+        keep = [i for i, n in enumerate(g["bin_n"]) if n]
+        out.append({"label": " / ".join(str(g[k]) for k in cal["by"]),
+                    "p": [g["bin_p"][i] for i in keep], "y": [g["bin_y"][i] for i in keep],
+                    "n": [g["bin_n"][i] for i in keep]})
+    return out
+
+
+def reliability_figure(rep: Report) -> Figure | None:
+    """Reliability diagram per model (and condition); None without calibration per model."""
+    series = reliability_series(rep.results)
+    if not series:
+        return None
+    fig, (ax,) = panels(rep, 1, h=3.0)
+    ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls=":")
+    largest = max(max(s["n"]) for s in series)
+    for s in series:  # a point's area grows with the records in its bin
+        (line,) = ax.plot(s["p"], s["y"], lw=1, label=s["label"])
+        ax.scatter(s["p"], s["y"], s=[6 + 40 * n / largest for n in s["n"]], color=line.get_color())
+    ax.set_xlabel("stated probability")
+    ax.set_ylabel("observed frequency")
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.legend(fontsize=6, loc="upper left")
+    return fig
