@@ -253,8 +253,8 @@ def reduce_records(
                 continue
             ignored |= unused
             plans[index] = (inp, sources)
-            keys = list(dict.fromkeys(s for s in sources.values() if s is not None))
-            raws.append(raw_rows(eng.read(index, inp, keys, types), inp.name, sources,
+            columns = list(dict.fromkeys(s for s in sources.values() if s is not None))
+            raws.append(raw_rows(eng.read(index, inp, columns, types), inp.name, sources,
                                  options.defaults))
         parts: list[nw.LazyFrame] = []
         for batch in (raws, None):  # reader rejects are known once the first part is read
