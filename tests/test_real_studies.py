@@ -309,3 +309,73 @@ def test_an_unknown_path_value_is_a_one_line_error(tmp_path: Path) -> None:
                        r'"@folder"') as err:
         load_transform(mapping)
     assert "\n" not in str(err.value)
+
+
+# --------------------------------------------------------------------------- 0-100 confidence
+
+CONF_100 = STUDIES / "real_confidence_0_100"
+
+
+def _auroc(pairs: list[tuple[Decimal, bool]]) -> float | None:
+    """P(q of a right answer > q of a wrong one), ties counted one half, over all pairs."""
+    right = [q for q, y in pairs if y]
+    wrong = [q for q, y in pairs if not y]
+    if not right or not wrong:
+        return None
+    wins = sum(Decimal(1) if a > b else Decimal("0.5") if a == b else Decimal(0)
+               for a in right for b in wrong)
+    return float(wins / (len(right) * len(wrong)))
+
+
+def _confidence_0_100_by_hand() -> dict[str, list[tuple[Decimal, bool]]]:
+    cells: dict[str, list[tuple[Decimal, bool]]] = {}
+    for log in sorted(CONF_100.glob("*_results.csv")):
+        with log.open(newline="") as fh:
+            for r in csv.DictReader(fh):
+                cells.setdefault(r["model"], []).append(
+                    (Decimal(r["confidence"]) / 100, r["is_correct"] == "True"))
+    return cells
+
+
+def test_confidence_0_100_study_matches_hand_computation() -> None:
+    """4 models x MMLU items 0-59, a stated confidence 0-100 beside True/False.
+
+    By hand (n = 60 each; accuracy, mean confidence, overconfidence, Brier, ECE, and the
+    authors' measure, the AUROC of confidence for being right):
+
+    =================================== ===== ====== ====== ===== ===== =====
+    model                               acc   conf   over   Brier ECE   AUROC
+    =================================== ===== ====== ====== ===== ===== =====
+    google/gemma-3-1b                   .483  .9983  +.5150 .5151 .5150 .4989
+    google/gemma-3-12b                  .683  .9650  +.2817 .2940 .2817 .5327
+    google/gemma-3-27b                  .783  .9530  +.1697 .1944 .1697 .5646
+    anthropic/claude-haiku-4-5@20251001 .917  .9067  -.0100 .0810 .0663 .4909
+    =================================== ===== ====== ====== ===== ===== =====
+
+    Gemma 1B says 100 to 59 of 60 questions: its confidence says nothing about being
+    right (the authors report AUROC .500 on all 500 items). On 60 items no model's AUROC
+    is far from one half (claude-haiku is wrong on 5 only; the authors' .760 is on 500).
+    """
+    res = ingest(sorted(CONF_100.glob("*_results.csv")),
+                 transform=load_transform(CONF_100 / "study.toml"))
+    s = res.summary
+    assert (s["records_read"], s["records_used"], s["records_quarantined"]) == (240, 240, 0)
+    assert s["study_mapping"]["counts"]["confidence_rescaled"] == 240
+    hand_pairs = _confidence_0_100_by_hand()
+    assert sorted(len(v) for v in hand_pairs.values()) == [60] * 4
+    for model, pairs in hand_pairs.items():
+        cell = res.records.filter(pl.col("model") == model)
+        h = _hand(pairs)
+        _compare(h, _package(cell))
+        y = (cell["outcome"] == "true").to_list()
+        assert confidence_metrics([True] * len(y), y, cell["confidence"].to_list())[
+            "auroc_type2"] == pytest.approx(_auroc(pairs), abs=1e-12)
+    table = {m: (round(h["accuracy"], 3), round(h["overconfidence"], 4), round(h["ece"], 4))
+             for m, h in ((m, _hand(p)) for m, p in hand_pairs.items())}
+    assert table == {"google/gemma-3-1b": (0.483, 0.515, 0.515),
+                     "google/gemma-3-12b": (0.683, 0.2817, 0.2817),
+                     "google/gemma-3-27b": (0.783, 0.1697, 0.1697),
+                     "anthropic/claude-haiku-4-5@20251001": (0.917, -0.01, 0.0663)}
+    assert {m: round(_auroc(p) or 0, 4) for m, p in hand_pairs.items()} == {
+        "google/gemma-3-1b": 0.4989, "google/gemma-3-12b": 0.5327, "google/gemma-3-27b": 0.5646,
+        "anthropic/claude-haiku-4-5@20251001": 0.4909}
