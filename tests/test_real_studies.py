@@ -379,3 +379,82 @@ def test_confidence_0_100_study_matches_hand_computation() -> None:
     assert {m: round(_auroc(p) or 0, 4) for m, p in hand_pairs.items()} == {
         "google/gemma-3-1b": 0.4989, "google/gemma-3-12b": 0.5327, "google/gemma-3-27b": 0.5646,
         "anthropic/claude-haiku-4-5@20251001": 0.4909}
+
+
+# --------------------------------------------------------------------------- Inspect folder
+
+INSPECT = STUDIES / "real_inspect_json"
+POPULARITY_JSON = (Path(__file__).resolve().parent / "fixtures" / "importers" / "real" / "inspect"
+                   / "2025-05-12T20-28-13-04-00_popularity.json")
+
+
+def _inspect_folder(tmp_path: Path) -> Path:
+    """A user's folder: the three JSON logs of the popularity task, one per model."""
+    import shutil
+
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    for log in (*INSPECT.glob("*.json"), POPULARITY_JSON):
+        shutil.copy(log, folder)
+    shutil.copy(INSPECT / "study.toml", folder)
+    return folder
+
+
+def _yes_no(text: str) -> bool:
+    """The answer as the mapping reads it: punctuation and white space off, yes/no."""
+    word = text.strip().strip(".!?,;:").strip().lower()
+    return {"yes": True, "no": False}[word]
+
+
+def test_inspect_json_folder_matches_hand_computation(tmp_path: Path) -> None:
+    """Three real Inspect JSON logs (MIT, inspect_ai's own tests), three models.
+
+    By hand, from each sample's first choice against its target: ollama/llama3.1 answers
+    "No" to a " Yes" item (0 of 1); ollama/gemma3 "Yes\\n" to " Yes" (1 of 1);
+    openai/gpt-4o-mini "Yes"/" Yes", "No"/" No", "No"/" Yes" (2 of 3). The logs' own
+    `match` scorer says the same (C where the answer is the target).
+    """
+    pytest.importorskip("inspect_ai", reason="the inspect extra is part of the dev install")
+    from selfmodel.records.importers.inspect_logs import import_inspect
+
+    folder = _inspect_folder(tmp_path)
+    hand: dict[str, list[int]] = {}
+    for log in sorted(folder.glob("*.json")):
+        data = json.loads(log.read_text())
+        for s in data["samples"]:
+            said = _yes_no(s["output"]["choices"][0]["message"]["content"])
+            right = said == _yes_no(s["target"])
+            assert right == (s["scores"]["match"]["value"] == "C")
+            cell = hand.setdefault(data["eval"]["model"], [0, 0])
+            cell[0] += right
+            cell[1] += 1
+    assert hand == {"ollama/llama3.1": [0, 1], "ollama/gemma3": [1, 1],
+                    "openai/gpt-4o-mini": [2, 3]}
+    res = import_inspect(folder, mapping=folder / "study.toml")
+    assert res.counts["files"] == 3
+    recs = res.records
+    got = {m: [int(g["correct"].sum()), g.height]
+           for (m,), g in recs.group_by(["model"])}
+    assert got == hand
+    assert set(recs["task"]) == {"popularity"} and recs["run_id"].n_unique() == 3
+    assert {f["path"]: f["reason"] for f in res.counts["files_not_read"]} == {
+        "study.toml": "not a .eval or .json file"}
+
+
+def test_inspect_json_folder_through_import_and_run(tmp_path: Path, capsys) -> None:
+    """`selfmodel import inspect FOLDER --mapping`, then `run` with the user's registry."""
+    pytest.importorskip("inspect_ai", reason="the inspect extra is part of the dev install")
+    folder = _inspect_folder(tmp_path)
+    imported = tmp_path / "imported"
+    assert main(["import", "inspect", str(folder), "--mapping", str(folder / "study.toml"),
+                 "--out", str(imported)]) == 0, capsys.readouterr().err
+    out = tmp_path / "out"
+    code = main(["run", str(imported / "records.parquet"), "--registry",
+                 str(INSPECT / "registry.csv"), "--out", str(out), "--no-power",
+                 "--no-robustness", "--no-report", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    R = json.loads((out / "results.json").read_text())
+    cells = {r["model"]: (r["n"], r["accuracy"]) for r in R["by_model_task"]}
+    assert cells == {"ollama/llama3.1": (1, 0.0), "ollama/gemma3": (1, 1.0),
+                     "openai/gpt-4o-mini": (3, pytest.approx(2 / 3))}
+    assert R["status"][0]["key"] == "not_fitted"
