@@ -213,6 +213,19 @@ def _direction(lo: float | None, hi: float | None) -> str:
 KEYS: Final = ("accuracy", "dprime", "accuracy_target", "dprime_target")
 
 
+def _finite_mean(values: np.ndarray) -> float:
+    """The mean of the finite values; NaN when there is none.
+
+    d' is undefined for a model whose predictions are all "true" (a one-sided cell), so
+    a replicate can hold no finite advantage at all; ``np.nanmean`` would warn there.
+
+    >>> _finite_mean(np.array([np.nan, 1.0, 3.0])), np.isnan(_finite_mean(np.array([np.nan])))
+    (2.0, True)
+    """
+    ok = np.isfinite(values)
+    return float(values[ok].mean()) if ok.any() else float("nan")
+
+
 def _bootstrap(
     mats: tuple[np.ndarray, ...], cluster_of: np.ndarray, valid: np.ndarray, m_idx: np.ndarray,
     xs: np.ndarray, *, seed: int, n_boot: int,
@@ -234,7 +247,7 @@ def _bootstrap(
         pick_x = rng.choice(with_x, size=with_x.size, replace=True) if with_x.size else with_x
         for k in KEYS:
             boot[k][b] = adv[k]
-            mean_draws[k][b] = np.nanmean(adv[k][pick])
+            mean_draws[k][b] = _finite_mean(adv[k][pick])
             if with_x.size >= MIN_MODELS_SLOPE and np.unique(xs[pick_x]).size >= 2:
                 yy = adv[k][pick_x]
                 ok = np.isfinite(yy)
@@ -277,7 +290,7 @@ def _summary(k: str, point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndar
     n_x = int(with_x.size)
     slope_pt = _slope(xs[with_x], point[k][with_x]) if n_x >= MIN_MODELS_SLOPE else None
     return {
-        "mean_advantage": float(np.nanmean(point[k][m_idx])),
+        "mean_advantage": _finite_mean(point[k][m_idx]),
         "mean_advantage_ci": [lo, hi],
         "mean_direction": _direction(lo, hi),
         "n_models_positive": dirs.count("positive"),

@@ -111,7 +111,7 @@ class RecordsTransform:
             present += [c for c in self._key_frame().columns if not c.startswith("__")]
         self._check_columns(name, present, sorted(m.source_columns()))
         frame = frame.with_columns(
-            *(pl.lit(v, dtype=pl.Utf8).alias(c) for c, v in m.constants.items()),
+            *(pl.lit(_constant(v, name), dtype=pl.Utf8).alias(c) for c, v in m.constants.items()),
             *(pl.col(s).alias(c) for c, s in m.columns.items()),
         )
         if m.confidence_column or m.options:
@@ -282,6 +282,21 @@ class RecordsTransform:
             "__key", "__matched", *(pl.col(c).alias(m.prefix + c) for c in keep))
         self._key = key
         return key
+
+
+def _constant(value: str, name: str) -> str:
+    """A top-level constant; ``@folder`` and ``@file`` are read from the file's path ``name``.
+
+    >>> _constant("@folder", "logs/gpt-4o/sciq.csv"), _constant("@file", "logs/gpt-4o/sciq.csv")
+    ('gpt-4o', 'sciq')
+    >>> _constant("trivia", "logs/gpt-4o/sciq.csv")
+    'trivia'
+    """
+    if value == "@folder":
+        return Path(name).absolute().parent.name
+    if value == "@file":
+        return Path(Path(name).name.removesuffix(".gz")).stem
+    return value
 
 
 def _read_any(path: Path) -> pl.DataFrame:

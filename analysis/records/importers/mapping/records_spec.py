@@ -4,7 +4,8 @@ r"""A mapping file for plain record files (JSONL, CSV, Parquet): ``format = "rec
 always does (every row accounted for, by file and line) and applies this mapping to each
 file's rows before validation. It is data, never executed. It can
 
-* rename columns (``[map]``, as ``--map``) and fix constants (``task = "trivia"``);
+* rename columns (``[map]``, as ``--map``) and fix constants (``task = "trivia"``), or read
+  them from each file's path (``model = "@folder"``: one folder of logs per model);
 * read a stated confidence on a *declared* scale (``[confidence] scale = [0, 10]``, never
   guessed) or as the probability of the chosen option among per-option columns;
 * say whether the task was answered right (``[answered]``: a boolean column, or the
@@ -37,6 +38,8 @@ __all__ = ["RECORDS_KEYS", "RecordsMapping", "load_records_mapping"]
 RECORDS_KEYS: Final = ("format", "task", "model", "predictor", "run_id", "correct_means",
                        "map", "confidence", "answered", "prediction", "join")
 CONSTANTS: Final = ("task", "model", "predictor", "run_id")
+#: Values of a top-level constant read from each record file's path, not written out.
+PATH_VALUES: Final = ("@folder", "@file")
 #: Canonical columns ``[map]`` may fill.
 MAP_FIELDS: Final = ("model", "task", "item_id", "prediction", "outcome", "correct",
                      "predictor", "confidence", "cluster", "condition", "status", "run_id",
@@ -223,6 +226,16 @@ class _File(Table):
                       f"{(info.context or {}).get('path')}', or write format = \"records\" for "
                       "JSONL/CSV/Parquet records")
         return fmt
+
+    @field_validator(*CONSTANTS)
+    @classmethod
+    def _path_value(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and value.startswith("@") and value not in PATH_VALUES:
+            raise Bad(info.field_name, f"{info.field_name} = {value!r}: a value starting with "
+                      f"'@' must be one of {', '.join(PATH_VALUES)}",
+                      f'Write {info.field_name} = "@folder" (the name of the folder holding '
+                      'each file) or "@file" (the file name without its extension)')
+        return value
 
     @field_validator("correct_means")
     @classmethod
