@@ -27,6 +27,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
+from selfmodel.analyses.calibration_contrasts import calibration_table
 from selfmodel.analyses.skill import confidence_metrics, skill_table
 from selfmodel.cli import main
 from selfmodel.records.contract import InputError
@@ -193,7 +194,7 @@ def test_hard_easy_run_with_the_registry(tmp_path: Path, capsys) -> None:
     out = tmp_path / "out"
     code = main(["run", str(HARD_EASY), "--mapping", str(HARD_EASY / "study.toml"),
                  "--registry", str(HARD_EASY / "registry.csv"), "--out", str(out),
-                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
+                 "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
     assert code == 0, capsys.readouterr().err
     R = json.loads((out / "results.json").read_text())
     assert (R["data"]["records_read"], R["data"]["records_used"]) == (320, 320)
@@ -204,6 +205,67 @@ def test_hard_easy_run_with_the_registry(tmp_path: Path, capsys) -> None:
         assert (cells[key]["n"], cells[key]["accuracy"]) == (
             40, pytest.approx(h["self_prediction_right"] / 40))
     assert R["status"][0]["key"] == "not_fitted"
+
+
+
+def _over_contrasts(table: dict) -> dict[str, dict]:
+    """The decided overconfidence contrast easy - hard per model (reduction from LSAT to SciQ)."""
+    return {c["within"]["model"]: c for c in table["contrasts"]
+            if c["metric"] == "overconfidence" and c["factor"] == "task"}
+
+
+def test_hard_easy_question_is_a_decided_contrast_matching_the_hand_numbers() -> None:
+    """The study's question answered: per model, is the hard set (LSAT-AR) less well calibrated
+    than the easy one (SciQ)? The calibration table of the pipeline's contrast stage, grouped
+    by model x task (the question sets are the tasks), decides the reduction of |overconfidence|
+    from LSAT to SciQ on an item bootstrap; each group's numbers equal the hand computation."""
+    res = ingest([HARD_EASY / "llm-confidence-correct.csv"],
+                 transform=load_transform(HARD_EASY / "study.toml"))
+    table = calibration_table(res.records, by=("model", "task"), n_boot=400, seed=1)
+    hand = _hard_easy_by_hand()
+    groups = {(g["model"], g["task"]): g for g in table["groups"]}
+    assert set(groups) == set(hand)
+    for key, h in hand.items():
+        g = groups[key]
+        assert g["n"] == h["n"]
+        for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"), ("ece", "ece"),
+                             ("mean_stated", "mean_confidence"), ("frequency", "accuracy")):
+            assert g[ours] == pytest.approx(h[theirs], abs=1e-12), (key, ours)
+    over = _over_contrasts(table)
+    assert set(over) == {m for m, _ in hand}
+    for model, c in over.items():
+        assert c["contrast"] == "sciq_test - lsat_ar_test"
+        by_hand = abs(hand[model, "lsat_ar_test"]["overconfidence"]) - abs(
+            hand[model, "sciq_test"]["overconfidence"])
+        assert c["mean"] == pytest.approx(by_hand, abs=0.03)  # bootstrap mean of the reduction
+        assert c["decision"] == "improves", (model, c)  # the easy set is better calibrated
+
+
+@pytest.mark.e2e
+def test_hard_easy_run_answers_its_question_with_decided_contrasts(tmp_path: Path, capsys) -> None:
+    """The whole run on the real hard-easy study: the contrast model is fitted (two sized
+    models: no scale slope) and the report's contrasts section states the decided answers."""
+    from selfmodel.report.sections import contrasts as section
+    from selfmodel.report.sections.common import Report
+
+    out = tmp_path / "out"
+    code = main(["run", str(HARD_EASY), "--mapping", str(HARD_EASY / "study.toml"),
+                 "--registry", str(HARD_EASY / "registry.csv"), "--out", str(out),
+                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    R = json.loads((out / "results.json").read_text())
+    cal = R["calibration_contrasts"]
+    assert cal["by"] == ["model", "task"]
+    over = _over_contrasts(cal)
+    assert {c["decision"] for c in over.values()} == {"improves"}
+    task_contrasts = R["contrasts"]["contrasts"]["task"]
+    assert set(task_contrasts) == {"sciq_test - lsat_ar_test"}
+    (decided,) = task_contrasts.values()
+    assert decided["decision"] in {"improves", "credibly_positive"}  # self-prediction is right more often on SciQ
+    text = section.calibration(Report(R, {}, None, out, 6.3, 8.5))
+    for model in over:  # one decided row per model, in the report's words (Markdown-escaped)
+        shown = model.replace("-", "\\-").replace("_", "\\_").replace(".", "\\.")
+        assert f"| overconfidence | sciq\\_test \\- lsat\\_ar\\_test | model {shown} | improves |" in text
 
 
 # --------------------------------------------------------------------------- per-option

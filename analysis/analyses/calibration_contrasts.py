@@ -54,7 +54,7 @@ METRICS: Final = ("ece", "brier", "overconfidence")
 def forecasts(records: pl.DataFrame) -> pl.DataFrame:
     """Readable binary self-predictions with a confidence, as forecasts ``p`` of outcome ``y``.
 
-    Columns ``model, condition, item`` (``task|item_id``), ``p``, ``y``.
+    Columns ``model, condition, task, item`` (``task|item_id``), ``p``, ``y``.
 
     Examples
     --------
@@ -76,6 +76,7 @@ def forecasts(records: pl.DataFrame) -> pl.DataFrame:
     ).select(
         "model",
         cond.cast(pl.Utf8).alias("condition"),
+        "task",
         pl.format("{}|{}", "task", "item_id").alias("item"),
         pl.when(pl.col("prediction") == "true").then(conf).otherwise(1.0 - conf).alias("p"),
         (pl.col("outcome") == "true").alias("y"),
@@ -143,7 +144,7 @@ def calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",)
     records
         Canonical records.
     by
-        ``("model",)`` or ``("model", "condition")``.
+        ``("model",)``, ``("model", "condition")`` or ``("model", "task")``.
     rule
         The declared rule (its HDI mass is used; the ROPE is :data:`CALIBRATION_ROPE`).
     n_boot, seed

@@ -378,7 +378,10 @@ def stage_contrasts(state: RunState, say: Progress) -> None:
         state.contrasts_section = not_fitted_section(
             f"not requested (--no-contrasts), although {why}")
         return
-    by = ("model", "condition") if n_conditions >= 2 else ("model",)
+    n_tasks = records["task"].drop_nulls().n_unique()
+    # groups compared: conditions within a model; without conditions, tasks within a model (a
+    # study whose question sets are its tasks: e.g. hard against easy questions)
+    by = ("model", "condition") if n_conditions >= 2 else ("model", "task") if n_tasks >= 2 else ("model",)
     state.calibration_contrasts_section = calibration_table(records, by=by, rule=cfg.rule,
                                                             seed=cfg.seed)
     state.contrasts_section = contrast_section(records, rule=cfg.rule, fitter=cfg.fitter(say))
