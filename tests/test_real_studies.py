@@ -513,7 +513,7 @@ def test_inspect_json_folder_through_import_and_run(tmp_path: Path, capsys) -> N
     out = tmp_path / "out"
     code = main(["run", str(imported / "records.parquet"), "--registry",
                  str(INSPECT / "registry.csv"), "--out", str(out), "--no-power",
-                 "--no-robustness", "--no-report", "--quiet"])
+                 "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
     assert code == 0, capsys.readouterr().err
     R = json.loads((out / "results.json").read_text())
     cells = {r["model"]: (r["n"], r["accuracy"]) for r in R["by_model_task"]}
