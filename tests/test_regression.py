@@ -122,6 +122,19 @@ effect above): the SDT refusal d' per task, [-0.003, +0.423] -> [+0.001, +0.423]
 ``credibly_positive`` (was ``no_credible_effect``), and the slope without the cirrus family,
 [0.105, 0.428] -> [0.099, 0.431], is now ``credibly_positive`` (was ``improves``: the lower
 bound crossed the ROPE). The scale slope is 0.198 [0.075, 0.323] (was 0.198 [0.070, 0.324]).
+
+It was remade from a cold run (``selfmodel run data_raw --out build --no-report`` at
+42f409b, 627 s wall beside other work) for issue 28.4 and the merges of issue 29: the SDT
+model samples with its own ``SPEC.sampling`` (4 x 3000 draws after 1500 tuning,
+target_accept 0.995; ``settings.sampler_by_model``), so its fit now passes its gate (was
+max R-hat 1.013: failed) and its slopes moved at Monte Carlo level: d' refusal 0.206
+[0.001, 0.423] -> 0.208 [-0.004, 0.419] is now ``no_credible_effect`` (was
+``credibly_positive``; the same boundary as the remake before last), and with it the
+confirmatory ``dprime_overall`` (97% HDI) and the prior-x0.5 variant's d' decision; every
+other decision is unchanged, and the scale slope is identical. ``contrasts`` and
+``calibration_contrasts`` are new keys, null in the default run (the scale model is
+fitted and the records have no conditions). ``bench/default_gates.py`` ran the same
+command over five seeds (20261130, 1, 2, 3, 4): every gate passed in each.
 """
 
 from __future__ import annotations
