@@ -364,3 +364,15 @@ def test_the_crosscheck_of_a_failed_sdt_fit_is_not_compared() -> None:
     R["model_zoo"]["sdt"]["diagnostics"] = _FAILED_RHAT
     text = _text(R, "sdt_crosscheck")
     assert "agrees" not in text and "not compared" in text and "max R-hat 1.013" in text
+
+
+def test_the_accuracy_robustness_of_a_failed_refit_is_not_compared() -> None:
+    R = _results()
+    assert "decision is unchanged with every prior scale" in _text(R, "checks")
+    R["sensitivity"]["priors"]["variants"] = [{"factor": 0.5, "diagnostics_passed": True},
+                                              {"factor": 2.0, "diagnostics_passed": False}]
+    R["sensitivity"]["scale_variable"]["variants"][1]["diagnostics_passed"] = False
+    text = _text(R, "checks")
+    assert "the prior-width refits are not compared (failed diagnostics: priors x2)" in text
+    assert "the scale-variable refits are not compared (failed diagnostics: capability)" in text
+    assert "unchanged" not in text and "the same with" not in text

@@ -332,7 +332,9 @@ def checks_finding(R: Results) -> str:
     sens = R.get("sensitivity") or {}
     rob = []
     P = sens.get("priors")
-    if P:
+    if P and _failed_refits(R, P.get("model", "scale"), P):
+        rob.append(f"the prior-width refits are not compared ({_failed_refits(R, P.get('model', 'scale'), P)})")
+    elif P:
         held = P.get("verdict_holds")
         rob.append({True: f"the {P.get('model', 'accuracy')} model's decision is unchanged with every "
                           "prior scale halved and doubled",
@@ -340,7 +342,9 @@ def checks_finding(R: Results) -> str:
                            f"width ({_list(P.get('changed') or [])})",
                     None: "the prior-width refits could not be compared"}[held])
     V = sens.get("scale_variable")
-    if V:
+    if V and _failed_refits(R, V.get("model", "scale"), V):
+        rob.append(f"the scale-variable refits are not compared ({_failed_refits(R, V.get('model', 'scale'), V)})")
+    elif V:
         held = V.get("verdict_holds")
         others = [e["variable"] for e in V.get("variants", []) if e.get("variable") != V.get("main_scale")]
         on = "direction" if V.get("compared_on") == "direction" else "decision"
