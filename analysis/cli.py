@@ -18,6 +18,7 @@ from selfmodel.common import atomic, outputs, progress, rerun
 from selfmodel.common.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 from selfmodel.common.toml_errors import key_line
 from selfmodel.decisions.status import EXPLORATORY, status_lines
+from selfmodel.decisions.verdict import NOT_DECIDED, failed_gate
 from selfmodel.fitting.fitpool import default_jobs
 from selfmodel.pipeline.reduce_command import add_reduce_parser
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
@@ -453,10 +454,13 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     for status in results.get("status") or status_lines(results):
         print(status["text"])  # low yield, exploratory settings, nothing fitted ... first
     eff = results["scale_effect"]
-    line = f"scale effect ({eff['units']}): {eff['decision']}"
+    gate = failed_gate(results) if eff.get("decision") != "not_estimable" else None
+    # a fit that failed its gate decides nothing (issue 28.4): its estimate only, as computed
+    line = f"scale effect ({eff['units']}): {NOT_DECIDED if gate else eff['decision']}"
     if eff.get("mean") is not None:
-        line += f", mean {eff['mean']:.3f}, {eff['hdi_prob']:.0%} HDI [{eff['hdi_low']:.3f}, {eff['hdi_high']:.3f}]"
-    if not results["diagnostics"]["passed"]:
+        line += (f"{'; as computed' if gate else ''}, mean {eff['mean']:.3f}, "
+                 f"{eff['hdi_prob']:.0%} HDI [{eff['hdi_low']:.3f}, {eff['hdi_high']:.3f}]")
+    if not results["diagnostics"]["passed"] and not gate:
         line += "  (not a finding)"
     print(line)
     if report:

@@ -188,3 +188,22 @@ def test_report_quiet_silences_the_render_steps(
     cap = capsys.readouterr()
     assert f"report: {tmp_path / 'report.html'}" in cap.out  # where the report is: always said
     assert (cap.err == "") if quiet else ("[2/2] fig-verdict" in cap.err)
+
+
+def test_the_last_line_of_a_failed_fit_decides_nothing(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path
+) -> None:
+    """Issue 28.4: the command's summary line shows no decision of a fit that failed its gate."""
+    failed = {"passed": False, "checks": [{"name": "r_hat", "passed": False, "value": 1.047,
+                                           "threshold": "<= 1.01"}]}
+    effect = {"units": "per decade", "decision": "credibly_positive", "mean": 0.19, "hdi_prob": 0.94,
+              "hdi_low": 0.06, "hdi_high": 0.31, "fit_model": "scale"}
+    monkeypatch.setattr(pipeline, "run", lambda *a, **k: {"scale_effect": effect, "diagnostics": failed})
+    assert main(["fit", "--out", str(tmp_path), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert ("scale effect (per decade): not decided (its fit failed the diagnostics gate); as computed, "
+            "mean 0.190") in out and "credibly_positive" not in out
+    monkeypatch.setattr(pipeline, "run", lambda *a, **k: {
+        "scale_effect": effect, "diagnostics": failed, "settings": {"preset": "exploratory"}})
+    assert main(["fit", "--out", str(tmp_path / "x"), "--quiet"]) == 0
+    assert "credibly_positive, mean 0.190, 94% HDI [0.060, 0.310]  (not a finding)" in capsys.readouterr().out
