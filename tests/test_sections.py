@@ -204,3 +204,15 @@ def test_a_failed_fit_shows_no_decision_in_the_verdict_tables() -> None:
     assert NOT_DECIDED in sections.verdict.table(_report(R))
     rows = [line for line in sections.verdict.table(_report(R)).splitlines() if line.startswith("| ")]
     assert rows and not any(f"`{d}`" in line for line in rows for d in ("improves", "credibly_positive"))
+
+
+def test_calibration_arms_at_other_settings_than_this_run_are_named() -> None:
+    """The SDT samples at its own settings since issue 28.4: the study's d'/criterion arms
+    (run before at the run-wide settings) are said not to be at this run's settings."""
+    R = json.loads(FIXTURE.read_text())
+    assert R["settings"]["sampler_by_model"]["sdt"]["draws"] == 3000
+    text = sections.calibration.pipeline(_report(R))
+    assert "not at this run's settings for that model" in text and "dprime" in text
+    assert "accuracy</code>" not in text.split("The arms")[1].split("not at this run")[0]
+    R["settings"]["sampler_by_model"] = {}
+    assert "not at this run's settings" not in sections.calibration.pipeline(_report(R))

@@ -179,9 +179,29 @@ def pipeline(rep: Report) -> str:
                f"{100 * cov_lo:g}% and {100 * cov_hi:g}%")
     known = (f" (with {n_t} a {100 * fi_max:g}% rate is known to about ±{100 * pm_t:.1f} points, the half-width "
              "of its exact 95% interval)") if pm_t is not None else ""
-    out(state + known + f". Targets: {targets}." + merged + "\n\n"
+    out(state + known + f". Targets: {targets}." + merged + other_settings(rep, PC) + "\n\n"
         + _arm_verdicts(PC["arms"], _Targets(fi_max, cov_lo, cov_hi), n_t))
     return str(out)
+
+
+#: the model whose decision an arm of the pipeline study calibrates (arm ``design:effect``)
+ARM_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt"}
+
+
+def other_settings(rep: Report, PC: dict[str, Any]) -> str:
+    """The arms whose model this run samples at other settings than the study did (issue 28.4)."""
+    own = (rep.results.get("settings") or {}).get("sampler_by_model") or {}
+    study_sm = PC.get("settings") or {}
+    parts = []
+    for model, sm in sorted(own.items()):
+        arms = sorted(a for a in PC["arms"] if ARM_MODEL.get(a.split(":")[-1]) == model)
+        if arms and any(sm.get(k) != study_sm.get(k) for k in ("draws", "tune", "target_accept")):
+            parts.append(f" The arms {', '.join(code(a) for a in arms)} ran at {study_sm.get('draws')} draws, "
+                         f"{study_sm.get('tune')} tuning, target_accept {study_sm.get('target_accept')}; this run "
+                         f"samples `{esc(model)}` at {sm['draws']} draws, {sm['tune']} tuning, target_accept "
+                         f"{sm['target_accept']} (its `SPEC.sampling`), so they are not at this run's settings "
+                         "for that model.")
+    return "".join(parts)
 
 
 def appendix(rep: Report) -> str:
