@@ -632,3 +632,14 @@ def test_a_rule_defined_once_is_applied_by_every_engine(tmp_path, engine, monkey
     assert reduce_cells([p]).summary["rows_excluded"] == sum(expected.values())
     got = _assert_same([p], engine)
     assert got.summary["quarantine_reasons"] == expected
+
+
+def test_jsonl_mixing_crlf_and_lf_line_ends(tmp_path, engine):
+    """A JSONL file edited on two systems (CRLF and LF lines): the same cells as ingest's."""
+    rows = [{"model": m, "task": "t", "item_id": str(i), "prediction": "true",
+             "outcome": "true" if i % 3 else "false"} for m in ("a", "b") for i in range(12)]
+    path = tmp_path / "mixed.jsonl"
+    path.write_bytes(b"".join(json.dumps(r).encode() + (b"\r\n" if i % 2 else b"\n")
+                              for i, r in enumerate(rows)))
+    got = _assert_same([path], engine)
+    assert got.summary["records_used"] == len(rows)

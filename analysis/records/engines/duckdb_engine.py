@@ -107,8 +107,9 @@ class DuckDBEngine:
         return f"read_csv({literal(inp.path.as_posix())}, {opts})"
 
     def _lines(self, inp: InputFile, rejects: int | None) -> str:
+        # strict_mode off: a file may mix CRLF and LF line ends (a CR left is JSON white space)
         opts = (f"header = false, columns = {{'line': 'VARCHAR'}}, "
-                f"delim = {literal(_LINE_SEP)}, quote = '', escape = '', "
+                f"delim = {literal(_LINE_SEP)}, quote = '', escape = '', strict_mode = false, "
                 f"auto_detect = false, max_line_size = {MAX_LINE}, "
                 f"buffer_size = {2 * MAX_LINE}")
         opts += _reject_options(rejects)
