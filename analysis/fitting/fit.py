@@ -52,6 +52,7 @@ from selfmodel import models as model_registry
 from selfmodel.common import arviz_ops, atomic, progress
 from selfmodel.fitting import fitpool
 from selfmodel.fitting.compile_cache import compiled_model, default_cache_dir
+from selfmodel.models._common import SamplingNeeds
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,
@@ -81,7 +82,7 @@ class SamplerSettings:
     sampler: str = "nutpie"
 
 
-def for_model(settings: SamplerSettings, needs: Any) -> SamplerSettings:
+def for_model(settings: SamplerSettings, needs: SamplingNeeds) -> SamplerSettings:
     """``settings`` as a model whose ``SPEC.sampling`` is ``needs`` samples with them.
 
     Draws and tuning scaled by the model's factors (rounded up), ``target_accept`` raised to
