@@ -27,6 +27,7 @@ from selfmodel.records.importers.mapping.records_apply import load_transform, wi
 from selfmodel.records.importers.mapping.records_spec import load_records_mapping
 from selfmodel.records.importers.preview import ingest_preview_text, preview_text
 from selfmodel.records.ingest import ingest, parse_map_options, write_ingest
+from selfmodel.records.ingest.discover import resolve_inputs
 from selfmodel.records.registry import load_registry
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
@@ -489,7 +490,6 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         return _power(args, say)
     if args.command == "describe":
         from selfmodel.analyses import describe
-        from selfmodel.pipeline.stages import resolve_inputs
         from selfmodel.records.cells import build_cells
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
@@ -533,8 +533,6 @@ def _ingest_inputs(args: argparse.Namespace, inputs):
 
 def _ingest(args: argparse.Namespace, say) -> int:
     """``selfmodel ingest`` (and ``run --preview``): the row accounting, written or shown."""
-    from selfmodel.pipeline.stages import resolve_inputs
-
     inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
     res = _ingest_inputs(args, inputs)
     s = res.summary
@@ -627,7 +625,6 @@ def _power(args: argparse.Namespace, say) -> int:
     if args.design is not None:
         design = pw.load_design(args.design)
     elif args.template is not None:
-        from selfmodel.pipeline.stages import resolve_inputs
 
         inputs = resolve_inputs(args.template, args.registry)
         if inputs.registry is None:

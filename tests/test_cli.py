@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
+import sys
 import tomllib
 from pathlib import Path
 
@@ -111,3 +113,25 @@ def test_bad_hypotheses_file_stops_before_any_work(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "h.toml" in err[0] and "line 5" in err[0]
     assert not out.exists()
+
+
+@pytest.mark.parametrize("command", [["ingest", "{data}", "--out", "{out}"],
+                                     ["run", "{data}", "--preview"],
+                                     ["reduce", "{data}", "--out", "{out}"]])
+def test_light_commands_do_not_load_the_modelling_stack(tmp_path, command):
+    """``ingest``, ``run --preview`` and ``reduce`` never import PyMC, ArviZ or SciPy.
+
+    They run in well under a second without them; importing them (through the pipeline's
+    stages) cost about 4 CPU-s a call, paid by every user's ingest and by each of the tests
+    that run the command line in a fresh process.
+    """
+    argv = [a.format(data=ROOT / "data_raw" / "records.csv", out=tmp_path / "out")
+            for a in command]
+    code = ("import sys\nfrom selfmodel.cli import main\n"
+            f"status = main({argv!r})\n"
+            "heavy = sorted(m for m in ('pymc', 'pytensor', 'arviz', 'scipy') if m in sys.modules)\n"
+            "print('HEAVY', heavy)\nsys.exit(status)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert "HEAVY []" in done.stdout, done.stdout

@@ -16,6 +16,7 @@ from selfmodel.common.outputs import claim, out_folder
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
 from selfmodel.records.engines import ENGINES, reduce_records
 from selfmodel.records.ingest import parse_map_options
+from selfmodel.records.ingest.discover import resolve_inputs
 from selfmodel.records.registry import load_registry
 
 # selfmodel.cli imports this module for every command; cells (NumPy) and pipeline (PyMC)
@@ -53,7 +54,6 @@ def add_reduce_parser(sub: Any) -> None:
 
 def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     """Run ``selfmodel reduce``; returns the exit status."""
-    from selfmodel.pipeline.stages import resolve_inputs
     from selfmodel.records.cells import derived_models, join_registry, scale_values
 
     inputs = resolve_inputs(args.paths, args.registry)

@@ -55,13 +55,13 @@ from selfmodel.fitting.summaries import (
 )
 from selfmodel.pipeline.model_stage import fit_info, fit_models, fit_verdict
 from selfmodel.pipeline.results import build_results, data_section, write_results
-from selfmodel.pipeline.state import Inputs, RunConfig, RunState
+from selfmodel.pipeline.state import RunConfig, RunState
 from selfmodel.power.after_fit import power_after_fit
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_apply import load_transform, without_join_file
 from selfmodel.records.ingest import IngestResult, ingest, write_ingest
-from selfmodel.records.ingest.discover import FORMATS, walk_folder
+from selfmodel.records.ingest.discover import Inputs, resolve_inputs
 from selfmodel.records.registry import load_registry
 from selfmodel.report.document import render_report
 from selfmodel.robustness.confounds import scale_axis_confounds, without_family
@@ -86,9 +86,6 @@ from selfmodel.robustness.stage import (
 __all__ = ["DEFAULT_DATA", "REPORT_QMD", "Inputs", "RunConfig", "RunState", "load_results",
            "resolve_inputs", "run"]
 
-RECORD_SUFFIXES = tuple(FORMATS)
-REGISTRY_NAMES = ("registry.csv", "registry.toml")
-
 Progress = Callable[[str], None]
 
 
@@ -111,58 +108,6 @@ def display_path(p: Path) -> Path:
         except ValueError:
             continue
     return p
-
-
-def input_path(p: Path) -> Path:
-    """An input path to open later: relative to the working directory when inside it.
-
-    Unlike :func:`display_path` never relative to the package's folder, which the working
-    directory need not be (an editable install's checkout holds ``data_raw/``).
-    """
-    try:
-        return p.resolve().relative_to(Path.cwd().resolve())
-    except (ValueError, OSError):
-        return p
-
-
-def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> Inputs:
-    """Expand folders; a folder's top-level ``registry.csv``/``.toml`` is its registry.
-
-    A ``truth.json`` beside the records (simulated data) is picked up for the truth
-    comparison. Registry files are never read as records.
-    """
-    record_paths: list[Path] = []
-    not_read: list[dict[str, str]] = []
-    found_registry: Path | None = Path(registry) if registry else None
-    truth: Path | None = None
-    for raw in paths:
-        p = Path(raw)
-        if not p.exists():
-            raise InputError(f"{p}: no such file or folder. Check the path.")
-        if p.is_dir():
-            for name in REGISTRY_NAMES:
-                if (p / name).is_file() and found_registry is None:
-                    found_registry = p / name
-            if (p / "truth.json").is_file():
-                truth = p / "truth.json"
-            files, skipped = walk_folder(p, exclude=(*REGISTRY_NAMES, "truth.json"))
-            not_read += [
-                {"path": (input_path(p) / s["path"]).as_posix(), "reason": s["reason"]}
-                for s in skipped
-            ]
-            if not files:
-                raise InputError(
-                    f"{p}: folder has no record files ({', '.join(RECORD_SUFFIXES)}). Point to your logs."
-                )
-            record_paths.extend(files)
-        else:
-            record_paths.append(p)
-    return Inputs(
-        [input_path(p) for p in record_paths],
-        input_path(found_registry) if found_registry else None,
-        input_path(truth) if truth else None,
-        not_read,
-    )
 
 
 def _models_table(

@@ -20,22 +20,12 @@ from selfmodel.common.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAUL
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import SamplerSettings
 from selfmodel.fitting.fitter import Fitter, Progress
+from selfmodel.records.ingest.discover import Inputs
 
 if TYPE_CHECKING:  # only for annotations: the stages import this module
     from selfmodel.analyses.tables import Tables
     from selfmodel.pipeline.model_stage import ModelFits, VerdictFit
     from selfmodel.records.ingest import IngestResult
-
-
-@dataclass(frozen=True)
-class Inputs:
-    """Resolved inputs: record files, registry and (for simulated data) the truth."""
-
-    record_paths: list[Path]
-    registry: Path | None
-    truth: Path | None
-    #: every other entry under an input folder, with why it is not read (``ingest.json``)
-    not_read: list[dict[str, str]] = field(default_factory=list)
 
 
 @dataclass

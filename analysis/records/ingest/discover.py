@@ -10,7 +10,7 @@ import shutil
 import tempfile
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -66,7 +66,7 @@ def walk_folder(
     records), dangling links, links that loop back into a folder being read, and a folder
     of outputs of a ``selfmodel run``, ``fit`` or ``ingest`` (outputs are never read back
     as input: an ``--out`` inside an input folder does not add its records). The one
-    file discovery of ``selfmodel``: ``ingest`` and ``selfmodel.pipeline.stages.resolve_inputs``.
+    file discovery of ``selfmodel``: ``ingest`` and :func:`resolve_inputs`.
     """
     files: list[Path] = []
     skipped: list[dict[str, str]] = []
@@ -311,3 +311,72 @@ def discover_inputs(paths: Sequence[Path | str], *, exclude: Sequence[str] = ())
         else:
             raise InputError(format_input_error(root, "no such file or folder", "Check the path"))
     return sorted(found.values(), key=lambda i: (i.name, str(i.path.resolve())))
+
+
+# --------------------------------------------------------------------------- input paths
+
+#: Names of a registry file at the top of an input folder (never read as records).
+REGISTRY_NAMES: Final = ("registry.csv", "registry.toml")
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Resolved inputs: record files, registry and (for simulated data) the truth."""
+
+    record_paths: list[Path]
+    registry: Path | None
+    truth: Path | None
+    #: every other entry under an input folder, with why it is not read (``ingest.json``)
+    not_read: list[dict[str, str]] = field(default_factory=list)
+
+
+def input_path(p: Path) -> Path:
+    """An input path to open later: relative to the working directory when inside it.
+
+    Unlike :func:`selfmodel.pipeline.stages.display_path` never relative to the package's folder, which the working
+    directory need not be (an editable install's checkout holds ``data_raw/``).
+    """
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve())
+    except (ValueError, OSError):
+        return p
+
+
+def resolve_inputs(paths: Sequence[Path | str], registry: Path | str | None) -> Inputs:
+    """Expand folders; a folder's top-level ``registry.csv``/``.toml`` is its registry.
+
+    A ``truth.json`` beside the records (simulated data) is picked up for the truth
+    comparison. Registry files are never read as records.
+    """
+    record_paths: list[Path] = []
+    not_read: list[dict[str, str]] = []
+    found_registry: Path | None = Path(registry) if registry else None
+    truth: Path | None = None
+    for raw in paths:
+        p = Path(raw)
+        if not p.exists():
+            raise InputError(f"{p}: no such file or folder. Check the path.")
+        if p.is_dir():
+            for name in REGISTRY_NAMES:
+                if (p / name).is_file() and found_registry is None:
+                    found_registry = p / name
+            if (p / "truth.json").is_file():
+                truth = p / "truth.json"
+            files, skipped = walk_folder(p, exclude=(*REGISTRY_NAMES, "truth.json"))
+            not_read += [
+                {"path": (input_path(p) / s["path"]).as_posix(), "reason": s["reason"]}
+                for s in skipped
+            ]
+            if not files:
+                raise InputError(
+                    f"{p}: folder has no record files ({', '.join(tuple(FORMATS))}). Point to your logs."
+                )
+            record_paths.extend(files)
+        else:
+            record_paths.append(p)
+    return Inputs(
+        [input_path(p) for p in record_paths],
+        input_path(found_registry) if found_registry else None,
+        input_path(truth) if truth else None,
+        not_read,
+    )
