@@ -408,6 +408,27 @@ def test_closest_column_hint_is_of_the_same_kind(tmp_path: Path) -> None:
     assert "--map task=iteration" not in str(err.value)
 
 
+def test_closest_column_hint_for_a_mistyped_mapping_is_of_the_same_kind(tmp_path: Path) -> None:
+    """`--map model=modl` (or ``[map] model = "modl"``) never suggests the boolean 'model_ok'."""
+    log = tmp_path / "r.csv"
+    log.write_text("model_ok,engine,task,item_id,prediction,outcome\ntrue,gpt,t,1,y,y\n"
+                   "false,gpt,t,2,n,y\n")
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('[map]\nmodel = "modl"\n')
+    with pytest.raises(InputError, match=r"mapped column 'modl' \(--map model=modl\)") as err:
+        ingest([log], mapping={"model": "modl"})
+    assert "--map model=model_ok" not in str(err.value)
+    with pytest.raises(InputError, match=r"column 'modl' named in the mapping") as err:
+        ingest([log], transform=load_transform(mapping))
+    assert "e.g. 'model_ok'" not in str(err.value)
+    # a column of names spelled alike is still suggested, in both
+    log.write_text("model_ok,modle,task,item_id,prediction,outcome\ntrue,gpt,t,1,y,y\n")
+    with pytest.raises(InputError, match=r"Fix the mapping, e\.g\. --map model=modle\."):
+        ingest([log], mapping={"model": "modl"})
+    with pytest.raises(InputError, match=r"Fix the mapping, e\.g\. 'modle'"):
+        ingest([log], transform=load_transform(mapping))
+
+
 def test_missingness_flag_shows_its_effect_size() -> None:
     """3 unusable of 4,000 (0.075%) beside p: a significant slope on 3 records says so."""
     from selfmodel.decisions.verdict import missingness_finding
