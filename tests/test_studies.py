@@ -264,6 +264,32 @@ def test_inspect_folder_reads_logs_by_content_and_lists_the_rest(tmp_path: Path)
     assert any(n.startswith("not read: notes.json (") for n in res.notes)
 
 
+def test_import_inspect_folder_command_lists_every_file_not_read(tmp_path: Path, capsys) -> None:
+    """`selfmodel import inspect FOLDER`: the renamed log is read; the command says which
+    files were not and why, and import.json keeps the list."""
+    pytest.importorskip("inspect_ai", reason="the inspect extra is part of the dev install")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(REAL_JSON_LOG, logs / "my run.json")
+    (logs / "notes.json").write_text('{"comment": "not a log"}')
+    (logs / "README.txt").write_text("logs of March")
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('format = "inspect"\n[fields]\nprediction = { path = "output.completion", '
+                       'normalize = ["punctuation"], type = "bool" }\n'
+                       'outcome = { path = "target", type = "bool" }\n')
+    out = tmp_path / "out"
+    assert main(["import", "inspect", str(logs), "--mapping", str(mapping),
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    printed = " ".join((said.err + said.out).split())  # the console wraps long lines
+    assert "not read: README.txt (not a .eval or .json file)." in printed
+    assert "not read: notes.json (JSON, but not an Inspect log" in printed
+    assert "3 records" in said.out  # the log's 3 samples
+    counts = json.loads((out / "import.json").read_text())["counts"]
+    assert counts["files"] == 1
+    assert sorted(f["path"] for f in counts["files_not_read"]) == ["README.txt", "notes.json"]
+
+
 # --------------------------------------------------------------------------- status words
 
 
