@@ -264,6 +264,32 @@ def test_inspect_folder_reads_logs_by_content_and_lists_the_rest(tmp_path: Path)
     assert any(n.startswith("not read: notes.json (") for n in res.notes)
 
 
+def test_import_inspect_folder_command_lists_every_file_not_read(tmp_path: Path, capsys) -> None:
+    """`selfmodel import inspect FOLDER`: the renamed log is read; the command says which
+    files were not and why, and import.json keeps the list."""
+    pytest.importorskip("inspect_ai", reason="the inspect extra is part of the dev install")
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    shutil.copy(REAL_JSON_LOG, logs / "my run.json")
+    (logs / "notes.json").write_text('{"comment": "not a log"}')
+    (logs / "README.txt").write_text("logs of March")
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('format = "inspect"\n[fields]\nprediction = { path = "output.completion", '
+                       'normalize = ["punctuation"], type = "bool" }\n'
+                       'outcome = { path = "target", type = "bool" }\n')
+    out = tmp_path / "out"
+    assert main(["import", "inspect", str(logs), "--mapping", str(mapping),
+                 "--out", str(out)]) == 0
+    said = capsys.readouterr()
+    printed = " ".join((said.err + said.out).split())  # the console wraps long lines
+    assert "not read: README.txt (not a .eval or .json file)." in printed
+    assert "not read: notes.json (JSON, but not an Inspect log" in printed
+    assert "3 records" in said.out  # the log's 3 samples
+    counts = json.loads((out / "import.json").read_text())["counts"]
+    assert counts["files"] == 1
+    assert sorted(f["path"] for f in counts["files_not_read"]) == ["README.txt", "notes.json"]
+
+
 # --------------------------------------------------------------------------- status words
 
 
@@ -406,6 +432,27 @@ def test_closest_column_hint_is_of_the_same_kind(tmp_path: Path) -> None:
     with pytest.raises(InputError) as err:
         ingest([log])
     assert "--map task=iteration" not in str(err.value)
+
+
+def test_closest_column_hint_for_a_mistyped_mapping_is_of_the_same_kind(tmp_path: Path) -> None:
+    """`--map model=modl` (or ``[map] model = "modl"``) never suggests the boolean 'model_ok'."""
+    log = tmp_path / "r.csv"
+    log.write_text("model_ok,engine,task,item_id,prediction,outcome\ntrue,gpt,t,1,y,y\n"
+                   "false,gpt,t,2,n,y\n")
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('[map]\nmodel = "modl"\n')
+    with pytest.raises(InputError, match=r"mapped column 'modl' \(--map model=modl\)") as err:
+        ingest([log], mapping={"model": "modl"})
+    assert "--map model=model_ok" not in str(err.value)
+    with pytest.raises(InputError, match=r"column 'modl' named in the mapping") as err:
+        ingest([log], transform=load_transform(mapping))
+    assert "e.g. 'model_ok'" not in str(err.value)
+    # a column of names spelled alike is still suggested, in both
+    log.write_text("model_ok,modle,task,item_id,prediction,outcome\ntrue,gpt,t,1,y,y\n")
+    with pytest.raises(InputError, match=r"Fix the mapping, e\.g\. --map model=modle\."):
+        ingest([log], mapping={"model": "modl"})
+    with pytest.raises(InputError, match=r"Fix the mapping, e\.g\. 'modle'"):
+        ingest([log], transform=load_transform(mapping))
 
 
 def test_missingness_flag_shows_its_effect_size() -> None:

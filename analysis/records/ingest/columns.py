@@ -35,8 +35,12 @@ def _shares_part(word: str, column: str) -> bool:
     return bool(mine & theirs) or any(t.endswith(m) for t in theirs for m in mine if len(m) >= 2)
 
 
-def _kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
-    """Whether ``column``'s values could be a ``canonical`` value (names are not numbers)."""
+def kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
+    """Whether ``column``'s values could be a ``canonical`` value (names are not numbers).
+
+    A ``model``, ``task`` or ``predictor`` column is not numbers or booleans, an
+    ``item_id`` column not booleans; without ``frame`` (no values at hand) any column fits.
+    """
     if frame is None or column not in frame.columns or canonical not in _NAME_COLUMNS | {"item_id"}:
         return True
     values = frame.get_column(column).drop_nulls().head(200).cast(pl.Utf8).str.strip_chars()
@@ -49,17 +53,18 @@ def _kind_fits(canonical: str, frame: pl.DataFrame | None, column: str) -> bool:
     return not boolean and not (numeric and canonical in _NAME_COLUMNS)
 
 
-def closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None
-             ) -> str | None:
+def closest(word: str, candidates: Sequence[str], frame: pl.DataFrame | None = None,
+            *, kind: str | None = None) -> str | None:
     """The candidate that plausibly is ``word``, or ``None`` when none is.
 
     Plausible: it shares a name part (``question_id`` for ``item_id``) or is spelled alike
-    (difflib ratio >= 0.6), and holds values of the same kind (a model or task column is
-    not numbers or booleans).
+    (difflib ratio >= 0.6), and holds values of the same kind as the canonical column
+    ``kind`` it would fill (default ``word``; :func:`kind_fits`).
     """
+    kind = word if kind is None else kind
     ratio = {c: difflib.SequenceMatcher(None, word.lower(), c.lower()).ratio() for c in candidates}
     plausible = [c for c in candidates
-                 if (ratio[c] >= 0.6 or _shares_part(word, c)) and _kind_fits(word, frame, c)]
+                 if (ratio[c] >= 0.6 or _shares_part(word, c)) and kind_fits(kind, frame, c)]
     if not plausible:
         return None
     return sorted(plausible, key=lambda c: (-_shares_part(word, c), -ratio[c], c))[0]
@@ -100,7 +105,7 @@ def column_sources(
             if canonical in unused:
                 todo = f"Drop --map {canonical}={mapped} to use the file's own '{canonical}' column"
             else:
-                guess = closest(mapped, unused)
+                guess = closest(mapped, unused, frame, kind=canonical)
                 todo = f"Fix the mapping, e.g. --map {canonical}={guess}" if guess else "Fix it"
             raise InputError(format_input_error(
                 inp.name, f"mapped column '{mapped}' (--map {canonical}={mapped}) is not in the "

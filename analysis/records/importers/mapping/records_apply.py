@@ -21,6 +21,7 @@ import polars as pl
 
 from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_spec import RecordsMapping, load_records_mapping
+from selfmodel.records.ingest.columns import kind_fits
 from selfmodel.records.ingest.rules import bool_of as _bool_of
 from selfmodel.records.ingest.rules import text_of as _text
 from selfmodel.records.registry import format_input_error
@@ -109,7 +110,7 @@ class RecordsTransform:
             self._check_columns(name, present, [m.left_on or ""])
             frame = self._join(name, frame)
             present += [c for c in self._key_frame().columns if not c.startswith("__")]
-        self._check_columns(name, present, sorted(m.source_columns()))
+        self._check_columns(name, present, sorted(m.source_columns()), frame)
         frame = frame.with_columns(
             *(pl.lit(_constant(v, name), dtype=pl.Utf8).alias(c) for c, v in m.constants.items()),
             *(pl.col(s).alias(c) for c, s in m.columns.items()),
@@ -156,12 +157,20 @@ class RecordsTransform:
 
     # ------------------------------------------------------------------ steps
 
-    def _check_columns(self, name: str, present: list[str], wanted: list[str]) -> None:
-        """Every column the mapping names must exist (a typo never falls back silently)."""
+    def _check_columns(self, name: str, present: list[str], wanted: list[str],
+                       frame: pl.DataFrame | None = None) -> None:
+        """Every column the mapping names must exist (a typo never falls back silently).
+
+        The closest column suggested is of the kind the mapped field needs: for ``[map]
+        model = "modl"`` a column of booleans or numbers is never suggested (``frame``).
+        """
+        fills = {source: canonical for canonical, source in self.mapping.columns.items()}
         for col in wanted:
             if col in present:
                 continue
-            close = difflib.get_close_matches(col, present, n=1, cutoff=0.6)
+            canonical = fills.get(col)
+            fit = [c for c in present if canonical is None or kind_fits(canonical, frame, c)]
+            close = difflib.get_close_matches(col, fit, n=1, cutoff=0.6)
             raise InputError(format_input_error(
                 name, f"column '{col}' named in the mapping {self.mapping.path} is not in the "
                 f"file (present: {', '.join(present[:20])})",
