@@ -12,22 +12,13 @@ counting the items on which the two scorings being compared disagree:
     scoring 1 = :math:`T_p`'s self-prediction against its own outcome, scoring 0 =
     :math:`B_p`'s against its own; :math:`k` items where only :math:`T_p` is right out of
     :math:`n` where exactly one is right.
-``privileged`` (self-gain minus other-gain)
-    scoring 1 = :math:`T_p`'s self-prediction against :math:`T_p`'s outcome, scoring 0 = the
-    same prediction against :math:`B_p`'s outcome on the item (the base as the "other").
-``others``, ``others_base`` (rescoring against the other models, below)
-    the checkpoint's (the base's) predictions scored against its own outcome on items
-    where that differs from another model's outcome.
-
 ``gain`` rows also carry the signal-detection counts of both checkpoints (below).
 
-**Since issue 28.1 the pipeline builds only** ``gain`` **rows** (``selfmodel.analyses.training``).
-The ``privileged`` and ``others*`` rows rescore the checkpoint's *self*-predictions against
-other outcomes: that asks whether a prediction about itself happens to match its base, not
-whether training made it better at predicting itself than at predicting its base, and it has
-no before-training reference. Privileged access is decided from real cross-predictions by
-``selfmodel.analyses.privileged`` (a difference in differences, no fit). The terms below stay
-buildable for comparison and are not decided.
+Privileged access is not a term of this model: it is decided from real cross-predictions by
+``selfmodel.analyses.privileged`` (a difference in differences, no fit; issue 28.1). The
+contrasts this model once held rescored the checkpoint's *self*-predictions against other
+outcomes, which asks whether a prediction about itself happens to match its base, not
+whether training made it better at predicting itself than its base; they were removed.
 
 Paired at the item level: with an item effect :math:`e_i` on the logit of "scoring is
 right", shared by the two scorings of the item, the conditional likelihood given that
@@ -38,11 +29,7 @@ item difficulty cancels without a distribution for it:
 
     k_{pj} &\sim \mathrm{Binomial}\big(n_{pj},\ \mathrm{logit}^{-1}(\Delta_{pj})\big),
         \qquad \Delta_{pj} = \delta_j + \sigma_\Delta\, z_{pj},\quad
-        z_{j\cdot} \sim \mathrm{ZeroSumNormal}(1) \text{ over pairs} \\
-    k^{priv}_{pt} &\sim \mathrm{Binomial}\big(n^{priv}_{pt},\
-        \mathrm{logit}^{-1}(\pi_p)\big),
-        \qquad \pi_p = \bar\pi + \sigma_\pi\, z^{\pi}_p,\quad
-        z^{\pi} \sim \mathrm{ZeroSumNormal}(1)
+        z_{j\cdot} \sim \mathrm{ZeroSumNormal}(1) \text{ over pairs}
 
 Parameters
 ----------
@@ -57,17 +44,6 @@ delta_pair (arm, pair)
 trained_effect, held_out_effect
     unweighted means of ``delta`` over the trained arms and over the held-out arms
     (transfer); each is absent when the design has no arm of that kind.
-pi (pair)
-    the **privileged-access contrast** of pair :math:`p`: log odds that :math:`T_p`'s
-    prediction matches its own outcome rather than its base's, on items where the two
-    outcomes differ. On the accuracy scale, self-gain minus other-gain is
-    :math:`A(T\to T) - A(T\to B) = \{A(T\to T) - A(B\to B)\} - \{A(T\to B) - A(B\to B)\}`,
-    which is zero exactly when :math:`\pi_p = 0`. :math:`\pi_p > 0`: the checkpoint knows
-    its own (new) behaviour better than its base's (introspection-like); :math:`\pi_p \le 0`
-    within the interval: the gain is as large for predicting the base (behavioural
-    knowledge). One :math:`\pi_p` per pair over all tasks.
-pi_mean
-    :math:`\bar\pi`, the mean over pairs.
 
 Signal detection: d' and criterion (``gain`` rows carry the counts)
 --------------------------------------------------------------------
@@ -100,44 +76,14 @@ item-level dependence (same items, mostly the same outcomes) is left out, which 
 widen the interval of the difference. An arm whose shared items have no binary
 prediction with both outcomes is ``not_estimable`` (``selfmodel.analyses.training``).
 
-Contrast against the other models (``others``, ``others_base`` rows)
---------------------------------------------------------------------
-For each other model :math:`O` (the registry's models without a ``base_model``, other
-than the base) and each shared item where the predictor's own outcome differs from
-:math:`O`'s, count whether the predictor's prediction matches its own outcome: :math:`k^{T}`
-of :math:`n^{T}` for the checkpoint, :math:`k^{B}` of :math:`n^{B}` for its base, summed over
-the other models, with weight :math:`w = 1/|O|`:
-
-.. math::
-
-    \ell = \sum_{t} w\big[k^{B}_{pt}\log\sigma(\rho_{pt}) + (n^{B}_{pt}-k^{B}_{pt})
-    \log\sigma(-\rho_{pt}) + k^{T}_{pt}\log\sigma(\rho_{pt}+\lambda_p) + (n^{T}_{pt} -
-    k^{T}_{pt})\log\sigma(-\rho_{pt}-\lambda_p)\big],\quad \lambda_p = \bar\lambda +
-    \sigma_\lambda z^{\lambda}_p
-
-(a ``pm.Potential``). :math:`\rho_{pt}` (``rho``, per cell) is the base's self-advantage over
-the other models; ``others`` (:math:`\lambda_p`, per pair) the **contrast against the other
-models**: how much training raised the checkpoint's self-advantage over them, i.e. its gain in
-predicting itself minus its gain in predicting them, on the log-odds scale. With :math:`O`
-the base, the same construction gives ``pi`` (the base has no self-advantage over itself), so
-the two contrasts are one quantity against two kinds of "other". ``others_mean``:
-:math:`\bar\lambda`. The weight makes each item count once over the other models: the same
-predictions are rescored against every other model, so the counts are not independent
-(a composite likelihood; with one weight per item the interval is conservative, since
-several other models' outcomes carry more than one outcome's information).
-
 What is and is not modelled
 ---------------------------
-Modelled: item difficulty cancels from the accuracy effect (conditional likelihood) and
-from the contrast against the base; the d'/criterion effects compare the two checkpoints on
+Modelled: item difficulty cancels from the accuracy effect (conditional likelihood); the d'/criterion effects compare the two checkpoints on
 the same item set; effects vary by pair around the arm (partial pooling across families,
 one pair per family in the default data); trained and held-out tasks have separate effects.
 Not modelled: item-level dependence between base and checkpoint in the signal-detection
-part and between the other models in the ``others`` part (both handled conservatively, as
-above); a task- or item-specific contrast (one contrast per checkpoint over its tasks: with
-task-specific true contrasts it is their weighted average); the other models' own
-families (all others count alike); repeated samples beyond their counts; any change of the
-effect with scale (checkpoints are not on the scale axis); confidence ratings.
+part (handled conservatively, as above); repeated samples beyond their counts; any change of
+the effect with scale (checkpoints are not on the scale axis); confidence ratings.
 
 Assumptions: items are independent given the pair; the effect is constant over the items
 of a pair x task (the conditional log odds ratio is the Mantel-Haenszel-type common effect);
@@ -145,23 +91,17 @@ a pair with a single family has no deviation (a zero-sum effect of one level is 
 
 Measured on the default data (``data_raw/``: four trained checkpoints, one per open family,
 trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; truth in
-``truth.json["training"]``, and for d', criterion and the contrast against the other models
-implied by its generative parameters, ``selfmodel.records.simulate.training_implied_truth``; nutpie,
-4 chains x 2000 draws after 1000 tuning, seed 1): R-hat 1.003, minimum bulk ESS 2052, no
-divergence, E-BFMI 0.81. All 17 94% HDIs cover the truth
-(three arms each for accuracy, d' and criterion; four contrasts against the base, four
-against the other models). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
+``truth.json["training"]``, and for d' and criterion implied by its generative parameters,
+``selfmodel.records.simulate.training_implied_truth``; nutpie, 4 chains x 2000 draws after
+1000 tuning, seed 1), with the model of that time, which also held the rescoring contrasts
+(they shared no parameter with the terms above): R-hat 1.003, minimum bulk ESS 2052, no
+divergence, E-BFMI 0.81. All nine 94% HDIs of the arms cover the truth (three arms each for
+accuracy, d' and criterion). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
 0.71 [0.44, 0.99] (truth 0.73), both ``improves``; held-out means ``no_credible_effect``;
-criterion effects all within about ±0.02 of 0 (truth 0). ``cirrus-14b-rl`` (built with
-no privileged access over its base): contrast against the base 0.10 [-0.23, 0.45] (truth
-0), against the other models 0.20 [-0.04, 0.44] (``no_credible_effect``; truth 0.13: its
-predictions follow its base's behaviour or its own, which it knows better than unrelated
-models'). The other three: contrast against the base ``improves``; against the other
-models 0.13-0.27 (truth 0.20-0.26), one ``credibly_positive``, the rest
-``no_credible_effect`` (the conservative weight costs power here). The report's "Did
-training help?" section shows the numbers; ``tests/test_training.py`` (slow) repeats the
-check on a fresh simulation, and ``validation/training_null.py`` measures the false
-``improves`` rate under a null effect (``analysis/data/training_null.json``).
+criterion effects all within about ±0.02 of 0 (truth 0). The report's "Did training help?"
+section shows the numbers; ``tests/test_training.py`` (slow) repeats the check on a fresh
+simulation, and ``validation/training_null.py`` measures the false ``improves`` rate under a
+null effect (``analysis/data/training_null.json``).
 
 References
 ----------
@@ -184,7 +124,7 @@ from selfmodel.models._common import ModelSpec, Prior, factorize, merge_priors, 
 from selfmodel.models.sdt import probit_logit
 
 NAME = "training"
-SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, privileged access"
+SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, d' and criterion"
 #: No verdict variable: ``analysis/analyses/training.py`` decides ``delta`` (per arm),
 #: ``trained_effect``, ``held_out_effect`` and the d'/criterion effects itself.
 EFFECT = None
@@ -193,8 +133,6 @@ PER_TASK_EFFECT = None
 DEFAULT_PRIORS: dict[str, Prior] = {
     "delta": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # training effect per arm, log odds ratio
     "sigma_delta": ("HalfNormal", {"sigma": 0.5}),  # pair (family) deviations of the effect
-    "pi_mean": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # mean privileged-access contrast (logit)
-    "sigma_pi": ("HalfNormal", {"sigma": 0.5}),  # pair deviations of the contrast
     # signal detection (the same scale as models/sdt.py: d' and criterion units)
     "dprime_base": ("Normal", {"mu": 0.5, "sigma": 1.5}),  # base d' per pair x task
     "criterion_base": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # base criterion per pair x task
@@ -202,17 +140,16 @@ DEFAULT_PRIORS: dict[str, Prior] = {
     "criterion_effect": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # change in criterion per arm
     "sigma_dprime_effect": ("HalfNormal", {"sigma": 0.5}),
     "sigma_criterion_effect": ("HalfNormal", {"sigma": 0.5}),
-    # rescoring against the other models
-    "rho": ("Normal", {"mu": 0.0, "sigma": 1.5}),  # base's self-advantage per pair x task
-    "others_mean": ("Normal", {"mu": 0.0, "sigma": 1.0}),  # mean contrast vs other models
-    "sigma_others": ("HalfNormal", {"sigma": 0.5}),
 }
 
-REQUIRED_COLUMNS = (
-    "model", "task", "arm", "status", "comparison", "n", "k", "weight",
+#: The signal-detection counts of both checkpoints (optional columns).
+SDT_COLUMNS = (
     "n_signal_base", "n_noise_base", "hits_base", "false_alarms_base",
     "n_signal_trained", "n_noise_trained", "hits_trained", "false_alarms_trained",
 )
+#: The input columns (``weight``, always 1.0 on ``gain`` rows, is kept so that a table's
+#: content hash, and with it the saved fit's key, is what it was).
+REQUIRED_COLUMNS = ("model", "task", "arm", "status", "comparison", "n", "k", "weight", *SDT_COLUMNS)
 
 
 def unfit_reason(data: Any) -> str | None:
@@ -246,17 +183,6 @@ def _pair_effect(name: str, mean: Any, sigma: Any, n_arms: int, n_pairs: int) ->
     return mean[:, None] + pt.zeros((n_arms, 1))
 
 
-def _pair_contrast(name: str, p: Mapping[str, Prior], n_pairs: int) -> Any:
-    """``mean + sigma * z[pair]`` (zero-sum over pairs), saved as ``name`` on ``pair``."""
-    mean = prior_rv(f"{name}_mean", p[f"{name}_mean"])
-    s = prior_rv(f"sigma_{name}", p[f"sigma_{name}"])
-    if n_pairs >= 2:
-        dev = s * pm.ZeroSumNormal(f"z_{name}", sigma=1.0, dims="pair")
-    else:
-        dev = pt.zeros(1)
-    return pm.Deterministic(name, mean + dev, dims="pair")
-
-
 def _means(name: str, effect: Any, trained: np.ndarray) -> None:
     """``trained_<name>`` and ``held_out_<name>``: unweighted means over each kind of arm."""
     if trained.any():
@@ -265,10 +191,10 @@ def _means(name: str, effect: Any, trained: np.ndarray) -> None:
         pm.Deterministic(f"held_out_{name}", effect[np.flatnonzero(~trained)].mean())
 
 
-def _sdt_block(data: Any, g: np.ndarray, cell_arm: np.ndarray, cell_pair: np.ndarray,
+def _sdt_block(data: Any, cell_arm: np.ndarray, cell_pair: np.ndarray,
                trained: np.ndarray, p: Mapping[str, Prior], n_pairs: int) -> None:
     """Hits and false alarms of base and checkpoint on the shared items (``gain`` rows)."""
-    col = {c: np.asarray(data[c], dtype="int64")[g] for c in REQUIRED_COLUMNS[8:]}
+    col = {c: np.asarray(data[c], dtype="int64") for c in SDT_COLUMNS}
     d_b = prior_rv("dprime_base", p["dprime_base"], dims="cell")
     c_b = prior_rv("criterion_base", p["criterion_base"], dims="cell")
     shift = {}
@@ -290,26 +216,6 @@ def _sdt_block(data: Any, g: np.ndarray, cell_arm: np.ndarray, cell_pair: np.nda
                     dims="cell")
 
 
-def _others_block(data: Any, comp: np.ndarray, cell_of: Mapping[tuple[str, str], int],
-                  p: Mapping[str, Prior], pair_index: Mapping[str, int]) -> None:
-    """Rescoring against the other models: a weighted (composite) binomial log likelihood."""
-    pair_col = np.asarray(data["model"]).astype(str)
-    task_col = np.asarray(data["task"]).astype(str)
-    n = np.asarray(data["n"], dtype=float)
-    k = np.asarray(data["k"], dtype=float)
-    w = np.asarray(data["weight"], dtype=float)
-    rho = prior_rv("rho", p["rho"], dims="cell")
-    others = _pair_contrast("others", p, len(pair_index))
-    for which, add in (("others", True), ("others_base", False)):
-        sel = np.flatnonzero(comp == which)
-        cells = np.array([cell_of[(pair_col[i], task_col[i])] for i in sel], dtype="int64")
-        pairs = np.array([pair_index[pair_col[i]] for i in sel], dtype="int64")
-        eta = rho[cells] + (others[pairs] if add else 0.0)
-        ll = w[sel] * (k[sel] * -pt.softplus(-eta)
-                       + (n[sel] - k[sel]) * -pt.softplus(eta))
-        pm.Potential(f"loglik_{which}", ll.sum())
-
-
 def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     """Build the PyMC model.
 
@@ -318,18 +224,23 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     data
         The rows of ``selfmodel.analyses.training.training_table``: ``model`` (the trained checkpoint
         = the pair), ``task``, ``arm``, ``status`` (``trained``/``held_out``),
-        ``comparison`` (``gain``/``privileged``/``others``/``others_base``), ``n``, ``k``,
-        ``weight`` and the signal-detection counts (on ``gain`` rows). ``others*`` rows and
-        the signal-detection columns are optional (without them the model has only the
-        accuracy effect and the contrast against the base).
+        ``comparison`` (``gain``: the only kind of row this model reads), ``n``, ``k`` and,
+        optionally, the signal-detection counts (without them the model has only the
+        accuracy effect).
     priors
         Overrides of :data:`DEFAULT_PRIORS`.
 
     Returns
     -------
     pymc.Model
-        With coords ``arm``, ``pair``, ``row`` (``gain`` and ``privileged`` rows: the
-        observed ``k``) and ``cell`` (pair x task: the ``gain`` rows).
+        With coords ``arm``, ``pair``, ``row`` (the ``gain`` rows: the observed ``k``) and
+        ``cell`` (pair x task: the same rows).
+
+    Raises
+    ------
+    ValueError
+        Without ``gain`` rows, or with rows of another ``comparison`` (the rescoring rows
+        of earlier versions, which this model no longer has terms for).
     """
     p = merge_priors(DEFAULT_PRIORS, priors)
     comp = np.asarray(data["comparison"]).astype(str)
@@ -337,29 +248,29 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     arm_col = np.asarray(data["arm"]).astype(str)
     task_col = np.asarray(data["task"]).astype(str)
     status_col = np.asarray(data["status"]).astype(str)
-    g, v = comp == "gain", comp == "privileged"
+    g = comp == "gain"
     if not g.any():
         raise ValueError("training model needs 'gain' rows (a checkpoint and its base)")
-    obs = g | v
+    if not g.all():
+        other = sorted(set(comp[~g].tolist()))
+        raise ValueError(f"training model reads only 'gain' rows, not {other} (privileged access "
+                         "is decided by selfmodel.analyses.privileged, without this model)")
     _, pairs = factorize(pair_col)
     pair_index = {name: i for i, name in enumerate(pairs)}
-    _, arms = factorize(arm_col[g])
-    status_of = {a: s for a, s in zip(arm_col[g], status_col[g], strict=True)}
+    _, arms = factorize(arm_col)
+    status_of = {a: s for a, s in zip(arm_col, status_col, strict=True)}
     trained = np.array([status_of[a] == "trained" for a in arms])
     arm_pos = {a: i for i, a in enumerate(arms)}
-    gi = np.flatnonzero(g)
-    cell_of = {(pair_col[i], task_col[i]): c for c, i in enumerate(gi)}
+    row_pair = np.array([pair_index[x] for x in pair_col])
+    row_arm = np.array([arm_pos[a] for a in arm_col])
     coords = {
         "arm": arms,
         "pair": pairs,
-        "row": [f"{a}|{b}|{c}" for a, b, c in zip(pair_col[obs], arm_col[obs], comp[obs],
-                                                   strict=True)],
-        "cell": [f"{pair_col[i]}|{task_col[i]}" for i in gi],
+        "row": [f"{a}|{b}|{c}" for a, b, c in zip(pair_col, arm_col, comp, strict=True)],
+        "cell": [f"{a}|{t}" for a, t in zip(pair_col, task_col, strict=True)],
     }
-    row_pair = np.array([pair_index[x] for x in pair_col[obs]])
-    row_arm = np.array([arm_pos.get(a, 0) for a in arm_col[obs]])
-    n = np.asarray(data["n"], dtype="int64")[obs]
-    k = np.asarray(data["k"], dtype="int64")[obs]
+    n = np.asarray(data["n"], dtype="int64")
+    k = np.asarray(data["k"], dtype="int64")
     with pm.Model(coords=coords) as model:
         delta = prior_rv("delta", p["delta"], dims="arm")
         s_d = prior_rv("sigma_delta", p["sigma_delta"])
@@ -368,15 +279,7 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
             dims=("arm", "pair"),
         )
         _means("effect", delta, trained)
-        # gain rows read delta_pair[arm, pair]; privileged rows read pi[pair]
-        eta = delta_pair[row_arm, row_pair]
-        if v.any():
-            pi = _pair_contrast("pi", p, len(pairs))
-            eta = pt.where(g[obs], eta, pi[row_pair])
-        pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="row")
+        pm.Binomial("k", n=n, logit_p=delta_pair[row_arm, row_pair], observed=k, dims="row")
         if "n_signal_base" in getattr(data, "columns", ()):
-            _sdt_block(data, g, np.array([arm_pos[a] for a in arm_col[gi]]),
-                       np.array([pair_index[x] for x in pair_col[gi]]), trained, p, len(pairs))
-        if (comp == "others").any() and (comp == "others_base").any():
-            _others_block(data, comp, cell_of, p, pair_index)
+            _sdt_block(data, row_arm, row_pair, trained, p, len(pairs))
     return model

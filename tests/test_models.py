@@ -69,11 +69,8 @@ def _pairs(seed: int = 0) -> pl.DataFrame:
 
 def _training(seed: int = 0) -> pl.DataFrame:
     rng = np.random.default_rng(seed)
-    sdt = ("n_signal", "n_noise", "hits", "false_alarms")
 
-    def counts(c: str) -> dict[str, int]:
-        if c != "gain":
-            return {f"{x}_{w}": 0 for w in ("base", "trained") for x in sdt}
+    def counts() -> dict[str, int]:
         out = {}
         for w in ("base", "trained"):
             s, n = int(rng.integers(20, 40)), int(rng.integers(20, 40))
@@ -84,11 +81,9 @@ def _training(seed: int = 0) -> pl.DataFrame:
 
     return pl.DataFrame([
         {"model": f"{b}-rl", "task": t, "arm": f"iv|{t}",
-         "status": "trained" if t == "t1" else "held_out", "comparison": c,
-         "n": 40, "k": int(rng.integers(0, 41)),
-         "weight": 0.5 if c.startswith("others") else 1.0, **counts(c)}
+         "status": "trained" if t == "t1" else "held_out", "comparison": "gain",
+         "n": 40, "k": int(rng.integers(0, 41)), "weight": 1.0, **counts()}
         for b in ("a", "b", "c") for t in TASKS
-        for c in ("gain", "privileged", "others", "others_base")
     ])
 
 
@@ -159,11 +154,10 @@ def test_effect_variables_and_dims(name):
     mod, m = _build(name)
     dim = OBS_DIM.get(name, "cell")
     data = DATA[name]()
-    #: rows each observed dimension covers (training: ``k`` on the gain and privileged rows,
-    #: the signal-detection counts on the gain rows = pair x task cells)
-    rows = ({"row": data.filter(pl.col("comparison").is_in(["gain", "privileged"])).height,
-             "cell": data.filter(pl.col("comparison") == "gain").height}
-            if name == "training" else {dim: data.height})
+    #: rows each observed dimension covers (training: ``k`` and the signal-detection counts
+    #: on the gain rows, one per pair x task cell)
+    rows = ({"row": data.height, "cell": data.height} if name == "training"
+            else {dim: data.height})
     for rv in m.observed_RVs:
         (d,) = m.named_vars_to_dims[rv.name]
         assert d in rows, (rv.name, d)

@@ -216,3 +216,16 @@ def test_calibration_arms_at_other_settings_than_this_run_are_named() -> None:
     assert "accuracy</code>" not in text.split("The arms")[1].split("not at this run")[0]
     R["settings"]["sampler_by_model"] = {}
     assert "not at this run's settings" not in sections.calibration.pipeline(_report(R))
+
+
+def test_training_null_table_shows_no_rescoring_contrast(full) -> None:
+    """The shipped training null study predates issue 28.1 and holds a rescoring contrast
+    (``privileged_vs_base:*``) the pipeline no longer decides: the report never shows it.
+    """
+    from selfmodel.report.sections import training
+
+    nc = full["training_effect"]["null_calibration"]
+    assert nc.get("available") and any(k.startswith("privileged_vs_base:") for k in nc["rates"])
+    text = training.null_calibration(_report(full))
+    assert "accuracy\\, trained tasks" in text  # the table (escaped markdown) is there
+    assert "contrast against the base" not in text and "privileged access" not in text

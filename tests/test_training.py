@@ -179,21 +179,24 @@ def test_model_likelihood_is_the_conditional_binomial():
     from selfmodel.models import training
 
     tab = pl.DataFrame({
-        "model": ["p1", "p1", "p2", "p2"], "task": ["x"] * 4, "arm": ["iv|x"] * 4,
-        "status": ["trained"] * 4, "comparison": ["gain", "privileged"] * 2,
-        "n": [20, 10, 30, 12], "k": [15, 4, 18, 9],
+        "model": ["p1", "p1", "p2", "p2"], "task": ["x", "y"] * 2,
+        "arm": ["iv|x", "iv|y"] * 2, "status": ["trained", "held_out"] * 2,
+        "comparison": ["gain"] * 4, "n": [20, 10, 30, 12], "k": [15, 4, 18, 9],
     })
     m = training.build(tab)
     assert set(m.coords) == {"arm", "pair", "row", "cell"}
     point = m.initial_point()
-    point.update({"delta": np.array([0.4]), "z_delta_zerosum__": np.array([[0.0]]),
-                  "pi_mean": np.array(-0.2), "z_pi_zerosum__": np.array([0.0])})
+    # no pair deviation: each row reads its arm's effect, 0.4 (x) or -0.2 (y)
+    point.update({"delta": np.array([0.4, -0.2]), "z_delta_zerosum__": np.array([[0.0], [0.0]])})
     logp_k = m.compile_fn(m.logp(vars=[m["k"]], sum=True), mode="FAST_COMPILE")(point)
     from scipy.special import expit
 
     expect = sum(binom.logpmf(k, n, expit(e)) for k, n, e in
                  [(15, 20, 0.4), (4, 10, -0.2), (18, 30, 0.4), (9, 12, -0.2)])
     assert logp_k == pytest.approx(expect, rel=1e-9)
+    with pytest.raises(ValueError, match="reads only 'gain' rows"):
+        training.build(tab.with_columns(pl.lit("privileged").alias("comparison"))
+                       .vstack(tab))
 
 
 def _fit_table(tab, seed, draws=500, chains=2):
@@ -317,10 +320,8 @@ def test_sdt_counts_on_hand_made_records():
             g["false_alarms_trained"]) == (3, 0, 2, 0)
 
 
-def test_model_sdt_and_others_likelihoods():
-    """The signal-detection binomials and the weighted rescoring term at a chosen point."""
-    from scipy.special import expit
-
+def test_model_sdt_likelihoods():
+    """The signal-detection binomials at a chosen point."""
     from selfmodel.models import training
 
     base = {"model": "p1", "task": "x", "arm": "iv|x", "status": "trained"}
@@ -332,14 +333,11 @@ def test_model_sdt_and_others_likelihoods():
          "n_signal_base": 20, "n_noise_base": 30, "hits_base": 14, "false_alarms_base": 9,
          "n_signal_trained": 25, "n_noise_trained": 25, "hits_trained": 20,
          "false_alarms_trained": 5},
-        {**base, **zero, "comparison": "others", "n": 40, "k": 30, "weight": 0.5},
-        {**base, **zero, "comparison": "others_base", "n": 44, "k": 26, "weight": 0.5},
     ])
     m = training.build(tab)
     point = m.initial_point()
     point.update({"dprime_base": np.array([0.8]), "criterion_base": np.array([-0.2]),
-                  "dprime_effect": np.array([0.5]), "criterion_effect": np.array([0.1]),
-                  "rho": np.array([0.3]), "others_mean": np.array(0.4)})
+                  "dprime_effect": np.array([0.5]), "criterion_effect": np.array([0.1])})
     names = ["hits_base", "false_alarms_base", "hits_trained", "false_alarms_trained"]
     logp = m.compile_fn(m.logp(vars=[m[v] for v in names], sum=True), inputs=m.value_vars,
                         on_unused_input="ignore", mode="FAST_COMPILE")
@@ -349,12 +347,7 @@ def test_model_sdt_and_others_likelihoods():
               + binom.logpmf(20, 25, norm.cdf(d_t / 2 - c_t))
               + binom.logpmf(5, 25, norm.cdf(-d_t / 2 - c_t)))
     assert logp(point) == pytest.approx(expect, rel=1e-9)
-    pot = m.compile_fn(m.logp(vars=list(m.potentials), sum=True), inputs=m.value_vars,
-                       on_unused_input="ignore", mode="FAST_COMPILE")
-    lt, lb = 0.3 + 0.4, 0.3
-    expect_pot = 0.5 * (30 * np.log(expit(lt)) + 10 * np.log(expit(-lt))
-                        + 26 * np.log(expit(lb)) + 18 * np.log(expit(-lb)))
-    assert pot(point) == pytest.approx(expect_pot, rel=1e-9)
+    assert not m.potentials  # no rescoring term (issue 28.1)
 
 
 def test_shipped_null_calibration_is_the_committed_study_and_within_the_rate():

@@ -82,8 +82,6 @@ def null_calibration(rep: Report) -> str:
         labels = {"accuracy:trained": "accuracy, trained tasks", "accuracy:held_out": "accuracy, held-out tasks",
                   "dprime:trained": "d', trained tasks", "dprime:held_out": "d', held-out tasks",
                   "criterion:trained": "criterion, trained tasks", "criterion:held_out": "criterion, held-out tasks"}
-        labels.update({k: "contrast against the base, " + k.split(":", 1)[1] + " (built without privileged access)"
-                       for k in NC.get("null_quantities", []) if k.startswith("privileged_vs_base:")})
         out(f"\n**Null calibration.** How often does the rule declare `improves` when training changed nothing? "
             f"{NC['n_datasets']} data sets simulated on the default design with no training effect "
             f"({code(NC['source'])}, made by {code(NC['command'])}; {NC['sampler']['chains']} chains x "
