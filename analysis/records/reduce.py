@@ -59,7 +59,7 @@ from selfmodel.records.reduction import (
 )
 from selfmodel.records.registry import format_input_error
 
-__all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
+__all__ = ["ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
 
 #: Input columns the reduction reads (every canonical input column: the rules read them all).
 USED: Final = INPUT_COLUMNS
@@ -77,48 +77,6 @@ ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_model
 #: Cell columns in the order of :func:`selfmodel.records.cells.to_cells`.
 CELL_COLUMNS: Final = tuple(CELL_SCHEMA)
 
-
-#: The same reduction as one SQL query over canonical records (``OUT/records.parquet`` from
-#: ``selfmodel ingest``), for DuckDB, Spark SQL, BigQuery or SQLite; replace ``records``
-#: by the table (DuckDB: ``read_parquet('out/records.parquet')``). With ``n = 0``,
-#: ``mode_outcome_share`` is NULL here and NaN in :func:`reduce_cells`.
-#: ``tests/test_reduce.py`` runs it with SQLite and checks it against ``to_cells``.
-CELLS_SQL: Final = """
-WITH r AS (
-  SELECT model, task, prediction, outcome, correct,
-         (status = 'ok' AND correct IS NOT NULL) AS readable
-  FROM records
-  WHERE predictor IS NULL OR predictor = model
-),
-cells AS (
-  SELECT model, task,
-    COUNT(*) AS n_total,
-    SUM(CASE WHEN readable THEN 1 ELSE 0 END) AS n,
-    SUM(CASE WHEN readable AND correct THEN 1 ELSE 0 END) AS k,
-    SUM(CASE WHEN readable THEN 0 ELSE 1 END) AS n_unreadable,
-    MIN(CASE WHEN NOT readable OR COALESCE(prediction IN ('true', 'false')
-             AND outcome IN ('true', 'false'), TRUE) THEN 1 ELSE 0 END) = 1 AS binary,
-    SUM(CASE WHEN readable AND outcome = 'true' THEN 1 ELSE 0 END) AS n_signal,
-    SUM(CASE WHEN readable AND outcome = 'false' THEN 1 ELSE 0 END) AS n_noise,
-    SUM(CASE WHEN readable AND outcome = 'true' AND prediction = 'true'
-             THEN 1 ELSE 0 END) AS hits,
-    SUM(CASE WHEN readable AND outcome = 'false' AND prediction = 'true'
-             THEN 1 ELSE 0 END) AS false_alarms,
-    SUM(CASE WHEN readable AND prediction = 'true' THEN 1 ELSE 0 END) AS n_pred_yes
-  FROM r
-  GROUP BY model, task
-),
-modes AS (
-  SELECT model, task, MAX(c) AS mode_n
-  FROM (SELECT model, task, outcome, COUNT(*) AS c
-        FROM r WHERE readable GROUP BY model, task, outcome) AS per_outcome
-  GROUP BY model, task
-)
-SELECT cells.*, k AS k_strict,
-       COALESCE(mode_n, 0) * 1.0 / NULLIF(n, 0) AS mode_outcome_share
-FROM cells LEFT JOIN modes ON cells.model = modes.model AND cells.task = modes.task
-ORDER BY model, task
-"""
 
 
 @dataclass(frozen=True)
