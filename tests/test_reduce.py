@@ -167,7 +167,7 @@ def test_ragged_csv_row_is_named_across_blocks(tmp_path, chunk):
                     'a,t,0,"two\nlines",x\n' + "a,t,1,true,true\n" * 20
                     + "a,t,2,true,true,x\n" + "a,t,3,true,true\n")
     assert ingest([path]).quarantine["source_line"].to_list() == [24]
-    with pytest.raises(InputError, match=r"ragged\.csv: line 24: 6 fields where the header has 5"):
+    with pytest.raises(InputError, match=r"ragged\.csv: line 24: wrong number of fields \(expected 5, got 6\)"):
         reduce_cells([path], chunk_bytes=chunk)
 
 
