@@ -66,10 +66,7 @@ from selfmodel.records.reduction import (
 )
 from selfmodel.records.registry import format_input_error
 
-__all__ = ["ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
-
-#: Input columns the reduction reads (every canonical input column: the rules read them all).
-USED: Final = INPUT_COLUMNS
+__all__ = ["ReduceResult", "reduce_cells", "reduce_items"]
 
 #: Bytes of JSONL parsed at a time (peak memory is a small multiple of this).
 CHUNK_BYTES: Final = 8 * 2**20
@@ -115,41 +112,10 @@ def _sources(inp: InputFile, mapping: Mapping[str, str]) -> dict[str, str]:
     elif inp.format == "csv":
         present = pl.scan_csv(inp.path, infer_schema=False).collect_schema().names()
     else:  # keys are per line: every wanted key but the required ones is read (null if absent)
-        optional = (mapping.get(c, c) for c in USED if c not in REQUIRED)
+        optional = (mapping.get(c, c) for c in INPUT_COLUMNS if c not in REQUIRED)
         present = list(dict.fromkeys([*json_keys(inp.path), *optional]))
     sources, _ = column_sources(inp, present, mapping, {})
     return {c: s for c, s in sources.items() if s is not None}
-
-
-def scan_records(
-    path: Path | str, *, mapping: Mapping[str, str] | None = None
-) -> pl.LazyFrame:
-    """Lazily scan one record file as the text columns :data:`USED` (null where absent).
-
-    :func:`reduce_cells` reads JSONL and CSV in blocks instead (see the module docstring);
-    this scan is for composing other lazy queries over a file.
-
-    Parameters
-    ----------
-    path
-        A ``.jsonl``/``.ndjson``, ``.csv`` or ``.parquet`` file.
-    mapping
-        Canonical column -> source column, as ``--map`` in ``selfmodel ingest``.
-
-    Returns
-    -------
-    polars.LazyFrame
-        Columns :data:`USED`, all ``Utf8`` (Parquet values are cast to text).
-    """
-    inp = discover_inputs([path])[0]
-    wanted = _sources(inp, mapping or {})
-    if inp.format == "parquet":
-        lf = pl.scan_parquet(inp.path)
-    elif inp.format == "csv":
-        lf = pl.scan_csv(inp.path, infer_schema=False)
-    else:
-        lf = pl.scan_ndjson(inp.path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
-    return raw_rows(lf, inp.name, wanted, err=None).to_native().select(USED)
 
 
 def _blocks(path: Path, chunk_bytes: int, *, quoted: bool = False) -> Iterator[tuple[int, bytes]]:
