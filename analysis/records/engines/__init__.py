@@ -89,14 +89,12 @@ class Engine(Protocol):
     def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
         """``(name, engine type)`` of a Parquet file's columns."""
 
-    def count(self, inp: InputFile, key: str | None = None) -> int:
-        """Rows of the file (with ``key``: JSONL rows where that key is not null)."""
-
-    def read(self, index: int, inp: InputFile, keys: Sequence[str],
+    def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
              types: Mapping[str, str]) -> Any:
         """The engine's native frame of the file's rows: ``_err`` and the columns ``keys``.
 
         ``types``: the file's columns (:func:`columns_of`; a CSV file's header, in order).
+        ``index`` ``None``: a look at the file (:func:`count`), not one of the files reduced.
         """
 
     def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
@@ -148,6 +146,21 @@ def columns_of(eng: Engine, inp: InputFile) -> dict[str, str]:
     return dict(eng.parquet_columns(inp))
 
 
+def count(eng: Engine, inp: InputFile, types: Mapping[str, str], key: str | None = None) -> int:
+    """Rows of a file that read without a failure (with ``key``: rows where it has a value).
+
+    Read by the engine's own :meth:`Engine.read`, so the rows are the ones it reduces; as
+    ingest's readers, a row that cannot be read (an invalid JSON line, a ragged CSV row) is
+    not a row of the file here. ``types`` as :func:`columns_of` gives them.
+    """
+    # a JSONL file of broken lines has no sampled keys: any name reads as null
+    keys = [key] if key is not None else list(types)[:1] or ["model"]
+    rows = nw.from_native(eng.read(None, inp, keys, types)).filter(nw.col("_err").is_null())
+    if key is not None:
+        rows = rows.filter(~nw.col(key).is_null())
+    return int(rows.select(nw.len()).collect(backend="polars").item())
+
+
 #: Type names of columns that do not hold scalars (DuckDB and Spark spellings).
 NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
 
@@ -174,10 +187,10 @@ def _resolve(
         for c in INPUT_COLUMNS:
             source = mapping.get(c, c)
             if source not in types and (c in REQUIRED or c in mapping or c in defaults):
-                if eng.count(inp, source) > 0:
+                if count(eng, inp, types, source) > 0:
                     types[source] = "json"
     sources, unused = column_sources(inp, list(types), mapping, defaults,
-                                     has_rows=functools.cache(lambda: eng.count(inp) > 0))
+                                     has_rows=functools.cache(lambda: count(eng, inp, types) > 0))
     if inp.format == "jsonl":  # canonical keys are always read (null when absent)
         sources = {c: s or (None if c in mapping or c in defaults else c)
                    for c, s in sources.items()}
