@@ -21,7 +21,6 @@ quarantine rows or data hash are made: to list the quarantined rows of a file, r
 from __future__ import annotations
 
 import functools
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ from selfmodel.records.reduction import (
     INPUT_COLUMNS,
     accounting,
     cell_rows,
-    cell_schema,
     cells,
     checked,
     finish_cells,
@@ -122,15 +120,6 @@ def make_engine(name: str, **options: Any) -> Engine:
     raise InputError(f"unknown engine '{name}'. Use one of: {', '.join(ENGINES)}.")
 
 
-def csv_header(inp: InputFile) -> list[str]:
-    """The header of a CSV file as ingest reads it (names stripped; duplicates an error)."""
-    with inp.path.open("rb") as raw:
-        if raw.read(3) != b"\xef\xbb\xbf":
-            raw.seek(0)
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-        return read_csv_header(inp, text)
-
-
 def columns_of(eng: Engine, inp: InputFile) -> dict[str, str]:
     """A file's columns and their types, in file order.
 
@@ -142,7 +131,7 @@ def columns_of(eng: Engine, inp: InputFile) -> dict[str, str]:
     if inp.format == "csv":
         with inp.path.open("rb") as raw:
             blank = not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
-        return {} if blank else dict.fromkeys(csv_header(inp), "text")
+        return {} if blank else dict.fromkeys(read_csv_header(inp), "text")
     return dict(eng.parquet_columns(inp))
 
 
@@ -277,10 +266,8 @@ def reduce_records(
             if batch:
                 parts.append(eng.materialize(f"sm_grouped_{len(parts)}", grouped(
                     checked(nw.concat(batch, how="vertical"), tasks=options.tasks))))
-        if not parts:
-            per_file = pl.DataFrame(schema={"source_file": pl.Utf8, "_cat": pl.Utf8, "n": pl.Int64})
-            per_variant = pl.DataFrame(schema=_VARIANT_SCHEMA)
-            got = pl.DataFrame(schema=cell_schema(keys))
+        if not parts:  # nothing read: _summary says there are no records, with the counts
+            per_file = per_variant = got = pl.DataFrame(schema=_NOTHING_READ)
         else:
             g = parts[0] if len(parts) == 1 else eng.materialize("sm_grouped", nw.concat(parts))
             v = eng.materialize("sm_variants", variants(g))
@@ -293,9 +280,10 @@ def reduce_records(
                                                     per_variant, ignored, paths))
 
 
-_VARIANT_SCHEMA: Final = {"conflicting": pl.Boolean, "status": pl.Utf8, "model": pl.Utf8,
-                          "task": pl.Utf8, "not_boolean": pl.Boolean, "keys": pl.Int64,
-                          "n": pl.Int64}
+#: The columns of the accounting tables (:func:`selfmodel.records.reduction.accounting`).
+_NOTHING_READ: Final = {"source_file": pl.Utf8, "_cat": pl.Utf8, "conflicting": pl.Boolean,
+                        "status": pl.Utf8, "model": pl.Utf8, "task": pl.Utf8,
+                        "not_boolean": pl.Boolean, "keys": pl.Int64, "n": pl.Int64}
 
 
 def _collect(frame: nw.LazyFrame) -> pl.DataFrame:
