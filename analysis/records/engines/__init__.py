@@ -84,11 +84,8 @@ class EngineResult:
 class Engine(Protocol):
     """What an engine module provides (see ``duckdb_engine.DuckDBEngine``)."""
 
-    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """``(name, engine type)`` of a Parquet file's columns."""
-
     def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
-             types: Mapping[str, str]) -> Any:
+             types: Mapping[str, pl.DataType]) -> Any:
         """The engine's native frame of the file's rows: ``_err`` and the columns ``keys``.
 
         ``types``: the file's columns (:func:`columns_of`; a CSV file's header, in order).
@@ -120,22 +117,23 @@ def make_engine(name: str, **options: Any) -> Engine:
     raise InputError(f"unknown engine '{name}'. Use one of: {', '.join(ENGINES)}.")
 
 
-def columns_of(eng: Engine, inp: InputFile) -> dict[str, str]:
-    """A file's columns and their types, in file order.
+def columns_of(inp: InputFile) -> dict[str, pl.DataType]:
+    """A file's columns and their polars types, in file order (ingest's types of the file).
 
-    JSONL: the keys of its first lines (type ``json``); CSV: its header as ingest reads it
-    (none for a blank file); Parquet: the engine's own types.
+    JSONL: the keys of its first lines; CSV: its header as ingest reads it
+    (none for a blank file); text for both. Parquet: its schema as polars reads it.
     """
     if inp.format == "jsonl":
-        return dict.fromkeys(json_keys(inp.path), "json")
+        return dict.fromkeys(json_keys(inp.path), pl.Utf8())
     if inp.format == "csv":
         with inp.path.open("rb") as raw:
             blank = not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
-        return {} if blank else dict.fromkeys(read_csv_header(inp), "text")
-    return dict(eng.parquet_columns(inp))
+        return {} if blank else dict.fromkeys(read_csv_header(inp), pl.Utf8())
+    return dict(pl.read_parquet_schema(inp.path))
 
 
-def count(eng: Engine, inp: InputFile, types: Mapping[str, str], key: str | None = None) -> int:
+def count(eng: Engine, inp: InputFile, types: Mapping[str, pl.DataType],
+          key: str | None = None) -> int:
     """Rows of a file that read without a failure (with ``key``: rows where it has a value).
 
     Read by the engine's own :meth:`Engine.read`, so the rows are the ones it reduces; as
@@ -150,25 +148,21 @@ def count(eng: Engine, inp: InputFile, types: Mapping[str, str], key: str | None
     return int(rows.select(nw.len()).collect(backend="polars").item())
 
 
-#: Type names of columns that do not hold scalars (DuckDB and Spark spellings).
-NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
-
-
-def nested(types: Mapping[str, str]) -> set[str]:
-    """The columns whose type does not hold scalars (lists, structs, maps, bytes)."""
-    return {c for c, t in types.items() if any(n in t.upper() for n in NESTED)}
+def nested(types: Mapping[str, pl.DataType]) -> set[str]:
+    """The columns that do not hold scalars (lists, structs, bytes): ingest's rule."""
+    return {c for c, t in types.items() if t.is_nested() or t == pl.Binary}
 
 
 def _resolve(
     eng: Engine, inp: InputFile, options: IngestConfig
-) -> tuple[dict[str, str | None], dict[str, str], set[str]]:
+) -> tuple[dict[str, str | None], dict[str, pl.DataType], set[str]]:
     """Source column of each canonical column in one file, as ``selfmodel.records.ingest`` resolves it.
 
     Returns the sources (empty for a blank CSV file: nothing to read), the file's columns
     and types (:func:`columns_of`) and the unused columns. A missing required or mapped column is an
     error only when the file has rows (as ingest); otherwise it reads as NULL.
     """
-    types = columns_of(eng, inp)
+    types = columns_of(inp)
     if inp.format == "csv" and not types:  # blank: no header, no rows
         return {}, {}, set()
     mapping, defaults = options.mapping, options.defaults
@@ -177,7 +171,7 @@ def _resolve(
             source = mapping.get(c, c)
             if source not in types and (c in REQUIRED or c in mapping or c in defaults):
                 if count(eng, inp, types, source) > 0:
-                    types[source] = "json"
+                    types[source] = pl.Utf8()
     sources, unused = column_sources(inp, list(types), mapping, defaults,
                                      has_rows=functools.cache(lambda: count(eng, inp, types) > 0))
     if inp.format == "jsonl":  # canonical keys are always read (null when absent)

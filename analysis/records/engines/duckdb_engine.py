@@ -117,15 +117,8 @@ class DuckDBEngine:
         return (f"(SELECT {line} AS line FROM read_csv({literal(inp.path.as_posix())}, "
                 f"{opts}) WHERE NOT {blank('line')}) AS lines")
 
-    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """A Parquet file's columns and their DuckDB types."""
-        rows = self.con.sql(
-            f"DESCRIBE SELECT * FROM read_parquet({literal(inp.path.as_posix())})"
-        ).fetchall()
-        return [(str(r[0]), str(r[1])) for r in rows]
-
     def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
-             types: Mapping[str, str]) -> Any:
+             types: Mapping[str, pl.DataType]) -> Any:
         """A relation of one file's rows: ``_err`` and the columns ``keys``."""
         header = list(types)
         if index is not None:  # rows it rejects are counted (read_failures)

@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import narwhals as nw
+import polars as pl
 
 from selfmodel.records.engines import EngineUnavailable, nested
 from selfmodel.records.ingest.discover import InputFile
@@ -144,13 +145,8 @@ class SparkEngine:
         return (f"SELECT *, CASE WHEN _sm_corrupt IS NOT NULL THEN {fields} END AS _sm_fields "
                 f"FROM {view} WHERE NOT ({empty}) OR _sm_corrupt IS NOT NULL")
 
-    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """A Parquet file's columns and their Spark types."""
-        schema = self.spark.read.parquet(inp.path.as_posix()).schema
-        return [(f.name, f.dataType.simpleString()) for f in schema.fields]
-
     def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
-             types: Mapping[str, str]) -> Any:
+             types: Mapping[str, pl.DataType]) -> Any:
         """A DataFrame of one file's rows: ``_err`` and the columns ``keys``."""
         header = list(types)
         bad_utf8 = literal("invalid UTF-8")
