@@ -10,7 +10,10 @@ For each size and format (JSONL, CSV, Parquet; files from bench/gen_records.py i
 * ``pandas``  -- ``pd.read_json(lines=True)`` / ``pd.read_csv`` / ``pd.read_parquet``
   (the baseline: reading only, no validation);
 * ``polars``  -- ``pl.read_ndjson`` / ``pl.read_csv`` / ``pl.read_parquet`` (reading only);
-* ``reduce``  -- ``selfmodel.records.reduce.reduce_cells([file])`` (streaming reduction to cells).
+* ``reduce``  -- ``selfmodel.records.reduce.reduce_cells([file])`` (streaming reduction to cells);
+* ``scan``    -- polars' own ``scan_ndjson`` / ``scan_csv`` / ``scan_parquet`` with a
+  ``group_by(model, task).len()`` on the streaming engine (not in the default run): whether
+  the block reader of ``reduce`` is still needed for bounded memory.
 
 ``--formats parquet_sorted`` adds the records ingest writes for the Parquet file (already in
 key order: ingest checks that and skips its sort).
@@ -47,7 +50,7 @@ from bench._util import (  # noqa: E402
     write_results,
 )
 
-READERS = ("ingest", "reduce", "polars", "pandas")
+READERS = ("ingest", "reduce", "polars", "pandas", "scan")
 
 
 def child(reader: str, path: str) -> None:
@@ -80,6 +83,13 @@ def child(reader: str, path: str) -> None:
             frame = (pl.read_ndjson(p) if fmt == "jsonl" else
                      pl.read_csv(p) if fmt == "csv" else pl.read_parquet(p))
         rows, extra = frame.height, {}
+    elif reader == "scan":  # polars' own streaming scan: does its memory stay flat?
+        scan = (pl.scan_ndjson(p, schema={c: pl.Utf8() for c in pl.read_ndjson(p, n_rows=1000).columns})
+                if fmt == "jsonl" else pl.scan_csv(p, infer_schema=False) if fmt == "csv"
+                else pl.scan_parquet(p))
+        with Timer() as t:
+            frame = scan.group_by("model", "task").len().collect(engine="streaming")
+        rows, extra = int(frame["len"].sum()), {"cells": frame.height}
     else:
         with Timer() as t:
             frame = (pd.read_json(p, lines=True) if fmt == "jsonl" else
@@ -127,7 +137,7 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+")
     ap.add_argument("--formats", nargs="+", default=["parquet", "csv", "jsonl"],
                     help="also parquet_sorted: ingest's own output of the parquet file")
-    ap.add_argument("--readers", nargs="+", default=list(READERS))
+    ap.add_argument("--readers", nargs="+", default=[r for r in READERS if r != "scan"])
     ap.add_argument("--skip-pandas-jsonl-above", type=int, default=2_000_000,
                     help="pandas' JSONL reader needs ~10x the file in memory; skip it above this")
     ap.add_argument("--profile", action="store_true")

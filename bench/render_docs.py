@@ -767,8 +767,6 @@ def merged_pipeline() -> dict[str, Any] | None:
 
 
 def main() -> None:
-    from selfmodel.records.reduce import CELLS_SQL
-
     ing, red = load("ingest"), load("ingest_reduce")
     samp, comp, pipe, growth = merged_sampling(), load("compile"), merged_pipeline(), load("growth")
     text = (ROOT / "bench" / "performance.md.in").read_text()
@@ -777,7 +775,6 @@ def main() -> None:
         "INGEST": section_ingest(ing, load("ingest_baselines")),
         "INGEST_PROFILE": section_profile(),
         "REDUCE": section_reduce(red),
-        "SQL": CELLS_SQL.strip(),
         "SAMPLING": section_sampling(samp),
         "COMPILE": section_compile(comp),
         "PIPELINE": section_pipeline(pipe),

@@ -21,8 +21,9 @@ the pieces go. Pass 2 (tiny): the binary-task rule and the cell GROUP BY
 
 A JSONL line that is not valid JSON, not an object or not UTF-8, and a CSV row with the
 wrong number of fields, is an :class:`~selfmodel.records.contract.InputError` naming the
-file, the line (counted from the start of the file, across blocks) and what to do, where
-ingest would quarantine the row.
+file, the line (counted from the start of the file, across blocks), ingest's reason and what
+to do, where ingest would quarantine the row: the failing block is read again by ingest's
+own reader (:mod:`selfmodel.records.ingest.readers`).
 
 It does not de-duplicate (that needs every key in memory) and keeps no quarantine table,
 data hash or per-file accounting: run it on files ``selfmodel ingest`` has checked
@@ -33,11 +34,12 @@ ingest shows. With de-duplication, on DuckDB or Spark: :mod:`selfmodel.records.e
 
 from __future__ import annotations
 
-import csv
+import functools
+import hashlib
 import io
-import json
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -47,7 +49,12 @@ import polars as pl
 from selfmodel.records.contract import REQUIRED, InputError
 from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
-from selfmodel.records.ingest.readers import json_keys
+from selfmodel.records.ingest.readers import (
+    json_keys,
+    read_csv_file,
+    read_jsonl_file,
+    scan_file,
+)
 from selfmodel.records.reduction import (
     CELL_SCHEMA,
     INPUT_COLUMNS,
@@ -59,10 +66,7 @@ from selfmodel.records.reduction import (
 )
 from selfmodel.records.registry import format_input_error
 
-__all__ = ["CELLS_SQL", "ReduceResult", "reduce_cells", "reduce_items", "scan_records"]
-
-#: Input columns the reduction reads (every canonical input column: the rules read them all).
-USED: Final = INPUT_COLUMNS
+__all__ = ["ReduceResult", "reduce_cells", "reduce_items"]
 
 #: Bytes of JSONL parsed at a time (peak memory is a small multiple of this).
 CHUNK_BYTES: Final = 8 * 2**20
@@ -77,48 +81,6 @@ ITEM_COLUMNS: Final = ("model", "task", "item_id", "n_total", "n", "k", "n_model
 #: Cell columns in the order of :func:`selfmodel.records.cells.to_cells`.
 CELL_COLUMNS: Final = tuple(CELL_SCHEMA)
 
-
-#: The same reduction as one SQL query over canonical records (``OUT/records.parquet`` from
-#: ``selfmodel ingest``), for DuckDB, Spark SQL, BigQuery or SQLite; replace ``records``
-#: by the table (DuckDB: ``read_parquet('out/records.parquet')``). With ``n = 0``,
-#: ``mode_outcome_share`` is NULL here and NaN in :func:`reduce_cells`.
-#: ``tests/test_reduce.py`` runs it with SQLite and checks it against ``to_cells``.
-CELLS_SQL: Final = """
-WITH r AS (
-  SELECT model, task, prediction, outcome, correct,
-         (status = 'ok' AND correct IS NOT NULL) AS readable
-  FROM records
-  WHERE predictor IS NULL OR predictor = model
-),
-cells AS (
-  SELECT model, task,
-    COUNT(*) AS n_total,
-    SUM(CASE WHEN readable THEN 1 ELSE 0 END) AS n,
-    SUM(CASE WHEN readable AND correct THEN 1 ELSE 0 END) AS k,
-    SUM(CASE WHEN readable THEN 0 ELSE 1 END) AS n_unreadable,
-    MIN(CASE WHEN NOT readable OR COALESCE(prediction IN ('true', 'false')
-             AND outcome IN ('true', 'false'), TRUE) THEN 1 ELSE 0 END) = 1 AS binary,
-    SUM(CASE WHEN readable AND outcome = 'true' THEN 1 ELSE 0 END) AS n_signal,
-    SUM(CASE WHEN readable AND outcome = 'false' THEN 1 ELSE 0 END) AS n_noise,
-    SUM(CASE WHEN readable AND outcome = 'true' AND prediction = 'true'
-             THEN 1 ELSE 0 END) AS hits,
-    SUM(CASE WHEN readable AND outcome = 'false' AND prediction = 'true'
-             THEN 1 ELSE 0 END) AS false_alarms,
-    SUM(CASE WHEN readable AND prediction = 'true' THEN 1 ELSE 0 END) AS n_pred_yes
-  FROM r
-  GROUP BY model, task
-),
-modes AS (
-  SELECT model, task, MAX(c) AS mode_n
-  FROM (SELECT model, task, outcome, COUNT(*) AS c
-        FROM r WHERE readable GROUP BY model, task, outcome) AS per_outcome
-  GROUP BY model, task
-)
-SELECT cells.*, k AS k_strict,
-       COALESCE(mode_n, 0) * 1.0 / NULLIF(n, 0) AS mode_outcome_share
-FROM cells LEFT JOIN modes ON cells.model = modes.model AND cells.task = modes.task
-ORDER BY model, task
-"""
 
 
 @dataclass(frozen=True)
@@ -150,41 +112,10 @@ def _sources(inp: InputFile, mapping: Mapping[str, str]) -> dict[str, str]:
     elif inp.format == "csv":
         present = pl.scan_csv(inp.path, infer_schema=False).collect_schema().names()
     else:  # keys are per line: every wanted key but the required ones is read (null if absent)
-        optional = (mapping.get(c, c) for c in USED if c not in REQUIRED)
+        optional = (mapping.get(c, c) for c in INPUT_COLUMNS if c not in REQUIRED)
         present = list(dict.fromkeys([*json_keys(inp.path), *optional]))
     sources, _ = column_sources(inp, present, mapping, {})
     return {c: s for c, s in sources.items() if s is not None}
-
-
-def scan_records(
-    path: Path | str, *, mapping: Mapping[str, str] | None = None
-) -> pl.LazyFrame:
-    """Lazily scan one record file as the text columns :data:`USED` (null where absent).
-
-    :func:`reduce_cells` reads JSONL and CSV in blocks instead (see the module docstring);
-    this scan is for composing other lazy queries over a file.
-
-    Parameters
-    ----------
-    path
-        A ``.jsonl``/``.ndjson``, ``.csv`` or ``.parquet`` file.
-    mapping
-        Canonical column -> source column, as ``--map`` in ``selfmodel ingest``.
-
-    Returns
-    -------
-    polars.LazyFrame
-        Columns :data:`USED`, all ``Utf8`` (Parquet values are cast to text).
-    """
-    inp = discover_inputs([path])[0]
-    wanted = _sources(inp, mapping or {})
-    if inp.format == "parquet":
-        lf = pl.scan_parquet(inp.path)
-    elif inp.format == "csv":
-        lf = pl.scan_csv(inp.path, infer_schema=False)
-    else:
-        lf = pl.scan_ndjson(inp.path, schema={s: pl.Utf8() for s in sorted(set(wanted.values()))})
-    return raw_rows(lf, inp.name, wanted, err=None).to_native().select(USED)
 
 
 def _blocks(path: Path, chunk_bytes: int, *, quoted: bool = False) -> Iterator[tuple[int, bytes]]:
@@ -227,57 +158,42 @@ def _header_end(block: bytes) -> int:
     return len(block)
 
 
-def _bad_block(path: str, csv_file: bool, first: int, header: bytes, block: bytes,
-               exc: Exception) -> InputError:
-    """Find the row of ``block`` polars could not parse (line ``first`` of the file on)."""
-    found = _bad_csv_row(header, block) if csv_file else _bad_json_line(block)
+def _bad_block(inp: InputFile, wanted: Mapping[str, str], first: int, header: bytes,
+               block: bytes, exc: Exception) -> InputError:
+    """The error for a block polars could not parse (line ``first`` of the file on).
+
+    The block alone (CSV: after its header) is read by ingest's reader, in a temporary file
+    so that memory stays bounded; its first quarantined row is named with ingest's reason.
+    A line ingest reads but polars does not (a ``NaN`` literal) is found line by line.
+    """
     todo = ("Fix or remove the row, or run `selfmodel ingest` first (it quarantines such "
             "rows) and reduce its records.parquet")
-    if found is None:
+    with tempfile.TemporaryDirectory() as tmp:
+        part = replace(inp, path=Path(tmp) / f"block.{inp.format}")
+        part.path.write_bytes(header + block)
+        scan = functools.cache(lambda: scan_file(part, hashlib.sha256()))
+        read = (read_csv_file(part, scan) if inp.format == "csv"
+                else read_jsonl_file(part, scan, set(wanted.values())))
+    found = [(line, why) for line, _, why, _ in read.bad]
+    if not found and inp.format == "jsonl":
+        found = [(n, f"invalid JSON for polars ({why})")
+                 for n, line in enumerate(block.split(b"\n"), start=1)
+                 if line.strip() and (why := _unparsed(line))]
+    if not found:
         last = first + block.count(b"\n")
         return InputError(format_input_error(
-            path, f"polars could not parse lines {first}-{last} ({exc})", todo))
-    offset, what = found
-    return InputError(format_input_error(path, what, todo, line=first + offset))
+            inp.name, f"polars could not parse lines {first}-{last} ({exc})", todo))
+    line, why = min(found)
+    return InputError(format_input_error(
+        inp.name, why, todo, line=first + line - 1 - header.count(b"\n")))
 
 
-def _bad_csv_row(header: bytes, block: bytes) -> tuple[int, str] | None:
-    """``(line offset, what is wrong)`` of the first row with invalid UTF-8 or a wrong field count."""
+def _unparsed(line: bytes) -> str | None:
+    """Why polars cannot read one non-blank JSONL line (``None``: it can)."""
     try:
-        text = block.decode("utf-8")
-    except UnicodeDecodeError as err:
-        return block.count(b"\n", 0, err.start), "invalid UTF-8"
-    width = len(next(csv.reader([header.decode("utf-8", "replace").rstrip("\r\n")])))
-    reader = csv.reader(io.StringIO(text, newline=""))
-    start = 1
-    for row in reader:
-        if row and len(row) != width:
-            return start - 1, f"{len(row)} fields where the header has {width}"
-        start = reader.line_num + 1
-    return None
-
-
-def _no_constant(name: str) -> None:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _bad_json_line(block: bytes) -> tuple[int, str] | None:
-    """``(line offset, what is wrong)`` of the first line that is not a JSON object."""
-    for offset, raw in enumerate(block.split(b"\n")):
-        if not raw.strip():
-            continue
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as err:
-            return offset, f"invalid UTF-8 at byte {err.start + 1}"
-        try:
-            obj = json.loads(text, parse_constant=_no_constant)
-        except json.JSONDecodeError as err:
-            return offset, f"invalid JSON ({err.msg} at character {err.colno})"
-        except ValueError as err:
-            return offset, f"invalid JSON ({err})"
-        if not isinstance(obj, dict):
-            return offset, f"not a JSON object ({type(obj).__name__})"
+        pl.read_ndjson(io.BytesIO(line))
+    except Exception as exc:  # noqa: BLE001 - the message is the answer
+        return str(exc)
     return None
 
 
@@ -371,7 +287,7 @@ def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iter
             frame = (pl.read_csv(header + block, infer_schema=False) if csv_file
                      else pl.read_ndjson(io.BytesIO(block), schema=schema))
         except Exception as exc:  # noqa: BLE001 - polars names no line: find it
-            raise _bad_block(inp.name, csv_file, first, header, block, exc) from exc
+            raise _bad_block(inp, wanted, first, header, block, exc) from exc
         read = True
         yield raw_rows(frame, inp.name, wanted, err=None)
     if not read:  # no records: an empty frame of the right schema

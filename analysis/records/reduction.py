@@ -72,7 +72,6 @@ __all__ = [
     "not_boolean",
     "raw_records",
     "raw_rows",
-    "reasons",
     "rules",
     "variants",
 ]
@@ -255,16 +254,20 @@ def rules(tasks: tuple[str, ...] | None = None) -> list[Rule]:
     return out
 
 
-def checked(raw: Any, *, tasks: tuple[str, ...] | None = None,
-            keep: tuple[str, ...] = (), clean: Collection[str] = ()) -> nw.LazyFrame:
+def checked(raw: Any, *, tasks: tuple[str, ...] | None = None, keep: tuple[str, ...] = (),
+            clean: Collection[str] = (), why: bool = False) -> nw.LazyFrame:
     """Normalise and validate raw rows: one row per row read, ``_cat`` the first failing rule.
 
-    Output columns: ``source_file``, ``_cat`` (null for a valid row), the record columns
-    as ingest writes them to ``records.parquet`` (meaningful for valid rows) and ``keep``.
+    Output columns: ``source_file``, ``_cat`` (null for a valid row), with ``why`` its reason
+    ``_reason`` (the text ingest writes to the quarantine; ingest asks for it on failing rows
+    only), the record columns as ingest writes them to ``records.parquet`` (meaningful for
+    valid rows) and ``keep``.
     """
     frame = parsed(nw.from_native(raw), clean)
-    cat = nw.coalesce(col("_err"), *(nw.when(cond).then(nw.lit(name))
-                                     for name, cond, _ in rules(tasks)))
+    found = rules(tasks)
+    cat = nw.coalesce(col("_err"), *(nw.when(cond).then(nw.lit(name)) for name, cond, _ in found))
+    # a reason is never null where its condition holds: the first true rule gives both
+    reason = nw.coalesce(col("_err"), *(nw.when(cond).then(text) for _, cond, text in found))
     eff, corr = col("_eff"), col("_corr")
     record = {
         "prediction": col("_pred"), "outcome": col("_out"),
@@ -273,24 +276,9 @@ def checked(raw: Any, *, tasks: tuple[str, ...] | None = None,
         "predictor": nw.coalesce(col("predictor"), col("model")),
         "confidence": col("_conf"), "status": eff, "sample": col("_smp").fill_null(0),
     }
-    return frame.select("source_file", cat.alias("_cat"),
+    return frame.select("source_file", cat.alias("_cat"), *([reason.alias("_reason")] if why else []),
                         *(record[c].alias(c) if c in record else col(c) for c in INPUT_COLUMNS),
                         *keep)
-
-
-def reasons(raw: Any, *, tasks: tuple[str, ...] | None = None,
-            keep: tuple[str, ...] = ()) -> nw.LazyFrame:
-    """``keep``, the category ``_cat`` and the reason ``_reason`` of failing raw rows."""
-    found = rules(tasks)
-    number = nw.coalesce(*(nw.when(cond).then(nw.lit(i)) for i, (_, cond, _) in enumerate(found)))
-    frame = parsed(nw.from_native(raw)).with_columns(number.alias("_rule"))
-    return frame.select(
-        *keep,
-        nw.coalesce(*(nw.when(col("_rule") == i).then(nw.lit(name))
-                      for i, (name, _, _) in enumerate(found))).alias("_cat"),
-        nw.coalesce(*(nw.when(col("_rule") == i).then(why)
-                      for i, (_, _, why) in enumerate(found))).alias("_reason"),
-    )
 
 
 def grouped(checked_rows: nw.LazyFrame) -> nw.LazyFrame:

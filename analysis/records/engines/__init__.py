@@ -21,7 +21,6 @@ quarantine rows or data hash are made: to list the quarantined rows of a file, r
 from __future__ import annotations
 
 import functools
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,6 @@ from selfmodel.records.reduction import (
     INPUT_COLUMNS,
     accounting,
     cell_rows,
-    cell_schema,
     cells,
     checked,
     finish_cells,
@@ -86,17 +84,12 @@ class EngineResult:
 class Engine(Protocol):
     """What an engine module provides (see ``duckdb_engine.DuckDBEngine``)."""
 
-    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """``(name, engine type)`` of a Parquet file's columns."""
-
-    def count(self, inp: InputFile, key: str | None = None) -> int:
-        """Rows of the file (with ``key``: JSONL rows where that key is not null)."""
-
-    def read(self, index: int, inp: InputFile, keys: Sequence[str],
-             types: Mapping[str, str]) -> Any:
+    def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
+             types: Mapping[str, pl.DataType]) -> Any:
         """The engine's native frame of the file's rows: ``_err`` and the columns ``keys``.
 
         ``types``: the file's columns (:func:`columns_of`; a CSV file's header, in order).
+        ``index`` ``None``: a look at the file (:func:`count`), not one of the files reduced.
         """
 
     def materialize(self, name: str, frame: nw.LazyFrame) -> nw.LazyFrame:
@@ -124,49 +117,52 @@ def make_engine(name: str, **options: Any) -> Engine:
     raise InputError(f"unknown engine '{name}'. Use one of: {', '.join(ENGINES)}.")
 
 
-def csv_header(inp: InputFile) -> list[str]:
-    """The header of a CSV file as ingest reads it (names stripped; duplicates an error)."""
-    with inp.path.open("rb") as raw:
-        if raw.read(3) != b"\xef\xbb\xbf":
-            raw.seek(0)
-        text = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-        return read_csv_header(inp, text)
+def columns_of(inp: InputFile) -> dict[str, pl.DataType]:
+    """A file's columns and their polars types, in file order (ingest's types of the file).
 
-
-def columns_of(eng: Engine, inp: InputFile) -> dict[str, str]:
-    """A file's columns and their types, in file order.
-
-    JSONL: the keys of its first lines (type ``json``); CSV: its header as ingest reads it
-    (none for a blank file); Parquet: the engine's own types.
+    JSONL: the keys of its first lines; CSV: its header as ingest reads it
+    (none for a blank file); text for both. Parquet: its schema as polars reads it.
     """
     if inp.format == "jsonl":
-        return dict.fromkeys(json_keys(inp.path), "json")
+        return dict.fromkeys(json_keys(inp.path), pl.Utf8())
     if inp.format == "csv":
         with inp.path.open("rb") as raw:
             blank = not raw.read(65536).strip(b"\xef\xbb\xbf \t\r\n")
-        return {} if blank else dict.fromkeys(csv_header(inp), "text")
-    return dict(eng.parquet_columns(inp))
+        return {} if blank else dict.fromkeys(read_csv_header(inp), pl.Utf8())
+    return dict(pl.read_parquet_schema(inp.path))
 
 
-#: Type names of columns that do not hold scalars (DuckDB and Spark spellings).
-NESTED: Final = ("[]", "STRUCT", "MAP", "LIST", "ARRAY", "BLOB", "BINARY", "UNION")
+def count(eng: Engine, inp: InputFile, types: Mapping[str, pl.DataType],
+          key: str | None = None) -> int:
+    """Rows of a file that read without a failure (with ``key``: rows where it has a value).
+
+    Read by the engine's own :meth:`Engine.read`, so the rows are the ones it reduces; as
+    ingest's readers, a row that cannot be read (an invalid JSON line, a ragged CSV row) is
+    not a row of the file here. ``types`` as :func:`columns_of` gives them.
+    """
+    # a JSONL file of broken lines has no sampled keys: any name reads as null
+    keys = [key] if key is not None else list(types)[:1] or ["model"]
+    rows = nw.from_native(eng.read(None, inp, keys, types)).filter(nw.col("_err").is_null())
+    if key is not None:
+        rows = rows.filter(~nw.col(key).is_null())
+    return int(rows.select(nw.len()).collect(backend="polars").item())
 
 
-def nested(types: Mapping[str, str]) -> set[str]:
-    """The columns whose type does not hold scalars (lists, structs, maps, bytes)."""
-    return {c for c, t in types.items() if any(n in t.upper() for n in NESTED)}
+def nested(types: Mapping[str, pl.DataType]) -> set[str]:
+    """The columns that do not hold scalars (lists, structs, bytes): ingest's rule."""
+    return {c for c, t in types.items() if t.is_nested() or t == pl.Binary}
 
 
 def _resolve(
     eng: Engine, inp: InputFile, options: IngestConfig
-) -> tuple[dict[str, str | None], dict[str, str], set[str]]:
+) -> tuple[dict[str, str | None], dict[str, pl.DataType], set[str]]:
     """Source column of each canonical column in one file, as ``selfmodel.records.ingest`` resolves it.
 
     Returns the sources (empty for a blank CSV file: nothing to read), the file's columns
     and types (:func:`columns_of`) and the unused columns. A missing required or mapped column is an
     error only when the file has rows (as ingest); otherwise it reads as NULL.
     """
-    types = columns_of(eng, inp)
+    types = columns_of(inp)
     if inp.format == "csv" and not types:  # blank: no header, no rows
         return {}, {}, set()
     mapping, defaults = options.mapping, options.defaults
@@ -174,10 +170,10 @@ def _resolve(
         for c in INPUT_COLUMNS:
             source = mapping.get(c, c)
             if source not in types and (c in REQUIRED or c in mapping or c in defaults):
-                if eng.count(inp, source) > 0:
-                    types[source] = "json"
+                if count(eng, inp, types, source) > 0:
+                    types[source] = pl.Utf8()
     sources, unused = column_sources(inp, list(types), mapping, defaults,
-                                     has_rows=functools.cache(lambda: eng.count(inp) > 0))
+                                     has_rows=functools.cache(lambda: count(eng, inp, types) > 0))
     if inp.format == "jsonl":  # canonical keys are always read (null when absent)
         sources = {c: s or (None if c in mapping or c in defaults else c)
                    for c, s in sources.items()}
@@ -264,10 +260,8 @@ def reduce_records(
             if batch:
                 parts.append(eng.materialize(f"sm_grouped_{len(parts)}", grouped(
                     checked(nw.concat(batch, how="vertical"), tasks=options.tasks))))
-        if not parts:
-            per_file = pl.DataFrame(schema={"source_file": pl.Utf8, "_cat": pl.Utf8, "n": pl.Int64})
-            per_variant = pl.DataFrame(schema=_VARIANT_SCHEMA)
-            got = pl.DataFrame(schema=cell_schema(keys))
+        if not parts:  # nothing read: _summary says there are no records, with the counts
+            per_file = per_variant = got = pl.DataFrame(schema=_NOTHING_READ)
         else:
             g = parts[0] if len(parts) == 1 else eng.materialize("sm_grouped", nw.concat(parts))
             v = eng.materialize("sm_variants", variants(g))
@@ -280,9 +274,10 @@ def reduce_records(
                                                     per_variant, ignored, paths))
 
 
-_VARIANT_SCHEMA: Final = {"conflicting": pl.Boolean, "status": pl.Utf8, "model": pl.Utf8,
-                          "task": pl.Utf8, "not_boolean": pl.Boolean, "keys": pl.Int64,
-                          "n": pl.Int64}
+#: The columns of the accounting tables (:func:`selfmodel.records.reduction.accounting`).
+_NOTHING_READ: Final = {"source_file": pl.Utf8, "_cat": pl.Utf8, "conflicting": pl.Boolean,
+                        "status": pl.Utf8, "model": pl.Utf8, "task": pl.Utf8,
+                        "not_boolean": pl.Boolean, "keys": pl.Int64, "n": pl.Int64}
 
 
 def _collect(frame: nw.LazyFrame) -> pl.DataFrame:

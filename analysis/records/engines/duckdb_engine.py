@@ -25,7 +25,7 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import InputError
-from selfmodel.records.engines import EngineUnavailable, columns_of, nested
+from selfmodel.records.engines import EngineUnavailable, nested
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
 from selfmodel.records.reduction import WHITE_SPACE
@@ -117,40 +117,12 @@ class DuckDBEngine:
         return (f"(SELECT {line} AS line FROM read_csv({literal(inp.path.as_posix())}, "
                 f"{opts}) WHERE NOT {blank('line')}) AS lines")
 
-    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """A Parquet file's columns and their DuckDB types."""
-        rows = self.con.sql(
-            f"DESCRIBE SELECT * FROM read_parquet({literal(inp.path.as_posix())})"
-        ).fetchall()
-        return [(str(r[0]), str(r[1])) for r in rows]
-
-    def count(self, inp: InputFile, key: str | None = None) -> int:
-        """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
-        path = literal(inp.path.as_posix())
-        if inp.format == "parquet":
-            return int(self.con.sql(f"SELECT count(*) FROM read_parquet({path})").fetchall()[0][0])
-        if inp.format == "csv":
-            header = list(columns_of(self, inp))
-            if not header:
-                return 0
-            empty = " AND ".join(blank(ident(h)) for h in header)
-            sql = f"SELECT count(*) FROM {self._csv(inp, header, None)} WHERE NOT ({empty})"
-            return int(self.con.sql(sql).fetchall()[0][0])
-        lines = self._lines(inp, None)
-        if key is None:  # JSON objects: a file of broken lines only has no columns to check
-            return int(self.con.sql(
-                f"SELECT count(*) FROM {lines} WHERE "
-                "CASE WHEN json_valid(line) THEN json_type(line) END = 'OBJECT'"
-            ).fetchall()[0][0])
-        sql = (f"SELECT count(*) FROM {lines} WHERE json_valid(line) AND "
-               f"json_extract_string(line, {literal(_json_path(key))}) IS NOT NULL")
-        return int(self.con.sql(sql).fetchall()[0][0])
-
-    def read(self, index: int, inp: InputFile, keys: Sequence[str],
-             types: Mapping[str, str]) -> Any:
+    def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
+             types: Mapping[str, pl.DataType]) -> Any:
         """A relation of one file's rows: ``_err`` and the columns ``keys``."""
         header = list(types)
-        self._plans[index] = (inp, keys, header)
+        if index is not None:  # rows it rejects are counted (read_failures)
+            self._plans[index] = (inp, keys, header)
         if inp.format == "jsonl":
             paths = "[" + ", ".join(literal(_json_path(k)) for k in keys) + "]"
             cols = ", ".join(f"_v[{n + 1}] AS {ident(k)}" for n, k in enumerate(keys))
@@ -179,30 +151,24 @@ class DuckDBEngine:
             if inp.format == "parquet":
                 continue
             try:
-                rows = self.con.sql(
-                    f"SELECT error_type, csv_line FROM sm_rej_{index} ORDER BY line"
-                ).fetchall()
+                short = self.con.sql(f"SELECT csv_line FROM sm_rej_{index} WHERE error_type = "
+                                     "'MISSING COLUMNS' ORDER BY line").fetchall()
             except Exception:  # noqa: BLE001 - no rejects table: nothing was rejected
                 continue
-            table = _JSON_REJECTS if inp.format == "jsonl" else _CSV_REJECTS
-            counts: dict[str, int] = {}
-            short: list[list[str]] = []
-            for error_type, line in rows:
-                if inp.format == "csv" and error_type == "MISSING COLUMNS":
-                    fields = next(csv.reader([line or ""]), [])
-                    short.append(fields + [""] * (len(header) - len(fields)))
-                    continue
-                cat = table.get(str(error_type)) or _LIMITS.get(str(error_type)) or (
-                    "invalid JSON" if inp.format == "jsonl"
-                    else f"unreadable CSV row ({str(error_type).lower()})")
-                counts[cat] = counts.get(cat, 0) + 1
+            jsonl = inp.format == "jsonl"
+            named = {**(_JSON_REJECTS if jsonl else _CSV_REJECTS), **_LIMITS}
+            cases = " ".join(f"WHEN {literal(k)} THEN {literal(v)}" for k, v in named.items())
+            other = ("'invalid JSON'" if jsonl
+                     else "'unreadable CSV row (' || lower(CAST(error_type AS VARCHAR)) || ')'")
             nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {ident(k)}" for k in keys)
-            found += [(index, self.con.sql(f"SELECT {literal(cat)} AS _err, {nulls} FROM range({n})"))
-                      for cat, n in counts.items()]
-            if short:
-                frame = pl.DataFrame(
-                    [[v if v != "" else None for v in row] for row in short],
-                    schema={h: pl.Utf8 for h in header}, orient="row")
+            found.append((index, self.con.sql(
+                f"SELECT CASE CAST(error_type AS VARCHAR) {cases} ELSE {other} END AS _err, "
+                f"{nulls} FROM sm_rej_{index} WHERE error_type <> 'MISSING COLUMNS'")))
+            if short:  # a row with too few fields: read as polars reads it, the rest empty
+                fields = [next(csv.reader([line or ""]), []) for (line,) in short]
+                frame = pl.DataFrame([[v or None for v in row] + [None] * (len(header) - len(row))
+                                      for row in fields],
+                                     schema={h: pl.Utf8 for h in header}, orient="row")
                 view = f"sm_short_{index}"
                 self.con.register(view, frame.to_arrow())
                 found.append((index, self.con.sql(

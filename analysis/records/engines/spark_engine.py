@@ -32,8 +32,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import narwhals as nw
+import polars as pl
 
-from selfmodel.records.engines import EngineUnavailable, columns_of, nested
+from selfmodel.records.engines import EngineUnavailable, nested
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
 from selfmodel.records.reduction import WHITE_SPACE
@@ -144,32 +145,8 @@ class SparkEngine:
         return (f"SELECT *, CASE WHEN _sm_corrupt IS NOT NULL THEN {fields} END AS _sm_fields "
                 f"FROM {view} WHERE NOT ({empty}) OR _sm_corrupt IS NOT NULL")
 
-    def parquet_columns(self, inp: InputFile) -> list[tuple[str, str]]:
-        """A Parquet file's columns and their Spark types."""
-        schema = self.spark.read.parquet(inp.path.as_posix()).schema
-        return [(f.name, f.dataType.simpleString()) for f in schema.fields]
-
-    def count(self, inp: InputFile, key: str | None = None) -> int:
-        """Rows of a file (JSONL: object lines), or (JSONL, ``key``) lines where ``key`` has a value."""
-        if inp.format == "parquet":
-            return int(self.spark.read.parquet(inp.path.as_posix()).count())
-        if inp.format == "csv":
-            header = list(columns_of(self, inp))
-            if not header:
-                return 0
-            sql = self._csv_rows(inp, header, "sm_count_csv")
-            return int(self.spark.sql(sql).count())
-        lines = self._text(inp)
-        if key is None:  # JSON objects: a file of broken lines only has no columns to check
-            return int(lines.where("from_json(line, 'map<string,string>') IS NOT NULL").count())
-        lines.createOrReplaceTempView("sm_count_lines")
-        path = literal("$['" + key.replace("'", "\\'") + "']")
-        return int(self.spark.sql(
-            f"SELECT count(*) FROM sm_count_lines WHERE get_json_object(line, {path}) IS NOT NULL"
-        ).collect()[0][0])
-
-    def read(self, index: int, inp: InputFile, keys: Sequence[str],
-             types: Mapping[str, str]) -> Any:
+    def read(self, index: int | None, inp: InputFile, keys: Sequence[str],
+             types: Mapping[str, pl.DataType]) -> Any:
         """A DataFrame of one file's rows: ``_err`` and the columns ``keys``."""
         header = list(types)
         bad_utf8 = literal("invalid UTF-8")

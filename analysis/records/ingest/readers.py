@@ -7,7 +7,7 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -365,20 +365,26 @@ def _parse_json_chunks(
         frames.append(pl.DataFrame(rows, schema={**schema, LINE: pl.Int64()}))
 
 
-def read_csv_header(inp: InputFile, lines: Iterable[str]) -> list[str]:
-    """The header of a CSV file (names stripped); a duplicate or unreadable one is an error."""
-    reader = csv.reader(lines)
-    try:
-        header = next(reader)
-    except (StopIteration, csv.Error) as exc:
-        raise InputError(
-            format_input_error(
-                inp.name,
-                f"cannot read the CSV header ({exc})",
-                "Put the column names on line 1",
-                line=1,
-            )
-        ) from exc
+def read_csv_header(inp: InputFile) -> list[str]:
+    """The header of a CSV file (names stripped); a duplicate or unreadable one is an error.
+
+    The one reading of a header: ingest's and the SQL engines'.
+    """
+    with inp.path.open("rb") as raw:
+        if raw.read(len(_BOM)) != _BOM:
+            raw.seek(0)
+        lines = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+        try:
+            header = next(csv.reader(lines))
+        except (StopIteration, csv.Error) as exc:
+            raise InputError(
+                format_input_error(
+                    inp.name,
+                    f"cannot read the CSV header ({exc})",
+                    "Put the column names on line 1",
+                    line=1,
+                )
+            ) from exc
     names = [h.strip() for h in header]
     if len(names) == 1:
         for sep, label in ((";", "semicolons"), ("\t", "tabs"), ("|", "vertical bars")):
@@ -442,11 +448,7 @@ def read_csv_file(inp: InputFile, scan: Callable[[], _FileInfo]) -> FileRead:
     bom, filled = _peek(inp)
     if not filled and scan().blank:
         return _empty_read()
-    with inp.path.open("rb") as raw:
-        if bom:
-            raw.seek(len(_BOM))
-        lines = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
-        header = read_csv_header(inp, lines)
+    header = read_csv_header(inp)
     try:
         frame = pl.read_csv(_source(inp, bom), infer_schema=False, has_header=True)
     except Exception:  # noqa: BLE001 - malformed rows and invalid UTF-8 go line by line

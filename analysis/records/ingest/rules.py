@@ -21,7 +21,6 @@ from selfmodel.records.reduction import (
     NOT_AN_ID,
     WHITE_SPACE,
     checked,
-    reasons,
 )
 
 __all__ = ["BAD_SCHEMA", "GOOD_SCHEMA", "ID_COLUMNS", "NOT_AN_ID", "bool_of", "text_of",
@@ -96,5 +95,6 @@ def validate(
     good = good.cast(pl.Schema(GOOD_SCHEMA))
     if valid.all():
         return good, pl.DataFrame(schema=BAD_SCHEMA)
-    bad = reasons(raw.filter(~valid).lazy(), tasks=tasks, keep=(LINE,)).to_native().collect()
+    bad = checked(raw.filter(~valid).lazy(), tasks=tasks, keep=(LINE,), why=True).to_native()
+    bad = bad.select(LINE, "_cat", "_reason").collect()
     return good, bad.rename({"_cat": "__cat", "_reason": "__reason"}).cast(pl.Schema(BAD_SCHEMA))
