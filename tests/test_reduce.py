@@ -70,6 +70,15 @@ def test_blocks_of_any_size_give_the_same_cells(tmp_path, fmt):
         assert got.summary["rows_read"] == DEFAULT_ROWS
 
 
+def test_csv_header_names_with_spaces_are_read_as_ingest_reads_them(tmp_path):
+    """A header cell `` model `` is the column ``model`` (ingest strips header names)."""
+    path = tmp_path / "spaced.csv"
+    path.write_text(" model , task ,item_id, prediction,outcome \n"
+                    "a,w,1,lion,lion\na,w,2,cat,dog\nb,w,1,x,x\n")
+    assert_frame_equal(reduce_cells([path], chunk_bytes=16).cells, reference([path]))
+    assert_frame_equal(reduce_items([path]).cells, to_item_cells(ingest([path]).records))
+
+
 def test_csv_quoted_newlines_and_quotes_across_blocks(tmp_path):
     """Quoted fields holding newlines, commas and "" are never cut between blocks.
 

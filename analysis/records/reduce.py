@@ -52,6 +52,7 @@ from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.readers import (
     json_keys,
     read_csv_file,
+    read_csv_header,
     read_jsonl_file,
     scan_file,
 )
@@ -110,7 +111,7 @@ def _sources(inp: InputFile, mapping: Mapping[str, str]) -> dict[str, str]:
     if inp.format == "parquet":
         present = list(pl.read_parquet_schema(inp.path))
     elif inp.format == "csv":
-        present = pl.scan_csv(inp.path, infer_schema=False).collect_schema().names()
+        present = read_csv_header(inp)  # names stripped, as ingest reads them
     else:  # keys are per line: every wanted key but the required ones is read (null if absent)
         optional = (mapping.get(c, c) for c in INPUT_COLUMNS if c not in REQUIRED)
         present = list(dict.fromkeys([*json_keys(inp.path), *optional]))
@@ -286,6 +287,8 @@ def _frames(inp: InputFile, wanted: Mapping[str, str], chunk_bytes: int) -> Iter
         try:
             frame = (pl.read_csv(header + block, infer_schema=False) if csv_file
                      else pl.read_ndjson(io.BytesIO(block), schema=schema))
+            if csv_file:  # header names stripped, as read_csv_header gives them
+                frame.columns = [c.strip() for c in frame.columns]
         except Exception as exc:  # noqa: BLE001 - polars names no line: find it
             raise _bad_block(inp, wanted, first, header, block, exc) from exc
         read = True
