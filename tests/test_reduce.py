@@ -57,14 +57,23 @@ def test_default_data_other_formats(tmp_path, fmt):
 def test_blocks_of_any_size_give_the_same_cells(tmp_path, fmt):
     """JSONL and CSV read in blocks of 4 KiB to a whole file: the partial sums add up exactly.
 
-    Reference: to_cells(ingest(data_raw/records.csv).records).
+    Reference: to_cells(ingest(...).records) of the same file. The 4 KiB blocks read the
+    first 3,000 records (dozens of blocks, each cut at an arbitrary record), the larger
+    blocks the whole default data.
     """
-    path = DEFAULT
+    frame = pl.read_csv(DEFAULT, infer_schema_length=0)
+    head = tmp_path / "head.csv"
+    frame.head(3000).write_csv(head)
+    path, head_path = DEFAULT, head
     if fmt == "jsonl":
-        path = tmp_path / "records.jsonl"
-        pl.read_csv(DEFAULT, infer_schema_length=0).write_ndjson(path)
+        path, head_path = tmp_path / "records.jsonl", tmp_path / "head.jsonl"
+        frame.write_ndjson(path)
+        frame.head(3000).write_ndjson(head_path)
+    small = reduce_cells([head_path], chunk_bytes=4096)
+    assert_frame_equal(small.cells, reference([head]))
+    assert small.summary["rows_read"] == 3000
     ref = reference([DEFAULT])
-    for chunk in (4096, 100_000, 2**30):
+    for chunk in (100_000, 2**30):
         got = reduce_cells([path], chunk_bytes=chunk)
         assert_frame_equal(got.cells, ref)
         assert got.summary["rows_read"] == DEFAULT_ROWS
