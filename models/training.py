@@ -5,14 +5,15 @@ by an intervention (registry ``intervention``) that trained on some tasks and he
 others (registry ``trained_tasks``). An *arm* :math:`j` is one intervention x task, with its
 status (trained or held out) fixed by the design. Both checkpoints answered the same items.
 
-Data: one row per pair :math:`p` x task x comparison (``selfmodel.analyses.training.training_table``),
-counting the items on which the two scorings being compared disagree:
+Data: one row per pair :math:`p` x task (``selfmodel.analyses.training.training_table``),
+counting the items on which the two scorings compared disagree:
 
 ``gain`` (the training effect)
     scoring 1 = :math:`T_p`'s self-prediction against its own outcome, scoring 0 =
     :math:`B_p`'s against its own; :math:`k` items where only :math:`T_p` is right out of
     :math:`n` where exactly one is right.
-``gain`` rows also carry the signal-detection counts of both checkpoints (below).
+
+The rows also carry the signal-detection counts of both checkpoints (below).
 
 Privileged access is not a term of this model: it is decided from real cross-predictions by
 ``selfmodel.analyses.privileged`` (a difference in differences, no fit; issue 28.1). The
@@ -78,8 +79,8 @@ prediction with both outcomes is ``not_estimable`` (``selfmodel.analyses.trainin
 
 What is and is not modelled
 ---------------------------
-Modelled: item difficulty cancels from the accuracy effect (conditional likelihood); the d'/criterion effects compare the two checkpoints on
-the same item set; effects vary by pair around the arm (partial pooling across families,
+Modelled: item difficulty cancels from the accuracy effect (conditional likelihood); the
+d'/criterion effects compare the two checkpoints on the same item set; effects vary by pair around the arm (partial pooling across families,
 one pair per family in the default data); trained and held-out tasks have separate effects.
 Not modelled: item-level dependence between base and checkpoint in the signal-detection
 part (handled conservatively, as above); repeated samples beyond their counts; any change of
