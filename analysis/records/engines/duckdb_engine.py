@@ -153,17 +153,20 @@ class DuckDBEngine:
             try:
                 short = self.con.sql(f"SELECT csv_line FROM sm_rej_{index} WHERE error_type = "
                                      "'MISSING COLUMNS' ORDER BY line").fetchall()
+                (other,), = self.con.sql(f"SELECT count(*) FROM sm_rej_{index} WHERE error_type <> "
+                                         "'MISSING COLUMNS'").fetchall()
             except Exception:  # noqa: BLE001 - no rejects table: nothing was rejected
                 continue
             jsonl = inp.format == "jsonl"
             named = {**(_JSON_REJECTS if jsonl else _CSV_REJECTS), **_LIMITS}
             cases = " ".join(f"WHEN {literal(k)} THEN {literal(v)}" for k, v in named.items())
-            other = ("'invalid JSON'" if jsonl
-                     else "'unreadable CSV row (' || lower(CAST(error_type AS VARCHAR)) || ')'")
+            unnamed = ("'invalid JSON'" if jsonl
+                       else "'unreadable CSV row (' || lower(CAST(error_type AS VARCHAR)) || ')'")
             nulls = ", ".join(f"CAST(NULL AS VARCHAR) AS {ident(k)}" for k in keys)
-            found.append((index, self.con.sql(
-                f"SELECT CASE CAST(error_type AS VARCHAR) {cases} ELSE {other} END AS _err, "
-                f"{nulls} FROM sm_rej_{index} WHERE error_type <> 'MISSING COLUMNS'")))
+            if other:  # an empty relation would cost a query plan, and add nothing
+                found.append((index, self.con.sql(
+                    f"SELECT CASE CAST(error_type AS VARCHAR) {cases} ELSE {unnamed} END AS _err, "
+                    f"{nulls} FROM sm_rej_{index} WHERE error_type <> 'MISSING COLUMNS'")))
             if short:  # a row with too few fields: read as polars reads it, the rest empty
                 fields = [next(csv.reader([line or ""]), []) for (line,) in short]
                 frame = pl.DataFrame([[v or None for v in row] + [None] * (len(header) - len(row))
