@@ -289,17 +289,24 @@ def grouped(checked_rows: nw.LazyFrame) -> nw.LazyFrame:
     failing row the key is null, so that all failing rows of a file and category collapse
     into one group.
     """
-    valid = col("_cat").is_null()
     picked = checked_rows.select(
-        "source_file", "_cat", *(nw.when(valid).then(col(c)).alias(c) for c in KEY),
-        *(nw.when(valid).then(col(c).cast(nw.Int64) if c == "correct" else col(c)).alias(c)
-          for c in COMPARED),
-    )
+        "source_file", "_cat", *KEY,
+        *(col(c).cast(nw.Int64).alias(c) if c == "correct" else col(c) for c in COMPARED))
+    by = ("source_file", "_cat", *KEY)
     aggs = [e for c in COMPARED for e in (col(c).count().alias(f"{c}_n"),
                                           col(c).min().alias(f"{c}_min"),
                                           col(c).max().alias(f"{c}_max"))]
-    return picked.group_by("source_file", "_cat", *KEY, drop_null_keys=False).agg(
-        nw.len().alias("copies"), *aggs)
+    per_key = picked.group_by(*by, drop_null_keys=False).agg(nw.len().alias("copies"), *aggs)
+    # then a failing row's key is nulled: one reference to _cat per key column *after* the
+    # first aggregation, where it is a plain column (before it, DuckDB's optimizer spends
+    # most of a query's planning time on the copies of the rules it inlines there)
+    valid = col("_cat").is_null()
+    return per_key.with_columns(*(nw.when(valid).then(col(c)).alias(c) for c in KEY)).group_by(
+        *by, drop_null_keys=False).agg(
+        col("copies").sum(),
+        *(e for c in COMPARED for e in (nw.when(valid).then(col(f"{c}_n")).fill_null(0).sum().alias(f"{c}_n"),
+                                        nw.when(valid).then(col(f"{c}_min")).min().alias(f"{c}_min"),
+                                        nw.when(valid).then(col(f"{c}_max")).max().alias(f"{c}_max"))))
 
 
 def variants(grouped_rows: nw.LazyFrame) -> nw.LazyFrame:
