@@ -10,10 +10,11 @@ For each size and format (JSONL, CSV, Parquet; files from bench/gen_records.py i
 * ``pandas``  -- ``pd.read_json(lines=True)`` / ``pd.read_csv`` / ``pd.read_parquet``
   (the baseline: reading only, no validation);
 * ``polars``  -- ``pl.read_ndjson`` / ``pl.read_csv`` / ``pl.read_parquet`` (reading only);
-* ``reduce``  -- ``selfmodel.records.reduce.reduce_cells([file])`` (streaming reduction to cells);
+* ``reduce``  -- ``selfmodel.records.engines.reduce_records([file], engine="duckdb")`` with
+  DuckDB's memory limit ``--memory-limit`` (what ``selfmodel reduce --memory-limit`` sets): the
+  out-of-core reduction to cells, de-duplicating, spilling to disk beyond the limit;
 * ``scan``    -- polars' own ``scan_ndjson`` / ``scan_csv`` / ``scan_parquet`` with a
-  ``group_by(model, task).len()`` on the streaming engine (not in the default run): whether
-  the block reader of ``reduce`` is still needed for bounded memory.
+  ``group_by(model, task).len()`` on the streaming engine (not in the default run).
 
 ``--formats parquet_sorted`` adds the records ingest writes for the Parquet file (already in
 key order: ingest checks that and skips its sort).
@@ -53,7 +54,11 @@ from bench._util import (  # noqa: E402
 READERS = ("ingest", "reduce", "polars", "pandas", "scan")
 
 
-def child(reader: str, path: str) -> None:
+#: DuckDB's memory limit of the ``reduce`` reader (``--memory-limit``).
+MEMORY_LIMIT = "512MB"
+
+
+def child(reader: str, path: str, memory_limit: str = MEMORY_LIMIT) -> None:
     quiet_warnings()
     p = Path(path)
     fmt = p.suffix.lstrip(".")
@@ -61,8 +66,8 @@ def child(reader: str, path: str) -> None:
     import polars as pl
 
     from selfmodel.records.cells import to_cells
+    from selfmodel.records.engines import reduce_records
     from selfmodel.records.ingest import ingest
-    from selfmodel.records.reduce import reduce_cells
 
     base = peak_rss_mib()  # after imports: the reader's own memory is peak - base
     if reader == "ingest":
@@ -75,9 +80,10 @@ def child(reader: str, path: str) -> None:
                  "records_used": res.summary["records_used"]}
     elif reader == "reduce":
         with Timer() as t:
-            res = reduce_cells([p])
-        rows = res.summary["rows_read"]
-        extra = {"cells": res.cells.height}
+            res = reduce_records([p], engine="duckdb",
+                                 engine_options={"memory_limit": memory_limit})
+        rows = res.summary["records_read"]
+        extra = {"cells": res.cells.height, "memory_limit": memory_limit}
     elif reader == "polars":
         with Timer() as t:
             frame = (pl.read_ndjson(p) if fmt == "jsonl" else
@@ -132,7 +138,7 @@ def sorted_parquet(n: int) -> Path:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--child", nargs=2, metavar=("READER", "PATH"))
+    ap.add_argument("--child", nargs=3, metavar=("READER", "PATH", "MEMORY_LIMIT"))
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--sizes", type=int, nargs="+")
     ap.add_argument("--formats", nargs="+", default=["parquet", "csv", "jsonl"],
@@ -140,6 +146,8 @@ def main() -> None:
     ap.add_argument("--readers", nargs="+", default=[r for r in READERS if r != "scan"])
     ap.add_argument("--skip-pandas-jsonl-above", type=int, default=2_000_000,
                     help="pandas' JSONL reader needs ~10x the file in memory; skip it above this")
+    ap.add_argument("--memory-limit", default=MEMORY_LIMIT,
+                    help=f"DuckDB's memory limit of the reduce reader (default {MEMORY_LIMIT})")
     ap.add_argument("--profile", action="store_true")
     ap.add_argument("--name", help="results file name (default ingest / ingest_quick)")
     args = ap.parse_args()
@@ -157,7 +165,7 @@ def main() -> None:
             for reader in args.readers:
                 if reader == "pandas" and fmt == "jsonl" and n > args.skip_pandas_jsonl_above:
                     continue
-                r = run_child("bench_ingest.py", [reader, str(files[fmt])])
+                r = run_child("bench_ingest.py", [reader, str(files[fmt]), args.memory_limit])
                 r.update(n=n, format=fmt, reader=reader,
                          file_mib=round(files[fmt].stat().st_size / 2**20, 1))
                 if "wall_s" in r:

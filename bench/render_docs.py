@@ -105,7 +105,9 @@ def summary(ing, red, samp, comp, pipe, growth) -> str:
             text = "; ".join(f"{f} {small.get(f, float('nan')):.0f} -> {v:.0f} MiB"
                              for f, v in peaks.items())
             flat = [f for f, v in peaks.items() if v < 2 * small.get(f, v)]
-            lines.append(f"| bounded memory, streaming `reduce_cells` (peak RSS, 1M -> 10M) | "
+            limits = sorted({str(r.get("memory_limit")) for r in red["rows"]})
+            lines.append(f"| bounded memory, `reduce` on DuckDB, limit {', '.join(limits)} "
+                         "(peak RSS, 1M -> 10M) | "
                          f"{text} | **met** for {', '.join(flat) or 'none'}"
                          + (", **missed** for the rest |" if len(flat) < len(peaks) else " |"))
     if ing:

@@ -4,8 +4,8 @@ Every comparison is against the polars path run on the same files:
 ``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(files).records)`` and ingest's summary,
 compared exactly (``assert_frame_equal``: values, dtypes, column order, row order).
 
-The engines are optional packages (``pip install 'selfmodel[engines]'``). A test skips,
-naming the missing package, only when it is not installed; with
+DuckDB is a dependency of selfmodel; Spark is optional (``pip install 'selfmodel[engines]'``).
+A test skips, naming the missing package, only when it is not installed; with
 ``SELFMODEL_REQUIRE_ENGINES=1`` (set by CI) a missing engine is a failure instead.
 """
 
@@ -560,14 +560,15 @@ def test_spark_local_mode_few_million_rows(tmp_path, spark):
 
 
 def test_missing_engine_is_one_line_exit_2(tmp_path, monkeypatch, capsys):
-    """Without the package, `reduce` says how to install it (exit 2), never a traceback."""
+    """Without duckdb (a dependency; gone after a --no-deps install), `reduce` says how to
+    install it (exit 2), never a traceback."""
     from selfmodel.cli import main
 
     monkeypatch.setitem(sys.modules, "duckdb", None)  # import duckdb -> ImportError
     code = main(["reduce", str(CORPUS / "valid.csv"), "--out", str(tmp_path / "o")])
     errors = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert code == 2 and len(errors) == 1
-    assert "pip install 'selfmodel[engines]'" in errors[0]
+    assert "pip install duckdb" in errors[0]
 
 
 @pytest.mark.parametrize("argv", [
@@ -603,11 +604,10 @@ def test_reduce_memory_limit_option(tmp_path, capsys):
 
 def test_a_rule_defined_once_is_applied_by_every_engine(tmp_path, engine, monkeypatch):
     """A rule added in one place (selfmodel.records.reduction.rules) quarantines the same rows in
-    ingest (polars), the streaming reducer (polars), DuckDB and Spark, beside the others."""
+    ingest (polars), DuckDB and Spark, beside the others."""
     import narwhals as nw
 
     from selfmodel.records import reduction
-    from selfmodel.records.reduce import reduce_cells
 
     shipped = reduction.rules
 
@@ -629,7 +629,6 @@ def test_a_rule_defined_once_is_applied_by_every_engine(tmp_path, engine, monkey
                 "invalid sample": 1, "invalid status": 1, "no outcome": 1}
     assert res.summary["quarantine_reasons"] == expected
     assert "model 'evil' is banned" in res.quarantine["reason"].to_list()
-    assert reduce_cells([p]).summary["rows_excluded"] == sum(expected.values())
     got = _assert_same([p], engine)
     assert got.summary["quarantine_reasons"] == expected
 
@@ -643,3 +642,25 @@ def test_jsonl_mixing_crlf_and_lf_line_ends(tmp_path, engine):
                               for i, r in enumerate(rows)))
     got = _assert_same([path], engine)
     assert got.summary["records_used"] == len(rows)
+
+
+def test_duckdb_spills_into_a_folder_of_its_own_and_removes_it(tmp_path, monkeypatch):
+    """DuckDB's spill folder is a new folder in the system's temporary folder, removed on
+    close -- not DuckDB's default ``.tmp`` in the user's working folder."""
+    import tempfile
+
+    from selfmodel.records.engines.duckdb_engine import DuckDBEngine
+
+    work, tmp = tmp_path / "work", tmp_path / "tmp"
+    work.mkdir()
+    tmp.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp))
+    eng = DuckDBEngine(memory_limit="100MB")
+    ((spill,),) = eng.con.sql("SELECT current_setting('temp_directory')").fetchall()
+    assert Path(spill).parent == tmp and Path(spill).name.startswith("selfmodel-duckdb-")
+    assert Path(spill).is_dir()
+    eng.close()
+    assert not Path(spill).exists()
+    reduce_records([CORPUS / "valid.csv"], engine="duckdb", engine_options={"memory_limit": "100MB"})
+    assert list(work.iterdir()) == [] and list(tmp.iterdir()) == []

@@ -1,7 +1,9 @@
-"""selfmodel.records.reduce: the streaming reduction equals ingest + cells.to_cells.
+"""Out of core: DuckDB's reduction (``reduce_records``) equals ingest + cells.to_cells.
 
-Reference values: ``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(paths).records)`` on the
-same files -- the in-memory path the pipeline uses.
+Reference values: ``selfmodel.records.cells.to_cells(selfmodel.records.ingest.ingest(paths).records)``
+(and ``to_item_cells``) on the same files -- the in-memory path the pipeline uses. Edge cases
+of reading (quoted newlines, BOM, CRLF, typed JSON, header names with spaces, random messy
+rows); the engines' shared cases are in ``test_engines.py``.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from polars.testing import assert_frame_equal
 
 from selfmodel.records.cells import to_cells, to_item_cells
 from selfmodel.records.contract import InputError
+from selfmodel.records.engines import reduce_records
 from selfmodel.records.ingest import ingest
-from selfmodel.records.reduce import CELL_COLUMNS, ITEM_COLUMNS, reduce_cells, reduce_items
+from selfmodel.records.reduction import CELL_KEY, CELL_SCHEMA
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT = ROOT / "data_raw" / "records.csv"
@@ -26,22 +29,43 @@ DEFAULT = ROOT / "data_raw" / "records.csv"
 DEFAULT_ROWS = pl.read_csv(DEFAULT, infer_schema_length=0).height
 
 
+#: The key of per-item counts (``to_item_cells`` without ``n_models_item``).
+ITEM_KEY = (*CELL_KEY, "item_id")
+
+
 def reference(paths, **kw):
     return to_cells(ingest(paths, **kw).records)
+
+
+def reduce_cells(paths, **kw):
+    return reduce_records(paths, engine="duckdb", **kw)
+
+
+def reduce_items(paths, **kw):
+    return reduce_records(paths, engine="duckdb", keys=ITEM_KEY, **kw).cells
+
+
+def items_of(records):
+    """to_item_cells of records, the counts ``reduce_records(keys=ITEM_KEY)`` gives."""
+    return to_item_cells(records).drop("n_models_item")
+
+
+def same_items(paths, records):
+    got = reduce_items(paths)
+    assert_frame_equal(got.select(items_of(records).columns), items_of(records))
 
 
 def test_default_data_equals_ingest_to_cells():
     """On data_raw/records.csv the reduction equals to_cells(ingest(...).records) exactly."""
     got = reduce_cells([DEFAULT])
     assert_frame_equal(got.cells, reference([DEFAULT]))
-    assert got.summary["rows_read"] == DEFAULT_ROWS
-    assert got.summary["rows_excluded"] == 0
-    assert tuple(got.cells.columns) == CELL_COLUMNS
+    assert got.summary["records_read"] == got.summary["records_used"] == DEFAULT_ROWS
+    assert tuple(got.cells.columns) == tuple(CELL_SCHEMA)
 
 
 @pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
 def test_default_data_other_formats(tmp_path, fmt):
-    """The default records written as JSONL or typed Parquet reduce to the same cells."""
+    """The default records written as JSONL or typed Parquet reduce to the same cells and items."""
     frame = pl.read_csv(DEFAULT, infer_schema_length=0)
     path = tmp_path / f"records.{fmt}"
     if fmt == "jsonl":
@@ -51,32 +75,7 @@ def test_default_data_other_formats(tmp_path, fmt):
             pl.col("confidence").cast(pl.Float64), pl.col("sample").cast(pl.Int64)
         ).write_parquet(path)
     assert_frame_equal(reduce_cells([path]).cells, reference([DEFAULT]))
-
-
-@pytest.mark.parametrize("fmt", ["csv", "jsonl"])
-def test_blocks_of_any_size_give_the_same_cells(tmp_path, fmt):
-    """JSONL and CSV read in blocks of 4 KiB to a whole file: the partial sums add up exactly.
-
-    Reference: to_cells(ingest(...).records) of the same file. The 4 KiB blocks read the
-    first 3,000 records (dozens of blocks, each cut at an arbitrary record), the larger
-    blocks the whole default data.
-    """
-    frame = pl.read_csv(DEFAULT, infer_schema_length=0)
-    head = tmp_path / "head.csv"
-    frame.head(3000).write_csv(head)
-    path, head_path = DEFAULT, head
-    if fmt == "jsonl":
-        path, head_path = tmp_path / "records.jsonl", tmp_path / "head.jsonl"
-        frame.write_ndjson(path)
-        frame.head(3000).write_ndjson(head_path)
-    small = reduce_cells([head_path], chunk_bytes=4096)
-    assert_frame_equal(small.cells, reference([head]))
-    assert small.summary["rows_read"] == 3000
-    ref = reference([DEFAULT])
-    for chunk in (100_000, 2**30):
-        got = reduce_cells([path], chunk_bytes=chunk)
-        assert_frame_equal(got.cells, ref)
-        assert got.summary["rows_read"] == DEFAULT_ROWS
+    same_items([path], ingest([DEFAULT]).records)
 
 
 def test_csv_header_names_with_spaces_are_read_as_ingest_reads_them(tmp_path):
@@ -84,12 +83,12 @@ def test_csv_header_names_with_spaces_are_read_as_ingest_reads_them(tmp_path):
     path = tmp_path / "spaced.csv"
     path.write_text(" model , task ,item_id, prediction,outcome \n"
                     "a,w,1,lion,lion\na,w,2,cat,dog\nb,w,1,x,x\n")
-    assert_frame_equal(reduce_cells([path], chunk_bytes=16).cells, reference([path]))
-    assert_frame_equal(reduce_items([path]).cells, to_item_cells(ingest([path]).records))
+    assert_frame_equal(reduce_cells([path]).cells, reference([path]))
+    same_items([path], ingest([path]).records)
 
 
-def test_csv_quoted_newlines_and_quotes_across_blocks(tmp_path):
-    """Quoted fields holding newlines, commas and "" are never cut between blocks.
+def test_csv_quoted_newlines_and_quotes(tmp_path):
+    """Quoted fields holding newlines, commas and "" are read as ingest reads them.
 
     Reference: to_cells / to_item_cells of ingest on the same file (BOM, CRLF line ends).
     """
@@ -106,18 +105,16 @@ def test_csv_quoted_newlines_and_quotes_across_blocks(tmp_path):
     path.write_bytes(b"\xef\xbb\xbf" + body.encode())
     res = ingest([path])
     assert res.summary["records_used"] == len(rows)
-    for chunk in (1, 7, 50, 2**20):
-        got = reduce_cells([path], chunk_bytes=chunk)
-        assert_frame_equal(got.cells, to_cells(res.records))
-        assert got.summary["rows_read"] == len(rows)
-        assert_frame_equal(reduce_items([path], chunk_bytes=chunk).cells,
-                           to_item_cells(res.records))
+    got = reduce_cells([path])
+    assert_frame_equal(got.cells, to_cells(res.records))
+    assert got.summary["records_read"] == len(rows)
+    same_items([path], res.records)
 
 
 def test_jsonl_typed_values_bom_crlf_blank_lines(tmp_path):
     """Typed JSON values (numbers, booleans, nested), a BOM, CRLF, blank lines, no final newline.
 
-    Reference: to_cells / to_item_cells of ingest on the same file; every line its own block.
+    Reference: to_cells / to_item_cells of ingest on the same file.
     """
     rows = [
         {"model": "a", "task": "t", "item_id": 1, "prediction": True, "outcome": True,
@@ -136,13 +133,11 @@ def test_jsonl_typed_values_bom_crlf_blank_lines(tmp_path):
     path = tmp_path / "typed.jsonl"
     path.write_bytes(text.encode())
     res = ingest([path])
-    for chunk in (1, 64, 2**20):
-        got = reduce_cells([path], chunk_bytes=chunk)
-        assert_frame_equal(got.cells, to_cells(res.records))
-        assert got.summary["rows_read"] == res.summary["records_read"] == len(rows)
-        assert got.summary["rows_excluded"] == res.summary["records_quarantined"] == 1
-        assert_frame_equal(reduce_items([path], chunk_bytes=chunk).cells,
-                           to_item_cells(res.records))
+    got = reduce_cells([path])
+    assert_frame_equal(got.cells, to_cells(res.records))
+    assert got.summary["records_read"] == res.summary["records_read"] == len(rows)
+    assert got.summary["records_quarantined"] == res.summary["records_quarantined"] == 1
+    same_items([path], res.records)
 
 
 @pytest.mark.parametrize(
@@ -150,14 +145,14 @@ def test_jsonl_typed_values_bom_crlf_blank_lines(tmp_path):
     [
         ('{"model": "a", "task": ', "invalid JSON"),
         ("[1, 2]", "not a JSON object"),
-        ('{"model": NaN}', "invalid JSON"),
+        ('{"model": NaN}', "missing value"),  # Python's JSON reads NaN: a missing model
         (b'{"model": "\xff"}', "invalid UTF-8"),
     ],
 )
-def test_bad_jsonl_line_is_named_across_blocks(tmp_path, bad, what):
-    """A bad line far from the first block is reported with its line in the file.
+def test_bad_jsonl_line_is_quarantined_with_its_line(tmp_path, bad, what):
+    """A bad line far from the first is quarantined with its reason, as ingest quarantines it.
 
-    Reference: the source_line that ingest gives the same line in its quarantine.
+    Reference: the source_line and reason that ingest gives the same line in its quarantine.
     """
     good = json.dumps({"model": "a", "task": "t", "item_id": "1", "prediction": "true",
                        "outcome": "true"})
@@ -166,32 +161,35 @@ def test_bad_jsonl_line_is_named_across_blocks(tmp_path, bad, what):
     data = body.encode() + raw + b"\n" + (good + "\n").encode() * 3
     path = tmp_path / "bad.jsonl"
     path.write_bytes(data)
-    line = ingest([path]).quarantine["source_line"].to_list()
-    assert line == [38]
-    for chunk in (1, 500, 2**20):
-        with pytest.raises(InputError, match=rf"bad\.jsonl: line 38: {what}"):
-            reduce_cells([path], chunk_bytes=chunk)
+    res = ingest([path])
+    assert res.quarantine["source_line"].to_list() == [38]
+    assert res.summary["quarantine_reasons"] == {what: 1}
+    got = reduce_cells([path])
+    assert got.summary["records_quarantined"] == 1
+    assert got.summary["quarantine_reasons"] == res.summary["quarantine_reasons"]
+    assert_frame_equal(got.cells, to_cells(res.records))
 
 
-@pytest.mark.parametrize("chunk", [1, 100, 2**20])
-def test_ragged_csv_row_is_named_across_blocks(tmp_path, chunk):
-    """A CSV row with too many fields is reported with its line in the file.
+def test_ragged_csv_row_is_quarantined_as_ingest_does(tmp_path):
+    """A CSV row with too many fields, after a quoted field over two lines: quarantined.
 
-    Reference: the source_line ingest gives the row in its quarantine (header = line 1, a
-    quoted field spans lines 2-3, the bad row is line 24).
+    Reference: ingest's quarantine of the same file (header = line 1, a quoted field spans
+    lines 2-3, the bad row is line 24).
     """
     path = tmp_path / "ragged.csv"
     path.write_text("model,task,item_id,prediction,outcome\n"
                     'a,t,0,"two\nlines",x\n' + "a,t,1,true,true\n" * 20
                     + "a,t,2,true,true,x\n" + "a,t,3,true,true\n")
-    assert ingest([path]).quarantine["source_line"].to_list() == [24]
-    with pytest.raises(InputError, match=r"ragged\.csv: line 24: wrong number of fields \(expected 5, got 6\)"):
-        reduce_cells([path], chunk_bytes=chunk)
+    res = ingest([path])
+    assert res.quarantine["source_line"].to_list() == [24]
+    got = reduce_cells([path])
+    assert got.summary["quarantine_reasons"] == res.summary["quarantine_reasons"]
+    assert_frame_equal(got.cells, to_cells(res.records))
 
 
 @pytest.mark.parametrize("fmt", ["csv", "jsonl", "parquet"])
 def test_items_equal_to_item_cells(tmp_path, fmt):
-    """reduce_items equals to_item_cells(ingest(...).records) on the default data.
+    """Per-item counts (``keys=ITEM_KEY``) equal to_item_cells(ingest(...).records) on the default data.
 
     Reference: selfmodel.records.cells.to_item_cells(ingest(data_raw/records.csv).records).
     """
@@ -200,11 +198,10 @@ def test_items_equal_to_item_cells(tmp_path, fmt):
         path = tmp_path / f"records.{fmt}"
         frame = pl.read_csv(DEFAULT, infer_schema_length=0)
         frame.write_ndjson(path) if fmt == "jsonl" else frame.write_parquet(path)
-    got = reduce_items([path], chunk_bytes=200_000)
-    ref = to_item_cells(ingest([DEFAULT]).records)
-    assert tuple(got.cells.columns) == ITEM_COLUMNS
-    assert_frame_equal(got.cells, ref)
-    assert got.summary["rows_read"] == DEFAULT_ROWS
+    got = reduce_items([path])
+    ref = items_of(ingest([DEFAULT]).records)
+    assert got.height == ref.height
+    assert_frame_equal(got.select(ref.columns), ref)
 
 
 MESSY = [
@@ -251,11 +248,10 @@ def test_messy_rows_follow_ingest_rules(tmp_path, fmt):
     else:
         path.write_text("".join(json.dumps(r) + "\n" for r in MESSY))
     res = ingest([path])
-    got = reduce_cells([path], chunk_bytes=100)
+    got = reduce_cells([path])
     assert_frame_equal(got.cells, to_cells(res.records))
-    assert got.summary["rows_excluded"] == res.summary["records_quarantined"] == 7
-    assert got.summary["rows_cross"] == 1
-    assert_frame_equal(reduce_items([path], chunk_bytes=100).cells, to_item_cells(res.records))
+    assert got.summary["records_quarantined"] == res.summary["records_quarantined"] == 7
+    same_items([path], res.records)
 
 
 def test_mapping_and_tasks(tmp_path):
@@ -265,13 +261,13 @@ def test_mapping_and_tasks(tmp_path):
         {"model": ["a", "a", "a"], "task": ["t", "t", "u"], "qid": ["1", "2", "1"],
          "prediction": ["true", "false", "true"], "outcome": ["true", "true", "true"]}
     ).write_csv(path)
-    got = reduce_cells([path], mapping={"item_id": "qid"}, tasks=["t"])
     from selfmodel.records.ingest import IngestConfig
 
-    ref = to_cells(ingest([path], mapping={"item_id": "qid"},
-                          config=IngestConfig(tasks=("t",))).records)
+    config = IngestConfig(tasks=("t",))
+    got = reduce_cells([path], mapping={"item_id": "qid"}, config=config)
+    ref = to_cells(ingest([path], mapping={"item_id": "qid"}, config=config).records)
     assert_frame_equal(got.cells, ref)
-    assert got.summary["rows_excluded"] == 1
+    assert got.summary["records_quarantined"] == 1
 
 
 def test_missing_required_column_is_input_error(tmp_path):
@@ -284,7 +280,7 @@ def test_missing_required_column_is_input_error(tmp_path):
 VALUES = st.sampled_from(["true", "false", "TRUE", " yes ", "no", "0", "1", "", "maybe", "cat"])
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     rows=st.lists(
         st.fixed_dictionaries(
@@ -299,7 +295,7 @@ VALUES = st.sampled_from(["true", "false", "TRUE", " yes ", "no", "0", "1", "", 
     fmt=st.sampled_from(["csv", "jsonl"]),
 )
 def test_property_equals_ingest(tmp_path, rows, fmt):
-    """For random messy rows (unique ids; CSV, or JSONL in 256-byte blocks), reduce equals ingest.
+    """For random messy rows (unique ids; CSV or JSONL), DuckDB's reduction equals ingest.
 
     Reference: to_cells and to_item_cells of ingest(...).records on the same file.
     """
@@ -309,17 +305,17 @@ def test_property_equals_ingest(tmp_path, rows, fmt):
     )
     path = tmp_path / f"p.{fmt}"
     frame.write_csv(path) if fmt == "csv" else frame.write_ndjson(path)
-    got = reduce_cells([path], chunk_bytes=256)
-    items = reduce_items([path], chunk_bytes=256)
     try:
         ref = ingest([path])
-    except InputError:  # ingest found no usable row: reduce must exclude every row
-        assert got.cells.height == items.cells.height == 0
-        assert got.summary["rows_excluded"] == got.summary["rows_read"] == len(rows)
+    except InputError as exc:  # ingest found no usable row: so does the engine, in its words
+        with pytest.raises(InputError) as got_exc:
+            reduce_cells([path])
+        assert str(got_exc.value) == str(exc)
         return
+    got = reduce_cells([path])
     assert_frame_equal(got.cells, to_cells(ref.records))
-    assert_frame_equal(items.cells, to_item_cells(ref.records))
-    assert got.summary["rows_excluded"] == ref.summary["records_quarantined"]
+    assert got.summary["records_quarantined"] == ref.summary["records_quarantined"]
+    assert got.summary["records_duplicate"] == ref.summary["records_duplicate"]
 
 
 def test_documented_sql_equals_to_cells():

@@ -1,7 +1,7 @@
 """The validation rules and the reduction to cells, written once for every engine.
 
 The expressions are `narwhals <https://narwhals-dev.github.io/narwhals/>`_ expressions: the
-same code runs on a polars LazyFrame (in memory, :mod:`selfmodel.records.reduce`), a DuckDB relation
+same code runs on a polars LazyFrame (in memory, ingest), a DuckDB relation
 (out of core) and a Spark DataFrame (on a cluster) -- :mod:`selfmodel.records.engines`. A new
 validation rule is one entry of :func:`rules`.
 
@@ -387,10 +387,9 @@ def cells(rows: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame
     """The GROUP BY to cells (see :mod:`selfmodel.records.cells` for the columns).
 
     ``rows`` has the ``keys`` columns (default model x task), ``prediction, outcome,
-    correct`` (0/1, or a count of correct rows), ``readable`` and ``count`` (the rows each
-    stands for): :func:`cell_rows` of records, or partial counts
-    (:mod:`selfmodel.records.reduce`). Returns the sums and ``mode_n`` (rows of the most
-    common outcome among readable ones); :func:`finish_cells` makes the table of
+    correct`` (0/1), ``readable`` and ``count`` (the rows each stands for): :func:`cell_rows`
+    of records. Returns the sums and ``mode_n`` (rows of the most common outcome among
+    readable ones); :func:`finish_cells` makes the table of
     :func:`selfmodel.records.cells.to_cells`.
 
     Two GROUP BYs, the first per cell and outcome, the second per cell (the mode is the
@@ -472,7 +471,7 @@ def raw_rows(frame: Any, source_file: str, sources: Mapping[str, str | None],
     Each canonical column is its source column (``sources``) cast to text, else its
     default, else null; every row is named ``source_file``; ``err`` is the frame's column
     of read failures (``None``: the frame has none). The one column mapping of the
-    engines and the streaming reducer.
+    engines.
     """
     defaults = defaults or {}
     return nw.from_native(frame).lazy().select(

@@ -18,6 +18,8 @@ How files are read (the rules and the GROUP BY are :mod:`selfmodel.records.reduc
 from __future__ import annotations
 
 import csv
+import shutil
+import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -71,7 +73,12 @@ def _reject_options(rejects: int | None) -> str:
             f"rejects_scan = 'sm_scan_{rejects}'")
 
 class DuckDBEngine:
-    """One in-memory DuckDB connection (spilling to a temporary folder when needed)."""
+    """One in-memory DuckDB connection, spilling to a temporary folder of its own when needed.
+
+    The folder is made in the system's temporary folder (``TMPDIR``), not DuckDB's default
+    ``.tmp`` in the working folder, and removed by :meth:`close` (a connection passed in
+    keeps its own setting).
+    """
 
     def __init__(self, *, threads: int | None = None, memory_limit: str | None = None,
                  connection: Any = None) -> None:
@@ -80,10 +87,14 @@ class DuckDBEngine:
         except ImportError as exc:
             raise EngineUnavailable(
                 "engine 'duckdb' is not installed. Install it with "
-                "`pip install 'selfmodel[engines]'` (or `pip install duckdb`)."
+                "`pip install duckdb` (selfmodel depends on it; was it installed with --no-deps?)."
             ) from exc
         self.con = connection if connection is not None else duckdb.connect(":memory:")
         self.con.execute("SET preserve_insertion_order = false")  # no row order is needed
+        self._spill: str | None = None
+        if connection is None:
+            self._spill = tempfile.mkdtemp(prefix="selfmodel-duckdb-")
+            self.con.execute(f"SET temp_directory = {literal(self._spill)}")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         if memory_limit:
@@ -186,8 +197,10 @@ class DuckDBEngine:
         return nw.from_native(self.con.table(name))
 
     def close(self) -> None:
-        """Close the connection."""
+        """Close the connection and remove its spill folder."""
         self.con.close()
+        if self._spill is not None:
+            shutil.rmtree(self._spill, ignore_errors=True)
 
 
 def _json_path(key: str) -> str:

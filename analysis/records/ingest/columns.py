@@ -81,7 +81,7 @@ def column_sources(
 ) -> tuple[dict[str, str | None], list[str]]:
     """The source column of each canonical column in a file with columns ``present``.
 
-    The one column resolution of ingest, the streaming reducer and the SQL engines. Returns
+    The one column resolution of ingest and the SQL engines. Returns
     ``{canonical: source or None}`` and the file's unused columns. A mapped column that is
     not present, or a required one that is missing without a default, is an
     :class:`InputError` suggesting the closest unused column (``frame``, when given, rules

@@ -219,7 +219,7 @@ def _file_bytes(inp: InputFile) -> bytes:
 def json_keys(path: Path) -> list[str]:
     """Keys of the JSON objects on the first 1,000 lines of a JSONL file (its sample of keys).
 
-    The one sampling of ingest, the streaming reducer and the SQL engines.
+    The one sampling of ingest and the SQL engines.
     """
     keys: dict[str, None] = {}
     with path.open("rb") as stream:
