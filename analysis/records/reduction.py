@@ -371,24 +371,21 @@ def binary_task_rule() -> list[nw.Expr]:
 
 
 def cell_rows(records: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame:
-    """Used records -> the rows :func:`cells` adds up (self-predictions only, weight 1).
+    """Used records -> the rows :func:`cells` adds up (self-predictions only).
 
     ``readable``: status ``ok`` and ``correct`` known; ``correct`` as 0/1. ``keys`` are the
     cell key's columns (:data:`CELL_KEY`, or :data:`CONDITION_CELL_KEY`).
     """
     return records.filter(col("predictor").is_null() | (col("predictor") == col("model"))).select(
         *keys, "prediction", "outcome", col("correct").cast(nw.Int64),
-        ((col("status") == "ok") & ~col("correct").is_null()).alias("readable"),
-        nw.lit(1).cast(nw.Int64).alias("count"),
-    )
+        ((col("status") == "ok") & ~col("correct").is_null()).alias("readable"))
 
 
 def cells(rows: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame:
     """The GROUP BY to cells (see :mod:`selfmodel.records.cells` for the columns).
 
     ``rows`` has the ``keys`` columns (default model x task), ``prediction, outcome,
-    correct`` (0/1), ``readable`` and ``count`` (the rows each stands for): :func:`cell_rows`
-    of records. Returns the sums and ``mode_n`` (rows of the most common outcome among
+    correct`` (0/1) and ``readable``: :func:`cell_rows` of records. Returns the sums and ``mode_n`` (rows of the most common outcome among
     readable ones); :func:`finish_cells` makes the table of
     :func:`selfmodel.records.cells.to_cells`.
 
@@ -396,18 +393,18 @@ def cells(rows: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame
     largest readable count of an outcome), and no join: a null key (``condition`` of a
     study with one condition) groups as one value on every engine.
     """
-    r, cnt = col("readable").fill_null(False), col("count")
+    r = col("readable").fill_null(False)
     out_t, out_f, pred_t = col("outcome") == "true", col("outcome") == "false", col("prediction") == "true"
     both = (col("prediction").is_in(list(BOOLEAN_TEXT))
             & col("outcome").is_in(list(BOOLEAN_TEXT))).fill_null(True)
 
     def csum(cond: nw.Expr) -> nw.Expr:
-        return nw.when(cond.fill_null(False)).then(cnt).otherwise(0).sum()
+        return nw.when(cond.fill_null(False)).then(1).otherwise(0).sum()
 
     summed = ("n_total", "n", "k", "n_unreadable", "n_signal", "n_noise", "hits",
               "false_alarms", "n_pred_yes")
     per_outcome = rows.group_by(*keys, "outcome", drop_null_keys=False).agg(
-        cnt.sum().alias("n_total"), csum(r).alias("n"),
+        nw.len().alias("n_total"), csum(r).alias("n"),
         nw.when(r).then(col("correct")).otherwise(0).sum().alias("k"),
         csum(~r).alias("n_unreadable"),
         nw.when(~r | both).then(1).otherwise(0).min().alias("binary"),
