@@ -469,11 +469,8 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                     records=state.ingest.records if state.ingest else pl.DataFrame(),
                     registry=state.registry,
                     scale=cfg.scale,
-                    seed=cfg.seed,
-                    settings=cfg.sampler,
                     rule=cfg.rule,
-                    cache_dir=cfg.cache_dir,
-                    progress=say,
+                    fitter=cfg.fitter(say),
                 )
             except NUMERICAL_ERRORS as exc:
                 failed = not_estimable("the robustness refits", exc)
@@ -523,22 +520,21 @@ def _companion_prior_sensitivity(state: RunState, say: Progress) -> dict[str, An
     mf, cfg, v = state.model_fits, state.config, state.verdict
     if mf is None or v is None:
         return None
+    fitter = cfg.fitter(say)
     names = [name for name in sorted(mf.fits)
              if not (v.fit is not None and name == v.fit.model)
              and model_registry.get(name).SPEC.decides and name in mf.data_for]
 
     def priors(name: str) -> dict[str, Any]:
         return effect_prior_sensitivity(
-            name, mf.fits[name], mf.data_for[name], rule=cfg.rule, scale=cfg.scale,
-            seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say,
+            name, mf.fits[name], mf.data_for[name], rule=cfg.rule, scale=cfg.scale, fitter=fitter,
         )
 
     def variables() -> dict[str, Any]:
         return companion_scale_variable_refits(
             mf.fits, mf.data_for, verdict_model=v.fit.model if v.fit else None,
             records=state.ingest.records if state.ingest else pl.DataFrame(),
-            registry=state.registry, scale=cfg.scale, seed=cfg.seed, settings=cfg.sampler,
-            rule=cfg.rule, cache_dir=cfg.cache_dir, progress=say,
+            registry=state.registry, scale=cfg.scale, rule=cfg.rule, fitter=fitter,
         )
 
     *effects, by_variable = concurrently(
@@ -555,8 +551,8 @@ def _strict_accuracy(state: RunState, say: Progress) -> None:
         return
     try:
         state.missingness_section["strict_accuracy_refit"] = strict_accuracy_refit(
-            state.ingest.records, v.usable, v.fit, scale=cfg.scale, rule=cfg.rule, seed=cfg.seed,
-            settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say,
+            state.ingest.records, v.usable, v.fit, scale=cfg.scale, rule=cfg.rule,
+            fitter=cfg.fitter(say),
         )
     except NUMERICAL_ERRORS as exc:
         state.missingness_section["strict_accuracy_refit"] = not_estimable("the strict-accuracy refit", exc)
