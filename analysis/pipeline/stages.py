@@ -44,7 +44,7 @@ from selfmodel.decisions.hypotheses import label_roles, load_hypotheses, one_rul
 from selfmodel.decisions.multiplicity import add_bayes_factor_ranges, multiplicity
 from selfmodel.decisions.status import low_yield_sentence, status_lines
 from selfmodel.fitting import fitpool
-from selfmodel.fitting.fit import fit, for_model
+from selfmodel.fitting.fit import for_model
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.summaries import (
     accuracy_points,
@@ -261,12 +261,9 @@ def stage_models(state: RunState, say: Progress) -> None:
         state.model_fits = fit_models(
             state.tables,
             names=[verdict, *companions],
-            seed=cfg.seed,
-            settings=cfg.sampler,
             rule=cfg.rule,
             tasks=state.tasks,
-            cache_dir=cfg.cache_dir,
-            progress=say,
+            fitter=cfg.fitter(say),
             verdict=v.fit,
         )
         state.zoo_section = state.model_fits.summary
@@ -284,8 +281,8 @@ def stage_training(state: RunState, say: Progress) -> None:
     cfg = state.config
     truth = json.loads(state.inputs.truth.read_text()) if state.inputs.truth else None
     state.training_section = training_effect(
-        state.ingest.records, state.registry, state.tasks, rule=cfg.rule, seed=cfg.seed,
-        settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say, truth=truth,
+        state.ingest.records, state.registry, state.tasks, rule=cfg.rule,
+        fitter=cfg.fitter(say), truth=truth,
     )
 
 
@@ -566,11 +563,12 @@ def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, An
     if comparison is None:
         return {"status": "not_estimable", "reason": f"model '{v.fit.model}' declares no model without its effect"}
 
+    fitter = cfg.fitter(say)
+
     def refit(name: str, rest: pl.DataFrame) -> Any:
         opts = dict(comparison.options) if name == comparison.model else None
-        say(f"{step_prefix()}leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
-        return fit(name, rest, seed=cfg.seed, settings=cfg.sampler, options=opts,
-                   cache_dir=cfg.cache_dir)
+        return fitter.fit(name, rest, options=opts, why=(
+            f"{step_prefix()}leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models"))
 
     return leave_group_out(v.usable, group=group, fit_without=refit, with_name=v.fit.model,
                            without_name=comparison.model, seed=cfg.seed,
@@ -592,8 +590,8 @@ def _holdout_family_check(state: RunState, say: Progress) -> None:
                                    "reason": f"too few models without the {family} family"}
         return
     name = model_registry.verdict().NAME
-    say(f"predictive check: refitting '{name}' without the {family} family")
-    f = fit(name, rest, seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir)
+    f = cfg.fitter(say).fit(name, rest,
+                            why=f"predictive check: refitting '{name}' without the {family} family")
     got = draws_from_fit(f.idata)
     held = v.usable.filter(pl.col("family") == family)
     if got is None:
