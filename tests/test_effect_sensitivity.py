@@ -12,6 +12,7 @@ import pytest
 def test_sdt_prior_refits_report_both_effects_per_task(tmp_path):
     from selfmodel.decisions.hypotheses import DecisionRule
     from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.fitter import Fitter
     from selfmodel.robustness.effect_sensitivity import effect_prior_sensitivity
 
     sys.path.insert(0, str(Path(__file__).parent))
@@ -20,8 +21,8 @@ def test_sdt_prior_refits_report_both_effects_per_task(tmp_path):
     cells, _ = simulate_sdt_cells(seed=3, n_tasks=2)
     settings = SamplerSettings(draws=300, tune=300, chains=2, cores=2, target_accept=0.95)
     main = fit("sdt", cells, seed=1, settings=settings)
-    out = effect_prior_sensitivity("sdt", main, cells, rule=DecisionRule(), seed=1,
-                                   settings=settings, cache_dir=tmp_path, progress=lambda m: None)
+    out = effect_prior_sensitivity("sdt", main, cells, rule=DecisionRule(),
+                                   fitter=Fitter(1, settings, tmp_path))
     assert set(out["holds"]) == {"sensitivity", "bias"}
     assert [v["factor"] for v in out["variants"]] == [0.5, 2.0]
     tasks = set(cells["task"].unique().to_list())

@@ -308,13 +308,14 @@ def test_scale_term_loo_compares_with_the_model_without_the_scale_term(tmp_path:
 
     from selfmodel.decisions.hypotheses import scale_term_loo
     from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.fitter import Fitter
     from selfmodel.records.simulate import simulate_scale_cells
     from selfmodel.robustness.stage import fit_without_effect
 
     cells, _ = simulate_scale_cells(seed=21, beta=0.8, n_families=3, sizes_per_family=3, n_tasks=2)
     settings = replace(SamplerSettings(), draws=400, tune=400, chains=2, target_accept=0.95)
     main = fit("scale", cells, seed=1, settings=settings, cache_dir=tmp_path)
-    without, label = fit_without_effect(main, cells, seed=1, settings=settings, cache_dir=tmp_path)
+    without, label = fit_without_effect(main, cells, fitter=Fitter(1, settings, tmp_path))
     res = scale_term_loo(main, without, cells, without_label=label, cache_dir=tmp_path, max_draws=400)
     assert res["without_scale_model"] == "pooled(random_effects=True)"
     assert len(list(tmp_path.glob("pooled-*.nc"))) == 1

@@ -11,6 +11,8 @@ import xarray as xr
 import selfmodel.robustness.missingness as ms
 from selfmodel.common import arviz_ops
 from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.fitting import fitter as fitter_module
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.records.cells import build_cells
 from selfmodel.records.registry import load_registry
 from selfmodel.robustness.missingness import missingness
@@ -76,20 +78,21 @@ def test_strict_refit_fits_strict_counts_and_says_when_the_answer_changes(tmp_pa
     seen = {}
 
     def fake_fit(name, data, **kw):
-        seen["data"] = data
+        seen["data"], seen["kw"] = data, kw
         return _FakeFit(0.0)  # strict counts: no slope
 
-    monkeypatch.setattr(ms, "fit", fake_fit)
+    monkeypatch.setattr(fitter_module, "fit", fake_fit)
     out = ms.strict_accuracy_refit(rec, usable, _FakeFit(0.5), scale="params", rule=DecisionRule(),
-                                   seed=1, settings=None, cache_dir=None)
+                                   fitter=Fitter(1))
     strict = seen["data"].sort("model")
+    assert (seen["kw"]["seed"], seen["kw"]["settings"], seen["kw"]["cache_dir"]) == (1, None, None)
     # every absent item is in n (200 items per model), k is the readable correct count
     assert strict["n"].to_list() == [200] * 10
     assert strict["k"].to_list() == usable.sort("model")["k"].to_list()
     assert out["main"]["decision"] == "improves" and out["strict"]["decision"] != "improves"
     assert out["changes_answer"] is True and out["changed"][0] == "overall"
     assert out["n_missing"] == 2000 - int(usable["n_total"].sum())
-    monkeypatch.setattr(ms, "fit", lambda name, data, **kw: _FakeFit(0.5))
+    monkeypatch.setattr(fitter_module, "fit", lambda name, data, **kw: _FakeFit(0.5))
     same = ms.strict_accuracy_refit(rec, usable, _FakeFit(0.5), scale="params", rule=DecisionRule(),
-                                    seed=1, settings=None, cache_dir=None)
+                                    fitter=Fitter(1))
     assert same["changes_answer"] is False and same["same_per_task"] == {"t": True}

@@ -189,14 +189,14 @@ def test_training_effect_carries_the_decision_even_without_a_fit():
     """The training model is not fitted (no item where checkpoint and base disagree), yet
     ``training_effect.privileged_access`` is there, decided from the records."""
     from selfmodel.analyses.training import training_effect
+    from selfmodel.fitting.fitter import Fitter
 
     ones = np.ones(30, dtype=bool)
     rec = _hand_records(ones, ones, ones).with_columns(
         pl.lit("true").alias("prediction"), pl.lit("true").alias("outcome"))
     reg = pl.DataFrame({"model": ["b", "t"], "family": ["f", "f"], "base_model": [None, "b"],
                         "intervention": [None, "iv"], "trained_tasks": [None, "x"]})
-    out = training_effect(rec, reg, ["x"], rule=DecisionRule(), seed=1, settings=None,
-                          cache_dir=None, progress=lambda _m: None)
+    out = training_effect(rec, reg, ["x"], rule=DecisionRule(), fitter=Fitter(1))
     assert out["available"] is False and "disagree" in out["reason"]
     pa = out["privileged_access"]
     assert pa["per_checkpoint"][0]["decision"] == "not_estimable"

@@ -23,8 +23,9 @@ import xarray as xr
 
 from selfmodel.analyses.tables import Tables
 from selfmodel.common import arviz_ops
-from selfmodel.fitting import reweight
+from selfmodel.fitting import fitter as fitter_module
 from selfmodel.fitting.fit import Fit, SamplerSettings
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.models.scale import DEFAULT_PRIORS
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import SCALE_EXCLUSION_REASON
@@ -43,7 +44,8 @@ class StubFit:
         self.mean_of = mean_of
         self.calls: list[dict[str, Any]] = []
 
-    def __call__(self, model_name, data, *, seed, settings=None, priors=None, options=None, cache_dir=None):
+    def __call__(self, model_name, data, *, seed, settings=None, priors=None, options=None, cache_dir=None,
+                 reuse_compiled=False, then=None):
         self.calls.append({"model": model_name, "priors": priors, "data": data, "seed": seed})
         rng = np.random.default_rng(len(self.calls))
         mean = self.mean_of(priors, data)
@@ -65,12 +67,12 @@ def _beta_sigma(priors) -> float:
 def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.MonkeyPatch) -> None:
     # a narrower prior pulls the slope to 0.05 (no credible effect); otherwise 0.5 (improves)
     stub = StubFit(lambda priors, data: 0.05 if _beta_sigma(priors) < 1.0 else 0.5)
-    monkeypatch.setattr(sensitivity, "fit", stub)
+    # every fit, the main one's and the refits of analysis/fitting/reweight.py, is the Fitter's;
     # the stub's posterior has no draws of the group scales, so no variant can be reweighted:
-    # each is refitted (analysis/fitting/reweight.py's fallback), which is what these tests count
-    monkeypatch.setattr(reweight, "fit", stub)
+    # each is refitted (the reweighting's fallback), which is what these tests count
+    monkeypatch.setattr(fitter_module, "fit", stub)
     cells, _ = simulate_scale_cells(seed=1)
-    res = sensitivity.prior_sensitivity(cells, seed=3, factors=(0.5, 2.0))
+    res = sensitivity.prior_sensitivity(cells, fitter=Fitter(3), factors=(0.5, 2.0))
     assert len(stub.calls) == 3  # main (no fit given) + two refits
     assert stub.calls[0]["priors"] is None
     assert _beta_sigma(stub.calls[1]["priors"]) == 0.5 and _beta_sigma(stub.calls[2]["priors"]) == 2.0
@@ -90,11 +92,10 @@ def test_prior_sensitivity_reports_a_decision_that_changes(monkeypatch: pytest.M
 
 def test_prior_sensitivity_reuses_the_main_fit(monkeypatch: pytest.MonkeyPatch) -> None:
     stub = StubFit(lambda priors, data: 0.5)
-    monkeypatch.setattr(sensitivity, "fit", stub)
-    monkeypatch.setattr(reweight, "fit", stub)
+    monkeypatch.setattr(fitter_module, "fit", stub)
     cells, _ = simulate_scale_cells(seed=1)
     main = stub("scale", cells, seed=3)
-    res = sensitivity.prior_sensitivity(cells, seed=3, main=main)
+    res = sensitivity.prior_sensitivity(cells, fitter=Fitter(3), main=main)
     assert len(stub.calls) == 3  # the main call above + two refits, no refit of the main
     assert res["verdict_holds"] is True and res["changed"] == []
 
@@ -115,8 +116,8 @@ def test_scale_variable_sensitivity_compares_decisions_and_lists_dropouts(
         return 0.0 if raw[0] == 13.0 else 0.5
 
     stub = StubFit(mean_of)
-    monkeypatch.setattr(sensitivity, "fit", stub)
-    res = sensitivity.scale_variable_sensitivity(records, registry, seed=1, main_scale="params")
+    monkeypatch.setattr(fitter_module, "fit", stub)
+    res = sensitivity.scale_variable_sensitivity(records, registry, fitter=Fitter(1), main_scale="params")
     by = {v["variable"]: v for v in res["variants"]}
     assert list(by) == ["params", "active_params", "capability"]
     assert by["capability"]["decision"] == "not_estimable" and by["capability"]["matches_main"] is None
@@ -153,9 +154,9 @@ def test_scale_variable_sensitivity_matches_on_direction_not_size(
         raw = data.filter(pl.col("model") == "dynamo-8x7b")["scale_raw"]
         return 0.15 if raw[0] == 13.0 else 0.5  # 0.15 +- 0.05: sign credible, size not
 
-    monkeypatch.setattr(sensitivity, "fit", StubFit(mean_of))
+    monkeypatch.setattr(fitter_module, "fit", StubFit(mean_of))
     res = sensitivity.scale_variable_sensitivity(
-        records, registry, seed=1, main_scale="params", variables=("params", "active_params")
+        records, registry, fitter=Fitter(1), main_scale="params", variables=("params", "active_params")
     )
     by = {v["variable"]: v for v in res["variants"]}
     assert by["params"]["decision"] == "improves"
@@ -167,7 +168,7 @@ def test_scale_variable_sensitivity_matches_on_direction_not_size(
 def test_prior_sensitivity_real_fits_have_their_own_cache_entries(tmp_path: Path) -> None:
     cells, truth = simulate_scale_cells(seed=11, n_families=3, sizes_per_family=3, n_tasks=2, beta=0.6)
     settings = replace(SamplerSettings(), draws=300, tune=300, chains=2, target_accept=0.95)
-    res = sensitivity.prior_sensitivity(cells, seed=5, settings=settings, cache_dir=tmp_path)
+    res = sensitivity.prior_sensitivity(cells, fitter=Fitter(5, settings, tmp_path))
     files = sorted(p.name for p in tmp_path.glob("scale-*.nc"))
     # a variant is the main fit reweighted (no file of its own) or, when Pareto k is too
     # high, a refit with its own cache entry
@@ -181,7 +182,7 @@ def test_prior_sensitivity_real_fits_have_their_own_cache_entries(tmp_path: Path
     sd = {e["factor"]: e["sd"] for e in res["variants"]} | {1.0: res["main"]["sd"]}
     assert sd[0.5] <= sd[2.0] * 1.1
     stamps = {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("scale-*.nc")}
-    again = sensitivity.prior_sensitivity(cells, seed=5, settings=settings, cache_dir=tmp_path)
+    again = sensitivity.prior_sensitivity(cells, fitter=Fitter(5, settings, tmp_path))
     # reused, not refitted: no fit file rewritten, and the same summary (results.json stays
     # byte-identical on an unchanged rerun)
     assert {p.name: p.stat().st_mtime_ns for p in tmp_path.glob("scale-*.nc")} == stamps
@@ -195,7 +196,8 @@ class SdtStubFit:
         self.dprime_of = dprime_of
         self.calls: list[pl.DataFrame] = []
 
-    def __call__(self, model_name, data, *, seed, settings=None, priors=None, options=None, cache_dir=None):
+    def __call__(self, model_name, data, *, seed, settings=None, priors=None, options=None, cache_dir=None,
+                 reuse_compiled=False, then=None):
         self.calls.append(data)
         rng = np.random.default_rng(len(self.calls))
         tasks = sorted(data["task"].unique().to_list())
@@ -225,12 +227,12 @@ def test_sdt_effects_are_refitted_with_each_scale_variable_and_changes_named(
 
     stub = SdtStubFit(dprime_of)
     main = stub("sdt", main_data, seed=1)
-    monkeypatch.setattr(sensitivity, "fit", stub)
+    monkeypatch.setattr(fitter_module, "fit", stub)
     res = sensitivity.companion_scale_variable_refits(
         {"sdt": main, "scale": main, "within_between": main},
         {"sdt": main_data, "scale": usable, "within_between": usable}, verdict_model="scale",
-        records=records, registry=registry, scale="params", seed=1, settings=None,
-        rule=sensitivity.DecisionRule(), cache_dir=None)
+        records=records, registry=registry, scale="params", rule=sensitivity.DecisionRule(),
+        fitter=Fitter(1))
     # the verdict model is not a companion; within_between declares no headline: not refitted
     assert list(res) == ["sdt"]
     out = res["sdt"]
@@ -260,10 +262,10 @@ def test_a_scale_variable_that_leaves_the_table_unchanged_reuses_the_main_fit(
     main_data = Tables(usable, records, registry, "params").get("binary_cells")
     stub = SdtStubFit(lambda data, t: 0.5)
     main = stub("sdt", main_data, seed=1)
-    monkeypatch.setattr(sensitivity, "fit", stub)
+    monkeypatch.setattr(fitter_module, "fit", stub)
     out = sensitivity.effect_scale_variable_sensitivity(
         "sdt", main, main_data, records, registry, rule=sensitivity.DecisionRule(), main_scale="params",
-        seed=1, variables=("params", "active_params"))
+        fitter=Fitter(1), variables=("params", "active_params"))
     assert out["variants"][0]["same_data_as_main"] is True
     assert len(stub.calls) == 1  # no refit
 

@@ -33,7 +33,7 @@ value; ``scale_effect.excluded_derived_checkpoints`` lists them with the reason)
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -45,13 +45,10 @@ from selfmodel import models as model_registry
 from selfmodel.analyses.privileged import privileged_access
 from selfmodel.common.paths import PACKAGE_DATA
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
-from selfmodel.fitting.fit import fit
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.records.contract import SCALE_EXCLUSION_REASON, InputError
 from selfmodel.records.registry import did_you_mean, format_input_error, model_lines
 from selfmodel.records.simulate import training_implied_truth
-
-Progress = Callable[[str], None]
-
 
 UNITS = (
     "log odds ratio of a correct self-prediction, trained checkpoint vs its base on the same "
@@ -404,13 +401,13 @@ def training_effect(
     tasks: Sequence[str],
     *,
     rule: DecisionRule,
-    seed: int,
-    settings: Any,
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
     truth: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The ``training_effect`` section of ``results.json`` (see ``docs/results.md``)."""
+    """The ``training_effect`` section of ``results.json`` (see ``docs/results.md``).
+
+    ``fitter`` fits the training model; its seed also seeds the privileged-access bootstrap.
+    """
     rows = derived_checkpoints(registry)
     if not rows:
         return {"available": False,
@@ -433,12 +430,12 @@ def training_effect(
         "rule": _rule(rule).as_dict(),
         "rope_meaning": f"±{rule.rope:g} in the effect's own units (log odds ratio)",
         # decided from the records, not from the fit: present whether or not the model is fitted
-        "privileged_access": privileged_access(records, rows, rule=rule, seed=seed),
+        "privileged_access": privileged_access(records, rows, rule=rule, seed=fitter.seed),
     }
     if reason is not None:
         return {**base, "reason": reason}
-    progress(f"sampling 'training' model: {table['model'].n_unique()} checkpoint(s)")
-    f = fit(module.NAME, table, seed=seed, settings=settings, cache_dir=cache_dir)
+    f = fitter.fit(module.NAME, table,
+                   why=f"sampling 'training' model: {table['model'].n_unique()} checkpoint(s)")
     out = {**base, "diagnostics": f.diagnostics,
            **decide_training(f.idata, table, rule, passed=f.diagnostics["passed"])}
     out["null_calibration"] = null_calibration()

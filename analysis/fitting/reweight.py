@@ -26,8 +26,7 @@ for a refit, ``reason``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -39,11 +38,10 @@ from pytensor.graph.traversal import ancestors
 
 from selfmodel import models as model_registry
 from selfmodel.common import arviz_ops
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.fit import Fit
+from selfmodel.fitting.fitter import Fitter
 
 __all__ = ["k_threshold", "log_prior_ratio", "prior_variant", "resample"]
-
-Progress = Callable[[str], None]
 
 
 def k_threshold(n_draws: int) -> float:
@@ -141,25 +139,22 @@ def prior_variant(
     data: pl.DataFrame,
     *,
     priors: Mapping[str, Any],
-    seed: int,
-    settings: SamplerSettings | None = None,
+    fitter: Fitter,
     options: Mapping[str, Any] | None = None,
-    cache_dir: Path | str | None = None,
-    progress: Progress | None = None,
 ) -> Fit:
     """The fit of ``main.model`` with ``priors``: reweighted from ``main``, else refitted.
 
     ``main`` must be the fit of the same data, options, sampler settings and seed with the
-    model's default priors. Returns a :class:`~selfmodel.fitting.fit.Fit` whose provenance has
-    ``prior_variant`` (module docstring).
+    model's default priors; ``fitter`` has that seed (also the resampling's) and settings,
+    and the fit cache and progress line of the refit. Returns a
+    :class:`~selfmodel.fitting.fit.Fit` whose provenance has ``prior_variant`` (module docstring).
     """
-    say = progress or (lambda _m: None)
-    got, info = _reweighted(main, priors, data, options, seed)
+    got, info = _reweighted(main, priors, data, options, fitter.seed)
     if got is not None:
-        say(f"prior sensitivity: '{main.model}' reweighted (PSIS, Pareto k {info['pareto_k']:.2f})")
+        fitter.progress(
+            f"prior sensitivity: '{main.model}' reweighted (PSIS, Pareto k {info['pareto_k']:.2f})")
         return got
-    say(f"prior sensitivity: refitting '{main.model}' ({info['reason']})")
-    refit = fit(main.model, data, seed=seed, settings=settings, priors=priors, options=options,
-                cache_dir=cache_dir)
+    refit = fitter.fit(main.model, data, priors=priors, options=options,
+                       why=f"prior sensitivity: refitting '{main.model}' ({info['reason']})")
     refit.provenance["prior_variant"] = info
     return refit

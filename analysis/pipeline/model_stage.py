@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,12 +27,10 @@ from selfmodel.common import arviz_ops
 from selfmodel.decisions.effects import rope_for, slope_decisions, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting import checks
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
 from selfmodel.records.contract import SCALE_COLUMNS
-
-Progress = Callable[[str], None]
 
 
 @dataclass
@@ -230,11 +228,8 @@ def _sample_requested(
     tables: Tables,
     out: ModelFits,
     *,
-    seed: int,
-    settings: SamplerSettings,
     rule: DecisionRule,
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
 ) -> None:
     to_fit: list[str] = []
     for name in names:
@@ -254,17 +249,16 @@ def _sample_requested(
         reason = module.SPEC.unfit_reason(data) if module.SPEC.unfit_reason else None
         if reason:
             out.summary[name] = {"fitted": False, "reason": reason}
-            progress(f"'{name}' not fitted: {reason}")
+            fitter.progress(f"'{name}' not fitted: {reason}")
             continue
         to_fit.append(name)
 
     def sample(name: str) -> Fit:
-        progress(f"sampling '{name}' model ({model_registry.get(name).SUMMARY})")
         then = functools.partial(checks_after_fit, name=name, data=out.data_for[name],
-                                 seed=seed, cache_dir=cache_dir)
-        f = fit(name, out.data_for[name], seed=seed, settings=settings, cache_dir=cache_dir,
-                then=then)
-        progress(f"'{name}': {'reused saved fit' if f.reused else f'sampled in {f.seconds:.1f} s'}")
+                                 seed=fitter.seed, cache_dir=fitter.cache_dir)
+        f = fitter.fit(name, out.data_for[name], then=then,
+                       why=f"sampling '{name}' model ({model_registry.get(name).SUMMARY})")
+        fitter.progress(f"'{name}': {'reused saved fit' if f.reused else f'sampled in {f.seconds:.1f} s'}")
         return f
 
     # with worker processes the models are sampled at once (selfmodel.fitting.fitpool); kept in order
@@ -276,21 +270,19 @@ def fit_models(
     tables: Tables,
     *,
     names: Sequence[str],
-    seed: int,
-    settings: SamplerSettings,
     rule: DecisionRule,
     tasks: Sequence[str],
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
     verdict: Fit,
 ) -> ModelFits:
-    """Fit, decide and check the models in ``names`` (the verdict model is passed in)."""
+    """Fit, decide and check the models in ``names`` (the verdict model is passed in).
+
+    ``fitter`` fits them (the run's seed, sampler settings and fit cache); its seed and fit
+    cache are also those of the checks, and its progress line tells each step.
+    """
     out = ModelFits()
     out.fits[verdict.model] = verdict
-    _sample_requested(
-        names, tables, out, seed=seed, settings=settings, rule=rule, cache_dir=cache_dir,
-        progress=progress,
-    )
+    _sample_requested(names, tables, out, rule=rule, fitter=fitter)
     loos: dict[str, Any] = {}
     for name in names:  # not fitted: each declared effect is not estimable, with the reason
         entry = out.summary.get(name)
@@ -318,9 +310,10 @@ def fit_models(
                 declared_decisions(module, f, data, rule=rule, tasks=tasks, scale=tables.scale,
                                    excluded=excluded)
             )
-        progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
+        fitter.progress(f"checks for '{name}' (prior/posterior predictive, LOO)")
         with_loo = module.SPEC.loo is not None
-        entry.update(run_checks(name, f, data, seed=seed, loo=with_loo, cache_dir=cache_dir))
+        entry.update(run_checks(name, f, data, seed=fitter.seed, loo=with_loo,
+                                cache_dir=fitter.cache_dir))
         if with_loo:
             loos[name] = entry["loo"]
         out.summary[name] = entry

@@ -44,7 +44,7 @@ from selfmodel.decisions.hypotheses import label_roles, load_hypotheses, one_rul
 from selfmodel.decisions.multiplicity import add_bayes_factor_ranges, multiplicity
 from selfmodel.decisions.status import low_yield_sentence, status_lines
 from selfmodel.fitting import fitpool
-from selfmodel.fitting.fit import fit, for_model
+from selfmodel.fitting.fit import for_model
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.summaries import (
     accuracy_points,
@@ -261,12 +261,9 @@ def stage_models(state: RunState, say: Progress) -> None:
         state.model_fits = fit_models(
             state.tables,
             names=[verdict, *companions],
-            seed=cfg.seed,
-            settings=cfg.sampler,
             rule=cfg.rule,
             tasks=state.tasks,
-            cache_dir=cfg.cache_dir,
-            progress=say,
+            fitter=cfg.fitter(say),
             verdict=v.fit,
         )
         state.zoo_section = state.model_fits.summary
@@ -284,8 +281,8 @@ def stage_training(state: RunState, say: Progress) -> None:
     cfg = state.config
     truth = json.loads(state.inputs.truth.read_text()) if state.inputs.truth else None
     state.training_section = training_effect(
-        state.ingest.records, state.registry, state.tasks, rule=cfg.rule, seed=cfg.seed,
-        settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say, truth=truth,
+        state.ingest.records, state.registry, state.tasks, rule=cfg.rule,
+        fitter=cfg.fitter(say), truth=truth,
     )
 
 
@@ -469,11 +466,8 @@ def stage_robustness(state: RunState, say: Progress) -> None:
                     records=state.ingest.records if state.ingest else pl.DataFrame(),
                     registry=state.registry,
                     scale=cfg.scale,
-                    seed=cfg.seed,
-                    settings=cfg.sampler,
                     rule=cfg.rule,
-                    cache_dir=cfg.cache_dir,
-                    progress=say,
+                    fitter=cfg.fitter(say),
                 )
             except NUMERICAL_ERRORS as exc:
                 failed = not_estimable("the robustness refits", exc)
@@ -523,22 +517,21 @@ def _companion_prior_sensitivity(state: RunState, say: Progress) -> dict[str, An
     mf, cfg, v = state.model_fits, state.config, state.verdict
     if mf is None or v is None:
         return None
+    fitter = cfg.fitter(say)
     names = [name for name in sorted(mf.fits)
              if not (v.fit is not None and name == v.fit.model)
              and model_registry.get(name).SPEC.decides and name in mf.data_for]
 
     def priors(name: str) -> dict[str, Any]:
         return effect_prior_sensitivity(
-            name, mf.fits[name], mf.data_for[name], rule=cfg.rule, scale=cfg.scale,
-            seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say,
+            name, mf.fits[name], mf.data_for[name], rule=cfg.rule, scale=cfg.scale, fitter=fitter,
         )
 
     def variables() -> dict[str, Any]:
         return companion_scale_variable_refits(
             mf.fits, mf.data_for, verdict_model=v.fit.model if v.fit else None,
             records=state.ingest.records if state.ingest else pl.DataFrame(),
-            registry=state.registry, scale=cfg.scale, seed=cfg.seed, settings=cfg.sampler,
-            rule=cfg.rule, cache_dir=cfg.cache_dir, progress=say,
+            registry=state.registry, scale=cfg.scale, rule=cfg.rule, fitter=fitter,
         )
 
     *effects, by_variable = concurrently(
@@ -555,8 +548,8 @@ def _strict_accuracy(state: RunState, say: Progress) -> None:
         return
     try:
         state.missingness_section["strict_accuracy_refit"] = strict_accuracy_refit(
-            state.ingest.records, v.usable, v.fit, scale=cfg.scale, rule=cfg.rule, seed=cfg.seed,
-            settings=cfg.sampler, cache_dir=cfg.cache_dir, progress=say,
+            state.ingest.records, v.usable, v.fit, scale=cfg.scale, rule=cfg.rule,
+            fitter=cfg.fitter(say),
         )
     except NUMERICAL_ERRORS as exc:
         state.missingness_section["strict_accuracy_refit"] = not_estimable("the strict-accuracy refit", exc)
@@ -570,11 +563,12 @@ def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, An
     if comparison is None:
         return {"status": "not_estimable", "reason": f"model '{v.fit.model}' declares no model without its effect"}
 
+    fitter = cfg.fitter(say)
+
     def refit(name: str, rest: pl.DataFrame) -> Any:
         opts = dict(comparison.options) if name == comparison.model else None
-        say(f"{step_prefix()}leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models")
-        return fit(name, rest, seed=cfg.seed, settings=cfg.sampler, options=opts,
-                   cache_dir=cfg.cache_dir)
+        return fitter.fit(name, rest, options=opts, why=(
+            f"{step_prefix()}leave-one-{group}-out: fitting '{name}' on {rest['model'].n_unique()} models"))
 
     return leave_group_out(v.usable, group=group, fit_without=refit, with_name=v.fit.model,
                            without_name=comparison.model, seed=cfg.seed,
@@ -596,8 +590,8 @@ def _holdout_family_check(state: RunState, say: Progress) -> None:
                                    "reason": f"too few models without the {family} family"}
         return
     name = model_registry.verdict().NAME
-    say(f"predictive check: refitting '{name}' without the {family} family")
-    f = fit(name, rest, seed=cfg.seed, settings=cfg.sampler, cache_dir=cfg.cache_dir)
+    f = cfg.fitter(say).fit(name, rest,
+                            why=f"predictive check: refitting '{name}' without the {family} family")
     got = draws_from_fit(f.idata)
     held = v.usable.filter(pl.col("family") == family)
     if got is None:

@@ -13,8 +13,7 @@ decision of the effect is unchanged.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -24,12 +23,11 @@ from selfmodel.common import arviz_ops
 from selfmodel.common.progress import steps
 from selfmodel.decisions.effects import rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.fitting.fit import Fit, SamplerSettings
+from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.reweight import prior_variant
 from selfmodel.models._common import scale_priors
-
-Progress = Callable[[str], None]
 
 
 def decisions_of(f: Fit, effect: Any, rule: DecisionRule, n_models: int,
@@ -55,13 +53,13 @@ def effect_prior_sensitivity(
     *,
     rule: DecisionRule,
     scale: str = "params",
-    seed: int,
-    settings: SamplerSettings,
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
     factors: Sequence[float] = (0.5, 2.0),
 ) -> dict[str, Any]:
-    """Prior x0.5 / x2 refits of model ``name`` and every effect it decides."""
+    """Prior x0.5 / x2 refits of model ``name`` and every effect it decides.
+
+    ``fitter`` has the main fit's seed and sampler settings, the fit cache and the progress line.
+    """
     module = model_registry.get(name)
     n_models = data["model"].n_unique()
     per_task = {t: data.filter(pl.col("task") == t)["model"].n_unique()
@@ -72,10 +70,9 @@ def effect_prior_sensitivity(
     with steps(f"prior sensitivity ('{name}')", len(factors)) as st:
 
         def variant(fac: float) -> dict[str, Any]:
-            progress(f"{st.next()}prior sensitivity: '{name}' with every prior scale x{fac:g}")
-            refit = prior_variant(main, data, seed=seed, settings=settings,
-                                  priors=scale_priors(module.DEFAULT_PRIORS, float(fac)),
-                                  cache_dir=cache_dir, progress=progress)
+            fitter.progress(f"{st.next()}prior sensitivity: '{name}' with every prior scale x{fac:g}")
+            refit = prior_variant(main, data, fitter=fitter,
+                                  priors=scale_priors(module.DEFAULT_PRIORS, float(fac)))
             return {"factor": float(fac),
                     "diagnostics_passed": bool(refit.diagnostics.get("passed")),
                     "reweighting": refit.provenance.get("prior_variant"),

@@ -23,8 +23,6 @@ task, differs from the main fit's (``changes_answer``).
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
@@ -34,7 +32,8 @@ from selfmodel.analyses.frequentist.glm import NUMERICAL_ERRORS, glm_slope
 from selfmodel.analyses.tables import models_per_task
 from selfmodel.decisions.effects import rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.fit import Fit
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.robustness.sensitivity import summarise_fit
 
 #: Two-sided level below which the missingness slope is said to depend on scale.
@@ -147,18 +146,15 @@ def strict_accuracy_refit(
     *,
     scale: str,
     rule: DecisionRule,
-    seed: int,
-    settings: SamplerSettings | None,
-    cache_dir: Path | str | None,
-    progress: Callable[[str], None] | None = None,
+    fitter: Fitter,
 ) -> dict[str, Any]:
     """The verdict model refitted on strict accuracy: every unusable prediction counted wrong.
 
     The cells are the main fit's (``usable``: same models, tasks and scale values) with
     ``n`` = records + absent items and ``k`` unchanged, so absent items and unreadable
-    predictions count as wrong answers. Fitted by :func:`selfmodel.fitting.fit.fit` with the main
-    fit's sampler and seed (its own cache entry) and decided with the main fit's rule and
-    ROPE, overall and per task.
+    predictions count as wrong answers. Fitted by ``fitter`` with the main fit's sampler and
+    seed (its own cache entry) and decided with the main fit's rule and ROPE, overall and per
+    task.
 
     Returns
     -------
@@ -174,9 +170,8 @@ def strict_accuracy_refit(
     main_rule, _ = rope_for(rule, scale, x_by_model(usable))
     per_task = models_per_task(usable)
     n_models = usable["model"].n_unique()
-    if progress is not None:
-        progress(f"strict accuracy: refitting '{main.model}' with absent and unreadable predictions counted wrong")
-    refit = fit(main.model, strict, seed=seed, settings=settings, cache_dir=cache_dir)
+    refit = fitter.fit(main.model, strict, why=(
+        f"strict accuracy: refitting '{main.model}' with absent and unreadable predictions counted wrong"))
     a = summarise_fit(main, rule=main_rule, n_models=n_models, models_per_task=per_task)
     b = summarise_fit(refit, rule=main_rule, n_models=n_models, models_per_task=per_task)
     same_task = {t: r["decision"] == (b["per_task"].get(t) or {}).get("decision")

@@ -20,7 +20,8 @@ Two refit families, each summarised with the same decision rule as the main fit
 
 A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
 :mod:`selfmodel.fitting.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
-variant says which. Every refit goes through :func:`selfmodel.fitting.fit.fit`, so it has its own
+variant says which. Every refit goes through the run's :class:`~selfmodel.fitting.fitter.Fitter`
+(:func:`selfmodel.fitting.fit.fit`), so it has its own
 cache entry (the cache key includes priors and data) and is reused by the next run. Each
 refit costs a numba compile (~35 s here) plus sampling unless it is cached.
 
@@ -34,8 +35,7 @@ decision but is flagged (``diagnostics_passed = False``).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -46,8 +46,9 @@ from selfmodel.common import arviz_ops
 from selfmodel.common.progress import steps
 from selfmodel.decisions.effects import SCALE_UNITS, rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.reweight import prior_variant
 from selfmodel.models._common import scale_priors
 from selfmodel.records.cells import build_cells, derived_models
@@ -58,8 +59,6 @@ from selfmodel.records.contract import (
     SCALE_EXCLUSION_REASON,
 )
 from selfmodel.robustness.effect_sensitivity import decisions_of
-
-Progress = Callable[[str], None]
 
 _KEEP = ("decision", "meaning", "mean", "sd", "hdi_low", "hdi_high", "hdi_prob", "prob_positive", "reason")
 
@@ -170,16 +169,13 @@ def how_obtained(label: str, reweighting: Mapping[str, Any] | None) -> str:
 def prior_sensitivity(
     cells: pl.DataFrame,
     *,
-    seed: int,
-    settings: SamplerSettings | None = None,
+    fitter: Fitter,
     factors: Sequence[float] = (0.5, 2.0),
     model: str = "scale",
     rule: DecisionRule | None = None,
     main: Fit | None = None,
     models_per_task: Mapping[str, int] | None = None,
     options: Mapping[str, Any] | None = None,
-    cache_dir: Path | str | None = None,
-    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Refit with every prior scale multiplied by each factor, and compare decisions.
 
@@ -187,7 +183,10 @@ def prior_sensitivity(
     ----------
     cells
         The cells the main fit used (rows with the scale variable).
-    seed, settings, options, cache_dir
+    fitter
+        Seed, sampler settings and fit cache of every refit (use the main fit's); its
+        progress line is told of each refit.
+    options
         As for :func:`selfmodel.fitting.fit.fit`; use the main fit's.
     factors
         Multipliers of every prior ``sigma`` (``0.5``: half as wide, ``2.0``: twice).
@@ -199,8 +198,6 @@ def prior_sensitivity(
         The main fit (default priors). Fitted here (or read from the cache) when ``None``.
     models_per_task
         Models per task, for the per-task decisions.
-    progress
-        Called with a line of text before each refit.
 
     Returns
     -------
@@ -211,20 +208,18 @@ def prior_sensitivity(
         ``per_task_verdicts_hold`` and ``changed`` (labels whose decision differs).
     """
     rule = rule or DecisionRule()
-    say = progress or (lambda _m: None)
     module = model_registry.get(model)
     n_models = cells["model"].n_unique()
     if main is None:
-        say(f"prior sensitivity: fitting '{model}' with the default priors")
-        main = fit(model, cells, seed=seed, settings=settings, options=options, cache_dir=cache_dir)
+        main = fitter.fit(model, cells, options=options,
+                          why=f"prior sensitivity: fitting '{model}' with the default priors")
     main_sum = summarise_fit(main, rule=rule, n_models=n_models, models_per_task=models_per_task)
     with steps(f"prior sensitivity ('{model}')", len(factors)) as st:
 
         def variant(f: float) -> dict[str, Any]:
             priors = scale_priors(module.DEFAULT_PRIORS, float(f))
-            say(f"{st.next()}prior sensitivity: '{model}' with every prior scale x{f:g}")
-            refit = prior_variant(main, cells, priors=priors, seed=seed, settings=settings,
-                                  options=options, cache_dir=cache_dir, progress=say)
+            fitter.progress(f"{st.next()}prior sensitivity: '{model}' with every prior scale x{f:g}")
+            refit = prior_variant(main, cells, priors=priors, fitter=fitter, options=options)
             entry = {"label": f"priors x{f:g}", "factor": float(f),
                      "priors": {k: [v[0], v[1]] for k, v in sorted(priors.items())},
                      "reweighting": refit.provenance.get("prior_variant"),
@@ -248,14 +243,11 @@ def scale_variable_sensitivity(
     records: pl.DataFrame,
     registry: pl.DataFrame | None,
     *,
-    seed: int,
-    settings: SamplerSettings | None = None,
+    fitter: Fitter,
     variables: Sequence[str] = ("params", "active_params", "capability"),
     main_scale: str = "params",
     rule: DecisionRule | None = None,
     main: Fit | None = None,
-    cache_dir: Path | str | None = None,
-    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Refit the scale model with each scale variable, and compare decisions.
 
@@ -265,8 +257,9 @@ def scale_variable_sensitivity(
         Canonical records (``selfmodel.records.ingest`` output).
     registry
         The model registry.
-    seed, settings, cache_dir
-        As for :func:`selfmodel.fitting.fit.fit`; use the main fit's.
+    fitter
+        Seed, sampler settings and fit cache of every refit (use the main fit's); its
+        progress line is told of each refit.
     variables
         Scale variables (``--scale`` choices) to fit; ``main_scale`` is added if missing.
     main_scale
@@ -275,8 +268,6 @@ def scale_variable_sensitivity(
         The decision rule (default :class:`~selfmodel.decisions.hypotheses.DecisionRule`).
     main
         The main fit (of ``main_scale``), reused instead of refitting.
-    progress
-        Called with a line of text before each refit.
 
     Returns
     -------
@@ -289,7 +280,6 @@ def scale_variable_sensitivity(
         ``verdict_holds``, ``per_task_verdicts_hold`` and ``changed``.
     """
     rule = rule or DecisionRule()
-    say = progress or (lambda _m: None)
     order = [main_scale, *[v for v in variables if v != main_scale]]
     with steps("scale-variable sensitivity", len(order)) as st:
 
@@ -322,8 +312,8 @@ def scale_variable_sensitivity(
                 fitted = main
             else:
                 name = model_registry.verdict().NAME
-                say(f"{prefix}scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
-                fitted = fit(name, usable, seed=seed, settings=settings, cache_dir=cache_dir)
+                fitted = fitter.fit(name, usable, why=(
+                    f"{prefix}scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)"))
             return {**head, **summarise_fit(fitted, rule=var_rule, n_models=n_models,
                                             models_per_task=per_task)}
 
@@ -382,11 +372,8 @@ def effect_scale_variable_sensitivity(
     *,
     rule: DecisionRule,
     main_scale: str,
-    seed: int,
-    settings: SamplerSettings | None = None,
+    fitter: Fitter,
     variables: Sequence[str] = ("params", "active_params", "capability"),
-    cache_dir: Path | str | None = None,
-    progress: Progress | None = None,
 ) -> dict[str, Any]:
     """Refit companion model ``name`` (e.g. ``sdt``) with each other scale variable.
 
@@ -410,7 +397,6 @@ def effect_scale_variable_sensitivity(
         comparable decision, overall and per task, kept its direction; ``None`` when none
         was comparable) and ``changed`` (effect key -> variables whose direction changed).
     """
-    say = progress or (lambda _m: None)
     module = model_registry.get(name)
     effects = module.SPEC.decides
 
@@ -449,8 +435,8 @@ def effect_scale_variable_sensitivity(
         if same:
             f = main
         else:
-            say(f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)")
-            f = fit(name, table, seed=seed, settings=settings, cache_dir=cache_dir)
+            f = fitter.fit(name, table, why=(
+                f"scale-variable sensitivity: fitting '{name}' on {var} ({n_models} models)"))
         got = decisions(f, table, var)
         return {**head, "same_data_as_main": bool(same),
                 "diagnostics_passed": bool(f.diagnostics.get("passed")),
@@ -482,11 +468,8 @@ def companion_scale_variable_refits(
     records: pl.DataFrame,
     registry: pl.DataFrame | None,
     scale: str,
-    seed: int,
-    settings: SamplerSettings | None,
     rule: DecisionRule,
-    cache_dir: Path | str | None,
-    progress: Progress | None = None,
+    fitter: Fitter,
 ) -> dict[str, Any]:
     """``sensitivity.effects_scale_variable``: :func:`effect_scale_variable_sensitivity` per companion.
 
@@ -501,7 +484,6 @@ def companion_scale_variable_refits(
         if name == verdict_model or not spec.decides or spec.headline is None or name not in data_for:
             continue
         out[name] = effect_scale_variable_sensitivity(
-            name, f, data_for[name], records, registry, rule=rule, main_scale=scale, seed=seed,
-            settings=settings, cache_dir=cache_dir, progress=progress,
+            name, f, data_for[name], records, registry, rule=rule, main_scale=scale, fitter=fitter,
         )
     return out

@@ -21,7 +21,7 @@ run reuses them all. The results land in ``results.json`` as
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,10 @@ from selfmodel.decisions.hypotheses import (
     file_sha256,
     scale_term_loo,
 )
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
+from selfmodel.fitting.fitter import Fitter
 from selfmodel.robustness.sensitivity import prior_sensitivity, scale_variable_sensitivity
-
-Progress = Callable[[str], None]
 
 #: The committed calibration study (``validation/calibration.py`` writes it).
 CALIBRATION_JSON = REPO_ROOT / "validation" / "results" / "calibration.json"
@@ -98,20 +97,17 @@ def fit_without_effect(
     main: Fit,
     cells: pl.DataFrame,
     *,
-    seed: int,
-    settings: SamplerSettings,
-    cache_dir: Path | None,
+    fitter: Fitter,
 ) -> tuple[Fit, str]:
     """Fit the verdict model's declared ``SPEC.without_effect`` to its cells.
 
-    Returns the fit and the label ``results.json`` gives it (same sampler settings and seed
-    as the main fit; its own cache entry).
+    Returns the fit and the label ``results.json`` gives it (``fitter``: the same sampler
+    settings and seed as the main fit; its own cache entry).
     """
     comparison = model_registry.get(main.model).SPEC.without_effect
     if comparison is None:
         raise ValueError(f"model '{main.model}' declares no model without its effect")
-    f = fit(comparison.model, cells, seed=seed, settings=settings,
-            options=dict(comparison.options), cache_dir=cache_dir)
+    f = fitter.fit(comparison.model, cells, options=dict(comparison.options))
     return f, comparison.label or comparison.model
 
 
@@ -122,13 +118,13 @@ def robustness_refits(
     records: pl.DataFrame,
     registry: pl.DataFrame | None,
     scale: str,
-    seed: int,
-    settings: SamplerSettings,
     rule: DecisionRule,
-    cache_dir: Path | None,
-    progress: Progress,
+    fitter: Fitter,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The LOO comparison without the scale term, and the two sensitivity refit families.
+
+    Every refit is made by ``fitter`` (the main fit's seed and sampler settings, the run's
+    fit cache, which also keeps the LOO results, and its progress line).
 
     Returns
     -------
@@ -139,11 +135,10 @@ def robustness_refits(
     per_task = models_per_task(usable)
 
     def loo_without_effect() -> dict[str, Any]:
-        progress("LOO with and without the scale term (fitting pooled with random effects)")
-        without, label = fit_without_effect(
-            main, usable, seed=seed, settings=settings, cache_dir=cache_dir
-        )
-        return scale_term_loo(main, without, usable, without_label=label, cache_dir=cache_dir)
+        fitter.progress("LOO with and without the scale term (fitting pooled with random effects)")
+        without, label = fit_without_effect(main, usable, fitter=fitter)
+        return scale_term_loo(main, without, usable, without_label=label,
+                              cache_dir=fitter.cache_dir)
 
     main_rule, _ = rope_for(rule, scale, x_by_model(usable))
     # the three are independent: with worker processes their fits run at once (selfmodel.fitting.fitpool)
@@ -151,25 +146,19 @@ def robustness_refits(
         loo_without_effect,
         lambda: prior_sensitivity(
             usable,
-            seed=seed,
-            settings=settings,
+            fitter=fitter,
             model=main.model,
             rule=main_rule,
             main=main,
             models_per_task=per_task,
-            cache_dir=cache_dir,
-            progress=progress,
         ),
         lambda: scale_variable_sensitivity(
             records,
             registry,
-            seed=seed,
-            settings=settings,
+            fitter=fitter,
             main_scale=scale,
             rule=rule,
             main=main,
-            cache_dir=cache_dir,
-            progress=progress,
         ),
     )
     return loo, {"priors": priors, "scale_variable": variables}
