@@ -371,3 +371,22 @@ def test_one_reading_of_values_as_ingest(tmp_path, fmt):
     assert (t["n_total"], t["n"], t["k"], t["n_unreadable"]) == (6, 3, 2, 3)
     w = cells.filter(pl.col("task") == "w").row(0, named=True)
     assert (w["n_total"], w["n"], w["k"], w["n_unreadable"]) == (2, 1, 0, 1)
+
+
+def test_no_records_error_is_ingests_with_ties_ordered_by_name(tmp_path):
+    """A file that keeps no record: DuckDB's error is ingest's, word for word, the reasons
+    ordered by count and then by name (found by the property test above: ingest listed ties
+    in the order the rows came), with ingest's scale hint when confidence leads."""
+    path = tmp_path / "none.csv"
+    path.write_text("model,task,item_id,prediction,outcome,correct,status,confidence\n"
+                    "a,t,1,true,true,,bogus,\n"           # invalid status
+                    "a,t,2,true,true,false,,\n"           # correct disagrees
+                    "a,t,3,true,true,,,7\na,t,4,true,true,,,8\n")  # invalid confidence x2
+    with pytest.raises(InputError) as ref:
+        ingest([path])
+    with pytest.raises(InputError) as got:
+        reduce_cells([path])
+    assert str(got.value) == str(ref.value)
+    assert ("4 quarantined: invalid confidence 2, correct disagrees 1, invalid status 1"
+            in str(ref.value))
+    assert "[confidence] scale = [0, 10]" in str(ref.value)

@@ -34,7 +34,7 @@ from selfmodel.records.ingest import IngestConfig
 from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.readers import json_keys, read_csv_header
-from selfmodel.records.ingest.run import merge_options
+from selfmodel.records.ingest.run import merge_options, no_records
 from selfmodel.records.reduction import (
     CELL_KEY,
     ID_COLUMNS,
@@ -306,13 +306,7 @@ def _summary(
         raise RuntimeError(f"reduce accounting broken: read {read} != used {used} + "
                            f"quarantined {quarantined} + duplicate {duplicate}")
     if used == 0:
-        top = ", ".join(f"{c} {n}" for c, n in sorted(reasons.items(), key=lambda x: -x[1])[:3])
-        label = paths if isinstance(paths, str | Path) else ", ".join(str(p) for p in paths)
-        raise InputError(format_input_error(
-            label,
-            f"no records to analyse ({read} read, {quarantined} quarantined"
-            + (f": {top}" if top else "") + f", {duplicate} duplicate)",
-            "Check that the files hold records with model, task, item_id and an outcome"))
+        raise no_records(paths, read, reasons, duplicate)
     statuses = count(used_rows, "status", "keys")
     return {
         "engine": engine,

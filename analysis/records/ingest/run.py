@@ -209,20 +209,7 @@ def ingest(
         )
     reasons = Counter(quarantine_full.get_column("__cat").to_list())
     if records.height == 0:
-        top = ", ".join(f"{cat} {n}" for cat, n in reasons.most_common(3))
-        label = ", ".join(str(p) for p in paths) if not isinstance(paths, str | Path) else paths
-        raise InputError(
-            format_input_error(
-                label,
-                f"no records to analyse ({n_read} read, {quarantine.height} quarantined"
-                + (f": {top}" if top else "")
-                + f", {n_copies} duplicate)",
-                "Check that the files hold records with model, task, item_id and an outcome"
-                + (" (a confidence on another scale, 0-10 or 0-100, is declared in a --mapping "
-                   "file: [confidence] scale = [0, 10])"
-                   if reasons and reasons.most_common(1)[0][0] == "invalid confidence" else ""),
-            )
-        )
+        raise no_records(paths, n_read, reasons, n_copies)
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
     summary["predictions_not_boolean"] = not_boolean
@@ -487,3 +474,22 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
     atomic.write_parquet(out / "records.parquet", result.records)
     atomic.write_parquet(out / "quarantine.parquet", result.quarantine)
     atomic.write_json(out / "ingest.json", result.summary)
+
+
+def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: int) -> InputError:
+    """The error of a reading that kept no record: the counts and the top three reasons.
+
+    Reasons are ordered by count, then by name (so that every engine says the same); the
+    one reading of ingest and of :func:`selfmodel.records.engines.reduce_records`.
+    """
+    ranked = sorted(reasons.items(), key=lambda item: (-item[1], item[0]))
+    top = ", ".join(f"{cat} {n}" for cat, n in ranked[:3])
+    label = paths if isinstance(paths, str | Path) else ", ".join(str(p) for p in paths)
+    scale = (" (a confidence on another scale, 0-10 or 0-100, is declared in a --mapping "
+             "file: [confidence] scale = [0, 10])"
+             if ranked and ranked[0][0] == "invalid confidence" else "")
+    return InputError(format_input_error(
+        label,
+        f"no records to analyse ({n_read} read, {sum(reasons.values())} quarantined"
+        + (f": {top}" if top else "") + f", {n_copies} duplicate)",
+        "Check that the files hold records with model, task, item_id and an outcome" + scale))
