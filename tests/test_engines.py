@@ -663,4 +663,6 @@ def test_duckdb_spills_into_a_folder_of_its_own_and_removes_it(tmp_path, monkeyp
     eng.close()
     assert not Path(spill).exists()
     reduce_records([CORPUS / "valid.csv"], engine="duckdb", engine_options={"memory_limit": "100MB"})
+    with pytest.raises(InputError, match="memory limit 'lots'"):
+        DuckDBEngine(memory_limit="lots")
     assert list(work.iterdir()) == [] and list(tmp.iterdir()) == []

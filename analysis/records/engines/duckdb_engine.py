@@ -91,10 +91,6 @@ class DuckDBEngine:
             ) from exc
         self.con = connection if connection is not None else duckdb.connect(":memory:")
         self.con.execute("SET preserve_insertion_order = false")  # no row order is needed
-        self._spill: str | None = None
-        if connection is None:
-            self._spill = tempfile.mkdtemp(prefix="selfmodel-duckdb-")
-            self.con.execute(f"SET temp_directory = {literal(self._spill)}")
         if threads:
             self.con.execute(f"SET threads = {int(threads)}")
         if memory_limit:
@@ -105,6 +101,10 @@ class DuckDBEngine:
                     f"reduce: memory limit '{memory_limit}' is not a size DuckDB reads "
                     "(write it like 2GB or 500MB)."
                 ) from exc
+        self._spill: str | None = None  # made last: nothing after it can fail and leave it
+        if connection is None:
+            self._spill = tempfile.mkdtemp(prefix="selfmodel-duckdb-")
+            self.con.execute(f"SET temp_directory = {literal(self._spill)}")
         self._plans: dict[int, tuple[InputFile, Sequence[str], Sequence[str]]] = {}
 
     # ------------------------------------------------------------------ reading
