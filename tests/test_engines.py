@@ -59,7 +59,9 @@ def spark():
         pytest.skip(msg)
     from selfmodel.records.engines.spark_engine import spark_session
 
-    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "4"})
+    # one shuffle partition: the test files are tiny, and each of the reduction's GROUP BYs
+    # is a shuffle (with 4, the bad-input corpus took 229 s instead of 176 s here)
+    session = spark_session("local[2]", {"spark.sql.shuffle.partitions": "1"})
     yield session
     session.stop()
 
@@ -550,7 +552,11 @@ def test_duckdb_large_log(tmp_path):
 def test_spark_local_mode_few_million_rows(tmp_path, spark):
     """Spark in local mode on 2 million generated records plus bad and duplicate rows."""
     files = _large_log(tmp_path, 2_000_000)
-    got = _assert_same(files, ("spark", {"session": spark}))
+    spark.conf.set("spark.sql.shuffle.partitions", "4")  # millions of rows: both cores (82 s, not 107 s)
+    try:
+        got = _assert_same(files, ("spark", {"session": spark}))
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", "1")
     s = got.summary
     assert s["records_read"] == 2_000_000 + 3003
     assert s["records_duplicate"] == 2000
