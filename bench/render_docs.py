@@ -312,11 +312,18 @@ def file_when(filename: str) -> str:
 def section_reduce(red) -> str:
     if not red:
         return missing("bench/bench_ingest.py --readers reduce --name ingest_reduce")
-    return load_note(red) + "\n" + md_table(
+    table = load_note(red) + "\n" + md_table(
         red["rows"], ["n", "format", "wall_s", "cpu_s", "records_per_s", "records_per_cpu_s",
                       "peak_rss_mib", "rss_bytes_per_record"],
         {"n": fmt_int, "records_per_s": fmt_int, "records_per_cpu_s": fmt_int,
          "peak_rss_mib": fmt_int, "rss_bytes_per_record": fmt_int})
+    growth = []
+    for fmt in ("parquet", "csv", "jsonl"):
+        a, b = one(red, n=1_000_000, format=fmt), one(red, n=10_000_000, format=fmt)
+        if a and b and a.get("cpu_s") and b.get("cpu_s"):
+            growth.append(f"{fmt} {b['cpu_s'] / a['cpu_s']:.1f}x CPU, "
+                          f"{b['peak_rss_mib'] / a['peak_rss_mib']:.2f}x peak RSS")
+    return table + ("\n\nFrom 1M to 10M records: " + "; ".join(growth) + ".\n" if growth else "")
 
 
 def section_sampling(samp) -> str:
