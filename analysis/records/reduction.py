@@ -137,22 +137,26 @@ FALSE_SPELLINGS: Final = case_variants(FALSE_STRINGS)
 MISSING_SPELLINGS: Final = case_variants(MISSING_STRINGS)
 
 
-def text(c: str) -> nw.Expr:
-    """Ingest's text of a column: stripped; empty and null/NaN/None (any case) are null."""
-    t = col(c).str.strip_chars(WHITE_SPACE)
-    return nw.when((t != "") & ~t.is_in(MISSING_SPELLINGS)).then(t)
+def text(c: str, ns: Any = nw) -> Any:
+    """Ingest's text of a text column: stripped; empty and null/NaN/None (any case) are null.
+
+    ``ns`` is narwhals (the engines) or polars (the records mapping, on eager frames): the
+    three value readers here are the one definition both use.
+    """
+    t = ns.col(c).str.strip_chars(WHITE_SPACE)
+    return ns.when((t != "") & ~t.is_in(MISSING_SPELLINGS)).then(t)
 
 
-def boolean(t: nw.Expr) -> nw.Expr:
+def boolean(t: Any, ns: Any = nw) -> Any:
     """True/false for a boolean written any way (true/1/1.0/yes/y/t, any case), else null."""
-    return (nw.when(t.is_in(TRUE_SPELLINGS)).then(nw.lit(True))
-            .when(t.is_in(FALSE_SPELLINGS)).then(nw.lit(False)))
+    return (ns.when(t.is_in(TRUE_SPELLINGS)).then(ns.lit(True))
+            .when(t.is_in(FALSE_SPELLINGS)).then(ns.lit(False)))
 
 
-def binary_text(t: nw.Expr) -> nw.Expr:
+def binary_text(t: Any, ns: Any = nw) -> Any:
     """``'true'``/``'false'`` for a boolean written any way, else the text itself."""
-    b = boolean(t)
-    return nw.when(b).then(nw.lit("true")).when(~b).then(nw.lit("false")).otherwise(t)
+    b = boolean(t, ns)
+    return ns.when(b).then(ns.lit("true")).when(~b).then(ns.lit("false")).otherwise(t)
 
 
 def looks_nested(t: nw.Expr) -> nw.Expr:

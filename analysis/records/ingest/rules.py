@@ -2,8 +2,7 @@
 
 The rules themselves (and the reading of values they need) are defined once, in
 :func:`selfmodel.records.reduction.rules`; ingest runs them on polars and, for the failing rows
-only, writes each one's reason. :func:`text_of` and :func:`bool_of` read values the same
-way for the records mapping (:mod:`selfmodel.records.importers.mapping`).
+only, writes each one's reason.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ from typing import Final
 
 import polars as pl
 
-from selfmodel.records.contract import FALSE_STRINGS, MISSING_STRINGS, RECORD_SCHEMA, TRUE_STRINGS
+from selfmodel.records.contract import RECORD_SCHEMA
 from selfmodel.records.ingest.readers import LINE
 from selfmodel.records.reduction import (
     ID_COLUMNS,
@@ -23,25 +22,7 @@ from selfmodel.records.reduction import (
     checked,
 )
 
-__all__ = ["BAD_SCHEMA", "GOOD_SCHEMA", "ID_COLUMNS", "NOT_AN_ID", "bool_of", "text_of",
-           "validate"]
-
-
-def text_of(name: str, dtype: pl.DataType) -> pl.Expr:
-    """Stripped text of a column of any scalar dtype; empty, null, NaN, None become null."""
-    expr = pl.col(name)
-    if dtype != pl.Utf8:
-        expr = expr.cast(pl.Utf8)
-    expr = expr.str.strip_chars()
-    missing = (expr == "") | expr.str.to_lowercase().is_in(sorted(MISSING_STRINGS))
-    return pl.when(missing).then(None).otherwise(expr)
-
-
-def bool_of(text: pl.Expr) -> pl.Expr:
-    """True/false for a boolean written any way (true/1/1.0/yes/y/t, any case), else null."""
-    low = text.str.to_lowercase()
-    return (pl.when(low.is_in(sorted(TRUE_STRINGS))).then(True)
-            .when(low.is_in(sorted(FALSE_STRINGS))).then(False).otherwise(None))
+__all__ = ["BAD_SCHEMA", "GOOD_SCHEMA", "ID_COLUMNS", "NOT_AN_ID", "validate"]
 
 
 #: Columns of the valid rows :func:`validate` returns (``source_file`` is added at the end).

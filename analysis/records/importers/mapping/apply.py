@@ -39,8 +39,8 @@ from selfmodel.records.importers.mapping.spec import (
     Side,
     load_mapping,
 )
-from selfmodel.records.ingest.rules import bool_of as _ingest_bool
-from selfmodel.records.ingest.rules import text_of as _ingest_text
+from selfmodel.records.reduction import binary_text
+from selfmodel.records.reduction import text as ingest_text
 
 
 @dataclass
@@ -407,20 +407,14 @@ def _checked_frame(mapping: Mapping, records: list[dict[str, Any]]) -> tuple[pl.
 def read_values_as_ingest(frame: pl.DataFrame) -> pl.DataFrame:
     """Prediction and outcome read by ingest's own rule, then ``correct`` derived from them.
 
-    The rule is ingest's (:mod:`selfmodel.records.ingest.rules`): stripped text, the spellings of a
+    The rule is ingest's (:mod:`selfmodel.records.reduction`): stripped text, the spellings of a
     missing value null, a boolean spelling (``yes``/``no``, ``1``/``0``, any case) read as
     ``"true"``/``"false"``, anything else kept as text. So a ``yes``/``no`` prediction
     against ``true``/``false`` outcomes is scored as ingest scores it and a mapped
     ``correct`` is never contradicted by ingest's ``prediction == outcome``. ``correct`` is
     derived only on ``ok`` records that have both values and no mapped ``correct``.
     """
-    read = {}
-    for col in ("prediction", "outcome"):
-        text = _ingest_text(col, frame.schema[col])
-        flag = _ingest_bool(text)
-        read[col] = (
-            pl.when(flag).then(pl.lit("true")).when(~flag).then(pl.lit("false")).otherwise(text)
-        )
+    frame = frame.with_columns(pl.col("prediction", "outcome").cast(pl.Utf8))
     derived = (
         pl.when(
             pl.col("correct").is_null()
@@ -432,7 +426,7 @@ def read_values_as_ingest(frame: pl.DataFrame) -> pl.DataFrame:
         .otherwise(pl.col("correct"))
     )
     return frame.with_columns(
-        read["prediction"].alias("prediction"), read["outcome"].alias("outcome")
+        binary_text(ingest_text(c, pl), pl).alias(c) for c in ("prediction", "outcome")
     ).with_columns(derived.alias("correct"))
 
 

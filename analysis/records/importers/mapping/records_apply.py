@@ -22,8 +22,7 @@ import polars as pl
 from selfmodel.records.contract import InputError
 from selfmodel.records.importers.mapping.records_spec import RecordsMapping, load_records_mapping
 from selfmodel.records.ingest.columns import kind_fits
-from selfmodel.records.ingest.rules import bool_of as _bool_of
-from selfmodel.records.ingest.rules import text_of as _text
+from selfmodel.records.reduction import boolean, text
 from selfmodel.records.registry import format_input_error
 
 __all__ = ["RecordsTransform", "load_transform"]
@@ -105,6 +104,10 @@ class RecordsTransform:
         m = self.mapping
         frame = frame.with_columns(pl.lit(None, dtype=pl.Utf8).alias(_BAD),
                                    pl.lit(None, dtype=pl.Utf8).alias(_CAT))
+        # the columns read by ingest's value rules (reduction.text), as ingest reads them: text
+        read = {m.confidence_column, m.chosen, m.answered_column, m.answer, m.key, m.left_on,
+                *m.options.values()}
+        frame = frame.with_columns(pl.col(c).cast(pl.Utf8) for c in read if c in frame.columns)
         present = list(present)
         if m.join_file is not None:
             self._check_columns(name, present, [m.left_on or ""])
@@ -189,12 +192,12 @@ class RecordsTransform:
     def _number(self, frame: pl.DataFrame, col: str, what: str
                 ) -> tuple[pl.DataFrame, pl.Expr]:
         """A column as a number; text that is not one quarantines its row."""
-        text = _text(col, frame.schema[col])
-        num = text.cast(pl.Float64, strict=False)
+        value = text(col, pl)
+        num = value.cast(pl.Float64, strict=False)
         num = pl.when(num.is_nan() | num.is_infinite()).then(None).otherwise(num)
-        frame = self._fail(frame, text.is_not_null() & num.is_null(), "invalid confidence",
+        frame = self._fail(frame, value.is_not_null() & num.is_null(), "invalid confidence",
                            pl.format(f"{what} '{{}}' (column '{col}') is not a finite number",
-                                     text))
+                                     value))
         return frame, num
 
     def _confidence(self, frame: pl.DataFrame) -> pl.DataFrame:
@@ -203,7 +206,7 @@ class RecordsTransform:
             frame, x = self._number(frame, m.confidence_column, "confidence")
             shown = pl.col(m.confidence_column).cast(pl.Utf8)
         else:
-            chosen = _text(m.chosen or "", frame.schema[m.chosen or ""])
+            chosen = text(m.chosen or "", pl)
             probs: dict[str, pl.Expr] = {}
             for label, col in m.options.items():
                 frame, probs[label] = self._number(frame, col, f"probability of option {label}")
@@ -234,14 +237,14 @@ class RecordsTransform:
         m = self.mapping
         if m.answered_column:
             col = m.answered_column
-            text = _text(col, frame.schema[col])
-            b = _bool_of(text)
-            frame = self._fail(frame, text.is_not_null() & b.is_null(), "invalid answered",
+            value = text(col, pl)
+            b = boolean(value, pl)
+            frame = self._fail(frame, value.is_not_null() & b.is_null(), "invalid answered",
                                pl.format(f"'{{}}' (column '{col}', whether the task was "
-                                         "answered right) is not a boolean", text))
+                                         "answered right) is not a boolean", value))
         else:
-            a = _text(m.answer or "", frame.schema[m.answer or ""])
-            k = _text(m.key or "", frame.schema[m.key or ""])
+            a = text(m.answer or "", pl)
+            k = text(m.key or "", pl)
             b = pl.when(a.is_null() | k.is_null()).then(None).otherwise(a == k)
         outcome = pl.when(b.is_null()).then(None).when(b).then(pl.lit("true")) \
             .otherwise(pl.lit("false"))
@@ -256,7 +259,7 @@ class RecordsTransform:
             raise InputError(format_input_error(
                 m.path, f"columns {', '.join(clash)} of the joined file {m.join_file} are also "
                 f"in {name}", 'Set [join] prefix = "key_" to tell them apart', column="prefix"))
-        left = _text(m.left_on, frame.schema[m.left_on])
+        left = text(m.left_on, pl)
         frame = frame.with_columns(left.alias("__key")).join(
             key, on="__key", how="left", maintain_order="left")
         frame = self._fail(frame, pl.col("__key").is_null(), "no join key",
@@ -278,7 +281,7 @@ class RecordsTransform:
                 m.join_file, f"join key '{m.right_on}' is not a column (present: "
                 f"{', '.join(key.columns[:20])})", "Fix [join] right_on (or on) in "
                 f"{m.path}", line=1, column=m.right_on))
-        key = key.with_columns(_text(m.right_on, pl.Utf8()).alias("__key"),
+        key = key.with_columns(text(m.right_on, pl).alias("__key"),
                                pl.lit(True).alias("__matched"))
         dup = key.filter(pl.col("__key").is_not_null() & pl.col("__key").is_duplicated())
         if dup.height:
