@@ -88,7 +88,7 @@ def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool 
     so ``beta`` carries the whole linear trend in ``x`` instead of sharing it with ``v``)."""
     import pymc as pm
 
-    from selfmodel.models._common import factorize
+    from selfmodel.models.graph import factorize
     from selfmodel.models.scale import DEFAULT_PRIORS as P
 
     def prior(name: str, **kw: Any) -> Any:
@@ -135,7 +135,8 @@ def build_variant(data: pl.DataFrame, *, centred: bool = False, bernoulli: bool 
 
 def scale_shift(data: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """The slope's trade-off direction on the family and model intercepts of ``data``."""
-    from selfmodel.models._common import factorize, model_level, shift_direction
+    from selfmodel.models.decorrelation import model_level, shift_direction
+    from selfmodel.models.graph import factorize
 
     model_idx, models_ = factorize(data["model"])
     fam_idx, _ = factorize(data["family"])
@@ -276,7 +277,7 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
     the divergences, max R-hat and slowest bulk ESS (``selfmodel.fitting.fit.diagnose``), bulk ESS
     and R-hat of ``beta_criterion`` and ``beta_dprime``, the E-BFMI of the slowest chain and
     the posterior correlation of each slope with the component of its family and model
-    intercepts along the slope's trade-off direction (``selfmodel.models._common.shift_direction``).
+    intercepts along the slope's trade-off direction (``selfmodel.models.graph.shift_direction``).
     """
     import arviz as az
     import nutpie
@@ -284,7 +285,8 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
     import selfmodel.models.sdt as sdt
     from bench.bench_compile import default_cells
     from selfmodel.fitting.fit import diagnose
-    from selfmodel.models._common import factorize, shift_direction
+    from selfmodel.models.decorrelation import shift_direction
+    from selfmodel.models.graph import factorize
 
     data = default_cells("sdt").select(list(sdt.REQUIRED_COLUMNS))
     model_idx, models_ = factorize(data["model"])

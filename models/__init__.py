@@ -2,7 +2,7 @@
 
 Each module defines ``NAME``, ``SUMMARY``, ``DEFAULT_PRIORS`` (one dict), ``REQUIRED_COLUMNS``,
 ``EFFECT`` (the variable a verdict reads, ``None`` for a baseline), ``PER_TASK_EFFECT``,
-``SPEC`` (a :class:`selfmodel.models._common.ModelSpec`: data table, decided effects, slope priors,
+``SPEC`` (a :class:`selfmodel.models.spec.ModelSpec`: data table, decided effects, slope priors,
 LOO unit, report sections) and ``build(data, priors=None, **options) -> pm.Model``.
 Nothing here imports ``analysis``. Adding a model is one new file plus a line here (or
 :func:`register` from outside the package); see ``docs/registry.md``.

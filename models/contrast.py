@@ -75,7 +75,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from selfmodel.models._common import ModelSpec, Prior, factorize, merge_priors, prior_rv
+from selfmodel.models.graph import factorize, prior_rv
+from selfmodel.models.spec import ModelSpec, Prior, merge_priors
 
 NAME = "contrast"
 SUMMARY = "named contrasts between conditions, models and tasks (no size needed)"

@@ -79,15 +79,14 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from selfmodel.models._common import (
-    Effect,
-    ModelSpec,
-    Prior,
+from selfmodel.models.graph import (
     factorize,
-    merge_priors,
+    family_model_cell_effects,
     prior_rv,
+    scale_of,
     zero_sum_effect,
 )
+from selfmodel.models.spec import Effect, ModelSpec, Prior, merge_priors
 
 NAME = "items"
 SUMMARY = "hierarchical logistic on per-item counts: scale slopes plus crossed model x item effects"
@@ -107,7 +106,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 
 REQUIRED_COLUMNS = ("model", "family", "task", "item_id", "x", "n", "k")
 
-#: What the pipeline does with this model (see ``models/_common.py``): the scale slope with
+#: What the pipeline does with this model (see ``models/spec.py``): the scale slope with
 #: item effects (does it change the verdict?); its rows are model x item, so no cell LOO.
 SPEC = ModelSpec(
     table="item_cells",
@@ -145,13 +144,9 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     fam_idx, families = factorize(data["family"])
     cell_idx, cells = factorize(np.char.add(np.char.add(model_col, "|"), task_col))
     item_idx, item_labels = factorize(np.char.add(np.char.add(task_col, "|"), item_col))
-    x = np.asarray(data["x"], dtype=float)
+    x = scale_of(data, "items", "row")
     n = np.asarray(data["n"], dtype="int64")
     k = np.asarray(data["k"], dtype="int64")
-    if np.isnan(x).any():
-        raise ValueError(
-            "items model needs x for every row; drop models without the scale variable"
-        )
     # per model x task cell (in the order of the ``cell`` coordinate): its first row
     first = np.unique(cell_idx, return_index=True)[1]
     c_task, c_fam, c_model, c_x = task_idx[first], fam_idx[first], model_idx[first], x[first]
@@ -169,12 +164,7 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
         sigma_delta = prior_rv("sigma_delta", p["sigma_delta"])
         delta = zero_sum_effect("delta", sigma_delta, "task", len(tasks))
         slope = pm.Deterministic("slope_task", beta + delta, dims="task")
-        s_fam = prior_rv("sigma_family", p["sigma_family"])
-        u = zero_sum_effect("u_family", s_fam, "family", len(families))
-        s_mod = prior_rv("sigma_model", p["sigma_model"])
-        v = zero_sum_effect("v_model", s_mod, "model", len(models))
-        s_cell = prior_rv("sigma_cell", p["sigma_cell"])
-        z_cell = pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+        u, v, s_cell, z_cell = family_model_cell_effects(p, len(families), len(models))
         s_item = prior_rv("sigma_item", p["sigma_item"], dims="task")
         z_item = pm.Normal("z_item", 0.0, 1.0, dims="item")
         e = pm.Deterministic("e_item", s_item[item_task] * z_item, dims="item")

@@ -66,14 +66,8 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from selfmodel.models._common import (
-    ModelSpec,
-    Prior,
-    factorize,
-    merge_priors,
-    prior_rv,
-    zero_sum_effect,
-)
+from selfmodel.models.graph import factorize, family_model_cell_effects, prior_rv
+from selfmodel.models.spec import ModelSpec, Prior, merge_priors
 
 NAME = "pooled"
 SUMMARY = "baseline: task intercepts only (every model equally good at a task)"
@@ -91,7 +85,7 @@ DEFAULT_PRIORS: dict[str, Prior] = {
 
 REQUIRED_COLUMNS = ("model", "family", "task", "n", "k")
 
-#: What the pipeline does with this model (see ``models/_common.py``): the LOO baseline.
+#: What the pipeline does with this model (see ``models/spec.py``): the LOO baseline.
 SPEC = ModelSpec(table="cells", role="baseline", loo="cell", sections=("sec-checks",))
 
 
@@ -131,12 +125,7 @@ def build(
         pm.Deterministic("accuracy_task", pm.math.invlogit(alpha), dims="task")
         eta = alpha[task_idx]
         if random_effects:
-            s_fam = prior_rv("sigma_family", p["sigma_family"])
-            u = zero_sum_effect("u_family", s_fam, "family", len(families))
-            s_mod = prior_rv("sigma_model", p["sigma_model"])
-            v = zero_sum_effect("v_model", s_mod, "model", len(models))
-            s_cell = prior_rv("sigma_cell", p["sigma_cell"])
-            z_cell = pm.Normal("z_cell", 0.0, 1.0, dims="cell")
+            u, v, s_cell, z_cell = family_model_cell_effects(p, len(families), len(models))
             eta = eta + u[fam_idx] + v[model_idx] + s_cell * z_cell
         pm.Binomial("k", n=n, logit_p=eta, observed=k, dims="cell")
     return model

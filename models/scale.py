@@ -100,7 +100,7 @@ that direction was -0.98, and the total slope had a posterior sd of 0.009 agains
 and ``sd_total_slope``), which a diagonal mass matrix can only walk
 along in small steps.
 
-``slope_basis="decorrelated"`` (the default; ``selfmodel.models._common.decorrelated_slopes``) makes
+``slope_basis="decorrelated"`` (the default; :mod:`selfmodel.models.decorrelation`) makes
 :math:`\bar g` a coordinate (``z_slope_total``, drawn from its marginal prior), draws
 :math:`c` from its conditional prior given :math:`\bar g` (``z_slope_shift``, standard
 normal: the likelihood does not depend on it), the task deviations
@@ -151,22 +151,17 @@ from typing import Any, Literal
 import numpy as np
 import pymc as pm
 
-from selfmodel.models._common import (
+from selfmodel.models import decorrelation
+from selfmodel.models.graph import factorize, prior_rv, scale_of, zero_sum_effect
+from selfmodel.models.spec import (
     Comparison,
     Declaration,
     Effect,
     ModelSpec,
     Prior,
-    SlopeNames,
     build_options,
     declared_priors,
-    decorrelatable,
-    decorrelated_slopes,
-    factorize,
     merge_priors,
-    model_level,
-    prior_rv,
-    zero_sum_effect,
 )
 
 NAME = "scale"
@@ -198,7 +193,7 @@ TaskSlopes = Literal["independent", "pooled"]
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n", "k")
 
-#: What the pipeline does with this model (see ``models/_common.py``): the verdict.
+#: What the pipeline does with this model (see ``models/spec.py``): the verdict.
 SPEC = ModelSpec(
     table="cells",
     role="verdict",
@@ -290,18 +285,14 @@ def build(
     task_idx, tasks = factorize(data["task"])
     model_idx, models = factorize(data["model"])
     fam_of_cell, families = factorize(data["family"])
-    x = np.asarray(data["x"], dtype=float)
+    x = scale_of(data, "scale")
     n = np.asarray(data["n"], dtype="int64")
     k = np.asarray(data["k"], dtype="int64")
-    if np.isnan(x).any():
-        raise ValueError(
-            "scale model needs x for every cell; drop models without the scale variable"
-        )
-    x_model, fam_of_model = model_level(model_idx, x, fam_of_cell, len(models))
+    x_model, fam_of_model = decorrelation.model_level(model_idx, x, fam_of_cell, len(models))
     decorrelate = (
         slope_basis == "decorrelated"
         and task_slopes == "independent"
-        and decorrelatable(p["slope_task"], x_model, fam_of_model)
+        and decorrelation.decorrelatable(p["slope_task"], x_model, fam_of_model)
     )
     coords = {
         "task": tasks,
@@ -330,8 +321,9 @@ def build(
         group = _centred_zero_sum if group_effects == "centred" else zero_sum_effect
         if decorrelate:
             sigma_model = prior_rv("sigma_model", p["sigma_model"])
-            slopes, u, v = decorrelated_slopes(
-                SlopeNames("slope_task", "beta", "u_family", "v_model"), p["slope_task"],
+            slopes, u, v = decorrelation.decorrelated_slopes(
+                decorrelation.SlopeNames("slope_task", "beta", "u_family", "v_model"),
+                p["slope_task"],
                 (sigma_family, sigma_model), x_model, fam_of_model, len(tasks),
                 centred=group_effects == "centred",
             )
@@ -411,7 +403,7 @@ def _cell_effects(model: pm.Model, sigma_cell: Any, centred: np.ndarray) -> Any:
 
 
 def _centred_zero_sum(name: str, sigma: Any, dim: str, size: int) -> Any:
-    """Centred counterpart of ``selfmodel.models._common.zero_sum_effect``: ``ZeroSumNormal(sigma)``."""
+    """Centred counterpart of ``selfmodel.models.graph.zero_sum_effect``: ``ZeroSumNormal(sigma)``."""
     if size < 2:
         return zero_sum_effect(name, sigma, dim, size)
     return pm.ZeroSumNormal(name, sigma=sigma, dims=dim)

@@ -85,7 +85,7 @@ former ``HalfNormal(0.3)`` had a mean below the posterior cell SDs).
 Parameterisation and sampler
 ----------------------------
 Same lessons as ``models/scale.py``: every group effect is non-centred and the task,
-family and model effects are zero-sum (``selfmodel.models._common.zero_sum_effect``), so their
+family and model effects are zero-sum (``selfmodel.models.graph.zero_sum_effect``), so their
 means do not trade off against the task intercepts along flat ridges.
 
 Measured on the default data, with the former pooled task slopes and ``HalfNormal(0.3)``
@@ -121,7 +121,7 @@ model intercepts along the direction that trades against a common slope (family 
 :math:`x` on ``u``, within-family deviations on ``v``; -0.88 for d'): the data fix the
 total, the priors split it (the same ridge as in ``models/scale.py``, "Slope basis").
 ``slope_basis="decorrelated"`` (the default) samples each side's total slope and draws the
-split from its conditional prior (``selfmodel.models._common.decorrelated_slopes``; the prior and so
+split from its conditional prior (:mod:`selfmodel.models.decorrelation`; the prior and so
 the model are unchanged, ``tests/test_slope_basis.py``; the new coordinates are
 ``z_{side}_slope_total``, ``z_{side}_slope_shift``, ``z_{side}_slope_deviation``).
 Measured on the default data (``python bench/bench_sampling.py --sdt-seeds 1 2 3``,
@@ -179,7 +179,9 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from selfmodel.models._common import (
+from selfmodel.models import decorrelation
+from selfmodel.models.graph import factorize, prior_rv, scale_of, zero_sum_effect
+from selfmodel.models.spec import (
     Curves,
     Declaration,
     Effect,
@@ -187,16 +189,9 @@ from selfmodel.models._common import (
     ModelSpec,
     Prior,
     SamplingNeeds,
-    SlopeNames,
     build_options,
     declared_priors,
-    decorrelatable,
-    decorrelated_slopes,
-    factorize,
     merge_priors,
-    model_level,
-    prior_rv,
-    zero_sum_effect,
 )
 
 NAME = "sdt"
@@ -235,7 +230,7 @@ POOLED_PRIORS: dict[str, Prior] = {
 
 REQUIRED_COLUMNS = ("model", "family", "task", "x", "n_signal", "n_noise", "hits", "false_alarms")
 
-#: What the pipeline does with this model (see ``models/_common.py``). It observes hits and
+#: What the pipeline does with this model (see ``models/spec.py``). It observes hits and
 #: false alarms, not the cells' correct counts, so its LOO is not comparable (no ``loo``).
 SPEC = ModelSpec(
     table="binary_cells",
@@ -403,19 +398,15 @@ def build(
     task_idx, tasks = factorize(data["task"])
     model_idx, models = factorize(data["model"])
     fam_idx, families = factorize(data["family"])
-    x = np.asarray(data["x"], dtype=float)
+    x = scale_of(data, "sdt")
     n_signal = np.asarray(data["n_signal"], dtype="int64")
     n_noise = np.asarray(data["n_noise"], dtype="int64")
     hits = np.asarray(data["hits"], dtype="int64")
     fas = np.asarray(data["false_alarms"], dtype="int64")
-    if np.isnan(x).any():
-        raise ValueError(
-            "sdt model needs x for every cell; drop models without the scale variable"
-        )
     if (hits > n_signal).any() or (fas > n_noise).any() or min(hits.min(), fas.min()) < 0:
         raise ValueError("sdt model needs 0 <= hits <= n_signal and 0 <= false_alarms <= n_noise")
     cells = [f"{m}|{t}" for m, t in zip(data["model"], data["task"], strict=True)]
-    x_model, fam_of_model = model_level(model_idx, x, fam_idx, len(models))
+    x_model, fam_of_model = decorrelation.model_level(model_idx, x, fam_idx, len(models))
     coords = {"task": tasks, "family": families, "model": models, "cell": cells}
     with pm.Model(coords=coords) as model:
         parts = {}
@@ -426,7 +417,7 @@ def build(
                 slope_basis == "decorrelated"
                 and task_slopes == "independent"
                 and prior is not None
-                and decorrelatable(prior, x_model, fam_of_model)
+                and decorrelation.decorrelatable(prior, x_model, fam_of_model)
             )
             if decorrelate:
                 slope = None  # with the intercepts, below
@@ -441,10 +432,11 @@ def build(
             s_fam = prior_rv(f"sigma_{side}_family", p[f"sigma_{side}_family"])
             if decorrelate and prior is not None:
                 s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])
-                names = SlopeNames(f"{side}_slope_task", f"beta_{side}", f"u_{side}_family",
-                                   f"v_{side}_model", prefix=f"{side}_")
-                slope, u, v = decorrelated_slopes(names, prior, (s_fam, s_mod), x_model,
-                                                  fam_of_model, len(tasks), centred=False)
+                names = decorrelation.SlopeNames(f"{side}_slope_task", f"beta_{side}",
+                                                 f"u_{side}_family", f"v_{side}_model",
+                                                 prefix=f"{side}_")
+                slope, u, v = decorrelation.decorrelated_slopes(
+                    names, prior, (s_fam, s_mod), x_model, fam_of_model, len(tasks), centred=False)
             else:  # the plain basis, in the order of the variables before the slope basis
                 u = zero_sum_effect(f"u_{side}_family", s_fam, "family", len(families))
                 s_mod = prior_rv(f"sigma_{side}_model", p[f"sigma_{side}_model"])

@@ -66,15 +66,8 @@ from typing import Any
 import numpy as np
 import pymc as pm
 
-from selfmodel.models._common import (
-    Effect,
-    ModelSpec,
-    Prior,
-    factorize,
-    merge_priors,
-    prior_rv,
-    zero_sum_effect,
-)
+from selfmodel.models.graph import factorize, prior_rv, zero_sum_effect
+from selfmodel.models.spec import Effect, ModelSpec, Prior, merge_priors
 
 NAME = "self_vs_other"
 SUMMARY = "cross-prediction: target, predictor and pair effects plus the self (p == m) effect"
@@ -103,7 +96,7 @@ def unfit_reason(data: Any) -> str | None:
     return "the records have no self-predictions"
 
 
-#: What the pipeline does with this model (see ``models/_common.py``): the self-knowledge
+#: What the pipeline does with this model (see ``models/spec.py``): the self-knowledge
 #: advantage (positive: a model predicts itself better than other models predict it).
 SPEC = ModelSpec(
     table="pair_cells",

@@ -121,8 +121,9 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from selfmodel.models._common import ModelSpec, Prior, factorize, merge_priors, prior_rv
+from selfmodel.models.graph import factorize, prior_rv
 from selfmodel.models.sdt import probit_logit
+from selfmodel.models.spec import ModelSpec, Prior, merge_priors
 
 NAME = "training"
 SUMMARY = "trained checkpoint vs its base on the same items: training effect per task, transfer, d' and criterion"

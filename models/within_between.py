@@ -107,15 +107,8 @@ import numpy as np
 import pymc as pm
 import pytensor.tensor as pt
 
-from selfmodel.models._common import (
-    Effect,
-    ModelSpec,
-    Prior,
-    factorize,
-    merge_priors,
-    prior_rv,
-    zero_sum_effect,
-)
+from selfmodel.models.graph import factorize, prior_rv, scale_of, zero_sum_effect
+from selfmodel.models.spec import Effect, ModelSpec, Prior, merge_priors
 
 NAME = "within_between"
 SUMMARY = "hierarchical logistic with the scale effect split within / between families (Mundlak)"
@@ -158,7 +151,7 @@ def unfit_reason(data: Any) -> str | None:
         return "every family has a single size, so the within-family slope is not identified"
     return None
 
-#: What the pipeline does with this model (see ``models/_common.py``).
+#: What the pipeline does with this model (see ``models/spec.py``).
 SPEC = ModelSpec(
     table="cells",
     decides=(
@@ -223,8 +216,8 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     Parameters
     ----------
     data
-        A table (polars or pandas) with columns ``model, family, task, x, n, k``; rows with
-        null ``x`` must already be removed.
+        The cells :func:`selfmodel.models.scale.build` takes (``model, family, task, x, n,
+        k``, no null ``x``).
     priors
         Overrides of :data:`DEFAULT_PRIORS` (same keys); ``beta_between`` must stay a
         ``Normal`` (it enters the exact reparameterisation described in the module
@@ -244,13 +237,9 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
     task_idx, tasks = factorize(data["task"])
     model_idx, models = factorize(data["model"])
     fam_idx, families = factorize(data["family"])
-    x = np.asarray(data["x"], dtype=float)
+    x = scale_of(data, "within_between")
     n = np.asarray(data["n"], dtype="int64")
     k = np.asarray(data["k"], dtype="int64")
-    if np.isnan(x).any():
-        raise ValueError(
-            "within_between model needs x for every cell; drop models without the scale variable"
-        )
     x_w, x_b = split_scale(data["model"], data["family"], x)
     if np.allclose(x_w, 0.0):
         raise ValueError(

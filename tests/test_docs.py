@@ -56,7 +56,7 @@ def test_stage_map_names_every_stage_and_module() -> None:
 def test_registry_doc_lists_every_model_and_spec_field() -> None:
     from dataclasses import fields
 
-    from selfmodel.models._common import ModelSpec
+    from selfmodel.models.spec import ModelSpec
 
     doc = (DOCS / "registry.md").read_text()
     for name in models.REGISTRY:

@@ -11,7 +11,7 @@ import pytest
 from selfmodel.fitting import fitter as fitter_module
 from selfmodel.fitting.fit import SamplerSettings, for_model
 from selfmodel.fitting.fitter import Fitter
-from selfmodel.models._common import SamplingNeeds
+from selfmodel.models.spec import SamplingNeeds
 from selfmodel.pipeline.state import RunConfig
 
 

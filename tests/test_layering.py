@@ -2,7 +2,7 @@
 
 No code under ``analysis/`` compares a value with a model's registry name, or fits or
 looks up a model by a name written in the code: what a model needs and feeds is declared
-in its ``SPEC`` (``models/_common.py``). And ``models/`` imports nothing from ``analysis``.
+in its ``SPEC`` (``models/spec.py``). And ``models/`` imports nothing from ``analysis``.
 """
 
 from __future__ import annotations
@@ -77,7 +77,7 @@ def _pipeline_module(name: str) -> bool:
 
 def test_models_import_nothing_from_analysis() -> None:
     assert _pipeline_module("selfmodel.fitting.fit") and _pipeline_module("selfmodel.fitting.fit")
-    assert not _pipeline_module("selfmodel.models._common") and not _pipeline_module("models")
+    assert not _pipeline_module("selfmodel.models.spec") and not _pipeline_module("models")
     for path in sorted((ROOT / "models").glob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.level == 0:

@@ -111,7 +111,7 @@ def test_decorrelated_basis_is_reweighted_with_the_plain_basis_densities():
     per task, drawn from the x0.5 model); doubling it cannot be represented and refits."""
     import selfmodel.models.scale as scale
     from selfmodel.fitting.reweight import _reweighted
-    from selfmodel.models._common import scale_priors
+    from selfmodel.models.spec import scale_priors
     from selfmodel.records.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=5, n_families=3, sizes_per_family=3, n_tasks=3,

@@ -1,4 +1,4 @@
-"""The decorrelated slope basis (``selfmodel.models._common.decorrelated_slopes``): same model, new geometry.
+"""The decorrelated slope basis (``selfmodel.models.graph.decorrelated_slopes``): same model, new geometry.
 
 ``models/scale.py`` and ``models/sdt.py`` draw the task slopes and the family and model
 intercepts in a basis where the data-informed total slope is a coordinate and the shift
@@ -17,7 +17,7 @@ import pytest
 
 import selfmodel.models.scale as scale
 import selfmodel.models.sdt as sdt
-from selfmodel.models._common import decorrelatable, shift_direction
+from selfmodel.models.decorrelation import decorrelatable, shift_direction
 from selfmodel.records.simulate import simulate_scale_cells
 
 

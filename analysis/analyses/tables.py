@@ -57,7 +57,7 @@ class Tables:
     built: dict[str, pl.DataFrame] = field(default_factory=dict)
 
     def get(self, kind: str) -> pl.DataFrame:
-        """The table ``kind`` (one of ``selfmodel.models._common.Table``)."""
+        """The table ``kind`` (one of ``selfmodel.models.spec.Table``)."""
         if kind not in self.built:
             self.built[kind] = self._build(kind)
         return self.built[kind]

@@ -52,7 +52,7 @@ from selfmodel import models as model_registry
 from selfmodel.common import arviz_ops, atomic, progress
 from selfmodel.fitting import fitpool
 from selfmodel.fitting.compile_cache import compiled_model, default_cache_dir
-from selfmodel.models._common import SamplingNeeds
+from selfmodel.models.spec import SamplingNeeds
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
 #: localization: an improved R-hat", for R-hat and bulk ESS; Betancourt 2016,

@@ -2,7 +2,7 @@
 
 A variant is refitted only when the reweighting cannot be trusted.
 
-A prior variant (every prior ``sigma`` halved or doubled, ``selfmodel.models._common.scale_priors``)
+A prior variant (every prior ``sigma`` halved or doubled, ``selfmodel.models.spec.scale_priors``)
 has the same likelihood as the main fit; only the prior changes. Its posterior is therefore
 the main posterior reweighted by ``p_new(theta) / p_old(theta)`` (importance sampling with
 the main posterior as the proposal). The log ratio is summed over the variables whose prior

@@ -1,6 +1,6 @@
 """Stage 4: fit, check and decide every requested model, reading only its declaration.
 
-Each model file in ``models/`` declares in ``SPEC`` (``models/_common.py``) the data table it
+Each model file in ``models/`` declares in ``SPEC`` (``models/spec.py``) the data table it
 is fitted to, the effects it decides, whether PSIS-LOO applies and which report sections it
 feeds. This stage never branches on a model's name: for each requested model it builds the
 declared table (``analysis/analyses/tables.py``), fits it (``selfmodel.fitting.fit.fit``, cached), decides each

@@ -4,7 +4,7 @@
 doubled and compares its one effect. Here the same is done for each model of the zoo that
 decides effects beside the verdict (``SPEC.decides``; for ``sdt`` the sensitivity d' and the
 criterion), overall and per task: same data, sampler and seed, every prior ``sigma``
-multiplied by the factor (``selfmodel.models._common.scale_priors``; by importance reweighting of the
+multiplied by the factor (``selfmodel.models.spec.scale_priors``; by importance reweighting of the
 main fit where its Pareto k allows, else a refit: ``analysis/fitting/reweight.py``), each effect with the ROPE of
 ``selfmodel.decisions.effects.rope_for`` in its own units. ``holds`` is true when every
 decision of the effect is unchanged.
@@ -27,7 +27,7 @@ from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.reweight import prior_variant
-from selfmodel.models._common import scale_priors
+from selfmodel.models.spec import scale_priors
 
 
 def decisions_of(f: Fit, effect: Any, rule: DecisionRule, n_models: int,

@@ -4,7 +4,7 @@ Two refit families, each summarised with the same decision rule as the main fit
 (:func:`selfmodel.decisions.hypotheses.decide`) and compared with the main fit's decision:
 
 * :func:`prior_sensitivity`: every prior scale (``sigma``) of the model multiplied by a
-  factor (default half and twice as wide, ``selfmodel.models._common.scale_priors``), same data,
+  factor (default half and twice as wide, ``selfmodel.models.spec.scale_priors``), same data,
   sampler settings and seed (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd ed.,
   sec. 6.3 and 17.1: check how inferences change under alternative reasonable priors;
   Depaoli & van de Schoot 2017, "Improving transparency and replication in Bayesian
@@ -50,7 +50,7 @@ from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.reweight import prior_variant
-from selfmodel.models._common import scale_priors
+from selfmodel.models.spec import scale_priors
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import (
     NEGATIVE_DECISIONS,
