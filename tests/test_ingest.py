@@ -743,6 +743,12 @@ def test_load_config_ok(tmp_path: Path) -> None:
         ('[defaults]\ntask = ["a"]\n', "a default must be a string"),
         ("map = 3\n", "'map' must be a table"),
         ("[map\n", "invalid TOML"),
+        # a records mapping given as --config: where it goes instead (issue 29)
+        ('# a study\nformat = "records"\n[map]\nmodel = "m"\n',
+         "line 2, column 'format': this is a mapping (format = 'records'), not an ingest config. "
+         "Pass it with --mapping (selfmodel ingest, selfmodel run). selfmodel reduce applies no "
+         "mapping"),
+        ('format = "inspect"\n', "Import the logs with selfmodel import inspect LOGS --mapping"),
     ],
 )
 def test_load_config_errors(tmp_path: Path, text: str, fragment: str) -> None:

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Final
 
-from pydantic import Field, StringConstraints, field_validator
+from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from selfmodel.common.toml_errors import did_you_mean
 from selfmodel.records import toml_model
@@ -185,6 +185,20 @@ class _ConfigFile(Table):
         "defaults.*": ("a default must be a string, number or boolean",
                        'Write {key} = "<value>"'),
     }
+
+    @model_validator(mode="before")
+    @classmethod
+    def _not_a_mapping(cls, doc: Any) -> Any:
+        """A records mapping (``format = ...``) given as ``--config``: say where it goes."""
+        if not (isinstance(doc, dict) and "format" in doc):
+            return doc
+        fmt = doc["format"]
+        todo = (f"Import the logs with selfmodel import {fmt} LOGS --mapping FILE"
+                if fmt in ("lmeval", "inspect") else
+                "Pass it with --mapping (selfmodel ingest, selfmodel run). selfmodel reduce "
+                "applies no mapping: run selfmodel ingest FILES --mapping FILE --out DIR, then "
+                "reduce DIR/records.parquet")
+        raise Bad("format", f"this is a mapping (format = {fmt!r}), not an ingest config", todo)
 
     @field_validator("map")
     @classmethod
