@@ -244,6 +244,19 @@ def test_csv_duplicate_header_is_input_error(tmp_path: Path) -> None:
     assert "line 1, column 'model': duplicate column name" in message
 
 
+def test_csv_column_without_a_name_is_read_by_its_position(tmp_path: Path) -> None:
+    """R's write.csv writes its row names under an empty name: that column is column_1."""
+    (tmp_path / "r.csv").write_text('"","model","task","item_id","prediction","outcome"\n'
+                                    '"1","m1","t","a","yes","yes"\n"2","m1","t","b","no","yes"\n')
+    result = ingest([tmp_path / "r.csv"], mapping={"sample": "column_1"})
+    assert result.summary["records_used"] == 2
+    assert result.records.get_column("sample").to_list() == [1, 2]
+    plain = ingest([tmp_path / "r.csv"])
+    assert plain.summary["ignored_columns"] == ["column_1"]
+    (tmp_path / "s.csv").write_text("model,,task,column_2\nm1,x,t,y\n")  # the name is taken
+    assert "line 1, column 'column_2': duplicate column name" in _input_error([tmp_path / "s.csv"])
+
+
 def test_raw_is_truncated(tmp_path: Path) -> None:
     result = _one(tmp_path, {**BASE, "item_id": "x", "confidence": 5, "cluster": "c" * 2000})
     raw = result.quarantine.get_column("raw")[0]

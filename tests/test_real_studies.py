@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 from decimal import Decimal
 from pathlib import Path
 
@@ -441,6 +442,134 @@ def test_confidence_0_100_study_matches_hand_computation() -> None:
     assert {m: round(_auroc(p) or 0, 4) for m, p in hand_pairs.items()} == {
         "google/gemma-3-1b": 0.4989, "google/gemma-3-12b": 0.5327, "google/gemma-3-27b": 0.5646,
         "anthropic/claude-haiku-4-5@20251001": 0.4909}
+
+
+# --------------------------------------------------------------------------- answer formats
+
+FORMATS = STUDIES / "real_confidence_formats"
+
+
+def _formats_by_hand() -> dict[tuple[str, str], list[tuple[Decimal, bool]]]:
+    """(Agent, Cond) -> (stated chance, right) pairs, from the CSV text."""
+    cells: dict[tuple[str, str], list[tuple[Decimal, bool]]] = {}
+    with (FORMATS / "all_correctness_confidence_long.csv").open(newline="") as fh:
+        for r in csv.DictReader(fh):
+            cells.setdefault((r["Agent"], r["Cond"]), []).append(
+                (Decimal(r["Confidence"]) / 100, r["Correctness"] == "1"))
+    return cells
+
+
+def _formats_records() -> pl.DataFrame:
+    res = ingest([FORMATS / "all_correctness_confidence_long.csv"],
+                 transform=load_transform(FORMATS / "study.toml"))
+    s = res.summary
+    assert (s["records_read"], s["records_used"], s["records_quarantined"]) == (1200, 1200, 0)
+    assert s["ignored_columns"] == ["column_1"]  # R's row names, under an empty header name
+    return res.records
+
+
+def test_confidence_formats_study_matches_hand_computation() -> None:
+    """GPT (10 runs) and people (10) x 3 answer formats x 20 questions, a confidence 0-100
+    beside the authors' 1/0 score; each run or person is a repeat (``sample``).
+
+    By hand (n = 200 each; accuracy, mean confidence, overconfidence, and the
+    self-prediction "I will be right" = confidence >= 50 scored against the answer):
+
+    ===== ==== ===== ====== ======= =============
+    agent cond acc   conf   over    self-pred. ok
+    ===== ==== ===== ====== ======= =============
+    GPT   2C   .880  .9610  +.0810 176
+    GPT   4C   .875  .96465 +.08965 175
+    GPT   OP   .780  .93875 +.15875 156
+    Human 2C   .770  .7677  -.0023 156
+    Human 4C   .725  .7238  -.0012 144
+    Human OP   .540  .58805 +.04805 151
+    ===== ==== ===== ====== ======= =============
+
+    GPT states 50% or more on every question, so its self-prediction is right exactly when
+    its answer is; people say they will be wrong on some questions.
+    """
+    recs = _formats_records()
+    assert recs.get_column("sample").n_unique() == 10
+    hand = _formats_by_hand()
+    assert sorted(hand) == [(a, c) for a in ("GPT", "Human") for c in ("2C", "4C", "OP")]
+    for (agent, cond), pairs in hand.items():
+        cell = recs.filter((pl.col("model") == agent) & (pl.col("condition") == cond))
+        _compare(_hand(pairs), _package(cell))
+        y = (cell["outcome"] == "true").to_list()
+        q = [c if p == "true" else 1 - c
+             for c, p in zip(cell["confidence"], cell["prediction"], strict=True)]
+        assert confidence_metrics([True] * len(y), y, q)["auroc_type2"] == pytest.approx(
+            _auroc(pairs), abs=1e-12)
+    table = {k: (h["accuracy"], h["mean_confidence"], h["overconfidence"],
+                 h["self_prediction_right"]) for k, h in ((k, _hand(v)) for k, v in hand.items())}
+    expected = {("GPT", "2C"): (0.88, 0.961, 0.081, 176),
+                ("GPT", "4C"): (0.875, 0.96465, 0.08965, 175),
+                ("GPT", "OP"): (0.78, 0.93875, 0.15875, 156),
+                ("Human", "2C"): (0.77, 0.7677, -0.0023, 156),
+                ("Human", "4C"): (0.725, 0.7238, -0.0012, 144),
+                ("Human", "OP"): (0.54, 0.58805, 0.04805, 151)}
+    assert table.keys() == expected.keys()
+    for key, row in expected.items():
+        assert table[key] == pytest.approx(row, abs=1e-12), key
+    assert all(q >= HALF for q, _ in hand["GPT", "OP"] + hand["GPT", "2C"] + hand["GPT", "4C"])
+
+
+def test_confidence_formats_calibration_by_model_and_format_matches_the_hand_numbers() -> None:
+    """The pipeline's calibration table, by model x condition: each group's numbers are the
+    hand numbers, and each contrast's bootstrap mean is the hand reduction of |overconfidence|
+    (the decisions are the item bootstrap's; with 20 questions none is decided here)."""
+    table = calibration_table(_formats_records(), by=("model", "condition"), n_boot=400, seed=1)
+    hand = {k: _hand(v) for k, v in _formats_by_hand().items()}
+    groups = {(g["model"], g["condition"]): g for g in table["groups"]}
+    assert set(groups) == set(hand)
+    for key, h in hand.items():
+        for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"),
+                             ("ece", "ece"), ("mean_stated", "mean_confidence"),
+                             ("frequency", "accuracy")):
+            assert groups[key][ours] == pytest.approx(h[theirs], abs=1e-12), (key, ours)
+    over = {(c["factor"], tuple(c["within"].values()), c["contrast"]): c
+            for c in table["contrasts"] if c["metric"] == "overconfidence"}
+    assert len(over) == 9  # 3 format pairs x 2 agents, and Human - GPT in each format
+    for (factor, within, contrast), c in over.items():
+        a, b = contrast.split(" - ")
+        ka, kb = ((within[0], a), (within[0], b)) if factor == "condition" else (
+            (a, within[0]), (b, within[0]))
+        by_hand = abs(hand[kb]["overconfidence"]) - abs(hand[ka]["overconfidence"])
+        assert c["mean"] == pytest.approx(by_hand, abs=0.03), (factor, within, contrast)
+        assert c["decision"] in {"improves", "worsens", "no_credible_effect",
+                                 "practically_equivalent"}
+
+
+@pytest.mark.e2e
+def test_confidence_formats_run_decides_the_model_and_format_contrasts(tmp_path: Path,
+                                                                      capsys) -> None:
+    """The whole run with the mapping and the registry only: the contrast model is fitted (two
+    agents, no sizes), passes its diagnostics gate and decides the contrasts of
+    self-prediction accuracy. People's self-predictions are right less often than GPT's:
+    by hand 451 of 600 against 507 of 600, a raw logit difference of -0.588; the model's
+    estimate (item effects, partial pooling) is near it and its interval excludes 0."""
+    out = tmp_path / "out"
+    code = main(["run", str(FORMATS), "--mapping", str(FORMATS / "study.toml"),
+                 "--registry", str(FORMATS / "registry.csv"), "--out", str(out),
+                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    R = json.loads((out / "results.json").read_text())
+    hand = _formats_by_hand()
+    right = {a: sum(_hand(hand[a, c])["self_prediction_right"] for c in ("2C", "4C", "OP"))
+             for a in ("GPT", "Human")}
+    assert right == {"GPT": 507, "Human": 451}
+    raw = math.log(451 / 149) - math.log(507 / 93)
+    assert raw == pytest.approx(-0.5884, abs=1e-4)
+    con = R["contrasts"]
+    assert con["diagnostics"]["passed"]
+    (human_gpt,) = con["contrasts"]["model"].items()
+    assert human_gpt[0] == "Human - GPT"
+    assert human_gpt[1]["decision"] == "worsens"
+    assert human_gpt[1]["mean"] == pytest.approx(raw, abs=0.25)
+    assert set(con["contrasts"]["condition"]) == {"4C - 2C", "OP - 2C", "OP - 4C"}
+    assert R["calibration_contrasts"]["by"] == ["model", "condition"]
+    assert R["status"][0]["key"] == "not_fitted"
 
 
 # --------------------------------------------------------------------------- Inspect folder

@@ -366,7 +366,8 @@ def _parse_json_chunks(
 
 
 def read_csv_header(inp: InputFile) -> list[str]:
-    """The header of a CSV file (names stripped); a duplicate or unreadable one is an error.
+    """The header of a CSV file (names stripped, an empty one ``column_<position>``); a duplicate
+    or unreadable one is an error.
 
     The one reading of a header: ingest's and the SQL engines'.
     """
@@ -407,6 +408,8 @@ def read_csv_header(inp: InputFile) -> list[str]:
                 inp.name, "the header is not valid UTF-8", "Save the file as UTF-8", line=1
             )
         )
+    # a column with no name is named by its position: R's write.csv writes its row names so
+    names = [n or f"column_{i}" for i, n in enumerate(names, 1)]
     seen: set[str] = set()
     for n in names:
         if n in seen:
@@ -417,12 +420,6 @@ def read_csv_header(inp: InputFile) -> list[str]:
                     "Rename one of the two columns",
                     line=1,
                     column=n,
-                )
-            )
-        if not n:
-            raise InputError(
-                format_input_error(
-                    inp.name, "a column has no name in the header", "Name every column", line=1
                 )
             )
         seen.add(n)
