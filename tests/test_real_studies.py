@@ -570,6 +570,14 @@ def test_confidence_formats_run_decides_the_model_and_format_contrasts(tmp_path:
     assert set(con["contrasts"]["condition"]) == {"4C - 2C", "OP - 2C", "OP - 4C"}
     assert R["calibration_contrasts"]["by"] == ["model", "condition"]
     assert R["status"][0]["key"] == "not_fitted"
+    # the report's contrasts section states the decided answer in its table
+    from selfmodel.report.sections import contrasts as section
+    from selfmodel.report.sections.common import Report
+
+    text = section.contrasts(Report(R, {}, None, out, 6.3, 8.5))
+    d = human_gpt[1]
+    assert (f"| model | Human \\- GPT | worsens | {d['mean']:+.2f} | [{d['hdi_low']:+.2f}, "
+            f"{d['hdi_high']:+.2f}] |") in text
 
 
 # --------------------------------------------------------------------------- Inspect folder
