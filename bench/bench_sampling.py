@@ -277,7 +277,7 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
     the divergences, max R-hat and slowest bulk ESS (``selfmodel.fitting.fit.diagnose``), bulk ESS
     and R-hat of ``beta_criterion`` and ``beta_dprime``, the E-BFMI of the slowest chain and
     the posterior correlation of each slope with the component of its family and model
-    intercepts along the slope's trade-off direction (``selfmodel.models.graph.shift_direction``).
+    intercepts along the slope's trade-off direction (``selfmodel.models.decorrelation.shift_direction``).
     """
     import arviz as az
     import nutpie

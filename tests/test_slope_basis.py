@@ -1,4 +1,4 @@
-"""The decorrelated slope basis (``selfmodel.models.graph.decorrelated_slopes``): same model, new geometry.
+"""The decorrelated slope basis (``selfmodel.models.decorrelation.decorrelated_slopes``): same model, new geometry.
 
 ``models/scale.py`` and ``models/sdt.py`` draw the task slopes and the family and model
 intercepts in a basis where the data-informed total slope is a coordinate and the shift

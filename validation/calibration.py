@@ -211,12 +211,13 @@ def scale_constants(cells: Any) -> dict[str, np.ndarray]:
     """The data-derived constants of ``scale.build(cells)``'s graph, by shared-variable name.
 
     ``x_cells``, and the shift direction of the decorrelated slope basis
-    (``selfmodel.models.graph.shift_direction``: family part ``slope_dir_family``, model
+    (``selfmodel.models.decorrelation.shift_direction``: family part ``slope_dir_family``, model
     part ``slope_dir_model``), which follows from ``x``. Swapping ``x_cells`` alone would
     leave the old direction in the graph: a valid reparameterisation, but a different prior
     from the one ``scale.build`` gives the new data.
     """
-    from selfmodel.models.graph import factorize, model_level, shift_direction
+    from selfmodel.models.decorrelation import model_level, shift_direction
+    from selfmodel.models.graph import factorize
 
     model_idx, models = factorize(cells["model"])
     fam_of_cell, _ = factorize(cells["family"])
