@@ -366,10 +366,10 @@ def _parse_json_chunks(
 
 
 def read_csv_header(inp: InputFile) -> list[str]:
-    """The header of a CSV file (names stripped, an empty one ``column_<position>``); a duplicate
-    or unreadable one is an error.
+    """The header of a CSV file; a duplicate or unreadable one is an error.
 
-    The one reading of a header: ingest's and the SQL engines'.
+    Names are stripped, and an empty one is ``column_<position>``. The one reading of a
+    header: ingest's and the SQL engines'.
     """
     with inp.path.open("rb") as raw:
         if raw.read(len(_BOM)) != _BOM:
