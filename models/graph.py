@@ -42,8 +42,9 @@ def zero_sum_effect(name: str, sigma: Any, dim: str, size: int) -> Any:
     return pm.Deterministic(name, sigma * z, dims=dim)
 
 
-def family_model_cell_effects(p: Mapping[str, Prior], n_families: int, n_models: int
-                  ) -> tuple[Any, Any, Any, Any]:
+def family_model_cell_effects(
+    p: Mapping[str, Prior], n_families: int, n_models: int
+) -> tuple[Any, Any, Any, Any]:
     """Zero-sum family and model effects and a non-centred cell effect.
 
     Returns ``(u, v, sigma_cell, z_cell)``: ``u_family`` with spread ``sigma_family``,
