@@ -601,9 +601,24 @@ def test_findings_word_a_short_run_apart_from_a_failure() -> None:
     """The checks finding: 'Failed diagnostics' for a real run, other words when exploratory."""
     from selfmodel.decisions.verdict import checks_finding
 
-    R = {"diagnostics": {"passed": False}}
+    R: dict = {"diagnostics": {"passed": False, "max_rhat": 1.05, "min_ess_bulk": 80}}
     assert checks_finding(R).startswith("Failed diagnostics (reported, not findings): the "
                                         "accuracy model.")
     R["settings"] = {"preset": "exploratory"}
     assert checks_finding(R).startswith("Checks not passed at the exploratory settings (not "
                                         "findings): the accuracy model.")
+
+
+def test_a_model_not_fitted_is_not_called_failed() -> None:
+    """Two closed models: the accuracy model is not fitted (its diagnostics have no R-hat), so
+    it has not failed; the contrast model fitted instead is the one whose checks count."""
+    from selfmodel.decisions.verdict import checks_finding
+
+    not_fitted = {"passed": False, "max_rhat": None, "min_ess_bulk": None, "divergences": None}
+    R: dict = {"diagnostics": not_fitted}
+    assert checks_finding(R).startswith("No model was fitted (the first lines say why).")
+    R["contrasts"] = {"diagnostics": {"passed": True, "max_rhat": 1.004, "min_ess_bulk": 1042}}
+    assert checks_finding(R).startswith("Every fit passed its diagnostics.")
+    R["contrasts"]["diagnostics"]["passed"] = False
+    assert checks_finding(R).startswith("Failed diagnostics (reported, not findings): the "
+                                        "contrast model.")

@@ -54,7 +54,7 @@ def _results(beta=(0.2, 0.065), tasks=None, crit=None) -> dict:
         "scale_effect": E,
         "sdt_effect": {"sensitivity": sens, "bias": bias},
         "skill": skill,
-        "diagnostics": {"passed": True},
+        "diagnostics": {"passed": True, "max_rhat": 1.002, "min_ess_bulk": 900.0},
         "model_zoo": {"scale": {"fitted": True, "diagnostics": {"passed": True}},
                       "sdt": {"fitted": True, "diagnostics": {"passed": True}}},
         "design_sensitivity": {"mde_80": 0.31},

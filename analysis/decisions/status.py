@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from selfmodel.decisions.verdict import failed_checks
+from selfmodel.decisions.verdict import failed_checks, was_fitted
 
 __all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "contrast_status", "low_yield_sentence", "status_lines"]
 
@@ -165,7 +165,7 @@ def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
     diag = R.get("diagnostics")
     if diag is None:  # no fitting stage (ingest, --preview)
         pass
-    elif diag.get("max_rhat") is None and diag.get("min_ess_bulk") is None:
+    elif not was_fitted(diag):
         out.append(("not_fitted", _not_fitted(R)))
         if (text := contrast_status(R)) is not None:
             out.append(("contrasts", text))

@@ -316,16 +316,31 @@ def detectable_finding(R: Results) -> str | None:
             f"would be declared 'improves' 80% of the time ({dprime}{how}).")
 
 
+def was_fitted(diagnostics: Mapping[str, Any]) -> bool:
+    """Whether diagnostics come from a fit (a model not fitted has no R-hat and no ESS)."""
+    return diagnostics.get("max_rhat") is not None or diagnostics.get("min_ess_bulk") is not None
+
+
 def checks_finding(R: Results) -> str:
     """Diagnostics of every fit and the robustness refits' outcome, with their coverage."""
     failed = []
-    if not (R.get("diagnostics") or {}).get("passed", True):
+    main = R.get("diagnostics") or {}
+    fitted = was_fitted(main)  # the accuracy model is not fitted when the scale is not estimable
+    if fitted and not main.get("passed", True):
         failed.append("the accuracy model")
     for name, m in (R.get("model_zoo") or {}).items():
-        if isinstance(m, dict) and m.get("fitted") and not (m.get("diagnostics") or {}).get("passed", True):
-            if name != (R.get("scale_effect") or {}).get("fit_model"):
+        if isinstance(m, dict) and m.get("fitted"):
+            fitted = True
+            if not (m.get("diagnostics") or {}).get("passed", True) and name != (
+                    R.get("scale_effect") or {}).get("fit_model"):
                 failed.append(f"the {name} model")
-    diag = ("Every fit passed its diagnostics." if not failed
+    contrast = (R.get("contrasts") or {}).get("diagnostics") or {}
+    if was_fitted(contrast):
+        fitted = True
+        if not contrast.get("passed", True):
+            failed.append("the contrast model")
+    diag = ("No model was fitted (the first lines say why)." if not fitted
+            else "Every fit passed its diagnostics." if not failed
             else f"Checks not passed at the exploratory settings (not findings): {_list(failed)}."
             if _exploratory(R)
             else f"Failed diagnostics (reported, not findings): {_list(failed)}.")
