@@ -25,8 +25,13 @@ The model is compiled once per process and reused with each new data set
 (``Fitter(..., reuse_compiled=True)``, :func:`selfmodel.fitting.fit.fit`: nutpie
 ``with_data``).
 
+At the pipeline's own sampler settings (``SamplerSettings()``: 4 x 2000 draws after 1000
+tuning, target_accept 0.99), one core per fit; a results file made with other settings is
+not resumed:
+
     .venv/bin/python validation/contrast_study.py --sims 3 --out /tmp/cs      # cost first
-    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 40 --out validation/results
+    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 60 --arms null,misspecified --out validation/results
+    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 20 --arms recovery --out validation/results
 """
 
 from __future__ import annotations
@@ -139,7 +144,8 @@ def one(arm: str, seed: int, settings: SamplerSettings, rule: DecisionRule) -> d
                          "decision": d["decision"],
                          "covered": bool(d["hdi_low"] <= true <= d["hdi_high"]),
                          "credible": credible(d["decision"])})
-    return {"arm": arm, "seed": seed, "cpu_s": time.process_time() - t0,
+    return {"arm": arm, "seed": seed, "settings": asdict(settings),
+            "cpu_s": time.process_time() - t0,
             "passed": section["diagnostics"]["passed"],
             "max_rhat": section["diagnostics"]["max_rhat"],
             "min_ess_bulk": section["diagnostics"]["min_ess_bulk"],
@@ -182,23 +188,37 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def versions() -> dict[str, str]:
+    """Versions of the stack that fitted the runs."""
+    from importlib.metadata import version
+
+    return {p: version(p) for p in ("selfmodel", "pymc", "pytensor", "nutpie", "numpy")}
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the study (resumable: finished ``arm, seed`` pairs in the JSONL are skipped)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sims", type=int, default=3)
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--draws", type=int, default=1000)
-    ap.add_argument("--tune", type=int, default=1000)
-    ap.add_argument("--chains", type=int, default=4)
-    ap.add_argument("--target-accept", type=float, default=0.95)
+    # the pipeline's own sampler settings by default (selfmodel.fitting.fit.SamplerSettings);
+    # one core per fit, as the study runs fits one after the other
+    default = SamplerSettings()
+    ap.add_argument("--draws", type=int, default=default.draws)
+    ap.add_argument("--tune", type=int, default=default.tune)
+    ap.add_argument("--chains", type=int, default=default.chains)
+    ap.add_argument("--target-accept", type=float, default=default.target_accept)
     args = ap.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     lines = args.out / "contrast_study.jsonl"
     runs = [json.loads(x) for x in lines.read_text().splitlines()] if lines.exists() else []
-    done = {(r["arm"], r["seed"]) for r in runs}
     settings = SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains, cores=1,
                                target_accept=args.target_accept)
+    other = [r for r in runs if r.get("settings") != asdict(settings)]
+    if other:
+        raise SystemExit(f"{lines}: {len(other)} runs were made with other sampler settings "
+                         f"than {asdict(settings)}; resume with those, or choose another --out")
+    done = {(r["arm"], r["seed"]) for r in runs}
     rule = DecisionRule()
     for arm in args.arms.split(","):
         for seed in range(args.sims):
@@ -209,7 +229,8 @@ def main(argv: list[str] | None = None) -> None:
             with lines.open("a") as fh:
                 fh.write(json.dumps(run) + "\n")
             print(arm, seed, f"{run['cpu_s']:.1f} CPU-s", run["passed"], flush=True)
-    summary = {"settings": asdict(settings), "rule": rule.as_dict(), "arms": summarise(runs)}
+    summary = {"settings": asdict(settings), "rule": rule.as_dict(), "versions": versions(),
+               "arms": summarise(runs)}
     (args.out / "contrast_study.json").write_text(json.dumps(summary, indent=1) + "\n")
 
 
