@@ -187,17 +187,22 @@ def test_hard_easy_skill_table_where_every_stated_chance_is_at_least_half() -> N
     assert len(all_high) == 5  # gpt-4o twice, the three SciQ cells of the others
 
 
+def _run_study(folder: Path, out: Path, capsys, *extra: str) -> dict:
+    """``selfmodel run FOLDER --mapping FOLDER/study.toml --registry FOLDER/registry.csv``
+    (no power, robustness or report): its results.json, after checking it exited 0."""
+    code = main(["run", str(folder), "--mapping", str(folder / "study.toml"),
+                 "--registry", str(folder / "registry.csv"), "--out", str(out),
+                 "--no-power", "--no-robustness", "--no-report", "--quiet", *extra])
+    assert code == 0, capsys.readouterr().err
+    return json.loads((out / "results.json").read_text())
+
+
 def test_hard_easy_run_with_the_registry(tmp_path: Path, capsys) -> None:
     """`selfmodel run FOLDER --mapping --registry`: two sized models, so nothing is fitted.
 
     The study folder holds the log, its mapping and its registry; only the log is read.
     """
-    out = tmp_path / "out"
-    code = main(["run", str(HARD_EASY), "--mapping", str(HARD_EASY / "study.toml"),
-                 "--registry", str(HARD_EASY / "registry.csv"), "--out", str(out),
-                 "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
-    assert code == 0, capsys.readouterr().err
-    R = json.loads((out / "results.json").read_text())
+    R = _run_study(HARD_EASY, tmp_path / "out", capsys, "--no-contrasts")
     assert (R["data"]["records_read"], R["data"]["records_used"]) == (320, 320)
     hand = _hard_easy_by_hand()
     cells = {(r["model"], r["task"]): r for r in R["by_model_task"]}
@@ -250,11 +255,7 @@ def test_hard_easy_run_answers_its_question_with_decided_contrasts(tmp_path: Pat
     from selfmodel.report.sections.common import Report
 
     out = tmp_path / "out"
-    code = main(["run", str(HARD_EASY), "--mapping", str(HARD_EASY / "study.toml"),
-                 "--registry", str(HARD_EASY / "registry.csv"), "--out", str(out),
-                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
-    assert code == 0, capsys.readouterr().err
-    R = json.loads((out / "results.json").read_text())
+    R = _run_study(HARD_EASY, out, capsys)
     cal = R["calibration_contrasts"]
     assert cal["by"] == ["model", "task"]
     over = _over_contrasts(cal)
@@ -550,11 +551,7 @@ def test_confidence_formats_run_decides_the_model_and_format_contrasts(tmp_path:
     by hand 451 of 600 against 507 of 600, a raw logit difference of -0.588; the model's
     estimate (item effects, partial pooling) is near it and its interval excludes 0."""
     out = tmp_path / "out"
-    code = main(["run", str(FORMATS), "--mapping", str(FORMATS / "study.toml"),
-                 "--registry", str(FORMATS / "registry.csv"), "--out", str(out),
-                 "--no-power", "--no-robustness", "--no-report", "--quiet"])
-    assert code == 0, capsys.readouterr().err
-    R = json.loads((out / "results.json").read_text())
+    R = _run_study(FORMATS, out, capsys)
     hand = _formats_by_hand()
     right = {a: sum(_hand(hand[a, c])["self_prediction_right"] for c in ("2C", "4C", "OP"))
              for a in ("GPT", "Human")}
