@@ -8,11 +8,14 @@ import sys
 from dataclasses import asdict
 from pathlib import Path
 
+import numpy as np
+import polars as pl
 import pytest
 
 from selfmodel.robustness.stage import PIPELINE_CALIBRATION_PACKAGE_DATA, calibration_study
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
+import cells_generator as cg  # noqa: E402
 import pipeline_calibration as pc  # noqa: E402
 
 
@@ -157,8 +160,8 @@ def test_dprime_and_criterion_arms_share_one_fit_per_data_set(tmp_path, monkeypa
     assert s["duplicates"] == 0
 
 
-@pytest.mark.ci  # real fits
-def test_one_sdt_fit_gives_each_arm_what_its_own_fit_would():
+def test_one_sdt_fit_gives_each_arm_what_its_own_fit_would(fake_nutpie):
+    """Bookkeeping of a shared fit (prior draws stand in for the posterior: no compile)."""
     quick = pc.QUICK
     both = pc.fit_records(["default:dprime", "default:criterion"], 0, quick, 16_000)
     alone = pc.one("default:criterion", 0, quick, 16_000)
@@ -183,3 +186,76 @@ def test_shipped_summary_is_read_by_the_pipeline_and_says_whether_it_is_complete
     assert set(shipped["arms"]) == set(pc.ALL_ARMS)
     assert shipped["complete"] is all(a["n"] >= pc.TARGET_SIMS for a in shipped["arms"].values())
     assert all(a["complete"] is (a["n"] >= pc.TARGET_SIMS) for a in shipped["arms"].values())
+
+
+# --- the arms beyond the model-form nulls (issue 28.6): independent generators ---------------
+
+
+def _ols_slope(data, effect):
+    """Per data set, the OLS slope over cells of the decided quantity's empirical value on x."""
+    from scipy.stats import norm
+
+    if effect == "accuracy":
+        p = ((data["k"] + 0.5) / (data["n"] + 1)).to_numpy()
+        y = np.log(p / (1 - p))
+    else:
+        h = ((data["hits"] + 0.5) / (data["n_signal"] + 1)).to_numpy()
+        f = ((data["false_alarms"] + 0.5) / (data["n_noise"] + 1)).to_numpy()
+        y = norm.ppf(h) - norm.ppf(f) if effect == "dprime" else -(norm.ppf(h) + norm.ppf(f)) / 2
+    return float(np.polyfit(data["x"].to_numpy(), y, 1)[0])
+
+
+@pytest.mark.parametrize("effect", ["accuracy", "dprime", "criterion"])
+def test_heavy_tailed_generator_has_the_slope_it_is_given(effect):
+    """Averaged over data sets, the empirical slope is the truth (0.4), and 0 at truth 0."""
+    d = pc.default_design()
+    for truth in (0.0, 0.4):
+        slopes = [_ols_slope(cg.heavy_tailed(d.models, d.cells, effect, truth, s), effect) for s in range(60)]
+        assert abs(np.mean(slopes) - truth) < 4 * np.std(slopes) / np.sqrt(60) + 0.03, (truth, np.mean(slopes))
+
+
+@pytest.mark.parametrize("effect", ["accuracy", "dprime", "criterion"])
+def test_clustered_generator_is_null_and_overdispersed(effect):
+    """No slope on average, and a cell's count varies more than binomially (the misspecification)."""
+    d = pc.default_design()
+    frames = [cg.clustered(d.models, d.cells, effect, s) for s in range(60)]
+    slopes = [_ols_slope(f, effect) for f in frames]
+    assert abs(np.mean(slopes)) < 4 * np.std(slopes) / np.sqrt(60) + 0.02
+    if effect == "accuracy":
+        # one cell across data sets: variance of k against a binomial at its mean
+        k = np.array([f.filter((pl.col("model") == "f0s0") & (pl.col("task") == "t0"))["k"][0] for f in frames])
+        p = k.mean() / 300
+        assert k.var() > 2 * 300 * p * (1 - p)
+    assert set(frames[0]["task"]) == {"t0", "t1", "t2"} and frames[0].height == len(d.cells)
+
+
+def test_variant_arms_parse_and_carry_their_truth():
+    assert pc.parse_arm("default:dprime:slope0.4") == ("default", "dprime", "slope0.4")
+    assert pc.truth_of("default:dprime:slope0.4") == 0.4
+    assert pc.truth_of("default:accuracy:clustered") == 0.0 and pc.truth_of("seb:accuracy") == 0.0
+    assert pc.target_n("default:accuracy:slope0.15") == pc.TARGET_SIMS_NONNULL
+    assert pc.target_n("default:accuracy:clustered") == pc.TARGET_SIMS
+    # coverage is of the arm's truth, and at a known slope 'improves' is power, not a false rate
+    rec = lambda lo, hi, dec: {"diagnostics_passed": True, "per_task": {}, "versions": {"pymc": "x"},  # noqa: E731
+                               "overall": pc._record({"decision": dec, "hdi_low": lo, "hdi_high": hi,
+                                                      "mean": 0.4}, True, 0.4)}
+    s = pc.summarise([rec(0.1, 0.6, "improves")] * 9 + [rec(0.45, 0.9, "improves")], "default:accuracy:slope0.4")
+    o = s["overall"]
+    assert o["hdi94_coverage"] == pytest.approx(0.9) and o["improves_rate"] == 1.0
+    assert o["false_improves"] is None and s["truth"] == 0.4 and s["versions"] == [{"pymc": "x"}]
+    assert "heavy_tailed" in s["generator"]
+
+
+def test_variant_arms_group_by_variant(tmp_path, monkeypatch):
+    """A variant's d' and criterion share a fit; they never share one with the null arms."""
+    calls = []
+
+    def fake_fit(arms, i, settings, seed0, reuse_compiled=True):
+        calls.append(tuple(arms))
+        return {arm: _rec(arm, seed0 + i) for arm in arms}
+
+    monkeypatch.setattr(pc, "fit_records", fake_fit)
+    pc.run(["default:dprime", "default:dprime:clustered", "default:criterion:clustered"], 1,
+           pc.SamplerSettings(), tmp_path)
+    assert calls == [("default:dprime",), ("default:dprime:clustered", "default:criterion:clustered")]
+    assert (tmp_path / "default-dprime-clustered.jsonl").is_file()

@@ -27,6 +27,23 @@ the coverage of the 94% HDI (the rule's interval); the rate of diagnostics failu
 Targets (issue 16): false ``improves`` at most 5%; 94% HDI coverage between 91% and 97%;
 at least 200 data sets per null arm, so a 5% rate is known to about +-3 points.
 
+Arms from an independent generator (issue 28.6; ``validation/cells_generator.py``, which shares
+no code and no distributional assumption with the models or with :func:`simulate`), on the
+default design, named ``default:<effect>:<variant>``:
+
+``clustered``
+    the misspecified null: records in clusters of 3-5 items with a shared difficulty, a
+    model x task x cluster shift (overdispersed cells), beta item difficulties and, for d'
+    and criterion, a logistic (not normal) evidence readout; nothing depends on size, so the
+    true slope is 0. Target 200 data sets, the same targets as the nulls.
+``slope0.15``, ``slope0.4``
+    a known slope (per 10x parameters) in every task, with Student-t family effects, skewed
+    model effects and Laplace cell effects: the 94% HDI's coverage of the truth (target
+    :data:`TARGET_SIMS_NONNULL` = 100 data sets, coverage within 91-97%) and the rate of
+    ``improves`` there (the rule's power at that slope, not a false rate).
+
+Every record carries the versions of the stack that fitted it.
+
 Cost, and compiling once per design
 -----------------------------------
 Each data set is one pipeline fit. Within a process the model is compiled once per design and
@@ -79,6 +96,17 @@ a 2-core machine; split it with ``--start``/``--arms`` over machines)::
     .venv/bin/python validation/pipeline_calibration.py --sims 200 --out /tmp/pc-new
     .venv/bin/python validation/pipeline_calibration.py --ship /tmp/pc-new
 
+The independent-generator arms were run into the same folder (each arm its own file; the
+d' and criterion arms of a variant share their fits)::
+
+    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy:clustered --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy:slope0.15 default:accuracy:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:clustered default:criterion:clustered --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:slope0.4 default:criterion:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:slope0.15 default:criterion:slope0.15 --sims 100
+
+(the SDT arms are several CPU-hours each; the shipped summary says how far each got).
+
 Usage::
 
     .venv/bin/python validation/pipeline_calibration.py --sims 200                 # full study (resumes)
@@ -111,6 +139,12 @@ from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
 
 DESIGNS = ("default", "seb")
 EFFECTS = ("accuracy", "dprime", "criterion")
+#: The arms beyond the model-form nulls (issue 28.6), on the default design: ``clustered`` is
+#: the misspecified null of :func:`cells_generator.clustered` (clusters of 3-5 items,
+#: overdispersed cells); ``slope<b>`` the non-null truth ``b`` of
+#: :func:`cells_generator.heavy_tailed` (coverage at a known slope, and how often the rule
+#: declares ``improves``: its power there, not a false rate).
+VARIANTS = ("clustered", "slope0.15", "slope0.4")
 #: Posterior variable and per-task variable decided for each effect, and the model fitted.
 EFFECT_VARS = {
     "accuracy": ("scale", "beta", "slope_task"),
@@ -209,6 +243,31 @@ def simulate(d: Design, effect: str, seed: int) -> pl.DataFrame:
     return pl.DataFrame(rows)
 
 
+def parse_arm(arm: str) -> tuple[str, str, str | None]:
+    """``design:effect[:variant]`` as ``(design, effect, variant or None)``."""
+    design_name, effect, *rest = arm.split(":")
+    return design_name, effect, (rest[0] if rest else None)
+
+
+def truth_of(arm: str) -> float:
+    """The true slope of the decided effect in an arm (0 but for ``slope<b>`` variants)."""
+    variant = parse_arm(arm)[2]
+    return float(variant.removeprefix("slope")) if variant and variant.startswith("slope") else 0.0
+
+
+def simulate_arm(arm: str, seed: int) -> pl.DataFrame:
+    """One data set of ``arm``: the model-form null, or an independent generator's variant."""
+    design_name, effect, variant = parse_arm(arm)
+    d = design(design_name)
+    if variant is None:
+        return simulate(d, effect, seed)
+    from cells_generator import clustered, heavy_tailed
+
+    if variant == "clustered":
+        return clustered(d.models, d.cells, effect, seed)
+    return heavy_tailed(d.models, d.cells, effect, truth_of(arm), seed)
+
+
 def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
         reuse_compiled: bool = True) -> dict[str, Any]:
     """Fit data set ``i`` of ``arm`` as the pipeline would and record its decisions."""
@@ -227,47 +286,54 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
     model was reused and the fit's seconds (shared by the arms of one fit, and flagged
     ``shared_fit``), so files from several machines can be merged (:func:`merge_records`).
     """
+    from selfmodel import models as model_registry
     from selfmodel.decisions.effects import rope_for, x_by_model
     from selfmodel.decisions.hypotheses import decide
-    from selfmodel.fitting.fit import fit
+    from selfmodel.fitting.fit import fit, for_model, package_versions
 
-    design_name = arms[0].split(":")[0]
-    effects = [a.split(":")[1] for a in arms]
+    parsed = [parse_arm(a) for a in arms]
+    design_name, variant = parsed[0][0], parsed[0][2]
+    effects = [e for _, e, _ in parsed]
     models = {EFFECT_VARS[e][0] for e in effects}
-    if {a.split(":")[0] for a in arms} != {design_name} or len(models) != 1:
-        raise ValueError(f"arms {list(arms)} do not share one design and model")
+    if {(d, v) for d, _, v in parsed} != {(design_name, variant)} or len(models) != 1:
+        raise ValueError(f"arms {list(arms)} do not share one design, variant and model")
     model = models.pop()
-    data = simulate(design(design_name), effects[0], seed0 + i)
+    data = simulate_arm(arms[0], seed0 + i)
     # one compiled model per design and model (the shape is fixed; only the counts change)
     t0 = time.perf_counter()
     f = fit(model, data, seed=seed0 + i, settings=settings, reuse_compiled=reuse_compiled)
     seconds = time.perf_counter() - t0
     rule, _ = rope_for(DecisionRule(), "params", x_by_model(data))
+    versions = package_versions()
+    # what the model sampled with: the run's settings adapted by its SPEC.sampling, as in the pipeline
+    model_sampler = asdict(for_model(settings, model_registry.get(model).SPEC.sampling))
     passed = bool(f.diagnostics.get("passed"))
     post = f.idata["posterior"]
     n_models = data["model"].n_unique()
     records = {}
     for arm, effect in zip(arms, effects, strict=True):
         _, overall, per_task = EFFECT_VARS[effect]
+        truth = truth_of(arm)
         out: dict[str, Any] = {"arm": arm, "design": design_name, "effect": effect, "i": i,
-                               "seed": seed0 + i, "diagnostics_passed": passed,
+                               "seed": seed0 + i, "truth": truth, "diagnostics_passed": passed,
                                "sampler": asdict(settings), "reuse_compiled": reuse_compiled,
-                               "seconds": round(seconds, 2)}
+                               "seconds": round(seconds, 2), "versions": versions,
+                               "model_sampler": model_sampler}
         if len(arms) > 1:
             out["shared_fit"] = sorted(arms)
         res = decide(post[overall].values, rule, n_models=n_models)
-        out["overall"] = _record(res, passed)
+        out["overall"] = _record(res, passed, truth)
         out["per_task"] = {}
         for t in [str(v) for v in post[per_task].coords["task"].values]:
             n_t = data.filter(pl.col("task") == t)["model"].n_unique()
             r = decide(post[per_task].sel(task=t).values, rule, n_models=n_t)
-            out["per_task"][t] = _record(r, passed)
+            out["per_task"][t] = _record(r, passed, truth)
         records[arm] = out
     return records
 
 
-def _record(res: dict[str, Any], passed: bool) -> dict[str, Any]:
-    covered = res["hdi_low"] is not None and res["hdi_low"] <= 0.0 <= res["hdi_high"]
+def _record(res: dict[str, Any], passed: bool, truth: float = 0.0) -> dict[str, Any]:
+    covered = res["hdi_low"] is not None and res["hdi_low"] <= truth <= res["hdi_high"]
     return {"decision": res["decision"], "reported_decision": res["decision"] if passed else
             "not_a_finding", "hdi_covers_truth": bool(covered), "mean": res["mean"]}
 
@@ -290,15 +356,38 @@ MAX_FALSE_IMPROVES = 0.05
 COVERAGE_RANGE = (0.91, 0.97)
 
 
-def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+#: Data sets per non-null arm: coverage only (a 94% coverage known to about +-5 points).
+TARGET_SIMS_NONNULL = 100
+
+
+def target_n(arm: str) -> int:
+    """The data sets an arm asks for: :data:`TARGET_SIMS` under a null, fewer at a known slope."""
+    return TARGET_SIMS if truth_of(arm) == 0.0 else TARGET_SIMS_NONNULL
+
+
+def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict[str, Any]:
     """Rates with intervals for one arm.
 
     ``n`` is the number of data sets; ``complete`` says whether it reached
-    :data:`TARGET_SIMS`; every rate has its exact 95% interval and ``*_pm`` its half-width
-    (the +- a partial study can claim).
+    :func:`target_n`; every rate has its exact 95% interval and ``*_pm`` its half-width
+    (the +- a partial study can claim). Under a null (``truth`` 0) the rate of ``improves``
+    is a false rate (``false_improves``); at a known positive slope it is the rule's power
+    there (``improves_rate``; ``false_improves`` is None) and only coverage has a target.
     """
     n = len(records)
-    out: dict[str, Any] = {"n": n, "target_n": TARGET_SIMS, "complete": n >= TARGET_SIMS,
+    truth = truth_of(arm) if arm else 0.0
+    want = target_n(arm) if arm else TARGET_SIMS
+    versions = sorted({json.dumps(r["versions"], sort_keys=True) for r in records if r.get("versions")})
+    sampled = sorted({json.dumps(r["model_sampler"], sort_keys=True) for r in records if r.get("model_sampler")})
+    out: dict[str, Any] = {"n": n, "target_n": want, "complete": n >= want, "truth": truth,
+                           "generator": _generator(arm),
+                           "versions": [json.loads(v) for v in versions],
+                           "records_without_versions": sum(not r.get("versions") for r in records),
+                           # the settings the model sampled with (its SPEC.sampling applied);
+                           # records made before this was recorded sampled with ``settings``
+                           # unless their model had a SPEC.sampling by then
+                           "model_sampler": [json.loads(m) for m in sampled],
+                           "records_without_model_sampler": sum(not r.get("model_sampler") for r in records),
                            "diagnostics_failed": sum(not r["diagnostics_passed"] for r in records)}
     secs = [r["seconds"] for r in records if r.get("seconds") is not None]
     out["median_seconds_per_fit"] = float(np.median(secs)) if secs else None
@@ -310,18 +399,31 @@ def summarise(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         k_cov = sum(r["hdi_covers_truth"] for r in recs)
         imp_ci = clopper_pearson(k_imp, len(recs)) if recs else None
         cov_ci = clopper_pearson(k_cov, len(recs)) if recs else None
+        imp = "false_improves" if truth == 0.0 else "improves_rate"
         out[key] = {
             "n": len(recs),
-            "false_improves": k_imp / len(recs) if recs else None,
-            "false_improves_ci": imp_ci,
-            "false_improves_pm": (imp_ci[1] - imp_ci[0]) / 2 if imp_ci else None,
+            imp: k_imp / len(recs) if recs else None,
+            f"{imp}_ci": imp_ci,
+            f"{imp}_pm": (imp_ci[1] - imp_ci[0]) / 2 if imp_ci else None,
             "hdi94_coverage": k_cov / len(recs) if recs else None,
             "hdi94_coverage_ci": cov_ci,
             "hdi94_coverage_pm": (cov_ci[1] - cov_ci[0]) / 2 if cov_ci else None,
-            "meets_targets": bool(recs) and k_imp / len(recs) <= MAX_FALSE_IMPROVES
+            "meets_targets": bool(recs) and (truth != 0.0 or k_imp / len(recs) <= MAX_FALSE_IMPROVES)
             and COVERAGE_RANGE[0] <= k_cov / len(recs) <= COVERAGE_RANGE[1],
         }
+        if truth != 0.0:
+            out[key]["false_improves"] = None
     return out
+
+
+def _generator(arm: str | None) -> str:
+    """Which generator made an arm's data."""
+    variant = parse_arm(arm)[2] if arm else None
+    if variant is None:
+        return "model-form null (this file's simulate)"
+    if variant == "clustered":
+        return "cells_generator.clustered: null, clusters of 3-5 items, overdispersed cells"
+    return f"cells_generator.heavy_tailed: slope {truth_of(arm):g}, heavy-tailed and skewed effects"
 
 
 def arm_file(out: Path, arm: str) -> Path:
@@ -397,10 +499,10 @@ def study_summary(records: Sequence[dict[str, Any]], settings: SamplerSettings |
     names = list(arms or ALL_ARMS) + sorted(set(m["records"]) - set(arms or ALL_ARMS))
     return {"settings": asdict(settings), "target_n": TARGET_SIMS,
             "targets": targets_summary(),
-            "complete": all(len(m["records"].get(a, [])) >= TARGET_SIMS for a in names),
+            "complete": all(len(m["records"].get(a, [])) >= target_n(a) for a in names),
             "duplicates": m["duplicates"], "conflicts": m["conflicts"],
             "records_at_other_settings": m["other_settings"],
-            "arms": {a: summarise(m["records"].get(a, [])) for a in names}}
+            "arms": {a: summarise(m["records"].get(a, []), a) for a in names}}
 
 
 def _append(handles: dict[str, Any], done: dict[str, set[int]],
@@ -425,8 +527,8 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
     # arms decided by one fit (a design's d' and criterion) are fitted together, once
     groups: dict[tuple[str, str], list[str]] = {}
     for arm in arms:
-        d, e = arm.split(":")
-        groups.setdefault((d, EFFECT_VARS[e][0]), []).append(arm)
+        d, e, v = parse_arm(arm)
+        groups.setdefault((d, EFFECT_VARS[e][0], v or ""), []).append(arm)
     for group in groups.values():
         done = {arm: ({int(r["seed"]) for r in read_records([arm_file(out, arm)])}
                       if arm_file(out, arm).is_file() else set()) for arm in group}
@@ -451,7 +553,8 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
     return summary
 
 
-ALL_ARMS = tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
+ALL_ARMS = (tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
+            + tuple(f"default:{e}:{v}" for v in VARIANTS for e in EFFECTS))
 #: Where ``--ship`` writes the merged summary the pipeline reads (``results.json``
 #: ``calibration_study.pipeline``; :func:`selfmodel.robustness.stage.calibration_study`).
 SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"
@@ -498,8 +601,9 @@ def main(argv: list[str] | None = None) -> int:
     for arm, r in s["arms"].items():
         o = r["overall"]
         if r["n"]:
-            print(f"{arm}: n={r['n']} false improves {o['false_improves']:.3f} "
-                  f"(+-{o['false_improves_pm']:.3f}) 94% HDI coverage {o['hdi94_coverage']:.3f} "
+            imp = "false_improves" if r["truth"] == 0.0 else "improves_rate"
+            print(f"{arm}: n={r['n']} {imp.replace('_', ' ')} {o[imp]:.3f} "
+                  f"(+-{o[imp + '_pm']:.3f}) 94% HDI coverage {o['hdi94_coverage']:.3f} "
                   f"diagnostics failed {r['diagnostics_failed']} "
                   f"median {r['median_seconds_per_fit']:.1f} s per fit")
         else:
