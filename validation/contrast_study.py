@@ -52,6 +52,8 @@ from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import SamplerSettings
 from selfmodel.fitting.fitter import Fitter
 
+ROOT = Path(__file__).resolve().parents[1]
+
 MODELS = ("gpt-4o", "gpt-5")
 CONDITIONS = ("after_solving", "before_solving", "no_reasoning")
 
@@ -195,12 +197,34 @@ def versions() -> dict[str, str]:
     return {p: version(p) for p in ("selfmodel", "pymc", "pytensor", "nutpie", "numpy")}
 
 
+#: Where ``--ship`` writes the summary (``selfmodel.analyses.contrasts.calibration`` reads it).
+SHIPPED = ROOT / "analysis" / "data" / "contrast_calibration.json"
+
+
+def ship(source: Path, target: Path = SHIPPED) -> dict[str, Any]:
+    """The summary with the command that made it and its records' SHA-256, as package data."""
+    import hashlib
+
+    summary = json.loads(source.read_text())
+    lines = source.with_suffix(".jsonl")
+    shown = (source.resolve().relative_to(ROOT).as_posix() if source.resolve().is_relative_to(ROOT)
+             else str(source))
+    summary["command"] = f".venv/bin/python validation/contrast_study.py --ship {shown}"
+    summary["source"] = shown.replace(".json", ".jsonl")
+    summary["source_sha256"] = hashlib.sha256(lines.read_bytes()).hexdigest() if lines.is_file() else None
+    target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+    return summary
+
+
 def main(argv: list[str] | None = None) -> None:
     """Run the study (resumable: finished ``arm, seed`` pairs in the JSONL are skipped)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sims", type=int, default=3)
     ap.add_argument("--arms", default=",".join(ARMS))
-    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--out", type=Path, required=False)
+    ap.add_argument("--ship", type=Path, metavar="SUMMARY",
+                    help="copy this summary (contrast_study.json) to the package data the pipeline "
+                    "reads (analysis/data/contrast_calibration.json) and stop")
     # the pipeline's own sampler settings by default (selfmodel.fitting.fit.SamplerSettings);
     # one core per fit, as the study runs fits one after the other
     default = SamplerSettings()
@@ -209,6 +233,11 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--chains", type=int, default=default.chains)
     ap.add_argument("--target-accept", type=float, default=default.target_accept)
     args = ap.parse_args(argv)
+    if args.ship:
+        ship(args.ship)
+        return
+    if args.out is None:
+        ap.error("--out is required (or --ship)")
     args.out.mkdir(parents=True, exist_ok=True)
     lines = args.out / "contrast_study.jsonl"
     runs = [json.loads(x) for x in lines.read_text().splitlines()] if lines.exists() else []

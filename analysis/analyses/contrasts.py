@@ -16,11 +16,14 @@ A factor with one level has no contrast and is listed as such.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
+from selfmodel.common.paths import PACKAGE_DATA
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitter import Fitter
@@ -106,6 +109,7 @@ def contrast_section(
         "levels": found,
         "no_condition_label": NO_CONDITION,
         "n_rows": table.height,
+        "calibration": calibration(),
     }
     reason = unfit_reason(found)
     if reason is not None:
@@ -120,7 +124,23 @@ def contrast_section(
 def not_fitted_section(reason: str) -> dict[str, Any]:
     """The ``contrasts`` section of a run that did not fit the model, ``reason`` saying why."""
     return {"fit_model": contrast_model.NAME, "why_fitted": None, "diagnostics": None,
-            "contrasts": {}, "reason": reason}
+            "contrasts": {}, "reason": reason, "calibration": calibration()}
+
+
+#: The contrast study's summary (``validation/contrast_study.py --ship`` writes it).
+CALIBRATION_DATA: Final = PACKAGE_DATA / "contrast_calibration.json"
+
+
+def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped calibration study of the contrast decisions (independent generator), or why not.
+
+    Measured on ``validation/contrast_study.py`` data, not on the user's data: recovery
+    (coverage), null and misspecified arms; ``available`` is false without the file.
+    """
+    if not path.is_file():
+        return {"available": False, "reason": f"no calibration study shipped ({path.name})"}
+    study: dict[str, Any] = json.loads(path.read_text())
+    return {"available": True, **study}
 
 
 def unfit_reason(found: Mapping[str, list[str]]) -> str | None:
