@@ -12,12 +12,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from selfmodel.analyses.contrasts import calibration as contrast_calibration
+from selfmodel.analyses.privileged import calibration as privileged_calibration
+from selfmodel.analyses.training import null_calibration
 from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
+from selfmodel.decisions.calibration_map import Studies, calibration_map
 from selfmodel.decisions.status import status_lines
 from selfmodel.decisions.verdict import findings
 from selfmodel.pipeline.state import RunState
 from selfmodel.records.contract import RESULTS_SCHEMA_VERSION
+from selfmodel.robustness.stage import calibration_study
 
 #: The ingest summary keys copied into ``results["data"]`` (in this order).
 DATA_KEYS = (
@@ -72,6 +77,7 @@ RESULT_KEYS = (
     "sdt_crosscheck",
     "contrasts",
     "calibration_contrasts",
+    "calibration_map",
     "verdict",
     "status",
 )
@@ -82,6 +88,12 @@ def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: ingest_summary.get(k) for k in DATA_KEYS}
     out["registry"] = ingest_summary.get("registry_report")
     return out
+
+
+def shipped_studies() -> Studies:
+    """The calibration studies shipped as package data (each loader says when one is absent)."""
+    return Studies(pipeline=(calibration_study() or {}).get("pipeline"), training_null=null_calibration(),
+                   privileged=privileged_calibration(), contrasts=contrast_calibration())
 
 
 def build_results(state: RunState) -> dict[str, Any]:
@@ -125,6 +137,8 @@ def build_results(state: RunState) -> dict[str, Any]:
             "calibration_contrasts": state.calibration_contrasts_section,
         }
     )
+    # which kinds of decision above have a calibration study, and of which checks
+    out["calibration_map"] = rounded(calibration_map(out, shipped_studies()))
     # the first screen's sentences, chosen from the numbers above (analysis/decisions/verdict.py)
     out["verdict"] = {"findings": findings(out)}
     # the lines the run leads with (low yield, exploratory settings, nothing fitted ...)

@@ -20,7 +20,7 @@ from selfmodel.report.sections.common import (
     panels,
 )
 
-__all__ = ["appendix", "arms_table", "intro", "pipeline", "rank_figure", "rate", "study"]
+__all__ = ["appendix", "arms_table", "decisions_map", "intro", "pipeline", "rank_figure", "rate", "study"]
 
 #: the versions compared between the study and this run
 VERSION_KEYS = ("python", "pymc", "pytensor", "nutpie", "arviz", "selfmodel")
@@ -97,9 +97,9 @@ class _Targets:
         """
         def _ci(key: str) -> str:
             return f" [{100 * o[key + '_ci'][0]:.0f}, {100 * o[key + '_ci'][1]:.0f}]" if ci else ""
-        fi, cov = o["false_improves"], o["hdi94_coverage"]
+        fi, cov = o.get("false_improves"), o["hdi94_coverage"]
         return ([f"false `improves` {100 * fi:.1f}%{_ci('false_improves')} > {100 * self.fi_max:g}%"]
-                if fi > self.fi_max else []) + (
+                if fi is not None and fi > self.fi_max else []) + (
             [f"coverage {100 * cov:.1f}%{_ci('hdi94_coverage')} outside {100 * self.lo:g}-{100 * self.hi:g}%"]
             if not self.lo <= cov <= self.hi else [])
 
@@ -108,11 +108,13 @@ class _Targets:
         o = a["overall"]
         missed = self.missed(o, ci=True)
         lo, hi = o["hdi94_coverage_ci"]
+        null = o.get("false_improves") is not None
+        met = (f"meets both (false `improves` {100 * o['false_improves']:.1f}%, " if null else
+               f"meets its coverage target at the true slope {a.get('truth', 0):g} (")
         text = (f"- {code(arm)}: misses " + " and ".join(missed) if missed else
-                f"- {code(arm)}: meets both (false `improves` {100 * o['false_improves']:.1f}%, "
-                f"coverage {100 * o['hdi94_coverage']:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}])")
+                f"- {code(arm)}: {met}coverage {100 * o['hdi94_coverage']:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}])")
         tasks = {k: v for k, v in a.items() if isinstance(v, dict) and k != "overall"
-                 and v.get("false_improves") is not None}
+                 and v.get("hdi94_coverage") is not None}
         task_missed = [f"{code(k)} misses {' and '.join(self.missed(v, ci=True))}"
                        for k, v in sorted(tasks.items()) if self.missed(v)]
         if task_missed:
@@ -130,7 +132,7 @@ def _arm_verdicts(arms: dict[str, Any], targets: _Targets, n_t: int) -> str:
     """
     items, crossing, met = [], 0, 0
     for arm, a in sorted(arms.items()):
-        if not a["complete"] or (a.get("overall") or {}).get("false_improves") is None:
+        if not a["complete"] or (a.get("overall") or {}).get("hdi94_coverage") is None:
             continue
         text, ok, crosses = targets.arm_line(arm, a)
         items.append(text)
@@ -156,11 +158,18 @@ def pipeline(rep: Report) -> str:
     rows = []
     for arm, a in sorted(PC["arms"].items()):
         o = a.get("overall") or {}
-        rows.append([code(arm), f"{a['n']} of {a['target_n']}" + ("" if a["complete"] else " (partial)"),
-                     _pm(o, "false_improves"), _pm(o, "hdi94_coverage"),
+        truth = a.get("truth", 0.0)
+        rows.append([code(arm), f"{truth:g}", f"{a['n']} of {a['target_n']}" + ("" if a["complete"] else " (partial)"),
+                     _pm(o, "false_improves") if not truth else "",
+                     _pm(o, "improves_rate") + " (power)" if truth else "", _pm(o, "hdi94_coverage"),
                      a["diagnostics_failed"] if a["n"] else "n/a", num(a.get("median_seconds_per_fit"), ".1f")])
-    out(md_table(["arm", "data sets", "false 'improves'", "94% HDI coverage", "failed diagnostics", "s per fit"],
-                 rows, ["---", "---:", "---:", "---:", "---:", "---:"]))
+    out(md_table(["arm", "true slope", "data sets", "false 'improves'", "'improves' at the truth",
+                  "94% HDI coverage", "failed diagnostics", "s per fit"],
+                 rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
+    gens = sorted({a["generator"] for a in PC["arms"].values() if a.get("generator")})
+    if gens:
+        out("\nGenerators: " + "; ".join(esc(g) for g in gens) + " (each arm's `generator` in `results.json`).")
+    out(_versions_line(rep, PC))
     n_done = sum(a["n"] for a in PC["arms"].values())
     TG = PC.get("targets") or {}  # a summary shipped before the targets were part of it
     fi_max = TG.get("max_false_improves")
@@ -184,6 +193,72 @@ def pipeline(rep: Report) -> str:
     return str(out)
 
 
+def _check_cell(arms: list[dict[str, Any]]) -> str:
+    """The arms of one check: name, data sets of the target, rate with its interval, settings."""
+    if not arms:
+        return "**none**"
+    parts = []
+    for a in arms:
+        n = f"{a['n']}" + (f" of {a['target_n']}" if a.get("target_n") else "")
+        r = "" if a["rate"] is None else f" {100 * a['rate']:.1f}%"
+        if a.get("ci95"):
+            r += f" [{100 * a['ci95'][0]:.0f}, {100 * a['ci95'][1]:.0f}]"
+        flag = " (other sampler settings)" if a["at_pipeline_settings"] is False else ""
+        flag += "" if a["complete"] else " (partial)"
+        parts.append(f"{code(a['arm'])}: {n} data sets,{r} {esc(a['measure'])}{flag}")
+    return "; ".join(parts)
+
+
+def decisions_map(rep: Report) -> str:
+    """Which kinds of decision have which calibration checks (``results.json`` ``calibration_map``)."""
+    CM = rep.results.get("calibration_map")
+    if not CM:
+        return "This run's results carry no calibration map."
+    rows = []
+    for k in CM:
+        by = {c: [a for a in k["arms"] if a["check"] == c and a["n"]] for c in ("null", "coverage", "misspecified")}
+        rows.append([esc(k["decision"]), "yes" if k["in_this_run"] else "no", _check_cell(by["null"]),
+                     _check_cell(by["coverage"]), _check_cell(by["misspecified"]), k["status"]])
+    out = Out()
+    out(md_table(["decision", "in this run", "null: false positives", "coverage at known truths",
+                  "misspecified", "status"], rows, ["---", "---", "---", "---", "---", "---"]))
+    none = [k["decision"] for k in CM if k["status"] == "none"]
+    partial = [f"{k['decision']} (no {', no '.join(k['missing'])} arm)" if k["missing"] else
+               f"{k['decision']} ({'; '.join(k['notes'])})" for k in CM if k["status"] == "partial"]
+    done = [k["decision"] for k in CM if k["status"] == "calibrated"]
+    out("\n" + (f"**No calibration** for: {esc('; '.join(none))}. Their decision words rest on the rule alone, "
+                 "untested on data with known truth." if none else "Every kind of decision has a calibration study."))
+    if partial:
+        out(f" Partly calibrated: {esc('; '.join(partial))}.")
+    if done:
+        out(f" Calibrated by a null, a coverage and a misspecified arm, each run to its target: {esc('; '.join(done))}.")
+    return str(out)
+
+
+def _versions_line(rep: Report, PC: dict[str, Any]) -> str:
+    """The stacks that fitted the study's records, against this run's, and the records without versions."""
+    run_v = (rep.results.get("fit") or {}).get("versions") or {}
+    stacks = {_stack_key(v) for a in PC["arms"].values() for v in a.get("versions") or []}
+    bare = sum(a.get("records_without_versions", 0) for a in PC["arms"].values())
+    parts = []
+    for key in sorted(stacks):
+        v = dict(key)
+        differ = [k for k in VERSION_KEYS if v.get(k) and run_v.get(k) and v[k] != run_v[k]]
+        shown = ", ".join(f"{k} {esc(v[k])}" for k in VERSION_KEYS if v.get(k))
+        parts.append(shown + (f" (this run: {', '.join(f'{k} {esc(run_v[k])}' for k in differ)})" if differ
+                              else (" (as this run)" if run_v else "")))
+    text = "\nStack of the fits that recorded it: " + "; ".join(parts) + "." if parts else ""
+    if bare:
+        text += (f" {bare} records were made before each fit recorded its versions (the study then ran on "
+                 "the locked stack of its date).")
+    return text
+
+
+def _stack_key(v: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """A hashable form of a versions dict (only the keys the report compares)."""
+    return tuple(sorted((k, str(v[k])) for k in VERSION_KEYS if k in v))
+
+
 #: the model whose decision an arm of the pipeline study calibrates (arm ``design:effect``)
 ARM_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt"}
 
@@ -193,9 +268,18 @@ def other_settings(rep: Report, PC: dict[str, Any]) -> str:
     own = (rep.results.get("settings") or {}).get("sampler_by_model") or {}
     study_sm = PC.get("settings") or {}
     parts = []
+    keys = ("draws", "tune", "target_accept")
+
+    def sampled_as_this_run(a: dict[str, Any], sm: dict[str, Any]) -> bool:
+        # an arm whose every record states what its model sampled with (model_sampler)
+        recorded = a.get("model_sampler") or []
+        return (bool(recorded) and not a.get("records_without_model_sampler")
+                and all(all(m.get(k) == sm.get(k) for k in keys) for m in recorded))
+
     for model, sm in sorted(own.items()):
-        arms = sorted(a for a in PC["arms"] if ARM_MODEL.get(a.split(":")[-1]) == model)
-        if arms and any(sm.get(k) != study_sm.get(k) for k in ("draws", "tune", "target_accept")):
+        arms = sorted(name for name, a in PC["arms"].items() if ARM_MODEL.get(name.split(":")[1]) == model
+                      and a.get("n") and not sampled_as_this_run(a, sm))
+        if arms and any(sm.get(k) != study_sm.get(k) for k in keys):
             parts.append(f" The arms {', '.join(code(a) for a in arms)} ran at {study_sm.get('draws')} draws, "
                          f"{study_sm.get('tune')} tuning, target_accept {study_sm.get('target_accept')}; this run "
                          f"samples `{esc(model)}` at {sm['draws']} draws, {sm['tune']} tuning, target_accept "

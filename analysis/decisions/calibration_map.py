@@ -1,0 +1,248 @@
+"""Which of the report's decisions have a calibration study, and of what kind (issue 28.6).
+
+A decision word in the report ("improves", "credibly positive", "worsens" ...) is only as good
+as the rule behind it on data with known truth. Four shipped studies measure that, each for
+some decisions: the pipeline-settings study of the scale slopes
+(``validation/pipeline_calibration.py``, ``results.json`` ``calibration_study.pipeline``),
+the training null study (``validation/training_null.py``, ``training_effect.null_calibration``),
+the privileged-access study (``validation/privileged_access.py``,
+``training_effect.privileged_access.calibration``) and the contrast study
+(``validation/contrast_study.py``, ``contrasts.calibration``).
+
+:func:`calibration_map` is a pure function of the results dictionary and of those four
+studies' summaries (:func:`Studies`; the pipeline passes the shipped ones, so a kind of
+decision this run did not make still shows its calibration): for every kind of
+decision the report can print, whether this run printed it, and which of the three checks
+its calibration has (``null``: how often the rule declares an effect that is not there;
+``coverage``: 94% HDI coverage at known non-zero truths; ``misspecified``: the null rate on
+data the model does not describe), each with its data sets, its target and whether it ran at
+the pipeline's own sampler settings. A check no study makes is listed in ``missing``; a kind
+with no study at all says so. The report prints the map as it stands (``#sec-calibration``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from selfmodel import models as model_registry
+from selfmodel.fitting.fit import SamplerSettings, for_model
+
+Results = Mapping[str, Any]
+#: the three checks a calibrated decision has
+CHECKS = ("null", "coverage", "misspecified")
+#: Data sets a check needs when its study declares no target of its own: a null rate of 5%
+#: known to about +-3 points (the pipeline study's target), a 94% coverage to about +-5.
+DEFAULT_TARGET = {"null": 200, "misspecified": 200, "coverage": 100}
+#: the sampler settings the studies must match to be "at the pipeline's settings"
+SETTINGS_KEYS = ("draws", "tune", "chains", "target_accept")
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of decision the report prints: its name, words, and where this run keeps it."""
+
+    key: str
+    label: str
+    path: tuple[str, ...]
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("accuracy", "accuracy slope with scale, overall and per task", ("scale_effect",)),
+    Kind("dprime", "d' slope with scale, overall and per task", ("sdt_effect", "sensitivity")),
+    Kind("criterion", "criterion slope with scale, per task", ("sdt_effect", "bias")),
+    Kind("training", "training effect: trained, held-out and per task (accuracy, d', criterion)",
+         ("training_effect", "trained")),
+    Kind("privileged", "privileged access (checkpoint vs base cross-predictions)",
+         ("training_effect", "privileged_access", "mean")),
+    Kind("contrasts", "condition and model contrasts (contrast model)", ("contrasts", "contrasts")),
+    Kind("confounds", "scale slope without the family that dominates the scale axis",
+         ("confounds", "without_family")),
+    Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between")),
+    Kind("calibration_contrasts", "calibration differences between models or conditions (item bootstrap)",
+         ("calibration_contrasts", "contrasts")),
+    Kind("confirmatory", "the confirmatory family (Bonferroni-adjusted HDIs)",
+         ("hypotheses", "multiplicity", "confirmatory")),
+)
+
+
+def _get(results: Results, path: Sequence[str]) -> Any:
+    node: Any = results
+    for k in path:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(k)
+    return node
+
+
+def _at_defaults(settings: Mapping[str, Any] | None, model: str | None = None) -> bool | None:
+    """Whether ``settings`` are the pipeline's defaults (for ``model``: with its ``SPEC.sampling``)."""
+    if not settings:
+        return None
+    want = SamplerSettings()
+    if model is not None:
+        want = for_model(want, model_registry.get(model).SPEC.sampling)
+    return all(settings.get(k) == asdict(want)[k] for k in SETTINGS_KEYS)
+
+
+#: the model each effect of the pipeline study is decided by
+EFFECT_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt"}
+
+
+def _arm_at_defaults(a: Mapping[str, Any], study_settings: Mapping[str, Any] | None, effect: str) -> bool | None:
+    """Whether an arm sampled as the pipeline samples its model.
+
+    By what its records say they sampled with (``model_sampler``), else by the study's
+    settings (records made before that was kept).
+    """
+    model = EFFECT_MODEL[effect]
+    recorded = a.get("model_sampler") or []
+    if recorded and not a.get("records_without_model_sampler"):
+        return all(_at_defaults(m, model) for m in recorded)
+    return _at_defaults(study_settings, model)
+
+
+def _arm(name: str, check: str, n: int, target: int | None, rate: float | None,
+         interval: Sequence[float] | None, at_settings: bool | None, measure: str,
+         source: str) -> dict[str, Any]:
+    target = target or DEFAULT_TARGET[check]
+    return {"arm": name, "check": check, "n": n, "target_n": target,
+            "complete": n >= target, "measure": measure, "rate": rate,
+            "ci95": list(interval) if interval else None,
+            "at_pipeline_settings": at_settings, "source": source}
+
+
+@dataclass(frozen=True)
+class Studies:
+    """The shipped studies' summaries (``None`` or ``{"available": False}`` when absent)."""
+
+    pipeline: Mapping[str, Any] | None = None
+    training_null: Mapping[str, Any] | None = None
+    privileged: Mapping[str, Any] | None = None
+    contrasts: Mapping[str, Any] | None = None
+
+    @classmethod
+    def of(cls, results: Results) -> Studies:
+        """The studies as the results' own sections carry them."""
+        return cls(_get(results, ("calibration_study", "pipeline")),
+                   _get(results, ("training_effect", "null_calibration")),
+                   _get(results, ("training_effect", "privileged_access", "calibration")),
+                   _get(results, ("contrasts", "calibration")))
+
+
+def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
+    pc = studies.pipeline or {}
+    out = []
+    for name, a in sorted((pc.get("arms") or {}).items()):
+        parts = name.split(":")
+        if parts[1] != effect:
+            continue
+        o = a.get("overall") or {}
+        truth = a.get("truth", 0.0)
+        at = _arm_at_defaults(a, pc.get("settings"), effect)
+        source = "validation/pipeline_calibration.py"
+        if truth:
+            out.append(_arm(name, "coverage", a["n"], a["target_n"], o.get("hdi94_coverage"),
+                            o.get("hdi94_coverage_ci"), at, "94% HDI coverage", source))
+        else:
+            check = "misspecified" if len(parts) > 2 else "null"
+            out.append(_arm(name, check, a["n"], a["target_n"], o.get("false_improves"),
+                            o.get("false_improves_ci"), at, "false 'improves'", source))
+    return out
+
+
+def _training_arms(studies: Studies) -> list[dict[str, Any]]:
+    nc = studies.training_null or {}
+    if not nc.get("available"):
+        return []
+    r = (nc.get("rates") or {}).get("accuracy:trained") or {}
+    ci = [r["ci_low"], r["ci_high"]] if "ci_low" in r else None
+    return [_arm("training_null (accuracy, trained)", "null", nc.get("n_datasets", 0), None,
+                 r.get("rate"), ci, _at_defaults(nc.get("sampler")), "false 'improves'",
+                 "validation/training_null.py")]
+
+
+def _privileged_arms(studies: Studies) -> list[dict[str, Any]]:
+    cal = studies.privileged or {}
+    if not cal.get("available"):
+        return []
+    out = []
+    checks = {"null": "null", "truth": "coverage", "misspecified_null": "misspecified",
+              "misspecified_truth": "coverage"}
+    for name, a in sorted((cal.get("arms") or {}).items()):
+        check = checks.get(name)
+        if check is None:
+            continue
+        fams = a.get("families") or {}
+        key = "coverage" if check == "coverage" else "positive"
+        k = sum((f.get(key) or {}).get("k", 0) for f in fams.values())
+        n = sum((f.get(key) or {}).get("n", 0) for f in fams.values())
+        sets = max(((f.get(key) or {}).get("n", 0) for f in fams.values()), default=0)
+        what = "94% interval coverage" if check == "coverage" else "positive decisions"
+        out.append(_arm(f"privileged:{name}", check, sets, None, k / n if n else None, None,
+                        None, f"{what}, {len(fams)} families pooled",
+                        "validation/privileged_access.py (bootstrap: no sampler)"))
+    return out
+
+
+def _contrast_arms(studies: Studies) -> list[dict[str, Any]]:
+    cal = studies.contrasts or {}
+    if not cal.get("available"):
+        return []
+    at = _at_defaults(cal.get("settings"))
+    out = []
+    for name, a in sorted((cal.get("arms") or {}).items()):
+        if name == "recovery":
+            per = a.get("contrasts") or {}
+            k = sum(c["covered"]["k"] for c in per.values())
+            n = sum(c["n"] for c in per.values())
+            out.append(_arm(f"contrast:{name}", "coverage", a.get("n_datasets", 0), None, k / n if n else None,
+                            None, at, f"94% HDI coverage, {len(per)} contrasts pooled",
+                            "validation/contrast_study.py"))
+        else:
+            g = a.get("any_credible_gated") or {}
+            n = a.get("n_datasets", 0)
+            out.append(_arm(f"contrast:{name}", "misspecified" if name == "misspecified" else "null", n, None,
+                            g["k"] / n if n and "k" in g else None, g.get("ci95"), at,
+                            "data sets with any credible contrast", "validation/contrast_study.py"))
+    return out
+
+
+_ARMS = {
+    "accuracy": lambda r: _pipeline_arms(r, "accuracy"),
+    "dprime": lambda r: _pipeline_arms(r, "dprime"),
+    "criterion": lambda r: _pipeline_arms(r, "criterion"),
+    "training": _training_arms,
+    "privileged": _privileged_arms,
+    "contrasts": _contrast_arms,
+}
+
+
+def calibration_map(results: Results, studies: Studies | None = None) -> list[dict[str, Any]]:
+    """One row per kind of decision: printed in this run?, its arms, the checks it lacks.
+
+    ``studies`` default to those the results' sections carry (:meth:`Studies.of`).
+
+    ``status`` is ``calibrated`` (every check has an arm run to its target at the pipeline's
+    settings or, for a bootstrap, with no sampler), ``partial`` (some check is missing,
+    incomplete or at other settings) or ``none`` (no study).
+    """
+    studies = studies or Studies.of(results)
+    rows = []
+    for kind in KINDS:
+        arms = _ARMS.get(kind.key, lambda _s: [])(studies)
+        have = {a["check"] for a in arms if a["n"]}
+        missing = [c for c in CHECKS if c not in have]
+        full = {a["check"] for a in arms
+                if a["n"] and a["complete"] and a["at_pipeline_settings"] is not False}
+        status = "none" if not have else ("calibrated" if full >= set(CHECKS) else "partial")
+        notes = []
+        if any(a["at_pipeline_settings"] is False for a in arms):
+            notes.append("some arms ran at other sampler settings than the pipeline's")
+        if any(a["n"] and not a["complete"] for a in arms):
+            notes.append("some arms are not yet run to their target")
+        rows.append({"key": kind.key, "decision": kind.label,
+                     "in_this_run": bool(_get(results, kind.path)),
+                     "status": status, "missing": missing, "notes": notes, "arms": arms})
+    return rows
