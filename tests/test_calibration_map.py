@@ -8,6 +8,7 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+from selfmodel.analyses.calibration_contrasts import calibration as calibration_contrast_calibration
 from selfmodel.analyses.contrasts import calibration as contrast_calibration
 from selfmodel.analyses.privileged import calibration as privileged_calibration
 from selfmodel.analyses.training import null_calibration
@@ -31,12 +32,12 @@ def _results(**arms: dict[str, Any]) -> dict[str, Any]:
             "calibration_study": {"pipeline": {"settings": asdict(SamplerSettings()), "arms": arms}}}
 
 
-def test_accuracy_is_calibrated_only_with_all_three_checks_complete_at_the_pipeline_settings():
+def test_accuracy_is_checked_only_with_all_three_checks_complete_at_the_pipeline_settings():
     full = {"default:accuracy": _arm(200, 200), "default:accuracy:clustered": _arm(200, 200),
             "default:accuracy:slope0.4": _arm(100, 100, truth=0.4)}
     by = {r["key"]: r for r in calibration_map(_results(**full))}
     acc = by["accuracy"]
-    assert acc["status"] == "calibrated" and acc["missing"] == [] and acc["in_this_run"]
+    assert acc["status"] == "checked" and acc["missing"] == [] and acc["in_this_run"]
     assert {a["arm"]: a["check"] for a in acc["arms"]} == {
         "default:accuracy": "null", "default:accuracy:clustered": "misspecified",
         "default:accuracy:slope0.4": "coverage"}
@@ -63,7 +64,7 @@ def test_a_run_without_those_sections_still_maps_the_shipped_studies():
 
     rows = {r["key"]: r for r in calibration_map({"scale_effect": {"decision": "x"}}, shipped_studies())}
     assert rows["contrasts"]["arms"] and not rows["contrasts"]["in_this_run"]
-    assert rows["privileged"]["status"] == "calibrated" and rows["accuracy"]["in_this_run"]
+    assert rows["privileged"]["status"] == "checked" and rows["accuracy"]["in_this_run"]
     assert {a["arm"] for a in rows["accuracy"]["arms"]} >= {"default:accuracy", "seb:accuracy"}
     assert calibration_map({})[0]["arms"] == []  # without studies: the results' own sections (none)
 
@@ -76,9 +77,10 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
                                   "privileged_access": {"mean": {"decision": "x"},
                                                         "calibration": privileged_calibration()}}
     results["contrasts"] = {"contrasts": {"model": {}}, "calibration": contrast_calibration()}
+    results["calibration_contrasts"] = {"contrasts": [], "calibration": calibration_contrast_calibration()}
     rows = {r["key"]: r for r in calibration_map(results)}
     assert set(rows) == {k.key for k in KINDS}
-    assert rows["privileged"]["status"] == "calibrated"  # bootstrap: null, truth and misspecified arms
+    assert rows["privileged"]["status"] == "checked"  # bootstrap: null, truth and misspecified arms
     assert all(a["n"] == 300 for a in rows["privileged"]["arms"])  # data sets, not data sets x families
     assert {a["check"] for a in rows["contrasts"]["arms"]} == set(CHECKS)
     # 60 null data sets cannot show a rate below 5%: short of the default target, so partial
@@ -86,13 +88,17 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     assert rows["training"]["missing"] == ["coverage", "misspecified"]
     assert rows["training"]["arms"][0]["at_pipeline_settings"] is False  # 2 x 1000 draws
     assert rows["confounds"]["status"] == "none" and not rows["confounds"]["in_this_run"]
+    cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
+    assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
+    assert "of data sets have one or more" in next(a for a in cc["arms"] if a["check"] == "null")["measure"]
     text = section.decisions_map(Report(json.loads(json.dumps({"calibration_map": list(rows.values())})),
                                         {}, None, None, 6.3, 8.5)).replace("\\", "")  # markdown escapes
     assert "**No calibration** for:" in text and "within- vs between-family slope" in text
+    assert "calibration differences" not in text.split("**No calibration** for:")[1].split(".")[0]
     assert "(other sampler settings)" in text  # the training null study
     assert "training effect" in text.split("Partly calibrated:")[1]
     # a kind that gains a study leaves the "no calibration" sentence
-    rows["confounds"]["status"] = "calibrated"
+    rows["confounds"]["status"] = "checked"
     again = section.decisions_map(Report({"calibration_map": list(rows.values())}, {}, None, None, 6.3, 8.5)
                                   ).replace("\\", "")
     assert "scale slope without the family" not in again.split("Partly calibrated:")[0].split("**No calibration**")[1]

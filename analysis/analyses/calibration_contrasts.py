@@ -32,14 +32,17 @@ the sampling distribution, not a posterior: ``interval`` says so.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
 from itertools import combinations
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
 from selfmodel.analyses.skill import DEFAULT_BINS, calibration_curve
+from selfmodel.common.paths import PACKAGE_DATA
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.records.cells import NO_CONDITION, self_predictions
 
@@ -49,6 +52,18 @@ CALIBRATION_ROPE: Final = 0.02
 N_BOOT: Final = 1000
 N_BINS: Final = DEFAULT_BINS
 METRICS: Final = ("ece", "brier", "overconfidence")
+
+
+#: The calibration study of these contrasts (``validation/calibration_contrast_study.py --ship``).
+CALIBRATION_DATA: Final = PACKAGE_DATA / "calibration_contrast_calibration.json"
+
+
+def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped study of these decisions on an independent generator, or why there is none."""
+    if not path.is_file():
+        return {"available": False, "reason": f"no calibration study shipped ({path.name})"}
+    study: dict[str, Any] = json.loads(path.read_text())
+    return {"available": True, **study}
 
 
 def forecasts(records: pl.DataFrame) -> pl.DataFrame:

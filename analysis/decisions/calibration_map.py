@@ -1,15 +1,16 @@
 """Which of the report's decisions have a calibration study, and of what kind (issue 28.6).
 
 A decision word in the report ("improves", "credibly positive", "worsens" ...) is only as good
-as the rule behind it on data with known truth. Four shipped studies measure that, each for
+as the rule behind it on data with known truth. Five shipped studies measure that, each for
 some decisions: the pipeline-settings study of the scale slopes
 (``validation/pipeline_calibration.py``, ``results.json`` ``calibration_study.pipeline``),
 the training null study (``validation/training_null.py``, ``training_effect.null_calibration``),
 the privileged-access study (``validation/privileged_access.py``,
-``training_effect.privileged_access.calibration``) and the contrast study
-(``validation/contrast_study.py``, ``contrasts.calibration``).
+``training_effect.privileged_access.calibration``), the contrast study
+(``validation/contrast_study.py``, ``contrasts.calibration``) and the calibration-contrast
+study (``validation/calibration_contrast_study.py``, package data only).
 
-:func:`calibration_map` is a pure function of the results dictionary and of those four
+:func:`calibration_map` is a pure function of the results dictionary and of those five
 studies' summaries (:func:`Studies`; the pipeline passes the shipped ones, so a kind of
 decision this run did not make still shows its calibration): for every kind of
 decision the report can print, whether this run printed it, and which of the three checks
@@ -121,6 +122,7 @@ class Studies:
     training_null: Mapping[str, Any] | None = None
     privileged: Mapping[str, Any] | None = None
     contrasts: Mapping[str, Any] | None = None
+    calibration_contrasts: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, results: Results) -> Studies:
@@ -128,7 +130,8 @@ class Studies:
         return cls(_get(results, ("calibration_study", "pipeline")),
                    _get(results, ("training_effect", "null_calibration")),
                    _get(results, ("training_effect", "privileged_access", "calibration")),
-                   _get(results, ("contrasts", "calibration")))
+                   _get(results, ("contrasts", "calibration")),
+                   _get(results, ("calibration_contrasts", "calibration")))
 
 
 def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
@@ -209,6 +212,29 @@ def _contrast_arms(studies: Studies) -> list[dict[str, Any]]:
     return out
 
 
+def _calibration_contrast_arms(studies: Studies) -> list[dict[str, Any]]:
+    cal = studies.calibration_contrasts or {}
+    if not cal.get("available"):
+        return []
+    out = []
+    source = "validation/calibration_contrast_study.py (bootstrap: no sampler)"
+    for name, a in sorted((cal.get("arms") or {}).items()):
+        n = a.get("n_datasets", 0)
+        if name == "truth":
+            cov = (a.get("coverage") or {}).values()
+            k, m = sum(c["covered"] for c in cov), sum(c["contrasts"] for c in cov)
+            out.append(_arm(f"calibration_contrast:{name}", "coverage", n, None, k / m if m else None, None,
+                            None, "94% interval coverage, every contrast and metric pooled", source))
+        else:
+            one, anyc = a.get("per_contrast_credible") or {}, a.get("any_credible") or {}
+            per = one.get("n", 0) // n if n else 0
+            family = f" ({100 * anyc['rate']:.0f}% of data sets have one or more)" if "rate" in anyc else ""
+            out.append(_arm(f"calibration_contrast:{name}", "misspecified" if name == "misspecified" else "null",
+                            n, None, one.get("rate"), one.get("ci95"), None,
+                            f"credible contrasts, each of {per} per data set{family}", source))
+    return out
+
+
 _ARMS = {
     "accuracy": lambda r: _pipeline_arms(r, "accuracy"),
     "dprime": lambda r: _pipeline_arms(r, "dprime"),
@@ -216,6 +242,7 @@ _ARMS = {
     "training": _training_arms,
     "privileged": _privileged_arms,
     "contrasts": _contrast_arms,
+    "calibration_contrasts": _calibration_contrast_arms,
 }
 
 
@@ -224,7 +251,7 @@ def calibration_map(results: Results, studies: Studies | None = None) -> list[di
 
     ``studies`` default to those the results' sections carry (:meth:`Studies.of`).
 
-    ``status`` is ``calibrated`` (every check has an arm run to its target at the pipeline's
+    ``status`` is ``checked`` (every check has an arm run to its target at the pipeline's
     settings or, for a bootstrap, with no sampler), ``partial`` (some check is missing,
     incomplete or at other settings) or ``none`` (no study).
     """
@@ -236,7 +263,7 @@ def calibration_map(results: Results, studies: Studies | None = None) -> list[di
         missing = [c for c in CHECKS if c not in have]
         full = {a["check"] for a in arms
                 if a["n"] and a["complete"] and a["at_pipeline_settings"] is not False}
-        status = "none" if not have else ("calibrated" if full >= set(CHECKS) else "partial")
+        status = "none" if not have else ("checked" if full >= set(CHECKS) else "partial")
         notes = []
         if any(a["at_pipeline_settings"] is False for a in arms):
             notes.append("some arms ran at other sampler settings than the pipeline's")

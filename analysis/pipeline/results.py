@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from selfmodel.analyses.calibration_contrasts import calibration as calibration_contrast_calibration
 from selfmodel.analyses.contrasts import calibration as contrast_calibration
 from selfmodel.analyses.privileged import calibration as privileged_calibration
 from selfmodel.analyses.training import null_calibration
@@ -93,7 +94,8 @@ def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
 def shipped_studies() -> Studies:
     """The calibration studies shipped as package data (each loader says when one is absent)."""
     return Studies(pipeline=(calibration_study() or {}).get("pipeline"), training_null=null_calibration(),
-                   privileged=privileged_calibration(), contrasts=contrast_calibration())
+                   privileged=privileged_calibration(), contrasts=contrast_calibration(),
+                   calibration_contrasts=calibration_contrast_calibration())
 
 
 def build_results(state: RunState) -> dict[str, Any]:

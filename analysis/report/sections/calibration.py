@@ -225,13 +225,14 @@ def decisions_map(rep: Report) -> str:
     none = [k["decision"] for k in CM if k["status"] == "none"]
     partial = [f"{k['decision']} (no {', no '.join(k['missing'])} arm)" if k["missing"] else
                f"{k['decision']} ({'; '.join(k['notes'])})" for k in CM if k["status"] == "partial"]
-    done = [k["decision"] for k in CM if k["status"] == "calibrated"]
+    done = [k["decision"] for k in CM if k["status"] == "checked"]
     out("\n" + (f"**No calibration** for: {esc('; '.join(none))}. Their decision words rest on the rule alone, "
                  "untested on data with known truth." if none else "Every kind of decision has a calibration study."))
     if partial:
         out(f" Partly calibrated: {esc('; '.join(partial))}.")
     if done:
-        out(f" Calibrated by a null, a coverage and a misspecified arm, each run to its target: {esc('; '.join(done))}.")
+        out(f" Checked by a null, a coverage and a misspecified arm, each run to its target (their rates are in the "
+            f"table; whether they meet their targets is each study's own verdict): {esc('; '.join(done))}.")
     return str(out)
 
 
