@@ -50,6 +50,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the scale arms)
+
 from selfmodel.analyses.calibration_contrasts import calibration_table  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS  # noqa: E402
@@ -68,15 +70,6 @@ SHIPPED = ROOT / "analysis" / "data" / "calibration_contrast_calibration.json"
 FIRST_SEED = 9000
 
 
-def _clusters(n: int, rng: np.random.Generator) -> np.ndarray:
-    out: list[int] = []
-    k = 0
-    while len(out) < n:
-        out.extend([k] * int(rng.integers(3, 6)))
-        k += 1
-    return np.asarray(out[:n])
-
-
 def _stated(q: np.ndarray, gamma: float, delta: float, noise: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """Stated confidence of being right (before rounding)."""
     b = logit(np.clip(q, 1e-6, 1 - 1e-6)) + noise
@@ -88,7 +81,7 @@ def generate(arm: str, seed: int, n_items: int = N_ITEMS) -> pl.DataFrame:
     rng = np.random.default_rng([seed, 2861])
     u = logit(np.clip(rng.beta(3.0, 2.0, n_items), 0.02, 0.98))
     clustered = arm == "misspecified"
-    cl = _clusters(n_items, rng) if clustered else np.arange(n_items)
+    cl = cluster_index(n_items, rng) if clustered else np.arange(n_items)
     if clustered:
         u = u + rng.normal(0.0, 0.8, int(cl.max()) + 1)[cl]
     frames = []
