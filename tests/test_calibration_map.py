@@ -94,6 +94,7 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     text = section.decisions_map(Report(json.loads(json.dumps({"calibration_map": list(rows.values())})),
                                         {}, None, None, 6.3, 8.5)).replace("\\", "")  # markdown escapes
     assert "**No calibration** for:" in text and "within- vs between-family slope" in text
+    assert "self vs other" in text.split("**No calibration** for:")[1]
     assert "calibration differences" not in text.split("**No calibration** for:")[1].split(".")[0]
     assert "(other sampler settings)" in text  # the training null study
     assert "training effect" in text.split("Partly calibrated:")[1]

@@ -58,6 +58,8 @@ KINDS: tuple[Kind, ...] = (
     Kind("privileged", "privileged access (checkpoint vs base cross-predictions)",
          ("training_effect", "privileged_access", "mean")),
     Kind("contrasts", "condition and model contrasts (contrast model)", ("contrasts", "contrasts")),
+    Kind("self_vs_other", "self vs other: the self advantage per model and task, its mean and slope on scale "
+         "(rescoring, item-cluster bootstrap)", ("self_vs_other_rescored", "per_task")),
     Kind("confounds", "scale slope without the family that dominates the scale axis",
          ("confounds", "without_family")),
     Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between")),
