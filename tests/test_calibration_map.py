@@ -124,6 +124,7 @@ def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     assert "default:accuracy:slope0.4</code>: meets its coverage target at the true slope 0.4" in text
     assert "default:dprime:slope0.4</code>: misses coverage 80.0%" in text
     assert "pymc 6.4.0, nutpie 0.16.11 (as this run)" in text
+    assert "(200 or 100 per arm: 200 under a null" in text  # targets differ by arm
     results["fit"]["versions"]["pymc"] = "6.5.0"
     again = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
     assert "(this run: pymc 6.5.0)" in again

@@ -176,8 +176,13 @@ def pipeline(rep: Report) -> str:
     # the precision the target number of data sets buys for a rate at the false-improves bound
     # (the study's exact-interval half-width; an older summary does not carry it)
     n_t, pm_t = PC["target_n"], TG.get("false_improves_pm_at_bound")
+    targets_n = sorted({a["target_n"] for a in PC["arms"].values()}, reverse=True)
+    per_arm = (f"against {n_t} per arm" if targets_n == [n_t] else
+               f"of the {sum(a['target_n'] for a in PC['arms'].values())} their targets ask for "
+               f"({' or '.join(str(t) for t in targets_n)} per arm: {n_t} under a null, fewer at a known slope, "
+               "where only coverage is judged)")
     state = (f"\n{'The study is complete' if PC['complete'] else '**The study is partial**'}: {n_done} data sets "
-             f"over {len(PC['arms'])} arms, against {n_t} per arm")
+             f"over {len(PC['arms'])} arms, {per_arm}")
     merged = f" Merged by {code(PC.get('command') or 'validation/pipeline_calibration.py --ship')}."
     if fi_max is None:
         out(state + ". This summary does not state its targets (it was shipped by an older version), so no "
