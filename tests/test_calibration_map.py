@@ -112,6 +112,8 @@ def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     arm = _arm(100, 100, truth=0.4, cov=0.95)
     arm |= {"generator": "cells_generator.heavy_tailed: slope 0.4", "diagnostics_failed": 0,
             "versions": [{"pymc": "6.4.0", "nutpie": "0.16.11"}], "records_without_versions": 0}
+    arm["t0"] = {"n": 100, "hdi94_coverage": 0.95, "hdi94_coverage_ci": [0.89, 0.98], "false_improves": None,
+                 "improves_rate": 0.7, "improves_rate_ci": [0.6, 0.8]}
     pc["arms"]["default:accuracy:slope0.4"] = arm
     bad = copy.deepcopy(arm)
     bad["overall"]["hdi94_coverage"] = 0.80
@@ -122,6 +124,7 @@ def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     line = next(ln for ln in text.splitlines() if "default:accuracy:slope0.4" in ln and ln.startswith("|"))
     assert "(power)" in line and "80%" in line  # improves_rate 0.8
     assert "default:accuracy:slope0.4</code>: meets its coverage target at the true slope 0.4" in text
+    assert "true slope 0.4 (coverage 95.0% [92, 98]); each of its 1 per-task slopes meets it." in text
     assert "default:dprime:slope0.4</code>: misses coverage 80.0%" in text
     assert "pymc 6.4.0, nutpie 0.16.11 (as this run)" in text
     assert "(200 or 100 per arm: 200 under a null" in text  # targets differ by arm

@@ -120,7 +120,7 @@ class _Targets:
         if task_missed:
             text += f"; per task, {', '.join(task_missed)}, the others meet both targets"
         elif tasks:
-            text += f"; each of its {len(tasks)} per-task slopes meets both targets"
+            text += f"; each of its {len(tasks)} per-task slopes meets " + ("both targets" if null else "it")
         return text + ".", not missed, not missed and (lo < self.lo or hi > self.hi)
 
 
