@@ -135,6 +135,15 @@ other decision is unchanged, and the scale slope is identical. ``contrasts`` and
 ``calibration_contrasts`` are new keys, null in the default run (the scale model is
 fitted and the records have no conditions). ``bench/default_gates.py`` ran the same
 command over five seeds (20261130, 1, 2, 3, 4): every gate passed in each.
+
+It was remade for issue 28.6 (every decision's calibration at the pipeline's settings) from
+a run of the same command with every fit reused from a cold run of this code (which gave the
+old fixture's bytes but for the new key): ``calibration_map`` is a new key (which kinds of
+decision have a null, a coverage and a misspecified calibration arm), and
+``calibration_study.pipeline`` holds the re-shipped study with its new arms (the
+independent generator's ``default:<effect>:clustered`` and ``default:<effect>:slope<b>``)
+and per arm ``truth``, ``generator``, ``versions`` and ``model_sampler``. Nothing else
+changed: every decision, estimate and diagnostic is byte-identical.
 """
 
 from __future__ import annotations
