@@ -164,7 +164,7 @@ def _training_arms(studies: Studies) -> list[dict[str, Any]]:
     r = (nc.get("rates") or {}).get("accuracy:trained") or {}
     ci = [r["ci_low"], r["ci_high"]] if "ci_low" in r else None
     return [_arm("training_null (accuracy, trained)", "null", nc.get("n_datasets", 0), None,
-                 r.get("rate"), ci, _at_defaults(nc.get("sampler")), "false 'improves'",
+                 r.get("rate"), ci, _at_defaults(nc.get("sampler"), "training"), "false 'improves'",
                  "validation/training_null.py")]
 
 
@@ -195,7 +195,7 @@ def _contrast_arms(studies: Studies) -> list[dict[str, Any]]:
     cal = studies.contrasts or {}
     if not cal.get("available"):
         return []
-    at = _at_defaults(cal.get("settings"))
+    at = _at_defaults(cal.get("settings"), "contrast")
     out = []
     for name, a in sorted((cal.get("arms") or {}).items()):
         if name == "recovery":
