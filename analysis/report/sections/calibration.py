@@ -255,8 +255,7 @@ def _versions_line(rep: Report, PC: dict[str, Any]) -> str:
                               else (" (as this run)" if run_v else "")))
     text = "\nStack of the fits that recorded it: " + "; ".join(parts) + "." if parts else ""
     if bare:
-        text += (f" {bare} records were made before each fit recorded its versions (the study then ran on "
-                 "the locked stack of its date).")
+        text += f" {bare} records carry no versions (made before each fit recorded them)."
     return text
 
 
