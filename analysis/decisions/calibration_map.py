@@ -89,7 +89,7 @@ def _at_defaults(settings: Mapping[str, Any] | None, model: str | None = None) -
     return all(settings.get(k) == asdict(want)[k] for k in SETTINGS_KEYS)
 
 
-#: the model each effect of the pipeline study is decided by
+#: the model each effect of the pipeline study (arm ``design:effect[:variant]``) is decided by
 EFFECT_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt"}
 
 

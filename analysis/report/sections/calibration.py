@@ -8,6 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import binom
 
+from selfmodel.decisions.calibration_map import EFFECT_MODEL
 from selfmodel.report.sections.common import (
     PALETTE,
     Out,
@@ -264,10 +265,6 @@ def _stack_key(v: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v[k])) for k in VERSION_KEYS if k in v))
 
 
-#: the model whose decision an arm of the pipeline study calibrates (arm ``design:effect``)
-ARM_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt"}
-
-
 def other_settings(rep: Report, PC: dict[str, Any]) -> str:
     """The arms whose model this run samples at other settings than the study did (issue 28.4)."""
     own = (rep.results.get("settings") or {}).get("sampler_by_model") or {}
@@ -282,7 +279,7 @@ def other_settings(rep: Report, PC: dict[str, Any]) -> str:
                 and all(all(m.get(k) == sm.get(k) for k in keys) for m in recorded))
 
     for model, sm in sorted(own.items()):
-        arms = sorted(name for name, a in PC["arms"].items() if ARM_MODEL.get(name.split(":")[1]) == model
+        arms = sorted(name for name, a in PC["arms"].items() if EFFECT_MODEL.get(name.split(":")[1]) == model
                       and a.get("n") and not sampled_as_this_run(a, sm))
         if arms and any(sm.get(k) != study_sm.get(k) for k in keys):
             parts.append(f" The arms {', '.join(code(a) for a in arms)} ran at {study_sm.get('draws')} draws, "
