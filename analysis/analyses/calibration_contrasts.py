@@ -32,7 +32,6 @@ the sampling distribution, not a posterior: ``interval`` says so.
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
@@ -42,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from selfmodel.analyses.skill import DEFAULT_BINS, calibration_curve
-from selfmodel.common.paths import PACKAGE_DATA
+from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.records.cells import NO_CONDITION, self_predictions
 
@@ -60,10 +59,7 @@ CALIBRATION_DATA: Final = PACKAGE_DATA / "calibration_contrast_calibration.json"
 
 def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
     """The shipped study of these decisions on an independent generator, or why there is none."""
-    if not path.is_file():
-        return {"available": False, "reason": f"no calibration study shipped ({path.name})"}
-    study: dict[str, Any] = json.loads(path.read_text())
-    return {"available": True, **study}
+    return shipped_study(path)
 
 
 def forecasts(records: pl.DataFrame) -> pl.DataFrame:

@@ -16,14 +16,13 @@ A factor with one level has no contrast and is listed as such.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
 
-from selfmodel.common.paths import PACKAGE_DATA
+from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitter import Fitter
@@ -137,10 +136,7 @@ def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
     Measured on ``validation/contrast_study.py`` data, not on the user's data: recovery
     (coverage), null and misspecified arms; ``available`` is false without the file.
     """
-    if not path.is_file():
-        return {"available": False, "reason": f"no calibration study shipped ({path.name})"}
-    study: dict[str, Any] = json.loads(path.read_text())
-    return {"available": True, **study}
+    return shipped_study(path)
 
 
 def unfit_reason(found: Mapping[str, list[str]]) -> str | None:

@@ -52,7 +52,6 @@ match the base, not whether the checkpoint can predict the base).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -61,7 +60,7 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from selfmodel.common.paths import PACKAGE_DATA
+from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
 
 #: Bootstrap replicates of every contrast.
@@ -257,10 +256,7 @@ def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
     Measured on ``validation/privileged_generator.py`` data, not on the user's data:
     ``available`` is false without the file.
     """
-    if not path.is_file():
-        return {"available": False, "reason": f"no calibration study shipped ({path.name})"}
-    study: dict[str, Any] = json.loads(path.read_text())
-    return {"available": True, **study}
+    return shipped_study(path)
 
 
 def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, Any]], *,

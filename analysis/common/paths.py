@@ -9,9 +9,10 @@ refer to the checkout: a wheel does not ship the data, and ``selfmodel run`` the
 
 from __future__ import annotations
 
+import json
 from importlib.resources import files
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 
 def package_path(package: str, *parts: str) -> Path:
@@ -43,3 +44,15 @@ REPORT_QMD: Final = REPORTS_DIR / "self_modeling.qmd"
 
 #: The default seed of every command (sampling, simulation, power).
 DEFAULT_SEED: Final = 20261130
+
+
+def shipped_study(path: Path, what: str = "calibration study") -> dict[str, Any]:
+    """A study summary shipped as package data, with ``available``; or why there is none.
+
+    ``validation/*.py --ship`` writes these files; the pipeline and the calibration map read
+    them, so a run quotes a study without re-running it.
+    """
+    if not path.is_file():
+        return {"available": False, "reason": f"no {what} shipped ({path.name})"}
+    study: dict[str, Any] = json.loads(path.read_text())
+    return {"available": True, **study}
