@@ -128,6 +128,12 @@ def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     assert "default:dprime:slope0.4</code>: misses coverage 80.0%" in text
     assert "pymc 6.4.0, nutpie 0.16.11 (as this run)" in text
     assert "(200 or 100 per arm: 200 under a null" in text  # targets differ by arm
+    # every arm carries its run command; the partial ones are named with theirs
+    assert all(a["command"].startswith(".venv/bin/python validation/pipeline_calibration.py --arms ")
+               for a in shipped["arms"].values())
+    partial = [a["command"] for a in pc["arms"].values() if not a["complete"] and a.get("command")]
+    assert all(c.replace("\\", "") in text for c in partial) or not partial
+    assert "which resumes where its records end" in text
     results["fit"]["versions"]["pymc"] = "6.5.0"
     again = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
     assert "(this run: pymc 6.5.0)" in again
@@ -152,3 +158,106 @@ def test_an_sdt_arm_is_at_the_pipeline_settings_only_as_the_sdt_model_samples():
     sm = new["model_sampler"][0]
     note = section.other_settings(Report({"settings": {"sampler_by_model": {"sdt": sm}}}, {}, None, None, 6.3, 8.5), pc)
     assert "default:dprime</code>" in note.replace("\\", "") and "clustered" not in note
+
+
+def _count(k: int, n: int) -> dict[str, Any]:
+    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": [0.0, 1.0]}
+
+
+def test_the_training_study_replaces_the_null_study_and_is_checked_only_when_complete_at_settings():
+    """validation/training_study.py: null, truth and misspecified arms at the pipeline's settings."""
+    from dataclasses import replace
+
+    from selfmodel.decisions.calibration_map import Studies
+
+    at = {k: getattr(SamplerSettings(), k) for k in ("chains", "draws", "tune", "target_accept")}
+
+    def arm(n: int, target: int, truth: bool = False, sampler: dict[str, Any] = at) -> dict[str, Any]:
+        q = {"coverage": _count(n - 5, n), "truth_mean": 0.3 if truth else 0.0}
+        q |= {"power_improves": _count(n // 2, n)} if truth else {"false_credible": _count(3, n),
+                                                                     "false_improves": _count(1, n)}
+        worse = q | ({} if truth else {"false_credible": _count(9, n)})
+        return {"n": n, "target_n": target, "sampler": [sampler], "coverage_pooled": _count(2 * n - 10, 2 * n),
+                "quantities": {"accuracy:trained": q, "criterion:task:difficulty": worse}}
+
+    study = {"available": True, "arms": {"null": arm(200, 200), "truth": arm(100, 100, truth=True),
+                                         "misspecified": arm(200, 200)}}
+    old_null = {"available": True, "n_datasets": 150, "sampler": {"draws": 1000}, "rates": {}}
+    base = Studies(training_null=old_null, training=study)
+    row = {r["key"]: r for r in calibration_map({}, base)}["training"]
+    assert row["status"] == "checked" and row["notes"] == []  # the old 2 x 1000 study is not listed
+    null = next(a for a in row["arms"] if a["check"] == "null")
+    assert null["rate"] == 12 / 400 and "worst: criterion task difficulty 4.5%" in null["measure"]
+    assert next(a for a in row["arms"] if a["check"] == "coverage")["rate"] == 190 / 200
+    # short of its target, or sampled at other settings: partial
+    short = copy.deepcopy(study)
+    short["arms"]["misspecified"] = arm(40, 200)
+    assert {r["key"]: r for r in calibration_map({}, replace(base, training=short))}["training"]["status"] == "partial"
+    other = copy.deepcopy(study)
+    other["arms"]["null"]["sampler"] = [at | {"draws": 1000}]
+    row = {r["key"]: r for r in calibration_map({}, replace(base, training=other))}["training"]
+    assert row["status"] == "partial" and "other sampler settings" in row["notes"][0]
+    # without the new study the old null study stands alone
+    row = {r["key"]: r for r in calibration_map({}, replace(base, training=None))}["training"]
+    assert [a["arm"] for a in row["arms"]] == ["training_null (accuracy, trained)"]
+
+
+def test_self_vs_other_arms_are_bootstrap_checks_with_both_directions_counted():
+    from selfmodel.decisions.calibration_map import Studies
+
+    def arm(n: int, target: int, check: str, pos: int, neg: int) -> dict[str, Any]:
+        q = {"positive": _count(pos, n), "negative": _count(neg, n), "coverage": _count(n - 1, n)}
+        return {"n": n, "target_n": target, "check": check, "means": {"dprime": q, "accuracy": q},
+                "slopes": {"dprime": q}}
+
+    cal = {"available": True, "arms": {"null": arm(200, 200, "null", 4, 6), "truth": arm(100, 100, "coverage", 90, 0),
+                                       "misspecified": arm(200, 200, "misspecified", 10, 10),
+                                       "clustered_declared": arm(120, 200, "misspecified", 1, 1)}}
+    row = {r["key"]: r for r in calibration_map({"self_vs_other_rescored": {"per_task": {"t": {}}}},
+                                                Studies(self_vs_other=cal))}["self_vs_other"]
+    by = {a["arm"]: a for a in row["arms"]}
+    assert by["self_vs_other:null"]["rate"] == 30 / 600  # 3 quantities x (4 + 6) of 3 x 200
+    assert by["self_vs_other:truth"]["check"] == "coverage" and by["self_vs_other:truth"]["rate"] == 297 / 300
+    assert by["self_vs_other:null"]["at_pipeline_settings"] is None  # a bootstrap: no sampler
+    # one misspecified arm complete is enough for the check; the declared-cluster arm is partial
+    assert row["status"] == "checked" and row["in_this_run"] and "not yet run" in row["notes"][0]
+
+
+def test_the_training_and_self_vs_other_sections_print_their_studies_from_the_results():
+    """The report reads each study from results.json and says what its numbers mean."""
+    from selfmodel.report.sections import self_other, training
+
+    q_null = {"false_credible": _count(12, 200), "false_improves": _count(2, 200), "coverage": _count(188, 200),
+              "truth_mean": 0.0}
+    q_truth = {"power_improves": _count(40, 100), "coverage": _count(93, 100), "truth_mean": 0.27}
+    settings = {"chains": 4, "draws": 2000, "tune": 1000, "target_accept": 0.99}
+    study = {"available": True, "generator": "validation/training_generator.py", "settings": settings,
+             "interval": "Clopper-Pearson 95%", "commands": ["python validation/training_study.py --arms null"],
+             "arms": {"null": {"n": 200, "target_n": 200, "failed_gate": 3, "quantities": {"accuracy:trained": q_null}},
+                      "truth": {"n": 100, "target_n": 100, "failed_gate": 0,
+                                "quantities": {"accuracy:trained": q_truth}}}}
+    rep = Report({"training_effect": {"available": True, "calibration": study}}, {}, None, None, 6.3, 8.5)
+    text = training.calibration(rep).replace("\\", "")
+    assert "<code>null</code> 200 of 200 data sets (3 failed the gate)" in text
+    assert "about 6% of data sets" in text and "4 chains x 2000 draws" in text
+    line = next(ln for ln in text.splitlines() if ln.startswith("| accuracy, trained"))
+    assert "12/200 (6.0%)" in line and "+0.27" in line and "93/100 (93.0%)" in line and "40/100" in line
+    assert "Null calibration" not in text  # the older 2 x 1000 study is not printed beside it
+
+    cov = {"k": 100, "n": 100, "rate": 1.0, "ci95": [0.964, 1.0]}
+    q = {"positive": _count(0, 100), "negative": _count(0, 100), "coverage": cov}
+    m = {"positive": _count(40, 1600), "negative": _count(40, 1600), "coverage": _count(1500, 1600)}
+    cal = {"available": True, "command": "python validation/self_vs_other_study.py", "n_boot": 1000,
+           "interval_level": 0.95, "design": {"families": [1, 2], "sizes_b": [1, 2], "items": 300},
+           "truths": {"truth": {"mean": {"dprime": 0.25}, "slope": {"dprime": 0.19}}},
+           "arms": {"null": {"n": 100, "target_n": 200, "check": "null", "means": {"dprime": q},
+                             "slopes": {"dprime": q}, "models": {"dprime": m}}}}
+    text = self_other.calibration(Report({"self_vs_other_rescored": {"calibration": cal}}, {}, None, None, 6.3, 8.5))
+    text = text.replace("\\", "")
+    assert "| <code>null</code> | null | 100 of 200 | 0/100 (0.0%) [0, 100]" in text
+    assert "true mean d' advantage +0.250" in text
+    assert "more often than their 95%" in text and "less often" not in text
+    cal["arms"]["null"]["means"]["dprime"] = q | {"coverage": {"k": 80, "n": 100, "rate": 0.8, "ci95": [0.71, 0.87]}}
+    cal["arms"]["null"]["slopes"]["dprime"] = q | {"coverage": _count(95, 100) | {"ci95": [0.89, 0.98]}}
+    again = self_other.calibration(Report({"self_vs_other_rescored": {"calibration": cal}}, {}, None, None, 6.3, 8.5))
+    assert "less often than their 95%" in again and "more often" not in again

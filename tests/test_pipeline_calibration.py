@@ -259,3 +259,11 @@ def test_variant_arms_group_by_variant(tmp_path, monkeypatch):
            pc.SamplerSettings(), tmp_path)
     assert calls == [("default:dprime",), ("default:dprime:clustered", "default:criterion:clustered")]
     assert (tmp_path / "default-dprime-clustered.jsonl").is_file()
+
+
+def test_each_arm_has_the_command_that_runs_it_and_an_sdt_arm_names_its_sibling():
+    assert pc.arm_command("default:accuracy:slope0.4").endswith(
+        "--arms default:accuracy:slope0.4 --sims 100 --out validation/results/pipeline_calibration")
+    cmd = pc.arm_command("default:criterion:clustered")
+    assert "--arms default:dprime:clustered default:criterion:clustered --sims 200" in cmd
+    assert pc.summarise([], "seb:dprime")["command"] == pc.arm_command("seb:criterion")

@@ -144,6 +144,14 @@ decision have a null, a coverage and a misspecified calibration arm), and
 independent generator's ``default:<effect>:clustered`` and ``default:<effect>:slope<b>``)
 and per arm ``truth``, ``generator``, ``versions`` and ``model_sampler``. Nothing else
 changed: every decision, estimate and diagnostic is byte-identical.
+
+It was remade again for issue 28.6, the same way (every fit reused; the fixture before it
+differed only in these keys): ``training_effect.calibration`` and
+``self_vs_other_rescored.calibration`` are new keys (the shipped studies of
+``validation/training_study.py`` and ``validation/self_vs_other_study.py``), the
+``calibration_map`` rows of both kinds read them, and ``calibration_study.pipeline`` holds
+the re-shipped study with each arm's ``command`` and the SDT arms' further data sets.
+Every decision, estimate and diagnostic is byte-identical.
 """
 
 from __future__ import annotations

@@ -365,6 +365,20 @@ def target_n(arm: str) -> int:
     return TARGET_SIMS if truth_of(arm) == 0.0 else TARGET_SIMS_NONNULL
 
 
+def arm_command(arm: str) -> str:
+    """The command that runs (or resumes: finished seeds are skipped) ``arm`` to its target.
+
+    A d' or criterion arm names its sibling too: the two are slopes of one SDT fit, which
+    :func:`run` then makes once per data set for both.
+    """
+    parts = arm.split(":")
+    arms = [arm]
+    if parts[1] in ("dprime", "criterion"):
+        arms = [":".join([parts[0], e, *parts[2:]]) for e in ("dprime", "criterion")]
+    return (f".venv/bin/python validation/pipeline_calibration.py --arms {' '.join(arms)} "
+            f"--sims {target_n(arm)} --out validation/results/pipeline_calibration")
+
+
 def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict[str, Any]:
     """Rates with intervals for one arm.
 
@@ -380,7 +394,7 @@ def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict
     versions = sorted({json.dumps(r["versions"], sort_keys=True) for r in records if r.get("versions")})
     sampled = sorted({json.dumps(r["model_sampler"], sort_keys=True) for r in records if r.get("model_sampler")})
     out: dict[str, Any] = {"n": n, "target_n": want, "complete": n >= want, "truth": truth,
-                           "generator": _generator(arm),
+                           "generator": _generator(arm), "command": arm_command(arm) if arm else None,
                            "versions": [json.loads(v) for v in versions],
                            "records_without_versions": sum(not r.get("versions") for r in records),
                            # the settings the model sampled with (its SPEC.sampling applied);

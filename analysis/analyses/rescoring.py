@@ -44,6 +44,7 @@ resampling nested in the same replicate.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -51,6 +52,7 @@ import polars as pl
 from scipy.stats import norm
 
 from selfmodel.analyses.skill import sdt_arrays
+from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 
 #: Bootstrap replicates (items and models resampled).
 N_BOOT: Final = 1000
@@ -60,6 +62,19 @@ INTERVAL: Final = 0.95
 MIN_SHARED: Final = 20
 #: Fewest models with a scale value for a slope on scale.
 MIN_MODELS_SLOPE: Final = 4
+
+#: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it).
+CALIBRATION_DATA: Final = PACKAGE_DATA / "self_vs_other_calibration.json"
+
+
+def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped study of these decisions (null, known advantages, clustered items), or why not.
+
+    Measured on ``validation/self_vs_other_study.py`` data, not on the user's data;
+    ``available`` is false without the file.
+    """
+    return shipped_study(path)
+
 
 METHOD: Final = (
     "each model's self-predictions scored against every other model's outcomes on the items "
@@ -455,4 +470,5 @@ def self_vs_other_rescored(
         "primary_measure": "dprime",
         "per_task": per_task,
         "cross_prediction": _cross_prediction(records),
+        "calibration": calibration(),
     }

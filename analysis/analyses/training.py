@@ -19,8 +19,10 @@ other task both checkpoints answered is *held out*. This module
   difference in differences with a cluster bootstrap, not from the fit): ``not_estimable``
   with the reason where the records hold no prediction by the checkpoint of its base (its
   self-predictions are never rescored as a substitute, issue 28.1);
-* attaches the shipped null-calibration study (:func:`null_calibration`,
-  ``validation/training_null.py``): how often the rule declares a null effect ``improves``.
+* attaches the shipped studies of these decisions: the training study at the pipeline's
+  sampler settings (:func:`study_calibration`, ``validation/training_study.py``: null,
+  known-gain and misspecified arms from an independent generator) and the older null-only
+  study at 2 x 1000 draws (:func:`null_calibration`, ``validation/training_null.py``).
 
 Not done here: the effect of training is not related to scale, and a checkpoint derived from
 a derived checkpoint is compared with its own base only; see ``models/training.py``.
@@ -32,7 +34,6 @@ value; ``scale_effect.excluded_derived_checkpoints`` lists them with the reason)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -43,7 +44,7 @@ import polars as pl
 
 from selfmodel import models as model_registry
 from selfmodel.analyses.privileged import privileged_access
-from selfmodel.common.paths import PACKAGE_DATA
+from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
 from selfmodel.fitting.fitter import Fitter
 from selfmodel.records.contract import SCALE_EXCLUSION_REASON, InputError
@@ -389,10 +390,20 @@ def null_calibration(path: Path = NULL_CALIBRATION_DATA) -> dict[str, Any]:
     data: it says how often the declared rule calls a null training effect ``improves``
     with this model and these sampler settings. ``available`` is false without the file.
     """
-    if not path.is_file():
-        return {"available": False, "reason": f"no null-calibration study shipped ({path.name})"}
-    study: dict[str, Any] = json.loads(path.read_text())
-    return {"available": True, **study}
+    return shipped_study(path, "null-calibration study")
+
+
+#: The training study's summary at the pipeline's settings (``validation/training_study.py --ship``).
+STUDY_CALIBRATION_DATA = PACKAGE_DATA / "training_calibration.json"
+
+
+def study_calibration(path: Path = STUDY_CALIBRATION_DATA) -> dict[str, Any]:
+    """The shipped training study (null, known effects, misspecified; independent generator).
+
+    Measured on ``validation/training_generator.py`` data at the pipeline's sampler settings,
+    not on the user's data; ``available`` is false without the file.
+    """
+    return shipped_study(path, "training study")
 
 
 def training_effect(
@@ -439,6 +450,7 @@ def training_effect(
     out = {**base, "diagnostics": f.diagnostics,
            **decide_training(f.idata, table, rule, passed=f.diagnostics["passed"])}
     out["null_calibration"] = null_calibration()
+    out["calibration"] = study_calibration()
     if truth is not None:
         out["truth_comparison"] = truth_rows(out, truth)
     return out

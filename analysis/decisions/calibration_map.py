@@ -1,16 +1,19 @@
 """Which of the report's decisions have a calibration study, and of what kind (issue 28.6).
 
 A decision word in the report ("improves", "credibly positive", "worsens" ...) is only as good
-as the rule behind it on data with known truth. Five shipped studies measure that, each for
+as the rule behind it on data with known truth. Seven shipped studies measure that, each for
 some decisions: the pipeline-settings study of the scale slopes
 (``validation/pipeline_calibration.py``, ``results.json`` ``calibration_study.pipeline``),
 the training null study (``validation/training_null.py``, ``training_effect.null_calibration``),
-the privileged-access study (``validation/privileged_access.py``,
+the training study at the pipeline's settings (``validation/training_study.py``,
+``training_effect.calibration``; once shipped it replaces the null study in the map), the
+privileged-access study (``validation/privileged_access.py``,
 ``training_effect.privileged_access.calibration``), the contrast study
-(``validation/contrast_study.py``, ``contrasts.calibration``) and the calibration-contrast
-study (``validation/calibration_contrast_study.py``, package data only).
+(``validation/contrast_study.py``, ``contrasts.calibration``), the calibration-contrast
+study (``validation/calibration_contrast_study.py``, package data only) and the
+self-vs-other study (``validation/self_vs_other_study.py``, ``self_vs_other_rescored.calibration``).
 
-:func:`calibration_map` is a pure function of the results dictionary and of those five
+:func:`calibration_map` is a pure function of the results dictionary and of those seven
 studies' summaries (:func:`Studies`; the pipeline passes the shipped ones, so a kind of
 decision this run did not make still shows its calibration): for every kind of
 decision the report can print, whether this run printed it, and which of the three checks
@@ -26,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
+
+from scipy.stats import beta as beta_dist
 
 from selfmodel import models as model_registry
 from selfmodel.fitting.fit import SamplerSettings, for_model
@@ -125,6 +130,8 @@ class Studies:
     privileged: Mapping[str, Any] | None = None
     contrasts: Mapping[str, Any] | None = None
     calibration_contrasts: Mapping[str, Any] | None = None
+    training: Mapping[str, Any] | None = None
+    self_vs_other: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, results: Results) -> Studies:
@@ -133,7 +140,9 @@ class Studies:
                    _get(results, ("training_effect", "null_calibration")),
                    _get(results, ("training_effect", "privileged_access", "calibration")),
                    _get(results, ("contrasts", "calibration")),
-                   _get(results, ("calibration_contrasts", "calibration")))
+                   _get(results, ("calibration_contrasts", "calibration")),
+                   _get(results, ("training_effect", "calibration")),
+                   _get(results, ("self_vs_other_rescored", "calibration")))
 
 
 def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
@@ -157,7 +166,61 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
     return out
 
 
+def _pooled(quantities: Mapping[str, Mapping[str, Any]], *keys: str,
+            same: Mapping[str, str] | None = None) -> tuple[int, int, str]:
+    """Counts ``keys`` summed over every quantity (k, n) and the worst quantity's name and rate.
+
+    The pooled rate is the rate of one decision, as the report prints each; its interval
+    treats the quantities of a data set as independent, which they are not. A quantity that
+    is another one (``same``: a mean over a single task is that task) is counted once.
+    """
+    k = n = 0
+    worst, w_rate = "", -1.0
+    for name, q in sorted(quantities.items()):
+        if name in (same or {}):
+            continue
+        qk, qn = sum(q[key]["k"] for key in keys), q[keys[0]]["n"]
+        k, n = k + qk, n + qn
+        if qn and qk / qn > w_rate:
+            worst, w_rate = name, qk / qn
+    if w_rate <= 0:
+        return k, n, "none in any quantity"
+    return k, n, f"worst: {worst.replace(':', ' ')} {100 * w_rate:.1f}%"
+
+
+def _training_study_arms(study: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The arms of ``validation/training_study.py`` (independent generator, pipeline settings)."""
+    out = []
+    source = "validation/training_study.py"
+    for name, a in sorted((study.get("arms") or {}).items()):
+        at = all(_at_defaults(s, "training") for s in a.get("sampler") or [{}])
+        qs = a.get("quantities") or {}
+        if name == "truth":
+            c = a["coverage_pooled"]
+            out.append(_arm(f"training:{name}", "coverage", a["n"], a["target_n"], c["rate"], c["ci95"], at,
+                            f"94% HDI coverage, {len(qs) - len(a.get('same_as') or {})} quantities pooled", source))
+            continue
+        same = a.get("same_as") or {}
+        k, n, worst = _pooled(qs, "false_credible", same=same)
+        out.append(_arm(f"training:{name}", "misspecified" if name == "misspecified" else "null", a["n"],
+                        a["target_n"], k / n if n else None, _cp(k, n), at,
+                        f"false credible decisions per quantity, {len(qs) - len(same)} pooled ({worst}; a calibrated 94% "
+                        "HDI gives about 6%)", source))
+    return out
+
+
+def _cp(k: int, n: int) -> list[float] | None:
+    """Clopper-Pearson 95% interval."""
+    if not n:
+        return None
+    lo = 0.0 if k == 0 else float(beta_dist.ppf(0.025, k, n - k + 1))
+    hi = 1.0 if k == n else float(beta_dist.ppf(0.975, k + 1, n - k))
+    return [lo, hi]
+
+
 def _training_arms(studies: Studies) -> list[dict[str, Any]]:
+    if (studies.training or {}).get("available"):
+        return _training_study_arms(studies.training or {})
     nc = studies.training_null or {}
     if not nc.get("available"):
         return []
@@ -237,6 +300,31 @@ def _calibration_contrast_arms(studies: Studies) -> list[dict[str, Any]]:
     return out
 
 
+def _self_vs_other_arms(studies: Studies) -> list[dict[str, Any]]:
+    """The arms of ``validation/self_vs_other_study.py`` (bootstrap: no sampler)."""
+    cal = studies.self_vs_other or {}
+    if not cal.get("available"):
+        return []
+    out = []
+    source = "validation/self_vs_other_study.py (bootstrap: no sampler)"
+    for name, a in sorted((cal.get("arms") or {}).items()):
+        task_level = {f"mean {k}": v for k, v in (a.get("means") or {}).items()}
+        task_level |= {f"slope {k}": v for k, v in (a.get("slopes") or {}).items()}
+        if a.get("check") == "coverage":
+            k = sum(q["coverage"]["k"] for q in task_level.values())
+            n = sum(q["coverage"]["n"] for q in task_level.values())
+            out.append(_arm(f"self_vs_other:{name}", "coverage", a["n"], a["target_n"], k / n if n else None,
+                            _cp(k, n), None, f"95% interval coverage, {len(task_level)} task-level quantities "
+                            "pooled", source))
+            continue
+        k, n, worst = _pooled(task_level, "positive", "negative")
+        out.append(_arm(f"self_vs_other:{name}", a.get("check", "null"), a["n"], a["target_n"],
+                        k / n if n else None, _cp(k, n), None,
+                        f"a direction declared per quantity, {len(task_level)} task-level quantities pooled "
+                        f"({worst}; a calibrated 95% interval gives about 5%)", source))
+    return out
+
+
 _ARMS = {
     "accuracy": lambda r: _pipeline_arms(r, "accuracy"),
     "dprime": lambda r: _pipeline_arms(r, "dprime"),
@@ -245,6 +333,7 @@ _ARMS = {
     "privileged": _privileged_arms,
     "contrasts": _contrast_arms,
     "calibration_contrasts": _calibration_contrast_arms,
+    "self_vs_other": _self_vs_other_arms,
 }
 
 

@@ -15,7 +15,9 @@ from typing import Any
 from selfmodel.analyses.calibration_contrasts import calibration as calibration_contrast_calibration
 from selfmodel.analyses.contrasts import calibration as contrast_calibration
 from selfmodel.analyses.privileged import calibration as privileged_calibration
+from selfmodel.analyses.rescoring import calibration as self_vs_other_calibration
 from selfmodel.analyses.training import null_calibration
+from selfmodel.analyses.training import study_calibration as training_study_calibration
 from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
 from selfmodel.decisions.calibration_map import Studies, calibration_map
@@ -95,7 +97,8 @@ def shipped_studies() -> Studies:
     """The calibration studies shipped as package data (each loader says when one is absent)."""
     return Studies(pipeline=(calibration_study() or {}).get("pipeline"), training_null=null_calibration(),
                    privileged=privileged_calibration(), contrasts=contrast_calibration(),
-                   calibration_contrasts=calibration_contrast_calibration())
+                   calibration_contrasts=calibration_contrast_calibration(),
+                   training=training_study_calibration(), self_vs_other=self_vs_other_calibration())
 
 
 def build_results(state: RunState) -> dict[str, Any]:

@@ -167,6 +167,11 @@ def pipeline(rep: Report) -> str:
     out(md_table(["arm", "true slope", "data sets", "false 'improves'", "'improves' at the truth",
                   "94% HDI coverage", "failed diagnostics", "s per fit"],
                  rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
+    todo = sorted({a["command"] for a in PC["arms"].values() if a.get("command") and not a["complete"]})
+    if any(a.get("command") for a in PC["arms"].values()):
+        out("\nEach arm runs with its own command (`results.json` `calibration_study.pipeline.arms.*.command`), "
+            "which resumes where its records end" + (": the arms short of their target continue with "
+                                                      + "; ".join(code(c) for c in todo) if todo else "") + ".")
     gens = sorted({a["generator"] for a in PC["arms"].values() if a.get("generator")})
     if gens:
         out("\nGenerators: " + "; ".join(esc(g) for g in gens) + " (each arm's `generator` in `results.json`).")

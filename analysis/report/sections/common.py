@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -113,6 +113,14 @@ def num(v: float | None, fmt: str = ".3f") -> str:
 def pct(v: float | None) -> str:
     """``v`` as a percentage with one decimal, ``n/a`` for None."""
     return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def count_rate(r: Mapping[str, Any] | None) -> str:
+    """A study's count ``{k, n, rate, ci95}`` as ``k/n (rate%) [lo, hi]``; ``—`` without data."""
+    if not r or not r.get("n"):
+        return "—"
+    lo, hi = r["ci95"]
+    return f"{r['k']}/{r['n']} ({100 * r['rate']:.1f}%) [{100 * lo:.0f}, {100 * hi:.0f}]"
 
 
 def yes_no(v: bool | None, no: str = "no") -> str:

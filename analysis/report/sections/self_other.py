@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from selfmodel.report.sections.common import Out, Report, esc, md_table, num
+from selfmodel.report.sections.common import Out, Report, code, count_rate, esc, md_table, num
 
-__all__ = ["tables"]
+__all__ = ["calibration", "tables"]
 
 
 def _model_row(r: dict[str, Any]) -> list[object]:
@@ -42,4 +42,57 @@ def tables(rep: Report) -> str:
                        num(r["advantage_accuracy"], "+.3f"),
                        f"[{num(r['advantage_accuracy_ci'][0], '+.3f')}, {num(r['advantage_accuracy_ci'][1], '+.3f')}]"]
                       for r in cp], ["---", "---"] + ["---:"] * 4))
+    return str(out)
+
+
+def calibration(rep: Report) -> str:
+    """The shipped study of these decisions (``validation/self_vs_other_study.py``), arm by arm."""
+    SO = rep.results.get("self_vs_other_rescored") or {}
+    if not SO:
+        return ""
+    cal = SO.get("calibration") or {}
+    if not cal.get("available"):
+        return f"\n**Calibration.** {esc(cal.get('reason') or 'No study of these decisions is shipped.')}\n"
+    out = Out()
+    truth = (cal.get("truths") or {}).get("truth") or {}
+    mean_t, slope_t = (truth.get("mean") or {}).get("dprime"), (truth.get("slope") or {}).get("dprime")
+    d = cal["design"]
+    out(f"\n**Calibration of these decisions** on simulated data with known truth ({code(cal['command'])}; "
+        f"generator and arms in {code('validation/self_vs_other_study.py')}): {len(d['families']) * len(d['sizes_b'])} "
+        f"models, {d['items']} shared items, {cal['n_boot']} bootstrap replicates, as this analysis runs. "
+        "Under `null` no model knows anything about itself that it does not know about the others, while skill "
+        "still grows with size; `misspecified` adds clusters of 3-5 items and overdispersion the records do not "
+        "declare, `clustered_declared` the same with the `cluster` column; `truth` has self-knowledge growing "
+        f"with size (true mean d' advantage {num(mean_t, '+.3f')}, slope {num(slope_t, '+.3f')} per 10x). "
+        "A 95% interval excludes a true 0 in about 5% of data sets by construction (2.5% each way).\n")
+    rows = []
+    for name, a in sorted(cal["arms"].items(), key=lambda kv: ("null", "misspecified", "clustered_declared",
+                                                                 "truth").index(kv[0])):
+        m, sl, pm = a["means"]["dprime"], a["slopes"]["dprime"], a["models"]["dprime"]
+        rows.append([code(name), esc(a["check"]), f"{a['n']} of {a['target_n']}", count_rate(m["positive"]),
+                     count_rate(m["negative"]), count_rate(sl["positive"]), count_rate(pm["positive"]),
+                     count_rate(m["coverage"]), count_rate(sl["coverage"]),
+                     f"{num(m.get('width_ratio'), '.2f')} / {num(sl.get('width_ratio'), '.2f')}"])
+    out(md_table(["arm", "check", "data sets", "mean d' positive", "mean d' negative", "slope d' positive",
+                  "each model's d' positive", "coverage, mean d'", "coverage, slope d'",
+                  "interval width ratio, mean / slope"], rows, ["---", "---", "---:"] + ["---:"] * 7))
+    out("\nThe width ratio is the intervals' mean half-width over 1.96 times the standard deviation of the "
+        "estimate across the arm's data sets (its sampling error): 1 for a calibrated interval.")
+    wide = [name for name, a in sorted(cal["arms"].items())
+            for c in (a["means"]["dprime"]["coverage"], a["slopes"]["dprime"]["coverage"])
+            if c.get("n") and c["ci95"][0] > cal["interval_level"]]
+    narrow = [name for name, a in sorted(cal["arms"].items())
+              for c in (a["means"]["dprime"]["coverage"], a["slopes"]["dprime"]["coverage"])
+              if c.get("n") and c["ci95"][1] < cal["interval_level"]]
+    if wide:
+        out(f"\nIn {', '.join(code(n) for n in dict.fromkeys(wide))} the intervals cover the truth more often than "
+            f"their {cal['interval_level']:.0%}: they are wider than their level (conservative), so fewer true "
+            "advantages are declared than the level allows.")
+    if narrow:
+        out(f"\nIn {', '.join(code(n) for n in dict.fromkeys(narrow))} the intervals cover the truth less often "
+            f"than their {cal['interval_level']:.0%}: there they are too narrow, and a declared direction is less "
+            "certain than it reads.")
+    out("\nOn `truth` the positive rates are power, not false rates. The rate for each model's d' pools the 16 "
+        "models of every data set; they share items, so the Clopper-Pearson interval of that rate is too narrow. The accuracy and target-side rows are in "
+        "`results.json` (`self_vs_other_rescored.calibration`).\n")
     return str(out)

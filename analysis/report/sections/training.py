@@ -7,9 +7,18 @@ from typing import Any
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
-from selfmodel.report.sections.common import PALETTE, Out, Report, code, esc, md_table, num
+from selfmodel.report.sections.common import (
+    PALETTE,
+    Out,
+    Report,
+    code,
+    count_rate,
+    esc,
+    md_table,
+    num,
+)
 
-__all__ = ["effects", "figure", "null_calibration"]
+__all__ = ["calibration", "effects", "figure"]
 
 #: the two groups of tasks, decided separately and never pooled
 GROUPS = (("trained", "trained tasks"), ("held_out", "held-out tasks (transfer)"))
@@ -71,13 +80,16 @@ def _readings(entries: list[dict[str, Any]]) -> str:
                                                        for e in entries) + "\n")
 
 
-def null_calibration(rep: Report) -> str:
-    """How often the rule declares `improves` when training changed nothing; estimates against the truth."""
+def calibration(rep: Report) -> str:
+    """The shipped study of these decisions (the older null study without it); estimates against the truth."""
     TR, out = _training(rep), Out()
     if not TR.get("available"):
         return ""
     NC = TR.get("null_calibration") or {}
-    if NC.get("available"):
+    study = TR.get("calibration") or {}
+    if study.get("available"):
+        out(_study(study))
+    elif NC.get("available"):
         rates, ung = NC["rates"], NC.get("rates_ignoring_diagnostics", {})
         labels = {"accuracy:trained": "accuracy, trained tasks", "accuracy:held_out": "accuracy, held-out tasks",
                   "dprime:trained": "d', trained tasks", "dprime:held_out": "d', held-out tasks",
@@ -101,6 +113,53 @@ def null_calibration(rep: Report) -> str:
                      [[esc(t["quantity"]), num(t["truth"]), num(t["mean"]),
                        f"[{num(t['hdi_low'])}, {num(t['hdi_high'])}]", "yes" if t["covered"] else "**no**"]
                       for t in TT], ["---", "---:", "---:", "---:", "---"]))
+    return str(out)
+
+
+def _study(study: dict[str, Any]) -> str:
+    """The training study at the pipeline's settings (``validation/training_study.py``), per quantity."""
+    arms = study["arms"]
+    st = study["settings"]
+    out = Out()
+    parts = [f"{code(k)} {a['n']} of {a['target_n']} data sets ({a['failed_gate']} failed the gate)"
+             for k, a in sorted(arms.items())]
+    out(f"\n**Calibration.** How often does the rule declare a training effect that is not there, and does "
+        f"the 94% HDI cover a known one? Data from an independent generator ({code(study['generator'])}: records "
+        "of four base/checkpoint pairs, one trained and two held-out tasks, a logistic readout), fitted at the "
+        f"pipeline's settings ({st['chains']} chains x {st['draws']} draws after {st['tune']} tuning, "
+        f"target_accept {st['target_accept']}) and decided by the declared rule: {'; '.join(parts)}. "
+        "`null` and `misspecified` (clusters of 3-5 items, overdispersed) have no effect at all, so any credible "
+        "decision there is false: a calibrated 94% HDI excludes a true 0 in about 6% of data sets (3% each way), "
+        "and `improves` (the HDI beyond the ROPE as well) is rarer. `truth` has known gains on the trained task "
+        "and a quarter of them held out. "
+        "A fit failing its gate is not a finding. Commands: "
+        f"{'; '.join(code(c) for c in study.get('commands', []))}. Measured on simulated data, not on these "
+        f"data; intervals {esc(study['interval'])}.\n")
+    keys = sorted({k for a in arms.values() for k in a["quantities"]},
+                  key=lambda k: (k.split(":")[0], ":task:" in k, k))
+    null, mis, tru = arms.get("null", {}), arms.get("misspecified", {}), arms.get("truth", {})
+    rows = []
+    for k in keys:
+        q = {name: (a.get("quantities") or {}).get(k) or {} for name, a in (("n", null), ("m", mis), ("t", tru))}
+        same = (null or mis or tru).get("same_as", {}).get(k)
+        label = k.replace(":task:", ", task ").replace(":", ", ").replace("_", "-")
+        if same:
+            label += f" (= {same.split(':task:')[1].replace('_', '-')}, its only task)"
+        rows.append([esc(label),
+                     count_rate(q["n"].get("false_credible")), count_rate(q["m"].get("false_credible")),
+                     num(q["t"].get("truth_mean"), "+.2f"), count_rate(q["t"].get("coverage")),
+                     count_rate(q["t"].get("power_improves"))])
+    for name, a in (("null", null), ("misspecified", mis)):
+        imp = [(q["false_improves"]["k"], k) for k, q in (a.get("quantities") or {}).items()
+               if "false_improves" in q and k not in (a.get("same_as") or {})]
+        if imp:
+            k_max = max(imp)[0]
+            out(f"In `{name}` the rule said `improves` in at most {k_max} of {a['n']} data sets for any quantity "
+                f"({sum(k for k, _ in imp)} such decisions over its {len(imp)} quantities).")
+    out("\n")
+    out(md_table(["quantity", "null: false credible", "misspecified: false credible", "truth (mean)",
+                  "truth: 94% HDI coverage", "truth: improves (power)"], rows,
+                 ["---", "---:", "---:", "---:", "---:", "---:"]))
     return str(out)
 
 
