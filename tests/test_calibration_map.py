@@ -233,7 +233,8 @@ def test_the_training_and_self_vs_other_sections_print_their_studies_from_the_re
     settings = {"chains": 4, "draws": 2000, "tune": 1000, "target_accept": 0.99}
     study = {"available": True, "generator": "validation/training_generator.py", "settings": settings,
              "interval": "Clopper-Pearson 95%", "commands": ["python validation/training_study.py --arms null"],
-             "arms": {"null": {"n": 200, "target_n": 200, "failed_gate": 3, "quantities": {"accuracy:trained": q_null}},
+             "arms": {"null": {"n": 200, "target_n": 200, "failed_gate": 3, "quantities": {"accuracy:trained": q_null},
+                               "any_false_credible": {"k": 70, "n": 200, "rate": 0.35, "ci95": [0.28, 0.42]}},
                       "truth": {"n": 100, "target_n": 100, "failed_gate": 0,
                                 "quantities": {"accuracy:trained": q_truth}}}}
     rep = Report({"training_effect": {"available": True, "calibration": study}}, {}, None, None, 6.3, 8.5)
@@ -243,6 +244,8 @@ def test_the_training_and_self_vs_other_sections_print_their_studies_from_the_re
     line = next(ln for ln in text.splitlines() if ln.startswith("| accuracy, trained"))
     assert "12/200 (6.0%)" in line and "+0.27" in line and "93/100 (93.0%)" in line and "40/100" in line
     assert "Null calibration" not in text  # the older 2 x 1000 study is not printed beside it
+    assert "at most 2 of 200 data sets for any quantity" in text
+    assert "70/200 (35.0%) [28, 42] of its data sets had at least one false credible decision" in text
 
     cov = {"k": 100, "n": 100, "rate": 1.0, "ci95": [0.964, 1.0]}
     q = {"positive": _count(0, 100), "negative": _count(0, 100), "coverage": cov}

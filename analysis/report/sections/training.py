@@ -154,8 +154,11 @@ def _study(study: dict[str, Any]) -> str:
                if "false_improves" in q and k not in (a.get("same_as") or {})]
         if imp:
             k_max = max(imp)[0]
+            anyc = a.get("any_false_credible") or {}
+            family = (f" {count_rate(anyc)} of its data sets had at least one false credible decision among the "
+                      "quantities: each decision is at its level, the family is not." if anyc.get("n") else "")
             out(f"In `{name}` the rule said `improves` in at most {k_max} of {a['n']} data sets for any quantity "
-                f"({sum(k for k, _ in imp)} such decisions over its {len(imp)} quantities).")
+                f"({sum(k for k, _ in imp)} such decisions over its {len(imp)} quantities).{family}")
     out("\n")
     out(md_table(["quantity", "null: false credible", "misspecified: false credible", "truth (mean)",
                   "truth: 94% HDI coverage", "truth: improves (power)"], rows,
