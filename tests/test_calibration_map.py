@@ -8,6 +8,8 @@ import json
 from dataclasses import asdict
 from typing import Any
 
+import pytest
+
 from selfmodel.analyses.calibration_contrasts import calibration as calibration_contrast_calibration
 from selfmodel.analyses.contrasts import calibration as contrast_calibration
 from selfmodel.analyses.privileged import calibration as privileged_calibration
@@ -264,3 +266,17 @@ def test_the_training_and_self_vs_other_sections_print_their_studies_from_the_re
     cal["arms"]["null"]["slopes"]["dprime"] = q | {"coverage": _count(95, 100) | {"ci95": [0.89, 0.98]}}
     again = self_other.calibration(Report({"self_vs_other_rescored": {"calibration": cal}}, {}, None, None, 6.3, 8.5))
     assert "less often than their 95%" in again and "more often" not in again
+
+
+def test_the_exact_interval_every_study_shares_has_its_closed_forms():
+    """Clopper-Pearson at k = 0 and k = n has a closed form: 1 - (a/2)^(1/n) and (a/2)^(1/n)."""
+    import doctest
+
+    from selfmodel.common import binomial
+
+    assert binomial.clopper_pearson(0, 200) == (0.0, pytest.approx(1 - 0.025 ** (1 / 200)))
+    assert binomial.clopper_pearson(7, 7) == (pytest.approx(0.025 ** (1 / 7)), 1.0)
+    lo, hi = binomial.clopper_pearson(12, 200)
+    assert lo < 12 / 200 < hi
+    assert binomial.rate(0, 0) == {"k": 0, "n": 0, "rate": None, "ci95": None}
+    assert doctest.testmod(binomial).failed == 0

@@ -44,7 +44,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 from scipy.special import expit, logit
-from scipy.stats import beta as beta_dist
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
@@ -53,6 +52,7 @@ if str(ROOT) not in sys.path:
 from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the scale arms)
 
 from selfmodel.analyses.calibration_contrasts import calibration_table  # noqa: E402
+from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS  # noqa: E402
 
@@ -157,14 +157,6 @@ def one(arm: str, seed: int, t: dict[tuple[str, str], dict[str, float]]) -> dict
                      "metric": r["metric"], "truth": round(truth, 6), "decision": r["decision"],
                      "covered": r["hdi_low"] is not None and r["hdi_low"] <= truth <= r["hdi_high"]})
     return {"arm": arm, "seed": seed, "cpu_s": round(cpu, 3), "contrasts": rows}
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> list[float]:
-    """Exact binomial interval."""
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta_dist.ppf(1 - a, k + 1, n - k))
-    return [lo, hi]
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:

@@ -45,9 +45,9 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.stats import beta as beta_dist
 
 from selfmodel.analyses.contrasts import contrast_section
+from selfmodel.common.binomial import clopper_pearson
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import SamplerSettings
 from selfmodel.fitting.fitter import Fitter
@@ -152,14 +152,6 @@ def one(arm: str, seed: int, settings: SamplerSettings, rule: DecisionRule) -> d
             "max_rhat": section["diagnostics"]["max_rhat"],
             "min_ess_bulk": section["diagnostics"]["min_ess_bulk"],
             "divergences": section["diagnostics"]["divergences"], "contrasts": rows}
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval of a rate k/n."""
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta_dist.ppf(1 - a, k + 1, n - k))
-    return lo, hi
 
 
 def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:

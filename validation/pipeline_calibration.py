@@ -134,6 +134,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
 
@@ -336,16 +337,6 @@ def _record(res: dict[str, Any], passed: bool, truth: float = 0.0) -> dict[str, 
     covered = res["hdi_low"] is not None and res["hdi_low"] <= truth <= res["hdi_high"]
     return {"decision": res["decision"], "reported_decision": res["decision"] if passed else
             "not_a_finding", "hdi_covers_truth": bool(covered), "mean": res["mean"]}
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval."""
-    from scipy.stats import beta
-
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
 
 
 #: Null data sets per arm the study asks for (a 5% rate known to about +-3 points).

@@ -42,12 +42,12 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from scipy.stats import beta
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from privileged_generator import Design, generate, true_contrast  # noqa: E402
 
 from selfmodel.analyses.privileged import N_BOOT, privileged_access  # noqa: E402
+from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,14 +62,6 @@ def arms() -> dict[str, Design]:
     return {"truth": d, "null": replace(d, families=NULL_FAMILIES),
             "misspecified_truth": replace(d, clustered=True),
             "misspecified_null": replace(d, clustered=True, families=NULL_FAMILIES)}
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval for ``k`` of ``n``."""
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a, k + 1, n - k))
-    return lo, hi
 
 
 def rate(k: int, n: int) -> dict[str, Any]:

@@ -53,7 +53,6 @@ from typing import Any
 import numpy as np
 import polars as pl
 from scipy.special import expit, logit
-from scipy.stats import beta as beta_dist
 from scipy.stats import norm
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +62,7 @@ if str(ROOT / "validation") not in sys.path:
 from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the other arms)
 
 from selfmodel.analyses.rescoring import INTERVAL, N_BOOT, pair_scores, self_vs_other_rescored  # noqa: E402
+from selfmodel.common.binomial import rate  # noqa: E402
 
 FAMILIES = ("aurora", "borealis", "cirrus", "dynamo")
 SIZES_B = (1.0, 8.0, 32.0, 70.0)
@@ -238,18 +238,6 @@ def one(arm: str, seed: int, t: Mapping[str, Any]) -> dict[str, Any]:
     return row
 
 
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> list[float]:
-    """Exact binomial interval."""
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta_dist.ppf(1 - a, k + 1, n - k))
-    return [lo, hi]
-
-
-def _rate(k: int, n: int) -> dict[str, Any]:
-    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": clopper_pearson(k, n) if n else None}
-
-
 def width_ratio(qs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The intervals' mean half-width against the half-width the estimates' own spread implies.
 
@@ -279,17 +267,17 @@ def summarise_arm(rows: Sequence[Mapping[str, Any]], arm: str) -> dict[str, Any]
         for k in keys:
             qs = [r[part][k] for r in est]
             cov = [q["covered"] for q in qs if q["covered"] is not None]
-            out[part][k] = {"positive": _rate(sum(q["direction"] == "positive" for q in qs), n),
-                            "negative": _rate(sum(q["direction"] == "negative" for q in qs), n),
-                            "coverage": _rate(sum(cov), len(cov)), "truth": qs[0]["truth"] if qs else None,
+            out[part][k] = {"positive": rate(sum(q["direction"] == "positive" for q in qs), n),
+                            "negative": rate(sum(q["direction"] == "negative" for q in qs), n),
+                            "coverage": rate(sum(cov), len(cov)), "truth": qs[0]["truth"] if qs else None,
                             **width_ratio(qs)}
     for k in SLOPES:
         ms = [r["models"][k] for r in est]
         out["models"][k] = {
-            "positive": _rate(sum(m["positive"] for m in ms), sum(m["n"] for m in ms)),
-            "negative": _rate(sum(m["negative"] for m in ms), sum(m["n"] for m in ms)),
-            "coverage": _rate(sum(m["covered"] for m in ms), sum(m["with_interval"] for m in ms)),
-            "any_positive_datasets": _rate(sum(m["positive"] > 0 for m in ms), n),
+            "positive": rate(sum(m["positive"] for m in ms), sum(m["n"] for m in ms)),
+            "negative": rate(sum(m["negative"] for m in ms), sum(m["n"] for m in ms)),
+            "coverage": rate(sum(m["covered"] for m in ms), sum(m["with_interval"] for m in ms)),
+            "any_positive_datasets": rate(sum(m["positive"] > 0 for m in ms), n),
             "note": "pooled over the models of every data set; the models of one data set share items, so "
                     "the interval is too narrow"}
     head = out["means"]["dprime"]
@@ -297,7 +285,7 @@ def summarise_arm(rows: Sequence[Mapping[str, Any]], arm: str) -> dict[str, Any]
         cov = [q for part, keys in (("means", MEANS), ("slopes", SLOPES)) for k in keys
                for q in [out[part][k]["coverage"]]]
         out["headline"] = {"measure": "95% interval coverage, mean advantages and slopes pooled",
-                           **_rate(sum(c["k"] for c in cov), sum(c["n"] for c in cov))}
+                           **rate(sum(c["k"] for c in cov), sum(c["n"] for c in cov))}
     else:
         out["headline"] = {"measure": "mean d' self advantage declared positive", **head["positive"]}
     out["cpu_s_per_dataset"] = float(np.mean([r["cpu_s"] for r in rows])) if rows else None

@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-from scipy.stats import beta
 
 from selfmodel.analyses.training import decide_training, training_table
+from selfmodel.common.binomial import clopper_pearson
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import SamplerSettings, fit
 from selfmodel.records.simulate import SimulationConfig, simulate, training_implied_truth
@@ -106,14 +106,6 @@ def one(seed: int, rule: DecisionRule) -> dict[str, Any]:
         "truth": {"accuracy": truth["training"]["effect_per_arm"],
                   "dprime": implied["dprime_per_arm"]},
     }
-
-
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
-    """Exact binomial interval for ``k`` of ``n``."""
-    a = 1 - level
-    lo = 0.0 if k == 0 else float(beta.ppf(a / 2, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta.ppf(1 - a / 2, k + 1, n - k))
-    return lo, hi
 
 
 def null_quantities(keys: Iterable[str], config: SimulationConfig = NULL_CONFIG) -> list[str]:

@@ -42,8 +42,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy.stats import beta as beta_dist
-
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "validation") not in sys.path:
     sys.path.insert(0, str(ROOT / "validation"))
@@ -52,6 +50,7 @@ import training_generator as gen  # noqa: E402
 
 from selfmodel import models as model_registry  # noqa: E402
 from selfmodel.analyses.training import decide_training, training_table  # noqa: E402
+from selfmodel.common.binomial import rate  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.fitting.fit import SamplerSettings, fit, for_model, package_versions  # noqa: E402
 from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS  # noqa: E402
@@ -100,18 +99,6 @@ def one(arm: str, seed: int, rule: DecisionRule) -> dict[str, Any]:
             "versions": package_versions()}
 
 
-def clopper_pearson(k: int, n: int, level: float = 0.95) -> list[float]:
-    """Exact binomial interval for ``k`` of ``n``."""
-    a = (1 - level) / 2
-    lo = 0.0 if k == 0 else float(beta_dist.ppf(a, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta_dist.ppf(1 - a, k + 1, n - k))
-    return [lo, hi]
-
-
-def _rate(k: int, n: int) -> dict[str, Any]:
-    return {"k": k, "n": n, "rate": k / n if n else None, "ci95": clopper_pearson(k, n) if n else None}
-
-
 def single_task_kinds() -> dict[str, str]:
     """A kind (trained, held-out) with one task is that task's quantity: ``{kind key: task key}``.
 
@@ -134,14 +121,14 @@ def summarise_arm(rows: Sequence[Mapping[str, Any]], arm: str) -> dict[str, Any]
     for key in keys:
         qs = [r["quantities"][key] for r in passed]
         cov = [q["covered"] for q in qs if q["covered"] is not None]
-        entry: dict[str, Any] = {"coverage": _rate(sum(cov), len(cov))}
+        entry: dict[str, Any] = {"coverage": rate(sum(cov), len(cov))}
         truths = [r["quantities"][key]["truth"] for r in rows]
         entry["truth_mean"] = sum(truths) / n if n else None
         if arm == "truth":
-            entry["power_improves"] = _rate(sum(q["decision"] == "improves" for q in qs), n)
+            entry["power_improves"] = rate(sum(q["decision"] == "improves" for q in qs), n)
         else:
-            entry["false_credible"] = _rate(sum(q["decision"] in CREDIBLE for q in qs), n)
-            entry["false_improves"] = _rate(sum(q["decision"] == "improves" for q in qs), n)
+            entry["false_credible"] = rate(sum(q["decision"] in CREDIBLE for q in qs), n)
+            entry["false_improves"] = rate(sum(q["decision"] == "improves" for q in qs), n)
         per[key] = entry
     same_as = single_task_kinds()
     pooled_cov = [q["covered"] for r in passed for key, q in r["quantities"].items()
@@ -149,7 +136,7 @@ def summarise_arm(rows: Sequence[Mapping[str, Any]], arm: str) -> dict[str, Any]
     out: dict[str, Any] = {
         "n": n, "target_n": TARGET[arm], "complete": n >= TARGET[arm],
         "failed_gate": n - len(passed), "quantities": per, "same_as": same_as,
-        "coverage_pooled": _rate(sum(pooled_cov), len(pooled_cov)),
+        "coverage_pooled": rate(sum(pooled_cov), len(pooled_cov)),
         "median_seconds_per_fit": sorted(r["seconds"] for r in rows)[n // 2] if n else None,
         "sampler": sorted({json.dumps(r["sampler"], sort_keys=True) for r in rows}),
         "versions": [json.loads(v) for v in sorted({json.dumps(r["versions"], sort_keys=True) for r in rows})],
@@ -157,7 +144,7 @@ def summarise_arm(rows: Sequence[Mapping[str, Any]], arm: str) -> dict[str, Any]
     out["sampler"] = [json.loads(s) for s in out["sampler"]]
     if arm != "truth":
         anyc = sum(any(q["decision"] in CREDIBLE for q in r["quantities"].values()) for r in passed)
-        out["any_false_credible"] = _rate(anyc, n)
+        out["any_false_credible"] = rate(anyc, n)
         # the headline: the trained-task accuracy effect, the training decision the report leads with
         out["headline"] = {"quantity": "accuracy:trained", **per["accuracy:trained"]["false_improves"]}
     else:

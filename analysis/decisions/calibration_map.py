@@ -30,9 +30,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from scipy.stats import beta as beta_dist
-
 from selfmodel import models as model_registry
+from selfmodel.common.binomial import rate
 from selfmodel.fitting.fit import SamplerSettings, for_model
 
 Results = Mapping[str, Any]
@@ -203,19 +202,10 @@ def _training_study_arms(study: Mapping[str, Any]) -> list[dict[str, Any]]:
         same = a.get("same_as") or {}
         k, n, worst = _pooled(qs, "false_credible", same=same)
         out.append(_arm(f"training:{name}", "misspecified" if name == "misspecified" else "null", a["n"],
-                        a["target_n"], k / n if n else None, _cp(k, n), at,
+                        a["target_n"], k / n if n else None, rate(k, n)["ci95"], at,
                         f"false credible decisions per quantity, {len(qs) - len(same)} pooled ({worst}; a calibrated 94% "
                         "HDI gives about 6%)", source))
     return out
-
-
-def _cp(k: int, n: int) -> list[float] | None:
-    """Clopper-Pearson 95% interval."""
-    if not n:
-        return None
-    lo = 0.0 if k == 0 else float(beta_dist.ppf(0.025, k, n - k + 1))
-    hi = 1.0 if k == n else float(beta_dist.ppf(0.975, k + 1, n - k))
-    return [lo, hi]
 
 
 def _training_arms(studies: Studies) -> list[dict[str, Any]]:
@@ -314,12 +304,12 @@ def _self_vs_other_arms(studies: Studies) -> list[dict[str, Any]]:
             k = sum(q["coverage"]["k"] for q in task_level.values())
             n = sum(q["coverage"]["n"] for q in task_level.values())
             out.append(_arm(f"self_vs_other:{name}", "coverage", a["n"], a["target_n"], k / n if n else None,
-                            _cp(k, n), None, f"95% interval coverage, {len(task_level)} task-level quantities "
+                            rate(k, n)["ci95"], None, f"95% interval coverage, {len(task_level)} task-level quantities "
                             "pooled", source))
             continue
         k, n, worst = _pooled(task_level, "positive", "negative")
         out.append(_arm(f"self_vs_other:{name}", a.get("check", "null"), a["n"], a["target_n"],
-                        k / n if n else None, _cp(k, n), None,
+                        k / n if n else None, rate(k, n)["ci95"], None,
                         f"a direction declared per quantity, {len(task_level)} task-level quantities pooled "
                         f"({worst}; a calibrated 95% interval gives about 5%)", source))
     return out
