@@ -129,8 +129,9 @@ def test_report_pdf_has_the_sections(build_copy):
     for section in SECTIONS:
         assert section in text, section
     # Markdown escapes are for Markdown text: inside a code span they print as written (the
-    # training section's null-calibration command once read "validation\/training\_null.py")
-    assert "Null calibration" in text
+    # training section's null-calibration command once read "validation\/training\_null.py"; its
+    # calibration paragraph now names the training study's commands)
+    assert "validation/training_study.py" in text
     printed = re.findall(r"\S*\\[-_/*`\[\]#.]\S*", text)
     assert printed == [], printed[:5]
 
