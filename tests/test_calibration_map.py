@@ -89,22 +89,27 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     assert rows["contrasts"]["status"] == "partial" and rows["contrasts"]["missing"] == []
     assert rows["training"]["missing"] == ["coverage", "misspecified"]
     assert rows["training"]["arms"][0]["at_pipeline_settings"] is False  # 2 x 1000 draws
-    assert rows["confounds"]["status"] == "none" and not rows["confounds"]["in_this_run"]
+    # the family-left-out refit and the Mundlak split: the pipeline study's mundlak arms
+    for key in ("confounds", "within_between"):
+        assert rows[key]["status"] == "checked" and not rows[key]["in_this_run"], key
+        assert {a["check"] for a in rows[key]["arms"]} == set(CHECKS), key
+    assert rows["confirmatory"]["status"] == "none"
     cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
     assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
     assert "of data sets have one or more" in next(a for a in cc["arms"] if a["check"] == "null")["measure"]
     text = section.decisions_map(Report(json.loads(json.dumps({"calibration_map": list(rows.values())})),
                                         {}, None, None, 6.3, 8.5)).replace("\\", "")  # markdown escapes
-    assert "**No calibration** for:" in text and "within- vs between-family slope" in text
+    assert "**No calibration** for:" in text and "the confirmatory family" in text.split("**No calibration** for:")[1]
+    assert "within- vs between-family slope" in text.split("Checked by a null")[1]
     assert "self vs other" in text.split("**No calibration** for:")[1]
     assert "calibration differences" not in text.split("**No calibration** for:")[1].split(".")[0]
     assert "(other sampler settings)" in text  # the training null study
     assert "training effect" in text.split("Partly calibrated:")[1]
     # a kind that gains a study leaves the "no calibration" sentence
-    rows["confounds"]["status"] = "checked"
+    rows["confirmatory"]["status"] = "checked"
     again = section.decisions_map(Report({"calibration_map": list(rows.values())}, {}, None, None, 6.3, 8.5)
                                   ).replace("\\", "")
-    assert "scale slope without the family" not in again.split("Partly calibrated:")[0].split("**No calibration**")[1]
+    assert "confirmatory family" not in again.split("Partly calibrated:")[0].split("**No calibration**")[1]
 
 
 def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
@@ -280,3 +285,30 @@ def test_the_exact_interval_every_study_shares_has_its_closed_forms():
     assert lo < 12 / 200 < hi
     assert binomial.rate(0, 0) == {"k": 0, "n": 0, "rate": None, "ci95": None}
     assert doctest.testmod(binomial).failed == 0
+
+
+def test_within_between_reads_the_mundlak_arms_by_the_check_each_declares():
+    """A null for ``within`` beside a non-zero ``between`` (truth 0, a variant) is a null, not the
+    misspecified arm: the study's ``check`` decides, not the arm's name."""
+    arms = {"mundlak:within": _arm(200, 200), "mundlak:between": _arm(200, 200),
+            "mundlak:within:clustered": _arm(200, 200) | {"check": "misspecified"},
+            "mundlak:within:between0.4": _arm(200, 200) | {"check": "null"},
+            "mundlak:between:between0.4": _arm(100, 100, truth=0.4) | {"check": "coverage"}}
+    res = _results(**arms) | {"model_zoo": {"within_between": {"within": {}}}}
+    wb = {r["key"]: r for r in calibration_map(res)}["within_between"]
+    assert {a["arm"]: a["check"] for a in wb["arms"]} == {
+        "mundlak:within": "null", "mundlak:between": "null", "mundlak:within:clustered": "misspecified",
+        "mundlak:within:between0.4": "null", "mundlak:between:between0.4": "coverage"}
+    assert wb["status"] == "checked" and wb["in_this_run"]
+    del arms["mundlak:within:clustered"]
+    wb = {r["key"]: r for r in calibration_map(_results(**arms))}["within_between"]
+    assert wb["status"] == "partial" and wb["missing"] == ["misspecified"]
+
+
+def test_the_family_left_out_refit_reads_its_own_arms():
+    arms = {"mundlak:without_family": _arm(200, 200), "mundlak:without_family:clustered":
+            _arm(50, 200) | {"check": "misspecified"}, "default:accuracy": _arm(200, 200)}
+    res = _results(**arms) | {"confounds": {"without_family": {"decision": "improves"}}}
+    cf = {r["key"]: r for r in calibration_map(res)}["confounds"]
+    assert [a["arm"] for a in cf["arms"]] == ["mundlak:without_family", "mundlak:without_family:clustered"]
+    assert cf["status"] == "partial" and cf["missing"] == ["coverage"] and cf["in_this_run"]

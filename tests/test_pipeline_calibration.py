@@ -267,3 +267,88 @@ def test_each_arm_has_the_command_that_runs_it_and_an_sdt_arm_names_its_sibling(
     cmd = pc.arm_command("default:criterion:clustered")
     assert "--arms default:dprime:clustered default:criterion:clustered --sims 200" in cmd
     assert pc.summarise([], "seb:dprime")["command"] == pc.arm_command("seb:criterion")
+
+
+def _within_between_ols(data: pl.DataFrame) -> tuple[float, float]:
+    """Empirical within- and between-family slopes: OLS of each cell's logit on the model's
+    distance from its family's mean x and on that mean (the Mundlak split, by hand)."""
+    fam_mean = data.group_by("family").agg(pl.col("x").mean().alias("xb"))
+    d = data.join(fam_mean, on="family")
+    p = ((d["k"] + 0.5) / (d["n"] + 1)).to_numpy()
+    y = np.log(p / (1 - p))
+    xb = d["xb"].to_numpy()
+    X = np.column_stack([np.ones(len(y)), d["x"].to_numpy() - xb, xb])
+    coef = np.linalg.lstsq(X, y, rcond=None)[0]
+    return float(coef[1]), float(coef[2])
+
+
+@pytest.mark.parametrize(("within", "between"), [(0.0, 0.4), (0.4, 0.0), (0.0, 0.0)])
+def test_within_between_generator_has_the_two_slopes_it_is_given(within, between):
+    """Averaged over data sets, the empirical within and between slopes are the truths."""
+    d = pc.mundlak_design()
+    est = np.array([_within_between_ols(cg.within_between(d.models, d.cells, within, between, s))
+                    for s in range(80)])
+    for j, truth in enumerate((within, between)):
+        se = est[:, j].std() / np.sqrt(len(est))
+        assert abs(est[:, j].mean() - truth) < 4 * se + 0.03, (j, truth, est[:, j].mean())
+
+
+def test_mundlak_design_has_families_of_unequal_mean_size():
+    """In the default design every family has the same sizes, so no between slope is identified."""
+    from selfmodel import models as model_registry
+
+    d = pc.mundlak_design()
+    means = {f: np.mean([x for _, ff, x in d.models if ff == f]) for f in {f for _, f, _ in d.models}}
+    assert len(means) == 4 and np.ptp(list(means.values())) > 0.8
+    data = pc.simulate_arm("mundlak:within", 16_000)
+    assert model_registry.get("within_between").SPEC.unfit_reason(data) is None
+    default = pc.simulate_arm("default:accuracy", 16_000)
+    means_default = {f: np.mean([x for _, ff, x in pc.default_design().models if ff == f])
+                     for f in {f for _, f, _ in pc.default_design().models}}
+    assert np.ptp(list(means_default.values())) == 0 and default.height == len(pc.default_design().cells)
+
+
+def test_within_between_arms_carry_their_truth_check_and_sibling():
+    assert pc.truth_of("mundlak:between:between0.4") == 0.4
+    assert pc.truth_of("mundlak:within:between0.4") == 0.0
+    assert pc.truth_of("mundlak:within:slope0.4") == pc.truth_of("mundlak:between:slope0.4") == 0.4
+    assert [pc.check_of(a) for a in ("mundlak:within", "mundlak:within:clustered",
+                                     "mundlak:within:between0.4", "mundlak:between:between0.4",
+                                     "default:accuracy:slope0.15")] == \
+        ["null", "misspecified", "null", "coverage", "coverage"]
+    assert pc.target_n("mundlak:within:between0.4") == pc.TARGET_SIMS
+    assert pc.target_n("mundlak:between:between0.4") == pc.TARGET_SIMS_NONNULL
+    assert "--arms mundlak:within:clustered mundlak:between:clustered --sims 200" in \
+        pc.arm_command("mundlak:between:clustered")
+    assert "within_between" in pc.summarise([], "mundlak:within:between0.4")["generator"]
+    assert pc.summarise([], "mundlak:within:between0.4")["check"] == "null"
+    # every data set of an arm of the Mundlak split is accuracy cells of the Mundlak design
+    for arm in ("mundlak:within", "mundlak:between:clustered", "mundlak:within:slope0.4",
+                "mundlak:between:between0.4"):
+        data = pc.simulate_arm(arm, 16_001)
+        assert {"k", "n", "x", "family"} <= set(data.columns), arm
+        assert data.height == len(pc.mundlak_design().cells), arm
+
+
+def test_within_and_between_share_one_fit_and_between_has_no_per_task(fake_nutpie):
+    """Bookkeeping of the Mundlak arms' shared fit (prior draws stand in: no compile)."""
+    both = pc.fit_records(["mundlak:within:between0.4", "mundlak:between:between0.4"], 0, pc.QUICK, 16_000)
+    w, b = both["mundlak:within:between0.4"], both["mundlak:between:between0.4"]
+    assert w["shared_fit"] == b["shared_fit"] and w["truth"] == 0.0 and b["truth"] == 0.4
+    assert set(w["per_task"]) == {"t0", "t1", "t2"} and b["per_task"] == {}
+    assert w["overall"] != b["overall"]
+
+
+def test_family_left_out_arms_fit_scale_without_the_pipelines_choice_of_family(fake_nutpie, tmp_path, monkeypatch):
+    """The pipeline leaves out the family with the most models (cirrus here: four models, the
+    widest span); the arm fits ``scale`` on the rest, never sharing a fit with ``accuracy``."""
+    rec = pc.fit_records(["mundlak:without_family:slope0.4"], 0, pc.QUICK, 16_000)["mundlak:without_family:slope0.4"]
+    assert rec["left_out"] == "cirrus" and rec["truth"] == 0.4 and rec["per_task"] == {}
+    data, fam = pc.leave_out_largest_family(pc.simulate_arm("mundlak:without_family", 16_000), pc.mundlak_design())
+    assert fam == "cirrus" and set(data["family"]) == {"aurora", "borealis", "dynamo"}
+    assert pc.check_of("mundlak:without_family:clustered") == "misspecified"
+    calls = []
+    monkeypatch.setattr(pc, "fit_records", lambda arms, i, *a, **k: calls.append(tuple(arms)) or
+                        {arm: _rec(arm, 16_000 + i) for arm in arms})
+    pc.run(["mundlak:accuracy", "mundlak:without_family"], 1, pc.SamplerSettings(), tmp_path)
+    assert calls == [("mundlak:accuracy",), ("mundlak:without_family",)]

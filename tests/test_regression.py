@@ -159,6 +159,11 @@ criterion misspecified arms' ``n`` and interval); the fixture was edited at thos
 copied from a cold run of the new code on another machine, whose other values moved at Monte
 Carlo level (as above; eight of its decisions on a boundary differed, among them
 ``confounds.without_family`` and the Bonferroni-adjusted d' member of the confirmatory family).
+
+Shipping the ``mundlak`` arms (the within- and between-family slopes and the family-left-out
+refit) changed ``calibration_study.pipeline`` and the ``confounds`` and ``within_between`` rows
+of ``calibration_map`` alone (a run of the new code with the previous run's fits reused: no
+other value differed); the fixture was edited at those keys.
 """
 
 from __future__ import annotations

@@ -12,6 +12,13 @@ simulator (``selfmodel.records.simulate``) and from the model-form null generato
     centred gamma (skewed), no zero-sum constraint, and cell effects from a Laplace law.
     ``slope`` is the true slope in every task, so the average over tasks is ``slope`` too.
 
+:func:`within_between` (the Mundlak arms: a within-family and a between-family slope)
+    accuracy cells as :func:`heavy_tailed`, but the size term is split: ``within`` times a
+    model's distance from its family's mean size, plus ``between`` times the family's mean
+    size (centred over the models). With ``within == between`` it is :func:`heavy_tailed`'s
+    single slope; with ``within = 0`` a scale "effect" comes only from differences between
+    families, the confound ``models/within_between.py`` is fitted to separate.
+
 :func:`clustered` (the misspecified arm, under the null)
     records, not cells: every task has one pool of items that every model answers, in
     clusters of 3-5 items that share a difficulty shift (as SEB's word association, where one
@@ -86,6 +93,26 @@ def heavy_tailed(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple
                      "n_signal": n_s, "n_noise": n_n,
                      "hits": int(rng.binomial(n_s, norm.cdf(dp / 2 - c))),
                      "false_alarms": int(rng.binomial(n_n, norm.cdf(-dp / 2 - c)))})
+    return pl.DataFrame(rows)
+
+
+def within_between(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple[str, str, int]],
+                   within: float, between: float, seed: int) -> pl.DataFrame:
+    """Accuracy cells of one data set with true within- and between-family slopes (module docstring)."""
+    rng = np.random.default_rng([seed, 288])
+    tasks = sorted({t for _, t, _ in cells})
+    fam_of = {m: f for m, f, _ in models}
+    x = _x(models)
+    fam_mean = {f: float(np.mean([x[m] for m, ff, _ in models if ff == f])) for f in set(fam_of.values())}
+    alpha = dict(zip(tasks, rng.uniform(-0.4, 1.0, len(tasks)), strict=True))
+    u, v = _effects(models, rng)
+    rows = []
+    for m, t, n in cells:
+        f = fam_of[m]
+        eta = (alpha[t] + within * (x[m] - fam_mean[f]) + between * fam_mean[f] + u[f] + v[m]
+               + _laplace(rng, SCALE["cell"]))
+        rows.append({"model": m, "family": f, "task": t, "x": x[m], "n": n,
+                     "k": int(rng.binomial(n, expit(eta)))})
     return pl.DataFrame(rows)
 
 

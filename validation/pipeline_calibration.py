@@ -13,6 +13,10 @@ Designs
 ``default``
     the shipped data's shape: 4 families x 4 sizes, 3 tasks, 300 predictions per cell
     (``selfmodel.records.simulate.simulate_scale_cells``).
+``mundlak``
+    the shipped data's open-weight families and sizes (aurora 1/8/34/70B, borealis 2/9/27B,
+    cirrus 0.5/3/14/72B, dynamo 47/141/480B): family mean sizes differ, so a between-family
+    slope is identified (in ``default`` every family has the same four sizes); 3 tasks x 300.
 ``seb``
     shaped like the Self-Execution Benchmark: 2 tasks, 22 models in 8 families on one task
     and 19 on the other, unequal cells (120-1800 predictions), sizes 3B-671B with the
@@ -42,7 +46,30 @@ default design, named ``default:<effect>:<variant>``:
     :data:`TARGET_SIMS_NONNULL` = 100 data sets, coverage within 91-97%) and the rate of
     ``improves`` there (the rule's power at that slope, not a false rate).
 
-Every record carries the versions of the stack that fitted it.
+The within- and between-family slopes of ``models/within_between.py`` (the Mundlak split),
+decided as the pipeline decides them (``SPEC.decides``: ``within`` overall and per task,
+``between`` overall), on the ``mundlak`` design, named ``mundlak:<within|between>[:<variant>]``;
+``within`` and ``between`` arms of one variant share their fits:
+
+(no variant)
+    the null: accuracy cells of :func:`simulate` (no size effect at all), target 200.
+``clustered``
+    the misspecified null of :func:`cells_generator.clustered` (accuracy), target 200.
+``slope0.4``
+    :func:`cells_generator.heavy_tailed` at slope 0.4: within and between both 0.4 (coverage).
+``between0.4``
+    :func:`cells_generator.within_between` with no within-family slope and a between-family
+    slope of 0.4: a second null for ``within`` (a scaling "effect" from family differences
+    only, which the ``scale`` model would read as scale) and a coverage arm for ``between``.
+
+The robustness refit without the family with the most models
+(``confounds.without_family``: :func:`selfmodel.robustness.confounds.without_family`, the
+``scale`` model on the other families' cells), on the same ``mundlak`` data sets with that
+family (cirrus, by the pipeline's own choice) left out: ``mundlak:without_family`` (null),
+``:clustered`` and ``:slope0.4`` (coverage of the common slope).
+
+Every arm says which check it is (``check``: ``null``, ``misspecified`` or ``coverage``;
+:func:`check_of`). Every record carries the versions of the stack that fitted it.
 
 Cost, and compiling once per design
 -----------------------------------
@@ -105,6 +132,13 @@ d' and criterion arms of a variant share their fits)::
     .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:slope0.4 default:criterion:slope0.4 --sims 100
     .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:slope0.15 default:criterion:slope0.15 --sims 100
 
+    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within mundlak:between --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:clustered mundlak:between:clustered --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:between0.4 mundlak:between:between0.4 --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:slope0.4 mundlak:between:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family mundlak:without_family:clustered --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family:slope0.4 --sims 100
+
 (the SDT arms are several CPU-hours each; the shipped summary says how far each got).
 
 Usage::
@@ -140,6 +174,11 @@ from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
 
 DESIGNS = ("default", "seb")
 EFFECTS = ("accuracy", "dprime", "criterion")
+#: The Mundlak split's two decided slopes (``models/within_between.py``), on design ``mundlak``.
+WB_EFFECTS = ("within", "between")
+WB_VARIANTS = ("clustered", "slope0.4", "between0.4")
+#: The family-left-out refit of the robustness section, on design ``mundlak``.
+WF_VARIANTS = ("clustered", "slope0.4")
 #: The arms beyond the model-form nulls (issue 28.6), on the default design: ``clustered`` is
 #: the misspecified null of :func:`cells_generator.clustered` (clusters of 3-5 items,
 #: overdispersed cells); ``slope<b>`` the non-null truth ``b`` of
@@ -151,7 +190,27 @@ EFFECT_VARS = {
     "accuracy": ("scale", "beta", "slope_task"),
     "dprime": ("sdt", "beta_dprime", "dprime_slope_task"),
     "criterion": ("sdt", "beta_criterion", "criterion_slope_task"),
+    "within": ("within_between", "beta_within", "within_slope_task"),
+    "between": ("within_between", "beta_between", None),
+    "without_family": ("scale", "beta", None),
 }
+
+
+def fit_of(effect: str) -> tuple[str, bool]:
+    """What one fit of an effect is: its model, and whether the largest family is left out
+    (so ``accuracy`` and ``without_family`` never share a fit, though both fit ``scale``)."""
+    return EFFECT_VARS[effect][0], effect == "without_family"
+
+
+def leave_out_largest_family(data: pl.DataFrame, d: Design) -> tuple[pl.DataFrame, str]:
+    """The cells without the family the pipeline leaves out (the one with the most models),
+    chosen by the pipeline's own :func:`selfmodel.robustness.confounds.scale_axis_confounds`."""
+    from selfmodel.robustness.confounds import scale_axis_confounds
+
+    size = {m: 10.0 ** x for m, _, x in d.models}
+    sized = data.with_columns(pl.col("model").replace_strict(size, return_dtype=pl.Float64).alias("params_b"))
+    family = scale_axis_confounds(sized, "params")["largest_family"]
+    return data.filter(pl.col("family") != family), family
 #: Variance components of the simulated data (logit / d' / criterion units).
 SIGMA = {"family": 0.3, "model": 0.25, "cell": 0.15}
 QUICK = SamplerSettings(draws=200, tune=200, chains=2, cores=1, target_accept=0.9)
@@ -192,9 +251,18 @@ def default_design() -> Design:
     return Design(models, cells)
 
 
+def mundlak_design() -> Design:
+    """The shipped data's open-weight families and sizes, 3 tasks x 300 predictions."""
+    sizes = {"aurora": (1, 8, 34, 70), "borealis": (2, 9, 27), "cirrus": (0.5, 3, 14, 72),
+             "dynamo": (47, 141, 480)}
+    models = tuple((f"{f}-{s:g}b", f, float(np.log10(s))) for f, ss in sizes.items() for s in ss)
+    cells = tuple((m, t, 300) for m, _, _ in models for t in ("t0", "t1", "t2"))
+    return Design(models, cells)
+
+
 def design(name: str) -> Design:
     """The named design."""
-    return seb_design() if name == "seb" else default_design()
+    return {"seb": seb_design, "mundlak": mundlak_design}.get(name, default_design)()
 
 
 def simulate(d: Design, effect: str, seed: int) -> pl.DataFrame:
@@ -251,22 +319,39 @@ def parse_arm(arm: str) -> tuple[str, str, str | None]:
 
 
 def truth_of(arm: str) -> float:
-    """The true slope of the decided effect in an arm (0 but for ``slope<b>`` variants)."""
-    variant = parse_arm(arm)[2]
-    return float(variant.removeprefix("slope")) if variant and variant.startswith("slope") else 0.0
+    """The true slope of the decided effect in an arm (0 but for ``slope<b>`` variants, and
+    for the ``between`` slope of a ``between<b>`` variant)."""
+    _, effect, variant = parse_arm(arm)
+    if variant and variant.startswith("slope"):
+        return float(variant.removeprefix("slope"))
+    if variant and variant.startswith("between"):
+        return float(variant.removeprefix("between")) if effect == "between" else 0.0
+    return 0.0
+
+
+def check_of(arm: str) -> str:
+    """Which check an arm is: ``coverage`` at a non-zero truth, ``misspecified`` for the
+    clustered null, else ``null`` (a model-form null, or a zero slope beside a non-zero one)."""
+    if truth_of(arm) != 0.0:
+        return "coverage"
+    return "misspecified" if parse_arm(arm)[2] == "clustered" else "null"
 
 
 def simulate_arm(arm: str, seed: int) -> pl.DataFrame:
     """One data set of ``arm``: the model-form null, or an independent generator's variant."""
     design_name, effect, variant = parse_arm(arm)
     d = design(design_name)
+    # the Mundlak split and the family-left-out refit are of accuracy
+    data_effect = "accuracy" if effect in (*WB_EFFECTS, "without_family") else effect
     if variant is None:
-        return simulate(d, effect, seed)
-    from cells_generator import clustered, heavy_tailed
+        return simulate(d, data_effect, seed)
+    from cells_generator import clustered, heavy_tailed, within_between
 
     if variant == "clustered":
-        return clustered(d.models, d.cells, effect, seed)
-    return heavy_tailed(d.models, d.cells, effect, truth_of(arm), seed)
+        return clustered(d.models, d.cells, data_effect, seed)
+    if variant.startswith("between"):
+        return within_between(d.models, d.cells, 0.0, float(variant.removeprefix("between")), seed)
+    return heavy_tailed(d.models, d.cells, data_effect, truth_of(arm), seed)
 
 
 def one(arm: str, i: int, settings: SamplerSettings, seed0: int,
@@ -295,11 +380,14 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
     parsed = [parse_arm(a) for a in arms]
     design_name, variant = parsed[0][0], parsed[0][2]
     effects = [e for _, e, _ in parsed]
-    models = {EFFECT_VARS[e][0] for e in effects}
-    if {(d, v) for d, _, v in parsed} != {(design_name, variant)} or len(models) != 1:
+    fits = {fit_of(e) for e in effects}
+    if {(d, v) for d, _, v in parsed} != {(design_name, variant)} or len(fits) != 1:
         raise ValueError(f"arms {list(arms)} do not share one design, variant and model")
-    model = models.pop()
+    model, leave_out = fits.pop()
     data = simulate_arm(arms[0], seed0 + i)
+    left_out = None
+    if leave_out:
+        data, left_out = leave_out_largest_family(data, design(design_name))
     # one compiled model per design and model (the shape is fixed; only the counts change)
     t0 = time.perf_counter()
     f = fit(model, data, seed=seed0 + i, settings=settings, reuse_compiled=reuse_compiled)
@@ -322,10 +410,12 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
                                "model_sampler": model_sampler}
         if len(arms) > 1:
             out["shared_fit"] = sorted(arms)
+        if left_out is not None:
+            out["left_out"] = left_out
         res = decide(post[overall].values, rule, n_models=n_models)
         out["overall"] = _record(res, passed, truth)
         out["per_task"] = {}
-        for t in [str(v) for v in post[per_task].coords["task"].values]:
+        for t in ([str(v) for v in post[per_task].coords["task"].values] if per_task else []):
             n_t = data.filter(pl.col("task") == t)["model"].n_unique()
             r = decide(post[per_task].sel(task=t).values, rule, n_models=n_t)
             out["per_task"][t] = _record(r, passed, truth)
@@ -359,13 +449,14 @@ def target_n(arm: str) -> int:
 def arm_command(arm: str) -> str:
     """The command that runs (or resumes: finished seeds are skipped) ``arm`` to its target.
 
-    A d' or criterion arm names its sibling too: the two are slopes of one SDT fit, which
+    A d' or criterion arm names its sibling too (so does a within or between arm): the two are slopes of one fit, which
     :func:`run` then makes once per data set for both.
     """
     parts = arm.split(":")
     arms = [arm]
-    if parts[1] in ("dprime", "criterion"):
-        arms = [":".join([parts[0], e, *parts[2:]]) for e in ("dprime", "criterion")]
+    for pair in (("dprime", "criterion"), WB_EFFECTS):
+        if parts[1] in pair:
+            arms = [":".join([parts[0], e, *parts[2:]]) for e in pair]
     return (f".venv/bin/python validation/pipeline_calibration.py --arms {' '.join(arms)} "
             f"--sims {target_n(arm)} --out validation/results/pipeline_calibration")
 
@@ -385,6 +476,7 @@ def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict
     versions = sorted({json.dumps(r["versions"], sort_keys=True) for r in records if r.get("versions")})
     sampled = sorted({json.dumps(r["model_sampler"], sort_keys=True) for r in records if r.get("model_sampler")})
     out: dict[str, Any] = {"n": n, "target_n": want, "complete": n >= want, "truth": truth,
+                           "check": check_of(arm) if arm else "null",
                            "generator": _generator(arm), "command": arm_command(arm) if arm else None,
                            "versions": [json.loads(v) for v in versions],
                            "records_without_versions": sum(not r.get("versions") for r in records),
@@ -428,6 +520,9 @@ def _generator(arm: str | None) -> str:
         return "model-form null (this file's simulate)"
     if variant == "clustered":
         return "cells_generator.clustered: null, clusters of 3-5 items, overdispersed cells"
+    if variant.startswith("between"):
+        return (f"cells_generator.within_between: within-family slope 0, between-family slope "
+                f"{float(variant.removeprefix('between')):g}, heavy-tailed and skewed effects")
     return f"cells_generator.heavy_tailed: slope {truth_of(arm):g}, heavy-tailed and skewed effects"
 
 
@@ -530,10 +625,10 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
     """
     out.mkdir(parents=True, exist_ok=True)
     # arms decided by one fit (a design's d' and criterion) are fitted together, once
-    groups: dict[tuple[str, str], list[str]] = {}
+    groups: dict[tuple[str, str, bool, str], list[str]] = {}
     for arm in arms:
         d, e, v = parse_arm(arm)
-        groups.setdefault((d, EFFECT_VARS[e][0], v or ""), []).append(arm)
+        groups.setdefault((d, *fit_of(e), v or ""), []).append(arm)
     for group in groups.values():
         done = {arm: ({int(r["seed"]) for r in read_records([arm_file(out, arm)])}
                       if arm_file(out, arm).is_file() else set()) for arm in group}
@@ -559,7 +654,10 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
 
 
 ALL_ARMS = (tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
-            + tuple(f"default:{e}:{v}" for v in VARIANTS for e in EFFECTS))
+            + tuple(f"default:{e}:{v}" for v in VARIANTS for e in EFFECTS)
+            + tuple(f"mundlak:{e}" for e in WB_EFFECTS)
+            + tuple(f"mundlak:{e}:{v}" for v in WB_VARIANTS for e in WB_EFFECTS)
+            + ("mundlak:without_family",) + tuple(f"mundlak:without_family:{v}" for v in WF_VARIANTS))
 #: Where ``--ship`` writes the merged summary the pipeline reads (``results.json``
 #: ``calibration_study.pipeline``; :func:`selfmodel.robustness.stage.calibration_study`).
 SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"

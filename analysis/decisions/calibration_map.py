@@ -94,7 +94,8 @@ def _at_defaults(settings: Mapping[str, Any] | None, model: str | None = None) -
 
 
 #: the model each effect of the pipeline study (arm ``design:effect[:variant]``) is decided by
-EFFECT_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt"}
+EFFECT_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt",
+                "within": "within_between", "between": "within_between", "without_family": "scale"}
 
 
 def _arm_at_defaults(a: Mapping[str, Any], study_settings: Mapping[str, Any] | None, effect: str) -> bool | None:
@@ -155,11 +156,12 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
         truth = a.get("truth", 0.0)
         at = _arm_at_defaults(a, pc.get("settings"), effect)
         source = "validation/pipeline_calibration.py"
-        if truth:
+        # the study names each arm's check; summaries made before it did: by truth and variant
+        check = a.get("check") or ("coverage" if truth else "misspecified" if len(parts) > 2 else "null")
+        if check == "coverage":
             out.append(_arm(name, "coverage", a["n"], a["target_n"], o.get("hdi94_coverage"),
                             o.get("hdi94_coverage_ci"), at, "94% HDI coverage", source))
         else:
-            check = "misspecified" if len(parts) > 2 else "null"
             out.append(_arm(name, check, a["n"], a["target_n"], o.get("false_improves"),
                             o.get("false_improves_ci"), at, "false 'improves'", source))
     return out
@@ -319,6 +321,8 @@ _ARMS = {
     "accuracy": lambda r: _pipeline_arms(r, "accuracy"),
     "dprime": lambda r: _pipeline_arms(r, "dprime"),
     "criterion": lambda r: _pipeline_arms(r, "criterion"),
+    "within_between": lambda r: _pipeline_arms(r, "within") + _pipeline_arms(r, "between"),
+    "confounds": lambda r: _pipeline_arms(r, "without_family"),
     "training": _training_arms,
     "privileged": _privileged_arms,
     "contrasts": _contrast_arms,
