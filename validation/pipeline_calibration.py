@@ -211,6 +211,8 @@ def leave_out_largest_family(data: pl.DataFrame, d: Design) -> tuple[pl.DataFram
     sized = data.with_columns(pl.col("model").replace_strict(size, return_dtype=pl.Float64).alias("params_b"))
     family = scale_axis_confounds(sized, "params")["largest_family"]
     return data.filter(pl.col("family") != family), family
+
+
 #: Variance components of the simulated data (logit / d' / criterion units).
 SIGMA = {"family": 0.3, "model": 0.25, "cell": 0.15}
 QUICK = SamplerSettings(draws=200, tune=200, chains=2, cores=1, target_accept=0.9)
@@ -449,8 +451,8 @@ def target_n(arm: str) -> int:
 def arm_command(arm: str) -> str:
     """The command that runs (or resumes: finished seeds are skipped) ``arm`` to its target.
 
-    A d' or criterion arm names its sibling too (so does a within or between arm): the two are slopes of one fit, which
-    :func:`run` then makes once per data set for both.
+    A d' or criterion arm names its sibling too, and so does a within or between arm: the two
+    are slopes of one fit, which :func:`run` then makes once per data set for both.
     """
     parts = arm.split(":")
     arms = [arm]
