@@ -312,3 +312,19 @@ def test_the_family_left_out_refit_reads_its_own_arms():
     cf = {r["key"]: r for r in calibration_map(res)}["confounds"]
     assert [a["arm"] for a in cf["arms"]] == ["mundlak:without_family", "mundlak:without_family:clustered"]
     assert cf["status"] == "partial" and cf["missing"] == ["coverage"] and cf["in_this_run"]
+
+
+def test_an_arm_whose_every_task_misses_does_not_speak_of_the_others():
+    shipped = calibration_study()["pipeline"]
+    pc = copy.deepcopy(shipped)
+    arm = _arm(200, 200, cov=0.99) | {"diagnostics_failed": 0, "versions": [], "records_without_versions": 0}
+    task = {"n": 200, "hdi94_coverage": 0.99, "hdi94_coverage_ci": [0.96, 1.0], "false_improves": 0.0,
+            "false_improves_ci": [0.0, 0.02]}
+    some = copy.deepcopy(arm) | {"t0": dict(task), "t1": dict(task) | {"hdi94_coverage": 0.95}}
+    pc["arms"] = {"x:accuracy:clustered": arm | {"t0": dict(task), "t1": dict(task)}, "y:accuracy:clustered": some}
+    text = section.pipeline(Report({"calibration_study": {"pipeline": pc}, "fit": {"versions": {}}},
+                                   {}, None, None, 6.3, 8.5)).replace("\\", "")
+    every = next(ln for ln in text.splitlines() if "x:accuracy:clustered</code>: misses" in ln)
+    assert "<code>t1</code> misses" in every and "the others" not in every
+    one = next(ln for ln in text.splitlines() if "y:accuracy:clustered</code>: misses" in ln)
+    assert "<code>t0</code> misses" in one and "the others meet both targets" in one

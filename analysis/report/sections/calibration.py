@@ -119,7 +119,8 @@ class _Targets:
         task_missed = [f"{code(k)} misses {' and '.join(self.missed(v, ci=True))}"
                        for k, v in sorted(tasks.items()) if self.missed(v)]
         if task_missed:
-            text += f"; per task, {', '.join(task_missed)}, the others meet both targets"
+            text += f"; per task, {', '.join(task_missed)}" + (
+                ", the others meet both targets" if len(task_missed) < len(tasks) else "")
         elif tasks:
             text += f"; each of its {len(tasks)} per-task slopes meets " + ("both targets" if null else "it")
         return text + ".", not missed, not missed and (lo < self.lo or hi > self.hi)
