@@ -63,6 +63,22 @@ def _laplace(rng: np.random.Generator, sd: float) -> float:
     return float(rng.laplace(0.0, sd / np.sqrt(2)))
 
 
+def _accuracy_cells(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple[str, str, int]],
+                    size_term: dict[str, float], rng: np.random.Generator) -> pl.DataFrame:
+    """Binomial cells with logit ``a_t + size_term[m] + u_f + v_m + w_mt`` (heavy-tailed effects)."""
+    tasks = sorted({t for _, t, _ in cells})
+    fam_of = {m: f for m, f, _ in models}
+    x = _x(models)
+    alpha = dict(zip(tasks, rng.uniform(-0.4, 1.0, len(tasks)), strict=True))
+    u, v = _effects(models, rng)
+    rows = []
+    for m, t, n in cells:
+        eta = alpha[t] + size_term[m] + u[fam_of[m]] + v[m] + _laplace(rng, SCALE["cell"])
+        rows.append({"model": m, "family": fam_of[m], "task": t, "x": x[m], "n": n,
+                     "k": int(rng.binomial(n, expit(eta)))})
+    return pl.DataFrame(rows)
+
+
 def heavy_tailed(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple[str, str, int]],
                  effect: str, slope: float, seed: int) -> pl.DataFrame:
     """Cells of one data set with true slope ``slope`` (per unit of centred x) in every task."""
@@ -70,15 +86,9 @@ def heavy_tailed(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple
     tasks = sorted({t for _, t, _ in cells})
     fam_of = {m: f for m, f, _ in models}
     x = _x(models)
-    rows = []
     if effect == "accuracy":
-        alpha = dict(zip(tasks, rng.uniform(-0.4, 1.0, len(tasks)), strict=True))
-        u, v = _effects(models, rng)
-        for m, t, n in cells:
-            eta = alpha[t] + slope * x[m] + u[fam_of[m]] + v[m] + _laplace(rng, SCALE["cell"])
-            rows.append({"model": m, "family": fam_of[m], "task": t, "x": x[m], "n": n,
-                         "k": int(rng.binomial(n, expit(eta)))})
-        return pl.DataFrame(rows)
+        return _accuracy_cells(models, cells, {m: slope * x[m] for m in x}, rng)
+    rows = []
     a_d = dict(zip(tasks, rng.uniform(0.8, 2.2, len(tasks)), strict=True))
     a_c = dict(zip(tasks, rng.uniform(-0.5, 0.5, len(tasks)), strict=True))
     ud, vd = _effects(models, rng)
@@ -100,20 +110,11 @@ def within_between(models: Sequence[tuple[str, str, float]], cells: Sequence[tup
                    within: float, between: float, seed: int) -> pl.DataFrame:
     """Accuracy cells of one data set with true within- and between-family slopes (module docstring)."""
     rng = np.random.default_rng([seed, 288])
-    tasks = sorted({t for _, t, _ in cells})
     fam_of = {m: f for m, f, _ in models}
     x = _x(models)
     fam_mean = {f: float(np.mean([x[m] for m, ff, _ in models if ff == f])) for f in set(fam_of.values())}
-    alpha = dict(zip(tasks, rng.uniform(-0.4, 1.0, len(tasks)), strict=True))
-    u, v = _effects(models, rng)
-    rows = []
-    for m, t, n in cells:
-        f = fam_of[m]
-        eta = (alpha[t] + within * (x[m] - fam_mean[f]) + between * fam_mean[f] + u[f] + v[m]
-               + _laplace(rng, SCALE["cell"]))
-        rows.append({"model": m, "family": f, "task": t, "x": x[m], "n": n,
-                     "k": int(rng.binomial(n, expit(eta)))})
-    return pl.DataFrame(rows)
+    size_term = {m: within * (x[m] - fam_mean[fam_of[m]]) + between * fam_mean[fam_of[m]] for m in x}
+    return _accuracy_cells(models, cells, size_term, rng)
 
 
 def cluster_index(n: int, rng: np.random.Generator) -> np.ndarray:
