@@ -103,6 +103,7 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 	$(BIN)/python bench/bench_pipeline.py --steps first second --name pipeline_issue18
 	$(BIN)/python bench/bench_pipeline.py --steps first second one_record --name pipeline_one_record
 	$(BIN)/python bench/bench_pipeline.py --steps naive first second other_data --name pipeline_issue32
+	$(BIN)/python bench/compile_floor.py
 	$(BIN)/python bench/bench_sampling.py --cases plain scale group_centred --name sampling_decorrelated
 	$(BIN)/python bench/bench_sampling.py --sdt-seeds 1 2 3
 	$(BIN)/python bench/bench_ingest.py --sizes 1000000 --formats parquet parquet_sorted jsonl --readers ingest polars --name ingest_s18b
