@@ -499,7 +499,33 @@ def section_floor() -> str:
         f"CPU-s ({r['warm_compile_over_naive_wall']:.2f}x): on the same data the disk cache "
         f"saves {1 - r['warm_compile_cpu_s'] / r['cold_compile_cpu_s']:.0%} of the compile "
         "CPU; the rest (PyTensor's rewrites, nutpie's callbacks) is paid in every process.\n")
-    return head + load_note(res) + "\n" + table + "\n" + text
+    return head + load_note(res) + "\n" + table + "\n" + text + profile_beyond_floor()
+
+
+def profile_beyond_floor() -> str:
+    """What a cold run spends beyond the floor, from ``run_profile_issue32.json`` (one process)."""
+    prof = load("run_profile_issue32")
+    if not prof:
+        return ""
+    by = {s["stage"]: s for s in prof["stages"]}
+    total, first, robust = by["TOTAL (run)"], by.get("stage_fits"), by.get("stage_robustness")
+    if not (first and robust):
+        return ""
+    rest = total["wall_s"] - sum(s[k] for s in (first, robust) for k in ("compile_s", "sample_s"))
+    return (
+        f"\nWhere a cold run goes beyond that floor (`.venv/bin/python {prof['command']}` with "
+        "`SELFMODEL_JOBS=1`, so every fit runs in the profiled process, and empty compile caches; "
+        f"{when(prof)}): {total['wall_s']:.0f} s wall, {total['fits']} fits. The first fit of each "
+        f"structure ({first['fits']} fits) spent {first['compile_s']:.0f} s compiling and "
+        f"{first['sample_s']:.0f} s sampling -- the floor above; the robustness stage's "
+        f"{robust['fits']} refits (the LOO model without the scale term, other scale variables, "
+        "a family left out, the held-out-family check, the prior variants that cannot be "
+        "reweighted, strict accuracy) "
+        f"{robust['compile_s']:.0f} s compiling and {robust['sample_s']:.0f} s sampling; the "
+        f"other {rest:.0f} s are the checks, tables, power simulation and the report. A refit "
+        "on another set of models has other parameters (one effect per model, per family, per "
+        "cell), so it compiles again: nutpie fixes the number and layout of the parameters when "
+        "it compiles, and `compiled.with_data` swaps the values of data, not the parameters.\n")
 
 
 def section_growth(growth) -> str:

@@ -41,3 +41,16 @@ def test_floor_section_says_where_the_floor_lies(monkeypatch: pytest.MonkeyPatch
     assert "saves 75% of the compile" in text
     for s in compile_floor.STRUCTURES:
         assert f"| {s} |" in text
+
+
+def test_profile_sentence_splits_the_run_at_the_floor(monkeypatch: pytest.MonkeyPatch) -> None:
+    prof = {"command": "bench/profile_run.py data_raw --out X --name run_profile_issue32",
+            "measured_utc": "2026-12-04T00:00", "stages": [
+                {"stage": "stage_fits", "fits": 5, "compile_s": 60.0, "sample_s": 20.0},
+                {"stage": "stage_robustness", "fits": 10, "compile_s": 90.0, "sample_s": 50.0},
+                {"stage": "TOTAL (run)", "wall_s": 300.0, "fits": 15}]}
+    monkeypatch.setattr(render_docs, "load", lambda name: prof if name == "run_profile_issue32" else None)
+    text = render_docs.profile_beyond_floor()
+    assert "300 s wall, 15 fits" in text
+    assert "(5 fits) spent 60 s compiling and 20 s sampling" in text
+    assert "90 s compiling and 50 s sampling; the other 80 s" in text
