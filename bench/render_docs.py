@@ -519,7 +519,7 @@ def profile_beyond_floor() -> str:
         f"structure ({first['fits']} fits) spent {first['compile_s']:.0f} s compiling and "
         f"{first['sample_s']:.0f} s sampling -- the floor above; the robustness stage's "
         f"{robust['fits']} refits (the LOO model without the scale term, other scale variables, "
-        "a family left out, the held-out-family check, the prior variants that cannot be "
+        "a family left out, the held-out-family check, the prior variants that could not be "
         "reweighted, strict accuracy) "
         f"{robust['compile_s']:.0f} s compiling and {robust['sample_s']:.0f} s sampling; the "
         f"other {rest:.0f} s are the checks, tables, power simulation and the report. A refit "

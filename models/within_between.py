@@ -165,6 +165,8 @@ SPEC = ModelSpec(
     loo="cell",
     sections=("sec-within", "sec-checks", "sec-richer"),
     unfit_reason=unfit_reason,
+    # the same prior with beta_between a free variable of its own (build's docstring)
+    prior_density_options={"between_form": "plain"},
 )
 
 
@@ -210,7 +212,8 @@ def _between_basis(x_fam: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
     return length, xhat, q[:, len(fixed):n_fam]
 
 
-def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
+def build(data: Any, priors: Mapping[str, Prior] | None = None, *,
+          between_form: str = "exact") -> pm.Model:
     """Build the PyMC model.
 
     Parameters
@@ -222,6 +225,12 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
         Overrides of :data:`DEFAULT_PRIORS` (same keys); ``beta_between`` must stay a
         ``Normal`` (it enters the exact reparameterisation described in the module
         docstring).
+    between_form
+        ``"exact"`` (the default, what is sampled): the reparameterisation of the module
+        docstring. ``"plain"``: the same prior with ``beta_between`` a free variable of its
+        own and the family effects ``sigma_family`` times standard normals in the zero-sum
+        subspace -- the form in which prior-sensitivity reweighting evaluates the priors
+        (``SPEC.prior_density_options``; ``selfmodel.fitting.reweight``).
 
     Returns
     -------
@@ -230,6 +239,8 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
         contrasts orthogonal to size), ``model``, ``cell``, the observed ``k`` and the
         data ``x_within``, ``x_between`` (on ``cell``).
     """
+    if between_form not in ("exact", "plain"):
+        raise ValueError(f"between_form must be 'exact' or 'plain', got '{between_form}'")
     p = merge_priors(DEFAULT_PRIORS, priors)
     dist, bb = p["beta_between"]
     if dist != "Normal":
@@ -271,7 +282,11 @@ def build(data: Any, priors: Mapping[str, Prior] | None = None) -> pm.Model:
             resid = pt.dot(basis, w)
         else:
             resid = pt.zeros(len(families))
-        if length > 1e-9:
+        if length > 1e-9 and between_form == "plain":
+            beta_b = prior_rv("beta_between", p["beta_between"])
+            z_a = pm.Normal("z_family_along", 0.0, 1.0)
+            family_total = beta_b * x_fam + s_fam * (z_a * xhat + resid)
+        elif length > 1e-9:
             var = length**2 * sd_b**2 + s_fam**2
             z_c = pm.Normal("z_between_total", 0.0, 1.0)
             c = mu_b * length + pt.sqrt(var) * z_c

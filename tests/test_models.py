@@ -259,15 +259,18 @@ def test_within_between_split_and_identification_error():
         within_between.build(_cells(), priors={"beta_between": ("StudentT", {"nu": 3, "sigma": 1})})
 
 
-def test_within_between_reparameterisation_keeps_the_prior():
+@pytest.mark.parametrize("form", ["exact", "plain"])
+def test_within_between_reparameterisation_keeps_the_prior(form: str):
     """beta_between ~ N(mu, sd) and u_family ~ sigma_family * ZeroSumNormal(1), independent.
 
     The model samples (c, r) instead of (beta_between, u_family); the map is an exact
-    change of variables, so prior draws must reproduce the declared priors. With 4000
-    draws the Monte Carlo s.e. of a mean is ~0.011 and of an sd ~0.008: tolerances are
-    about 5 s.e.
+    change of variables, so prior draws must reproduce the declared priors. The plain form
+    (``between_form="plain"``, in which reweighting evaluates the priors) must give the same
+    prior. With 4000 draws the Monte Carlo s.e. of a mean is ~0.011 and of an sd ~0.008:
+    tolerances are about 5 s.e.
     """
-    m = within_between.build(_cells(), priors={"beta_between": ("Normal", {"mu": 0.3, "sigma": 0.7})})
+    m = within_between.build(_cells(), priors={"beta_between": ("Normal", {"mu": 0.3, "sigma": 0.7})},
+                             between_form=form)
     bb, u, s_fam = pm.draw([m["beta_between"], m["u_family"], m["sigma_family"]], draws=4000,
                            random_seed=11)
     assert abs(bb.mean() - 0.3) < 0.06 and abs(bb.std() - 0.7) < 0.04

@@ -127,3 +127,44 @@ def test_decorrelated_basis_is_reweighted_with_the_plain_basis_densities():
     assert np.all(sd < 0.6)  # it moved from the main draws' sd of 1
     got2, info2 = _reweighted(main, scale_priors(scale.DEFAULT_PRIORS, 2.0), data, None, seed=1)
     assert got2 is None and info2["method"] == "refit" and "Pareto k" in info2["reason"]
+
+
+def test_within_between_priors_are_reweighted_in_the_plain_form():
+    """In the sampled (exact) form beta_between is a deterministic, so its prior cannot be
+    evaluated as a free variable's own; in the form SPEC.prior_density_options names it is,
+    and the log ratio of the x2 variant is the sum of the closed-form log density ratios."""
+    from scipy import stats
+
+    from selfmodel.models import within_between
+    from selfmodel.models.spec import scale_priors
+    from tests.test_models import _cells
+
+    old = dict(within_between.DEFAULT_PRIORS)
+    new = scale_priors(old, 2.0)
+    rng = np.random.default_rng(3)
+    tasks = sorted(set(_cells()["task"].to_list()))
+    values = {name: np.abs(rng.normal(0.3, 0.2, (2, 5))) for name in old if name != "alpha"}
+    values["alpha"] = rng.normal(0.0, 1.0, (2, 5, len(tasks)))
+    post = xr.Dataset({k: (("chain", "draw", "task") if v.ndim == 3 else ("chain", "draw"), v)
+                       for k, v in values.items()}, coords={"task": tasks})
+
+    def build(priors, **opts):
+        return within_between.build(_cells(), priors=priors, **opts)
+
+    lw, why = log_prior_ratio(post, old, new, build(old), build(new))
+    assert lw is None and "'beta_between'" in why
+    opts = within_between.SPEC.prior_density_options
+    lw, why = log_prior_ratio(post, old, new, build(old, **opts), build(new, **opts))
+    assert why is None
+    expected = np.zeros((2, 5))
+    for name, (dist, kw) in old.items():
+        v = values[name]
+        s_old, s_new = kw["sigma"], new[name][1]["sigma"]
+        if dist == "Normal":
+            mu = kw.get("mu", 0.0)
+            d = stats.norm.logpdf(v, mu, s_new) - stats.norm.logpdf(v, mu, s_old)
+        else:
+            assert dist == "HalfNormal"
+            d = stats.halfnorm.logpdf(v, scale=s_new) - stats.halfnorm.logpdf(v, scale=s_old)
+        expected += d.reshape(2, 5, -1).sum(axis=-1)
+    np.testing.assert_allclose(lw, expected, rtol=1e-6)  # PyTensor's and SciPy's log densities agree to ~2e-8
