@@ -179,7 +179,10 @@ slope (in ``model_zoo`` and in its copy in ``sensitivity.effects``), and three S
 sensitivity-variant decisions. A run of the new code with the previous run's fits of this
 machine reused differed from the run before the change in the two reweighted variants alone
 (one of their decisions moved on the boundary: x0.5, within-family word association, HDI
-[-0.001, 0.371] refitted, [0.014, 0.372] reweighted).
+[-0.001, 0.371] refitted, [0.014, 0.372] reweighted). The first screen's robustness sentence
+then said "prior variants" where it said "prior refits" (the variants are reweighted where the
+Pareto k allows): the fixture was edited at that sentence, and a run of the new code with the
+fixture run's fits reused wrote the fixture's bytes.
 """
 
 from __future__ import annotations

@@ -170,7 +170,7 @@ def test_robustness_changes_and_direction_comparison_are_said() -> None:
     assert "the direction changes with capability" in t
     assert "the other models' slopes were not refitted" in t  # no companion refits in R
     R["sensitivity"]["effects"] = {"sdt": {"holds": {"sensitivity": True}}}
-    assert "prior refits of the sdt effects are listed below" in _text(R, "checks")
+    assert "prior variants of the sdt effects are listed below" in _text(R, "checks")
 
 
 def test_robustness_line_names_the_sdt_effects_that_held_and_the_strict_refit() -> None:

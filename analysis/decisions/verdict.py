@@ -369,7 +369,7 @@ def checks_finding(R: Results) -> str:
     if rob:
         covered = P.get("model", "scale") if P else "scale"
         others = sorted((sens.get("effects") or {}).keys())
-        scope = (f"{covered} model; prior refits of the {_list(others)} effects are listed below"
+        scope = (f"{covered} model; prior variants of the {_list(others)} effects are listed below"
                  if others else f"{covered} model only; the other models' slopes were not refitted")
         return diag + " Robustness (" + scope + "): " + "; ".join(rob) + "."
     return diag + " Robustness refits were not run."

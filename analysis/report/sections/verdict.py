@@ -190,7 +190,7 @@ def robustness_summary(rep: Report) -> str:
             held.append(f"{part} **changes** under {what} ({', '.join(esc(c) for c in fam['changed'])})")
     if held:
         others = sorted((SENS.get("effects") or {}).keys())
-        scope = (f"prior refits of the {', '.join(esc(o) for o in others)} effects: see the prior sensitivity tables"
+        scope = (f"prior variants of the {', '.join(esc(o) for o in others)} effects: see the prior sensitivity tables"
                  if others else "the other models' slopes were not refitted")
         out(f"**Robustness of the accuracy decision** ({scope}): "
             + "; ".join(held) + " (see [Robustness](#sec-robustness)).\n")
