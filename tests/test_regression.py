@@ -182,7 +182,10 @@ machine reused differed from the run before the change in the two reweighted var
 [-0.001, 0.371] refitted, [0.014, 0.372] reweighted). The first screen's robustness sentence
 then said "prior variants" where it said "prior refits" (the variants are reweighted where the
 Pareto k allows): the fixture was edited at that sentence, and a run of the new code with the
-fixture run's fits reused wrote the fixture's bytes.
+fixture run's fits reused wrote the fixture's bytes. Shipping the SDT ``slope0.15`` arms at 25
+data sets then changed ``calibration_study.pipeline`` and the d' and criterion rows of
+``calibration_map`` alone (a run with the same fits reused: no other value differed); the
+fixture was edited at those keys.
 """
 
 from __future__ import annotations
