@@ -35,6 +35,7 @@ import argparse
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -122,6 +123,17 @@ def floor_ratios(rows: dict[str, dict[str, float]], cores: int = CORES) -> dict[
     return ratios
 
 
+def floor_table(rows: dict[str, dict[str, Any]]) -> str:
+    """The Markdown table of a result's rows: compile and sampling seconds per structure."""
+    return md_table(
+        [{"structure": s, "cold_compile_cpu_s": rows["cold"][f"{s}_cpu_s"],
+          "warm_compile_cpu_s": rows["warm"][f"{s}_cpu_s"], "draws": rows["cold"][f"{s}_draws"],
+          "sample_wall_s": rows["cold"][f"{s}_sample_wall_s"],
+          "sample_cpu_s": rows["cold"][f"{s}_sample_cpu_s"]} for s in STRUCTURES],
+        ["structure", "cold_compile_cpu_s", "warm_compile_cpu_s", "draws", "sample_wall_s",
+         "sample_cpu_s"])
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--child", nargs=2, metavar=("CACHE", "SAMPLE"))
@@ -147,13 +159,7 @@ def main() -> None:
         print({"step": step, **r}, flush=True)
         rows[step] = r
     ratios = floor_ratios(rows)
-    table = md_table(
-        [{"structure": s, "cold_compile_cpu_s": rows["cold"][f"{s}_cpu_s"],
-          "warm_compile_cpu_s": rows["warm"][f"{s}_cpu_s"], "draws": rows["cold"][f"{s}_draws"],
-          "sample_wall_s": rows["cold"][f"{s}_sample_wall_s"],
-          "sample_cpu_s": rows["cold"][f"{s}_sample_cpu_s"]} for s in STRUCTURES],
-        ["structure", "cold_compile_cpu_s", "warm_compile_cpu_s", "draws", "sample_wall_s",
-         "sample_cpu_s"])
+    table = floor_table(rows)
     write_results("compile_floor", {**info, "rows": rows, "ratios": ratios}, table)
     print(table)
     print(ratios)

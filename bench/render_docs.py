@@ -18,6 +18,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench import compile_floor  # noqa: E402
 from bench._util import RESULTS, ROOT, md_table, pipeline_ratios  # noqa: E402
 
 GIB = 2**30
@@ -472,14 +473,8 @@ def section_floor() -> str:
     if not res:
         return head + missing("bench/compile_floor.py")
     r, rows = res["ratios"], res["rows"]
-    structures = [k.removesuffix("_draws") for k in rows["cold"] if k.endswith("_draws")]
-    table = md_table(
-        [{"structure": s, "cold_compile_cpu_s": rows["cold"][f"{s}_cpu_s"],
-          "warm_compile_cpu_s": rows["warm"][f"{s}_cpu_s"], "draws": rows["cold"][f"{s}_draws"],
-          "sample_wall_s": rows["cold"][f"{s}_sample_wall_s"],
-          "sample_cpu_s": rows["cold"][f"{s}_sample_cpu_s"]} for s in structures],
-        ["structure", "cold_compile_cpu_s", "warm_compile_cpu_s", "draws", "sample_wall_s",
-         "sample_cpu_s"])
+    structures = compile_floor.STRUCTURES
+    table = compile_floor.floor_table(rows)
     bound = dict((k, b) for k, b, _ in ISSUE32_TARGETS)["first_over_naive"]
     floor = r["cold_compile_and_sample_over_naive_wall"]
     cores = res.get("cores", 2)
