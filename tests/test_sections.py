@@ -231,3 +231,18 @@ def test_training_null_table_shows_no_rescoring_contrast(full) -> None:
     text = training.calibration(_report(older))
     assert "accuracy\\, trained tasks" in text  # the table (escaped markdown) is there
     assert "contrast against the base" not in text and "privileged access" not in text
+
+
+def test_calibration_arm_run_past_its_target_reads_as_such() -> None:
+    """An arm whose fits are shared with a null arm has more data sets than its coverage target;
+    the table says "(target N)" rather than "200 of 100", and a short arm stays "partial"."""
+    R = json.loads(FIXTURE.read_text())
+    arms = R["calibration_study"]["pipeline"]["arms"]
+    name = "default:accuracy:slope0.4"
+    shown = sections.common.code(name)
+    arms[name] = {**arms[name], "n": 200, "target_n": 100, "complete": True}
+    row = next(line for line in sections.calibration.pipeline(_report(R)).splitlines() if shown in line)
+    assert "200 (target 100)" in row and "200 of 100" not in row
+    arms[name] = {**arms[name], "n": 30, "target_n": 100, "complete": False}
+    row = next(line for line in sections.calibration.pipeline(_report(R)).splitlines() if shown in line)
+    assert "30 of 100 (partial)" in row

@@ -151,6 +151,18 @@ def _arm_verdicts(arms: dict[str, Any], targets: _Targets, n_t: int) -> str:
     return out + ("\nNot yet run to the target, so not judged: " + ", ".join(rest) + "." if rest else "")
 
 
+def _data_sets(a: dict[str, Any]) -> str:
+    """``n of target`` (``(partial)`` when short); an arm run past its target says so.
+
+    An arm whose fits are shared with a null arm has that arm's data sets (200 for a coverage
+    target of 100): "200 of 100" would read as a slip.
+    """
+    n, want = a["n"], a["target_n"]
+    if n > want:
+        return f"{n} (target {want})"
+    return f"{n} of {want}" + ("" if a["complete"] else " (partial)")
+
+
 def pipeline(rep: Report) -> str:
     """The calibration study at the pipeline's own settings: table, targets and a verdict per arm."""
     PC, out = (study(rep) or {}).get("pipeline"), Out()
@@ -161,7 +173,7 @@ def pipeline(rep: Report) -> str:
     for arm, a in sorted(PC["arms"].items()):
         o = a.get("overall") or {}
         truth = a.get("truth", 0.0)
-        rows.append([code(arm), f"{truth:g}", f"{a['n']} of {a['target_n']}" + ("" if a["complete"] else " (partial)"),
+        rows.append([code(arm), f"{truth:g}", _data_sets(a),
                      _pm(o, "false_improves") if not truth else "",
                      _pm(o, "improves_rate") + " (power)" if truth else "", _pm(o, "hdi94_coverage"),
                      a["diagnostics_failed"] if a["n"] else "n/a", num(a.get("median_seconds_per_fit"), ".1f")])
