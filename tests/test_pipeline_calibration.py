@@ -139,6 +139,19 @@ def test_a_piece_runs_only_its_seed_range_and_resumes(tmp_path, monkeypatch):
     assert s["arms"]["default:accuracy"]["n"] == 5
 
 
+def test_a_run_killed_mid_write_resumes_without_losing_the_next_record(tmp_path, monkeypatch):
+    """A killed run leaves a torn last line; the resumed run refits that data set and writes
+    its record on a line of its own (appended to the torn line, it would be lost too)."""
+    monkeypatch.setattr(pc, "fit_records", lambda arms, i, settings, seed0, reuse_compiled=True:
+                        {arm: _rec(arm, seed0 + i) for arm in arms})
+    f = pc.arm_file(tmp_path, "default:accuracy")
+    f.write_text(json.dumps(_rec("default:accuracy", 16_000)) + "\n" + '{"arm": "default:acc')
+    s = pc.run(["default:accuracy"], 3, pc.SamplerSettings(), tmp_path)
+    assert s["arms"]["default:accuracy"]["n"] == 3
+    assert [r["seed"] for r in pc.read_records([f])] == [16_000, 16_001, 16_002]
+    assert pc.run(["default:accuracy"], 3, pc.SamplerSettings(), tmp_path)["arms"]["default:accuracy"]["n"] == 3
+
+
 def test_dprime_and_criterion_arms_share_one_fit_per_data_set(tmp_path, monkeypatch):
     calls = []
 

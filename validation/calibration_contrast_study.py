@@ -49,6 +49,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import jsonl_records  # noqa: E402
 from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the scale arms)
 
 from selfmodel.analyses.calibration_contrasts import calibration_table  # noqa: E402
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     lines = a.out / "calibration_contrast_study.jsonl"
-    runs = [json.loads(x) for x in lines.read_text().splitlines()] if lines.exists() else []
+    runs = jsonl_records.read(lines)
     done = {(r["arm"], r["seed"]) for r in runs}
     t = {arm: truths(arm) for arm in ARMS}
     for arm in a.arms.split(","):
@@ -214,8 +215,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             run = one(arm, seed, t[arm])
             runs.append(run)
-            with lines.open("a") as fh:
-                fh.write(json.dumps(run) + "\n")
+            jsonl_records.append(lines, run, sort_keys=False)
     shown = lines.resolve().relative_to(ROOT).as_posix() if lines.resolve().is_relative_to(ROOT) else str(lines)
     summary = {
         "question": "how often a calibration contrast is declared where there is none, and how often its "

@@ -43,6 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jsonl_records  # validation/: this folder (on sys.path as a script's and in the tests)
 import numpy as np
 import polars as pl
 
@@ -232,7 +233,7 @@ def main(argv: list[str] | None = None) -> None:
         ap.error("--out is required (or --ship)")
     args.out.mkdir(parents=True, exist_ok=True)
     lines = args.out / "contrast_study.jsonl"
-    runs = [json.loads(x) for x in lines.read_text().splitlines()] if lines.exists() else []
+    runs = jsonl_records.read(lines)
     settings = SamplerSettings(draws=args.draws, tune=args.tune, chains=args.chains, cores=1,
                                target_accept=args.target_accept)
     other = [r for r in runs if r.get("settings") != asdict(settings)]
@@ -247,8 +248,7 @@ def main(argv: list[str] | None = None) -> None:
                 continue
             run = one(arm, seed, settings, rule)
             runs.append(run)
-            with lines.open("a") as fh:
-                fh.write(json.dumps(run) + "\n")
+            jsonl_records.append(lines, run, sort_keys=False)
             print(arm, seed, f"{run['cpu_s']:.1f} CPU-s", run["passed"], flush=True)
     summary = {"settings": asdict(settings), "rule": rule.as_dict(), "versions": versions(),
                "arms": summarise(runs)}

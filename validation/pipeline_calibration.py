@@ -168,6 +168,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+import jsonl_records  # noqa: E402  (validation/, on sys.path as a script's)
+
 from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
@@ -538,14 +540,7 @@ def read_records(paths: Sequence[Path]) -> list[dict[str, Any]]:
     files: list[Path] = []
     for p in paths:
         files += sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
-    out = []
-    for f in files:
-        for line in f.read_text().splitlines():
-            try:
-                out.append(json.loads(line))
-            except ValueError:  # a run killed mid-write leaves a partial line: refit it
-                continue
-    return out
+    return [r for f in files for r in jsonl_records.read(f)]
 
 
 def _outcome(r: dict[str, Any]) -> list[tuple[str, str, bool]]:
@@ -607,13 +602,11 @@ def study_summary(records: Sequence[dict[str, Any]], settings: SamplerSettings |
             "arms": {a: summarise(m["records"].get(a, []), a) for a in names}}
 
 
-def _append(handles: dict[str, Any], done: dict[str, set[int]],
-            recs: dict[str, dict[str, Any]]) -> None:
-    """Append each arm's record to its open file, unless that arm already has the seed."""
+def _append(out: Path, done: dict[str, set[int]], recs: dict[str, dict[str, Any]]) -> None:
+    """Append each arm's record to its file, unless that arm already has the seed."""
     for arm, rec in recs.items():
         if int(rec["seed"]) not in done[arm]:
-            handles[arm].write(json.dumps(rec) + "\n")
-            handles[arm].flush()
+            jsonl_records.append(arm_file(out, arm), rec, sort_keys=False)
 
 
 def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
@@ -632,24 +625,18 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
         d, e, v = parse_arm(arm)
         groups.setdefault((d, *fit_of(e), v or ""), []).append(arm)
     for group in groups.values():
-        done = {arm: ({int(r["seed"]) for r in read_records([arm_file(out, arm)])}
-                      if arm_file(out, arm).is_file() else set()) for arm in group}
+        done = {arm: {int(r["seed"]) for r in jsonl_records.read(arm_file(out, arm))} for arm in group}
         todo = [i for i in range(start, start + sims)
                 if any(seed0 + i not in done[arm] for arm in group)]
-        handles = {arm: arm_file(out, arm).open("a") for arm in group}
-        try:
-            if workers > 1:
-                with ProcessPoolExecutor(workers) as ex:
-                    n = len(todo)
-                    for recs in ex.map(fit_records, [group] * n, todo, [settings] * n,
-                                       [seed0] * n, [reuse_compiled] * n):
-                        _append(handles, done, recs)
-            else:
-                for i in todo:
-                    _append(handles, done, fit_records(group, i, settings, seed0, reuse_compiled))
-        finally:
-            for fh in handles.values():
-                fh.close()
+        if workers > 1:
+            with ProcessPoolExecutor(workers) as ex:
+                n = len(todo)
+                for recs in ex.map(fit_records, [group] * n, todo, [settings] * n,
+                                   [seed0] * n, [reuse_compiled] * n):
+                    _append(out, done, recs)
+        else:
+            for i in todo:
+                _append(out, done, fit_records(group, i, settings, seed0, reuse_compiled))
     summary = study_summary(read_records([out]), settings, arms)
     (out / "pipeline_calibration.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
     return summary

@@ -59,6 +59,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "validation") not in sys.path:
     sys.path.insert(0, str(ROOT / "validation"))
 
+import jsonl_records  # noqa: E402
 from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the other arms)
 
 from selfmodel.analyses.rescoring import INTERVAL, N_BOOT, pair_scores, self_vs_other_rescored  # noqa: E402
@@ -304,13 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     lines = a.out / "self_vs_other_study.jsonl"
-    runs = []
-    if lines.exists():
-        for x in lines.read_text().splitlines():
-            try:
-                runs.append(json.loads(x))
-            except json.JSONDecodeError:
-                continue
+    runs = jsonl_records.read(lines)
     done = {(r["arm"], r["seed"]) for r in runs}
     t = {arm: truths(arm) for arm in ARMS}
     for arm in a.arms.split(","):
@@ -321,8 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             run = one(arm, FIRST_SEED + i, t[arm])
             runs.append(run)
-            with lines.open("a") as fh:
-                fh.write(json.dumps(run, sort_keys=True) + "\n")
+            jsonl_records.append(lines, run)
     shown = lines.resolve().relative_to(ROOT).as_posix() if lines.resolve().is_relative_to(ROOT) else str(lines)
     arms = {arm: summarise_arm([r for r in runs if r["arm"] == arm], arm)
             for arm in ARMS if any(r["arm"] == arm for r in runs)}

@@ -46,6 +46,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import jsonl_records  # noqa: E402  (validation/: this folder, on sys.path as a script's)
 import polars as pl
 
 from selfmodel.analyses.training import decide_training, training_table
@@ -182,18 +183,17 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / "training_null.jsonl"
-    done = {json.loads(x)["seed"] for x in path.read_text().splitlines()} if path.exists() else set()
+    done = {r["seed"] for r in jsonl_records.read(path)}
     rule = DecisionRule()
     if not a.summarize_only:
         for seed in range(FIRST_SEED, FIRST_SEED + a.sims):
             if seed in done:
                 continue
             row = one(seed, rule)
-            with path.open("a") as fh:
-                fh.write(json.dumps(row, sort_keys=True) + "\n")
+            jsonl_records.append(path, row)
             print(f"seed {seed}: {row['seconds']} s, accuracy:trained "
                   f"{row['decisions']['accuracy:trained']}", flush=True)
-    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    rows = jsonl_records.read(path)
     summary = summarize(rows, rule, path)
     text = json.dumps(summary, indent=2, sort_keys=True) + "\n"
     (a.out / "training_null.json").write_text(text)

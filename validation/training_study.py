@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT / "validation") not in sys.path:
     sys.path.insert(0, str(ROOT / "validation"))
 
+import jsonl_records  # noqa: E402
 import training_generator as gen  # noqa: E402
 
 from selfmodel import models as model_registry  # noqa: E402
@@ -187,13 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
     path = a.out / "training_study.jsonl"
-    rows = []
-    if path.exists():
-        for line in path.read_text().splitlines():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError:  # a torn last line: refitted
-                continue
+    rows = jsonl_records.read(path)  # a torn last line is skipped: that data set is refitted
     done = {(r["arm"], r["seed"]) for r in rows}
     rule = DecisionRule()
     for arm in a.arms.split(","):
@@ -206,8 +201,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             row = one(arm, seed, rule)
             rows.append(row)
-            with path.open("a") as fh:
-                fh.write(json.dumps(row, sort_keys=True) + "\n")
+            jsonl_records.append(path, row)
             q = row["quantities"]["accuracy:trained"]
             print(f"{arm} seed {seed}: {row['seconds']} s, passed {row['passed']}, accuracy:trained "
                   f"{q['decision']} (truth {q['truth']:+.3f}, covered {q['covered']})", flush=True)
