@@ -185,7 +185,9 @@ Pareto k allows): the fixture was edited at that sentence, and a run of the new 
 fixture run's fits reused wrote the fixture's bytes. Shipping the SDT ``slope0.15`` arms at 25
 data sets then changed ``calibration_study.pipeline`` and the d' and criterion rows of
 ``calibration_map`` alone (a run with the same fits reused: no other value differed); the
-fixture was edited at those keys.
+fixture was edited at those keys. The same held when those arms reached 100 data sets: a run
+with the fixture run's fits reused differed from the fixture at those keys alone, and wrote
+the fixture.
 """
 
 from __future__ import annotations
