@@ -187,7 +187,7 @@ data sets then changed ``calibration_study.pipeline`` and the d' and criterion r
 ``calibration_map`` alone (a run with the same fits reused: no other value differed); the
 fixture was edited at those keys. The same held when those arms reached 100 data sets: a run
 with the fixture run's fits reused differed from the fixture at those keys alone, and wrote
-the fixture.
+the fixture; and again when the SDT ``clustered`` arms went from 77 to 147 data sets.
 """
 
 from __future__ import annotations
