@@ -24,13 +24,15 @@ def test_missing_file_has_no_records(tmp_path: Path) -> None:
     assert jsonl_records.read(tmp_path / "none.jsonl") == []
 
 
-def test_torn_lines_are_skipped_and_the_next_record_is_kept(tmp_path: Path) -> None:
+def test_torn_lines_are_skipped_and_the_next_record_is_kept(tmp_path: Path, capsys) -> None:
     p = tmp_path / "r.jsonl"
     jsonl_records.append(p, {"seed": 1, "b": 2, "a": 1})
     p.write_text(p.read_text() + '{"seed": 2, "a"')  # killed mid-write
     jsonl_records.append(p, {"seed": 3})
     p.write_text(p.read_text() + "\n[1, 2]\n")  # not a record
     assert [r["seed"] for r in jsonl_records.read(p)] == [1, 3]
+    said = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[0] for line in said] == [f"{p}:2", f"{p}:5"]  # each skip is said
     lines = p.read_text().splitlines()
     assert lines[0] == json.dumps({"a": 1, "b": 2, "seed": 1})  # sorted keys by default
     jsonl_records.append(p, {"seed": 4, "a": 0}, sort_keys=False)
