@@ -93,23 +93,26 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     for key in ("confounds", "within_between"):
         assert rows[key]["status"] == "checked" and not rows[key]["in_this_run"], key
         assert {a["check"] for a in rows[key]["arms"]} == set(CHECKS), key
-    assert rows["confirmatory"]["status"] == "none"
+    conf = rows["confirmatory"]  # the pipeline study's family arm, under the joint null
+    assert conf["status"] == "partial" and "coverage" in conf["missing"]
+    assert [a["check"] for a in conf["arms"] if a["arm"] == "default:confirmatory"] == ["null"]
     cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
     assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
     assert "of data sets have one or more" in next(a for a in cc["arms"] if a["check"] == "null")["measure"]
     text = section.decisions_map(Report(json.loads(json.dumps({"calibration_map": list(rows.values())})),
                                         {}, None, None, 6.3, 8.5)).replace("\\", "")  # markdown escapes
-    assert "**No calibration** for:" in text and "the confirmatory family" in text.split("**No calibration** for:")[1]
+    no_cal = text.split("**No calibration** for:")[1].split("Partly calibrated:")[0]
+    assert "the confirmatory family" not in no_cal and "the confirmatory family" in text.split("Partly calibrated:")[1]
     assert "within- vs between-family slope" in text.split("Checked by a null")[1]
     assert "self vs other" in text.split("**No calibration** for:")[1]
     assert "calibration differences" not in text.split("**No calibration** for:")[1].split(".")[0]
     assert "(other sampler settings)" in text  # the training null study
     assert "training effect" in text.split("Partly calibrated:")[1]
     # a kind that gains a study leaves the "no calibration" sentence
-    rows["confirmatory"]["status"] = "checked"
+    rows["self_vs_other"]["status"] = "checked"
     again = section.decisions_map(Report({"calibration_map": list(rows.values())}, {}, None, None, 6.3, 8.5)
                                   ).replace("\\", "")
-    assert "confirmatory family" not in again.split("Partly calibrated:")[0].split("**No calibration**")[1]
+    assert "self vs other" in no_cal and "**No calibration**" not in again
 
 
 def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():

@@ -3,6 +3,7 @@ its counting (a fit failing diagnostics is never a false 'improves'), and a --qu
 
 from __future__ import annotations
 
+import copy
 import json
 import sys
 from dataclasses import asdict
@@ -278,7 +279,7 @@ def test_each_arm_has_the_command_that_runs_it_and_an_sdt_arm_names_its_sibling(
     assert pc.arm_command("default:accuracy:slope0.4").endswith(
         "--arms default:accuracy:slope0.4 --sims 100 --out validation/results/pipeline_calibration")
     cmd = pc.arm_command("default:criterion:clustered")
-    assert "--arms default:dprime:clustered default:criterion:clustered --sims 200" in cmd
+    assert "--arms default:dprime:clustered default:criterion:clustered default:confirmatory:clustered --sims 200" in cmd
     assert pc.summarise([], "seb:dprime")["command"] == pc.arm_command("seb:criterion")
 
 
@@ -365,3 +366,128 @@ def test_family_left_out_arms_fit_scale_without_the_pipelines_choice_of_family(f
                         {arm: _rec(arm, 16_000 + i) for arm in arms})
     pc.run(["mundlak:accuracy", "mundlak:without_family"], 1, pc.SamplerSettings(), tmp_path)
     assert calls == [("mundlak:accuracy",), ("mundlak:without_family",)]
+
+
+def test_confirmatory_family_shares_the_sdt_fit_and_adds_scale_on_the_same_records(fake_nutpie):
+    """The family arm (issue 28.7) is the pipeline's own decision of the declared family:
+    both members of the hypotheses file, each at the Bonferroni-adjusted HDI mass, the SDT
+    member from the d' arm's fit and the scale member from a fit of the same records' accuracy."""
+    arms = ["default:dprime", "default:criterion", "default:confirmatory"]
+    recs = pc.fit_records(arms, 0, pc.QUICK, 16_000)
+    fam = recs["default:confirmatory"]
+    assert fam["shared_fit"] == sorted(arms)
+    assert set(fam["per_task"]) == {"accuracy_overall", "dprime_overall"}
+    assert fam["family_size"] == 2 and fam["hdi_prob"] == pytest.approx(0.97)
+    assert set(fam["model_samplers"]) == {"sdt", "scale"}
+    # the SDT member is the d' arm's slope, decided on a wider interval than the d' arm's 94%
+    assert fam["per_task"]["dprime_overall"]["mean"] == pytest.approx(recs["default:dprime"]["overall"]["mean"])
+    lo, hi = fam["per_task"]["dprime_overall"]["hdi"]
+    assert lo < fam["per_task"]["dprime_overall"]["mean"] < hi
+    # the same data set as the d' arm's, and its accuracy is hits plus correct rejections
+    sdt = pc.simulate_arm("default:dprime", 16_000)
+    assert pc.simulate_arm("default:confirmatory", 16_000).equals(sdt)
+    acc = pc.accuracy_cells(sdt)
+    assert (acc["k"] == sdt["hits"] + sdt["n_noise"] - sdt["false_alarms"]).all()
+    assert pc.arm_command("default:confirmatory") == pc.arm_command("default:dprime")
+    assert "default:confirmatory" in pc.arm_command("default:criterion")
+    assert "confirmatory" not in pc.arm_command("seb:dprime")  # no family arm on that design
+
+
+def _family_rec(seed: int, members: dict[str, tuple[str, bool]], passed: bool = True) -> dict:
+    per = {name: {"decision": d, "reported_decision": d if passed else "not_a_finding",
+                  "hdi_covers_truth": cov, "mean": 0.0} for name, (d, cov) in members.items()}
+    supported = passed and all(d == "improves" for d, _ in members.values())
+    from selfmodel import models as model_registry
+    from selfmodel.fitting.fit import for_model
+
+    sdt = asdict(for_model(pc.SamplerSettings(), model_registry.get("sdt").SPEC.sampling))
+    return {"arm": "default:confirmatory", "seed": seed, "diagnostics_passed": passed, "hdi_prob": 0.97,
+            "model_sampler": sdt,
+            "family_size": len(members), "per_task": per,
+            "overall": {"decision": "improves" if supported else "not_supported",
+                        "reported_decision": "improves" if supported else "not_supported",
+                        "hdi_covers_truth": all(c for _, c in members.values()), "mean": None}}
+
+
+def test_family_error_counts_any_member_claiming_a_sign_and_not_failed_fits():
+    ok = ("no_credible_effect", True)
+    recs = ([_family_rec(i, {"a": ok, "d": ok}) for i in range(90)]
+            + [_family_rec(90 + i, {"a": ("credibly_negative", False), "d": ok}) for i in range(4)]
+            + [_family_rec(94 + i, {"a": ok, "d": ("improves", False)}) for i in range(3)]
+            + [_family_rec(97 + i, {"a": ("improves", False), "d": ("improves", False)}) for i in range(2)]
+            + [_family_rec(99, {"a": ("improves", False), "d": ok}, passed=False)])
+    s = pc.summarise(recs, "default:confirmatory")
+    o = s["overall"]
+    assert o["family_error_k"] == 9 and o["family_error"] == pytest.approx(0.09)  # the failed fit is no claim
+    assert o["false_improves"] == pytest.approx(0.02)  # the family "supported" twice
+    assert o["hdi94_coverage"] == pytest.approx(90 / 100) and o["coverage_range"] == [0.91, 1.0]
+    assert o["meets_targets"] is False  # 9% > 6%
+    assert s["a"]["coverage_range"] == [0.94, 1.0]  # a member: its adjusted HDI
+    assert s["hdi_prob"] == [0.97] and s["family_size"] == [2]
+    good = pc.summarise(recs[:90] + recs[90:93], "default:confirmatory")["overall"]
+    assert good["family_error"] == pytest.approx(3 / 93) and good["meets_targets"] is True
+
+
+def test_the_family_arm_reads_as_a_family_in_the_map_and_the_report():
+    """The map's confirmatory row reads the family-wise error, and the report judges the arm on
+    the family's own targets (a joint coverage of 99% is no miss: Bonferroni is conservative)."""
+    from selfmodel.decisions.calibration_map import calibration_map
+    from selfmodel.report.sections import calibration as section
+    from selfmodel.report.sections.common import Report
+
+    ok = ("no_credible_effect", True)
+    recs = ([_family_rec(i, {"accuracy_overall": ok, "dprime_overall": ok}) for i in range(198)]
+            + [_family_rec(198 + i, {"accuracy_overall": ("credibly_negative", False), "dprime_overall": ok})
+               for i in range(2)])
+    arm = pc.summarise(recs, "default:confirmatory")
+    shipped = copy.deepcopy(calibration_study()["pipeline"])
+    shipped["arms"] = {"default:confirmatory": arm}
+    results = {"calibration_study": {"pipeline": shipped}, "fit": {"versions": {}},
+               "hypotheses": {"multiplicity": {"confirmatory": {"size": 2}}}}
+    row = {r["key"]: r for r in calibration_map(results)}["confirmatory"]
+    (a,) = row["arms"]
+    assert a["check"] == "null" and a["rate"] == pytest.approx(0.01) and a["complete"]
+    assert "family-wise error" in a["measure"] and "97% HDI" in a["measure"]
+    assert row["status"] == "partial" and row["missing"] == ["coverage", "misspecified"]
+    assert row["notes"] == []  # at the pipeline's settings (the SDT member's) and complete
+    shipped["arms"]["default:confirmatory:clustered"] = pc.summarise([], "default:confirmatory:clustered")
+    row = {r["key"]: r for r in calibration_map(results)}["confirmatory"]
+    assert row["notes"] == [] and row["arms"][1]["at_pipeline_settings"] is None  # no records: no settings
+    del shipped["arms"]["default:confirmatory:clustered"]
+    text = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
+    line = next(ln for ln in text.splitlines() if ln.startswith("|") and "default:confirmatory" in ln)
+    assert "family-wise error 1%" in line and "(joint, 97% HDIs)" in line
+    assert "default:confirmatory</code>: meets its targets (family-wise error 1.0%" in text
+    assert "a family-wise error at most 6%" in text
+    bad = pc.summarise(recs[:186] + [_family_rec(300 + i, {"accuracy_overall": ok, "dprime_overall":
+                                                           ("credibly_positive", False)}) for i in range(14)],
+                       "default:confirmatory")
+    shipped["arms"] = {"default:confirmatory": bad}
+    text = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
+    assert "misses family-wise error 7.0%" in text and "coverage 93.0%" not in text.split("misses")[1]
+
+
+def test_the_sdt_null_records_at_other_settings_are_kept_apart_from_the_shipped_ones():
+    """The first default-design SDT null records predate the SDT model's SPEC.sampling: they are
+    kept in their own folder, and every shipped default d'/criterion record sampled as the
+    pipeline samples the SDT model."""
+    from selfmodel import models as model_registry
+    from selfmodel.fitting.fit import for_model
+
+    results = pc.ROOT / "validation" / "results"
+    old = pc.read_records([results / "pipeline_calibration_other_settings"])
+    assert {r["arm"] for r in old} == {"default:dprime", "default:criterion"}
+    assert len(old) == 400 and not any(r.get("model_sampler") for r in old)
+    want = asdict(for_model(pc.SamplerSettings(), model_registry.get("sdt").SPEC.sampling))
+    shipped = [r for r in pc.read_records([results / "pipeline_calibration"])
+               if r["arm"] in ("default:dprime", "default:criterion", "default:confirmatory")]
+    assert shipped and all(r["model_sampler"] == want for r in shipped)
+
+
+def test_the_family_on_clustered_items_is_the_clustered_dprime_data_and_a_misspecified_check():
+    data = pc.simulate_arm("default:confirmatory:clustered", 16_003)
+    assert data.equals(pc.simulate_arm("default:dprime:clustered", 16_003))
+    acc = pc.accuracy_cells(data)
+    assert (acc["n"] == data["n_signal"] + data["n_noise"]).all() and (acc["k"] <= acc["n"]).all()
+    assert pc.check_of("default:confirmatory:clustered") == "misspecified"
+    assert "default:confirmatory:clustered" in pc.arm_command("default:dprime:clustered")

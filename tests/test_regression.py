@@ -187,7 +187,13 @@ data sets then changed ``calibration_study.pipeline`` and the d' and criterion r
 ``calibration_map`` alone (a run with the same fits reused: no other value differed); the
 fixture was edited at those keys. The same held when those arms reached 100 data sets: a run
 with the fixture run's fits reused differed from the fixture at those keys alone, and wrote
-the fixture; and again when the SDT ``clustered`` arms went from 77 to 147 data sets.
+the fixture; and again when the SDT ``clustered`` arms went from 77 to 147 data sets. Adding
+the confirmatory family's arms (``default:confirmatory``, ``default:confirmatory:clustered``)
+and rerunning the default design's d' and criterion nulls at the SDT model's own settings (their
+first records moved to ``validation/results/pipeline_calibration_other_settings/``) changed
+``calibration_study.pipeline`` and the d', criterion and confirmatory rows of
+``calibration_map`` alone (a run with the fixture run's fits reused), which wrote the fixture;
+so did each later ship of those arms and of the SDT ``clustered`` arms.
 """
 
 from __future__ import annotations

@@ -68,6 +68,20 @@ The robustness refit without the family with the most models
 family (cirrus, by the pipeline's own choice) left out: ``mundlak:without_family`` (null),
 ``:clustered`` and ``:slope0.4`` (coverage of the common slope).
 
+The confirmatory family of the shipped hypotheses file (issue 28.7; its members
+``accuracy_overall``, the ``scale`` slope, and ``dprime_overall``, the SDT d' slope, each
+decided at the Bonferroni-adjusted 97% HDI): ``default:confirmatory``, under the joint null.
+Its data set is the ``default:dprime`` arm's (the SDT null: d', criterion and so accuracy do
+not depend on size); the SDT member is read off that arm's fit and the scale member off a fit
+of the same records' accuracy (:func:`accuracy_cells`), and the family is decided by the
+pipeline's own :func:`selfmodel.decisions.multiplicity.confirmatory_family`. Per data set:
+each member's adjusted decision and whether its HDI covers 0, the family's ``supported``
+(``overall``: a false "improves" is a false "supported"), and the family-wise error, some
+member claiming a sign (target at most :data:`MAX_FAMILY_ERROR`, 1 - 94%: Bonferroni's
+promise). The d', criterion and family arms of the default design share one SDT fit.
+``default:confirmatory:clustered`` is the same family on the misspecified null of
+:func:`cells_generator.clustered` (the ``default:dprime:clustered`` data sets and fits).
+
 Every arm says which check it is (``check``: ``null``, ``misspecified`` or ``coverage``;
 :func:`check_of`). Every record carries the versions of the stack that fitted it.
 
@@ -138,6 +152,15 @@ d' and criterion arms of a variant share their fits)::
     .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:slope0.4 mundlak:between:slope0.4 --sims 100
     .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family mundlak:without_family:clustered --sims 200
     .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime default:criterion default:confirmatory --sims 200
+
+The last, the default design's SDT nulls with the confirmatory family, is a rerun: the first
+``default:dprime``/``default:criterion`` records were made at 2000/1000 draws and
+``target_accept=0.99``, before the SDT model declared its ``SPEC.sampling`` (3000/1500,
+0.995), so they are not what the pipeline fits. They are kept, not shipped, in
+``validation/results/pipeline_calibration_other_settings/`` (200 data sets each: false
+``improves`` 0/200 there). ``seb:dprime``/``seb:criterion`` still carry such records; the
+report marks them "other sampler settings".
 
 (the SDT arms are several CPU-hours each; the shipped summary says how far each got).
 
@@ -198,10 +221,85 @@ EFFECT_VARS = {
 }
 
 
+#: The confirmatory family of the shipped hypotheses file, on the default design's d' null
+#: (one SDT data set: its d', criterion and accuracy slopes are all 0): each data set is the
+#: SDT fit of the ``dprime``/``criterion`` arms plus a ``scale`` fit of the same records'
+#: accuracy, decided as the pipeline decides the family
+#: (:func:`selfmodel.decisions.multiplicity.confirmatory_family`).
+CONFIRMATORY = "confirmatory"
+CONFIRMATORY_ARMS = ("default:confirmatory", "default:confirmatory:clustered")
+#: The models the family's members may be on (the data set has cells for these two).
+CONFIRMATORY_MODELS = ("sdt", "scale")
+
+
 def fit_of(effect: str) -> tuple[str, bool]:
     """What one fit of an effect is: its model, and whether the largest family is left out
-    (so ``accuracy`` and ``without_family`` never share a fit, though both fit ``scale``)."""
+    (so ``accuracy`` and ``without_family`` never share a fit, though both fit ``scale``).
+    The confirmatory family shares the SDT fit of its design's d' and criterion arms."""
+    if effect == CONFIRMATORY:
+        return "sdt", False
     return EFFECT_VARS[effect][0], effect == "without_family"
+
+
+def accuracy_cells(sdt_cells: pl.DataFrame) -> pl.DataFrame:
+    """The accuracy cells of signal-detection cells: a prediction is right when it is a hit
+    or a correct rejection (``k = hits + n_noise - false_alarms`` of ``n = n_signal + n_noise``).
+
+    >>> c = pl.DataFrame({"model": ["m"], "family": ["f"], "task": ["t"], "x": [0.0],
+    ...                   "n_signal": [10], "n_noise": [10], "hits": [7], "false_alarms": [2]})
+    >>> accuracy_cells(c).select("n", "k").row(0)
+    (20, 15)
+    """
+    return sdt_cells.select(
+        "model", "family", "task", "x",
+        (pl.col("n_signal") + pl.col("n_noise")).alias("n"),
+        (pl.col("hits") + pl.col("n_noise") - pl.col("false_alarms")).alias("k"),
+    )
+
+
+def confirmatory_hypotheses() -> list[Any]:
+    """The shipped hypotheses file's confirmatory members, as the pipeline reads them."""
+    from selfmodel.decisions.hypotheses import DecisionRule as Rule
+    from selfmodel.decisions.hypotheses import load_hypotheses, one_rule
+
+    _, hs, _ = one_rule(load_hypotheses(), Rule(), rope_given=False)
+    members = [h for h in hs if h.role == "confirmatory"]
+    other = sorted({h.model for h in members} - set(CONFIRMATORY_MODELS))
+    if other:
+        raise ValueError(f"confirmatory hypotheses on {', '.join(other)}: this study fits "
+                         f"{' and '.join(CONFIRMATORY_MODELS)} only; add their cells to it")
+    return members
+
+
+def confirmatory_record(fits: dict[str, Any], data_for: dict[str, pl.DataFrame],
+                        truth: float = 0.0) -> dict[str, Any]:
+    """The family's decisions on one data set, by the pipeline's own functions.
+
+    ``per_task`` holds one record per member (its Bonferroni-adjusted decision; a member
+    whose fit failed its diagnostics is ``not_a_finding``); ``overall`` is the family:
+    ``improves`` when it is supported (every member's adjusted decision is its predicted
+    one), and ``hdi_covers_truth`` when every member's adjusted HDI covers the truth (so
+    under the joint null ``1 - coverage`` is the family-wise rate of a claimed sign).
+    """
+    from selfmodel.decisions.hypotheses import evaluate_all
+    from selfmodel.decisions.multiplicity import confirmatory_family
+    from selfmodel.robustness.stage import evidence_from
+
+    evidence = evidence_from(fits, data_for, {})
+    rows = evaluate_all(confirmatory_hypotheses(), evidence)
+    fam = confirmatory_family(rows, evidence)
+    members: dict[str, Any] = {}
+    for m in fam["members"]:
+        passed = bool(m.get("finding"))
+        members[str(m["name"])] = {**_record(m, passed, truth), "hdi": [m.get("hdi_low"), m.get("hdi_high")]}
+    supported = fam["supported"] is True
+    overall = {"decision": "improves" if supported else "not_supported",
+               "reported_decision": "improves" if supported else
+               ("not_a_finding" if fam["supported"] is None else "not_supported"),
+               "hdi_covers_truth": all(r["hdi_covers_truth"] for r in members.values()),
+               "mean": None}
+    return {"hdi_prob": fam["hdi_prob"], "family_size": fam["size"], "overall": overall,
+            "per_task": members}
 
 
 def leave_out_largest_family(data: pl.DataFrame, d: Design) -> tuple[pl.DataFrame, str]:
@@ -347,6 +445,8 @@ def simulate_arm(arm: str, seed: int) -> pl.DataFrame:
     d = design(design_name)
     # the Mundlak split and the family-left-out refit are of accuracy
     data_effect = "accuracy" if effect in (*WB_EFFECTS, "without_family") else effect
+    if effect == CONFIRMATORY:  # the family's data set is the d' arm's (its accuracy too)
+        data_effect = "dprime"
     if variant is None:
         return simulate(d, data_effect, seed)
     from cells_generator import clustered, heavy_tailed, within_between
@@ -403,9 +503,18 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
     passed = bool(f.diagnostics.get("passed"))
     post = f.idata["posterior"]
     n_models = data["model"].n_unique()
+    family = None
+    if CONFIRMATORY in effects:  # the family's other member: scale on the same records' accuracy
+        acc = accuracy_cells(data)
+        t1 = time.perf_counter()
+        f_acc = fit("scale", acc, seed=seed0 + i, settings=settings, reuse_compiled=reuse_compiled)
+        family = {"fits": {"sdt": f, "scale": f_acc}, "data_for": {"sdt": data, "scale": acc},
+                  "seconds": round(time.perf_counter() - t1, 2),
+                  "passed": passed and bool(f_acc.diagnostics.get("passed")),
+                  "model_sampler": {"sdt": model_sampler, "scale": asdict(for_model(
+                      settings, model_registry.get("scale").SPEC.sampling))}}
     records = {}
     for arm, effect in zip(arms, effects, strict=True):
-        _, overall, per_task = EFFECT_VARS[effect]
         truth = truth_of(arm)
         out: dict[str, Any] = {"arm": arm, "design": design_name, "effect": effect, "i": i,
                                "seed": seed0 + i, "truth": truth, "diagnostics_passed": passed,
@@ -416,6 +525,14 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
             out["shared_fit"] = sorted(arms)
         if left_out is not None:
             out["left_out"] = left_out
+        if effect == CONFIRMATORY and family is not None:
+            out.update(diagnostics_passed=family["passed"], model_sampler=family["model_sampler"]["sdt"],
+                       model_samplers=family["model_sampler"],
+                       seconds=round(seconds + family["seconds"], 2),
+                       **confirmatory_record(family["fits"], family["data_for"], truth))
+            records[arm] = out
+            continue
+        _, overall, per_task = EFFECT_VARS[effect]
         res = decide(post[overall].values, rule, n_models=n_models)
         out["overall"] = _record(res, passed, truth)
         out["per_task"] = {}
@@ -443,6 +560,23 @@ COVERAGE_RANGE = (0.91, 0.97)
 
 #: Data sets per non-null arm: coverage only (a 94% coverage known to about +-5 points).
 TARGET_SIMS_NONNULL = 100
+#: The confirmatory family under the joint null: the family-wise rate of a claimed sign
+#: (some member's adjusted HDI excludes 0) at most 1 - the declared HDI mass, which
+#: Bonferroni's inequality promises when each member's interval is calibrated ...
+MAX_FAMILY_ERROR = 0.06
+#: ... so the members' joint coverage of the truth is at least 94% (less the same 3 points of
+#: tolerance as :data:`COVERAGE_RANGE`; no upper bound: Bonferroni is conservative by design),
+#: and each member's own adjusted (97%) HDI covers it at least 94% of the time.
+FAMILY_COVERAGE_MIN = 0.91
+MEMBER_COVERAGE_MIN = 0.94
+
+
+def coverage_range(arm: str | None, key: str) -> tuple[float, float]:
+    """The coverage an arm's interval should have: :data:`COVERAGE_RANGE` for a 94% HDI; for
+    the confirmatory family, the joint (``overall``) and the members' adjusted HDIs' floors."""
+    if arm and parse_arm(arm)[1] == CONFIRMATORY:
+        return (FAMILY_COVERAGE_MIN if key == "overall" else MEMBER_COVERAGE_MIN), 1.0
+    return COVERAGE_RANGE
 
 
 def target_n(arm: str) -> int:
@@ -458,9 +592,10 @@ def arm_command(arm: str) -> str:
     """
     parts = arm.split(":")
     arms = [arm]
-    for pair in (("dprime", "criterion"), WB_EFFECTS):
+    for pair in (("dprime", "criterion", CONFIRMATORY), WB_EFFECTS):
         if parts[1] in pair:
-            arms = [":".join([parts[0], e, *parts[2:]]) for e in pair]
+            arms = [a for a in (":".join([parts[0], e, *parts[2:]]) for e in pair)
+                    if a in ALL_ARMS or a == arm]
     return (f".venv/bin/python validation/pipeline_calibration.py --arms {' '.join(arms)} "
             f"--sims {target_n(arm)} --out validation/results/pipeline_calibration")
 
@@ -509,17 +644,43 @@ def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict
             "hdi94_coverage": k_cov / len(recs) if recs else None,
             "hdi94_coverage_ci": cov_ci,
             "hdi94_coverage_pm": (cov_ci[1] - cov_ci[0]) / 2 if cov_ci else None,
+            "coverage_range": list(coverage_range(arm, key)),
             "meets_targets": bool(recs) and (truth != 0.0 or k_imp / len(recs) <= MAX_FALSE_IMPROVES)
-            and COVERAGE_RANGE[0] <= k_cov / len(recs) <= COVERAGE_RANGE[1],
+            and coverage_range(arm, key)[0] <= k_cov / len(recs) <= coverage_range(arm, key)[1],
         }
         if truth != 0.0:
             out[key]["false_improves"] = None
+    if arm and parse_arm(arm)[1] == CONFIRMATORY:
+        _family_summary(out, records, truth)
     return out
+
+
+SIGN_CLAIMS = ("improves", "credibly_positive", "worsens", "credibly_negative")
+
+
+def _family_summary(out: dict[str, Any], records: Sequence[dict[str, Any]], truth: float) -> None:
+    """The confirmatory family's own figures (in place): its size and adjusted HDI mass, and
+    under the joint null the family-wise error, the share of data sets in which some member
+    reported a sign (``improves``, ``credibly_positive`` ... of a fit that passed its gate)."""
+    out["hdi_prob"] = sorted({r["hdi_prob"] for r in records if r.get("hdi_prob") is not None})
+    out["family_size"] = sorted({r["family_size"] for r in records if r.get("family_size") is not None})
+    if truth != 0.0 or not records:
+        out["overall"]["family_error"] = None
+        return
+    k = sum(any(m["reported_decision"] in SIGN_CLAIMS for m in r["per_task"].values()) for r in records)
+    ci = clopper_pearson(k, len(records))
+    o = out["overall"]
+    o.update(family_error=k / len(records), family_error_k=k, family_error_ci=ci,
+             family_error_pm=(ci[1] - ci[0]) / 2, max_family_error=MAX_FAMILY_ERROR)
+    o["meets_targets"] = bool(o["meets_targets"] and k / len(records) <= MAX_FAMILY_ERROR)
 
 
 def _generator(arm: str | None) -> str:
     """Which generator made an arm's data."""
     variant = parse_arm(arm)[2] if arm else None
+    if arm and parse_arm(arm)[1] == CONFIRMATORY and variant is None:
+        return ("model-form SDT null (this file's simulate; the d' arm's data set): the SDT member "
+                "on its cells, the scale member on the same records' accuracy")
     if variant is None:
         return "model-form null (this file's simulate)"
     if variant == "clustered":
@@ -646,7 +807,8 @@ ALL_ARMS = (tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
             + tuple(f"default:{e}:{v}" for v in VARIANTS for e in EFFECTS)
             + tuple(f"mundlak:{e}" for e in WB_EFFECTS)
             + tuple(f"mundlak:{e}:{v}" for v in WB_VARIANTS for e in WB_EFFECTS)
-            + ("mundlak:without_family",) + tuple(f"mundlak:without_family:{v}" for v in WF_VARIANTS))
+            + ("mundlak:without_family",) + tuple(f"mundlak:without_family:{v}" for v in WF_VARIANTS)
+            + CONFIRMATORY_ARMS)
 #: Where ``--ship`` writes the merged summary the pipeline reads (``results.json``
 #: ``calibration_study.pipeline``; :func:`selfmodel.robustness.stage.calibration_study`).
 SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"
@@ -694,6 +856,12 @@ def main(argv: list[str] | None = None) -> int:
         o = r["overall"]
         if r["n"]:
             imp = "false_improves" if r["truth"] == 0.0 else "improves_rate"
+            if o.get("family_error") is not None:  # the confirmatory family
+                print(f"{arm}: n={r['n']} family-wise error {o['family_error']:.3f} "
+                      f"(+-{o['family_error_pm']:.3f}) false supported {o['false_improves']:.3f} joint coverage "
+                      f"of the {'/'.join(f'{p:g}' for p in r['hdi_prob'])} HDIs {o['hdi94_coverage']:.3f} "
+                      f"diagnostics failed {r['diagnostics_failed']} median {r['median_seconds_per_fit']:.1f} s per fit")
+                continue
             print(f"{arm}: n={r['n']} {imp.replace('_', ' ')} {o[imp]:.3f} "
                   f"(+-{o[imp + '_pm']:.3f}) 94% HDI coverage {o['hdi94_coverage']:.3f} "
                   f"diagnostics failed {r['diagnostics_failed']} "

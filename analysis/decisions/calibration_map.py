@@ -95,7 +95,10 @@ def _at_defaults(settings: Mapping[str, Any] | None, model: str | None = None) -
 
 #: the model each effect of the pipeline study (arm ``design:effect[:variant]``) is decided by
 EFFECT_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt",
-                "within": "within_between", "between": "within_between", "without_family": "scale"}
+                "within": "within_between", "between": "within_between", "without_family": "scale",
+                # the family's records carry the SDT member's settings (the scale member's are in
+                # each record's ``model_samplers``)
+                "confirmatory": "sdt"}
 
 
 def _arm_at_defaults(a: Mapping[str, Any], study_settings: Mapping[str, Any] | None, effect: str) -> bool | None:
@@ -154,13 +157,20 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
             continue
         o = a.get("overall") or {}
         truth = a.get("truth", 0.0)
-        at = _arm_at_defaults(a, pc.get("settings"), effect)
+        # an arm with no records yet sampled nothing, at no settings
+        at = _arm_at_defaults(a, pc.get("settings"), effect) if a.get("n") else None
         source = "validation/pipeline_calibration.py"
         # the study names each arm's check; summaries made before it did: by truth and variant
         check = a.get("check") or ("coverage" if truth else "misspecified" if len(parts) > 2 else "null")
         if check == "coverage":
             out.append(_arm(name, "coverage", a["n"], a["target_n"], o.get("hdi94_coverage"),
                             o.get("hdi94_coverage_ci"), at, "94% HDI coverage", source))
+        elif "family_error" in o:  # the confirmatory family: any member claiming a sign is an error
+            levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
+            out.append(_arm(name, check, a["n"], a["target_n"], o.get("family_error"),
+                            o.get("family_error_ci"), at,
+                            f"family-wise error: data sets in which some member's adjusted {levels} HDI "
+                            "excludes 0", source))
         else:
             out.append(_arm(name, check, a["n"], a["target_n"], o.get("false_improves"),
                             o.get("false_improves_ci"), at, "false 'improves'", source))
@@ -322,6 +332,7 @@ _ARMS = {
     "dprime": lambda r: _pipeline_arms(r, "dprime"),
     "criterion": lambda r: _pipeline_arms(r, "criterion"),
     "within_between": lambda r: _pipeline_arms(r, "within") + _pipeline_arms(r, "between"),
+    "confirmatory": lambda r: _pipeline_arms(r, "confirmatory"),
     "confounds": lambda r: _pipeline_arms(r, "without_family"),
     "training": _training_arms,
     "privileged": _privileged_arms,

@@ -186,8 +186,10 @@ def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str
     wider interval excludes 0. By Bonferroni's inequality, if each adjusted interval wrongly
     excludes 0 on one side at most at its nominal rate :math:`(1 - m')/2`, the family claims
     some wrong sign at most at :math:`k (1 - m')/2 = (1 - m)/2`; that is a frequentist
-    statement only as far as the intervals' coverage is calibrated (``validation/``
-    measures the 94% HDI of the scale slope, not these adjusted ones). The family is
+    statement only as far as the intervals' coverage is calibrated; under the joint null
+    (every member's slope 0) some member claims a sign at most at :math:`1 - m`, which the
+    arm ``default:confirmatory`` of ``validation/pipeline_calibration.py`` measures by this
+    function at the pipeline's settings. The family is
     ``supported`` when every member's adjusted decision is its predicted one (``None``, with
     the ``reason``, when a member is not a finding: its fit failed its diagnostics). Beside
     it, per fit, the joint posterior probability that every member on that fit has its

@@ -99,10 +99,17 @@ class _Targets:
         def _ci(key: str) -> str:
             return f" [{100 * o[key + '_ci'][0]:.0f}, {100 * o[key + '_ci'][1]:.0f}]" if ci else ""
         fi, cov = o.get("false_improves"), o["hdi94_coverage"]
+        # a component's own coverage range when the study gives one (the confirmatory family's
+        # adjusted HDIs: a floor only), else the study's
+        lo, hi = o.get("coverage_range") or (self.lo, self.hi)
+        fe, fe_max = o.get("family_error"), o.get("max_family_error")
+        within = f"below {100 * lo:g}%" if hi >= 1 else f"outside {100 * lo:g}-{100 * hi:g}%"
         return ([f"false `improves` {100 * fi:.1f}%{_ci('false_improves')} > {100 * self.fi_max:g}%"]
                 if fi is not None and fi > self.fi_max else []) + (
-            [f"coverage {100 * cov:.1f}%{_ci('hdi94_coverage')} outside {100 * self.lo:g}-{100 * self.hi:g}%"]
-            if not self.lo <= cov <= self.hi else [])
+            [f"family-wise error {100 * fe:.1f}%{_ci('family_error')} > {100 * fe_max:g}%"]
+            if fe is not None and fe_max is not None and fe > fe_max else []) + (
+            [f"coverage {100 * cov:.1f}%{_ci('hdi94_coverage')} {within}"]
+            if not lo <= cov <= hi else [])
 
     def arm_line(self, arm: str, a: dict[str, Any]) -> tuple[str, bool, bool]:
         """The arm's list item, whether it meets both targets, and whether its interval crosses a bound."""
@@ -112,6 +119,9 @@ class _Targets:
         null = o.get("false_improves") is not None
         met = (f"meets both (false `improves` {100 * o['false_improves']:.1f}%, " if null else
                f"meets its coverage target at the true slope {a.get('truth', 0):g} (")
+        if o.get("family_error") is not None:
+            met = (f"meets its targets (family-wise error {100 * o['family_error']:.1f}%, false 'supported' "
+                   f"{100 * o['false_improves']:.1f}%, joint ")
         text = (f"- {code(arm)}: misses " + " and ".join(missed) if missed else
                 f"- {code(arm)}: {met}coverage {100 * o['hdi94_coverage']:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}])")
         tasks = {k: v for k, v in a.items() if isinstance(v, dict) and k != "overall"
@@ -173,9 +183,13 @@ def pipeline(rep: Report) -> str:
     for arm, a in sorted(PC["arms"].items()):
         o = a.get("overall") or {}
         truth = a.get("truth", 0.0)
-        rows.append([code(arm), f"{truth:g}", _data_sets(a),
-                     _pm(o, "false_improves") if not truth else "",
-                     _pm(o, "improves_rate") + " (power)" if truth else "", _pm(o, "hdi94_coverage"),
+        false, cover = _pm(o, "false_improves") if not truth else "", _pm(o, "hdi94_coverage")
+        if o.get("family_error") is not None:  # the confirmatory family: its own measures, named
+            levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
+            false = f"{false} 'supported'; family-wise error {_pm(o, 'family_error')}"
+            cover = f"{cover} (joint, {levels} HDIs)"
+        rows.append([code(arm), f"{truth:g}", _data_sets(a), false,
+                     _pm(o, "improves_rate") + " (power)" if truth else "", cover,
                      a["diagnostics_failed"] if a["n"] else "n/a", num(a.get("median_seconds_per_fit"), ".1f")])
     out(md_table(["arm", "true slope", "data sets", "false 'improves'", "'improves' at the truth",
                   "94% HDI coverage", "failed diagnostics", "s per fit"],
@@ -210,6 +224,14 @@ def pipeline(rep: Report) -> str:
     cov_lo, cov_hi = TG["hdi94_coverage"]
     targets = (f"false `improves` at most {100 * fi_max:g}%, 94% HDI coverage between "
                f"{100 * cov_lo:g}% and {100 * cov_hi:g}%")
+    fam = {arm: a["overall"] for arm, a in PC["arms"].items()
+           if (a.get("overall") or {}).get("max_family_error") is not None}
+    for arm, o in sorted(fam.items()):
+        lo = (o.get("coverage_range") or [cov_lo])[0]
+        targets += (f"; for {code(arm)} (the confirmatory family under the joint null) a family-wise error "
+                    f"at most {100 * o['max_family_error']:g}% and a joint coverage of the members' adjusted HDIs "
+                    f"of at least {100 * lo:g}% (Bonferroni's promise when each member's interval is calibrated, "
+                    "less the same tolerance)")
     known = (f" (with {n_t} a {100 * fi_max:g}% rate is known to about ±{100 * pm_t:.1f} points, the half-width "
              "of its exact 95% interval)") if pm_t is not None else ""
     out(state + known + f". Targets: {targets}." + merged + other_settings(rep, PC) + "\n\n"
