@@ -388,6 +388,8 @@ def test_confirmatory_family_shares_the_sdt_fit_and_adds_scale_on_the_same_recor
     assert pc.simulate_arm("default:confirmatory", 16_000).equals(sdt)
     acc = pc.accuracy_cells(sdt)
     assert (acc["k"] == sdt["hits"] + sdt["n_noise"] - sdt["false_alarms"]).all()
+    alone = pc.one("default:confirmatory", 0, pc.QUICK, 16_000)  # what a run of the family arm alone records
+    assert "shared_fit" not in alone and alone["per_task"] == fam["per_task"] and alone["overall"] == fam["overall"]
     assert pc.arm_command("default:confirmatory") == pc.arm_command("default:dprime")
     assert "default:confirmatory" in pc.arm_command("default:criterion")
     assert "confirmatory" not in pc.arm_command("seb:dprime")  # no family arm on that design
