@@ -493,3 +493,10 @@ def test_the_family_on_clustered_items_is_the_clustered_dprime_data_and_a_misspe
     assert (acc["n"] == data["n_signal"] + data["n_noise"]).all() and (acc["k"] <= acc["n"]).all()
     assert pc.check_of("default:confirmatory:clustered") == "misspecified"
     assert "default:confirmatory:clustered" in pc.arm_command("default:dprime:clustered")
+
+
+def test_a_member_without_an_interval_is_recorded_not_raised():
+    """A not_estimable member (too few models) has no HDI: it covers nothing and claims nothing."""
+    r = pc._record({"decision": "not_estimable", "reason": "2 models"}, False)
+    assert r == {"decision": "not_estimable", "reported_decision": "not_a_finding", "hdi_covers_truth": False,
+                 "mean": None}

@@ -545,9 +545,10 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
 
 
 def _record(res: dict[str, Any], passed: bool, truth: float = 0.0) -> dict[str, Any]:
-    covered = res["hdi_low"] is not None and res["hdi_low"] <= truth <= res["hdi_high"]
+    lo, hi = res.get("hdi_low"), res.get("hdi_high")  # a not_estimable member has no interval
+    covered = lo is not None and hi is not None and lo <= truth <= hi
     return {"decision": res["decision"], "reported_decision": res["decision"] if passed else
-            "not_a_finding", "hdi_covers_truth": bool(covered), "mean": res["mean"]}
+            "not_a_finding", "hdi_covers_truth": bool(covered), "mean": res.get("mean")}
 
 
 #: Null data sets per arm the study asks for (a 5% rate known to about +-3 points).
