@@ -461,6 +461,7 @@ def test_the_family_arm_reads_as_a_family_in_the_map_and_the_report():
     assert "family-wise error 1%" in line and "(joint, 97% HDIs)" in line
     assert "default:confirmatory</code>: meets its targets (family-wise error 1.0%" in text
     assert "a family-wise error at most 6%" in text
+    assert "still reaches past" not in text  # a joint coverage interval up to 100% crosses no bound of its own
     bad = pc.summarise(recs[:186] + [_family_rec(300 + i, {"accuracy_overall": ok, "dprime_overall":
                                                            ("credibly_positive", False)}) for i in range(14)],
                        "default:confirmatory")

@@ -526,8 +526,7 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
         if left_out is not None:
             out["left_out"] = left_out
         if effect == CONFIRMATORY and family is not None:
-            out.update(diagnostics_passed=family["passed"], model_sampler=family["model_sampler"]["sdt"],
-                       model_samplers=family["model_sampler"],
+            out.update(diagnostics_passed=family["passed"], model_samplers=family["model_sampler"],
                        seconds=round(seconds + family["seconds"], 2),
                        **confirmatory_record(family["fits"], family["data_for"], truth))
             records[arm] = out

@@ -133,7 +133,8 @@ class _Targets:
                 ", the others meet both targets" if len(task_missed) < len(tasks) else "")
         elif tasks:
             text += f"; each of its {len(tasks)} per-task slopes meets " + ("both targets" if null else "it")
-        return text + ".", not missed, not missed and (lo < self.lo or hi > self.hi)
+        c_lo, c_hi = o.get("coverage_range") or (self.lo, self.hi)  # the component's own range, as `missed`
+        return text + ".", not missed, not missed and (lo < c_lo or hi > c_hi)
 
 
 def _arm_verdicts(arms: dict[str, Any], targets: _Targets, n_t: int) -> str:
