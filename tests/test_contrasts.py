@@ -271,3 +271,25 @@ def test_report_says_why_there_are_no_contrasts() -> None:
     assert "\\-\\-no\\-contrasts" in contrasts_section.contrasts(_report(skipped))
     assert contrasts_section.calibration(_report(skipped)).endswith("(no reliability diagram).")
     assert contrasts_section.reliability_figure(_report(skipped)) is None
+
+
+def test_the_contrast_study_runs_seeds_start_to_start_plus_sims_and_resumes(tmp_path: Path, monkeypatch) -> None:
+    """``--start I --sims N`` fits seeds I .. I+N-1 only, so pieces on two cores do not overlap;
+    a seed already in the results file is not fitted again (the fit is faked: no compile)."""
+    fitted: list[int] = []
+
+    def fake(arm, seed, settings, rule):
+        fitted.append(seed)
+        row = {"factor": "condition", "contrast": "b - a", "truth": 0.0, "covered": True, "credible": False}
+        return {"arm": arm, "seed": seed, "settings": contrast_study.asdict(settings), "cpu_s": 1.0,
+                "passed": True, "max_rhat": 1.0, "min_ess_bulk": 1000.0, "divergences": 0,
+                "contrasts": [row]}
+
+    monkeypatch.setattr(contrast_study, "one", fake)
+    monkeypatch.setattr(contrast_study, "versions", lambda: {})
+    contrast_study.main(["--arms", "null", "--start", "5", "--sims", "2", "--out", str(tmp_path)])
+    assert fitted == [5, 6]
+    contrast_study.main(["--arms", "null", "--start", "4", "--sims", "3", "--out", str(tmp_path)])
+    assert fitted == [5, 6, 4]
+    summary = json.loads((tmp_path / "contrast_study.json").read_text())
+    assert summary["arms"]["null"]["n_datasets"] == 3

@@ -30,8 +30,8 @@ tuning, target_accept 0.99), one core per fit; a results file made with other se
 not resumed:
 
     .venv/bin/python validation/contrast_study.py --sims 3 --out /tmp/cs      # cost first
-    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 60 --arms null,misspecified --out validation/results
-    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 20 --arms recovery --out validation/results
+    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 200 --arms null,misspecified --out validation/results
+    nice -n 10 .venv/bin/python validation/contrast_study.py --sims 100 --arms recovery --out validation/results
 """
 
 from __future__ import annotations
@@ -213,6 +213,8 @@ def main(argv: list[str] | None = None) -> None:
     """Run the study (resumable: finished ``arm, seed`` pairs in the JSONL are skipped)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sims", type=int, default=3)
+    ap.add_argument("--start", type=int, default=0,
+                    help="first seed of this piece: seeds START .. START+SIMS-1 (one piece per core)")
     ap.add_argument("--arms", default=",".join(ARMS))
     ap.add_argument("--out", type=Path, required=False)
     ap.add_argument("--ship", type=Path, metavar="SUMMARY",
@@ -243,7 +245,7 @@ def main(argv: list[str] | None = None) -> None:
     done = {(r["arm"], r["seed"]) for r in runs}
     rule = DecisionRule()
     for arm in args.arms.split(","):
-        for seed in range(args.sims):
+        for seed in range(args.start, args.start + args.sims):
             if (arm, seed) in done:
                 continue
             run = one(arm, seed, settings, rule)
