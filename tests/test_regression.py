@@ -193,7 +193,9 @@ and rerunning the default design's d' and criterion nulls at the SDT model's own
 first records moved to ``validation/results/pipeline_calibration_other_settings/``) changed
 ``calibration_study.pipeline`` and the d', criterion and confirmatory rows of
 ``calibration_map`` alone (a run with the fixture run's fits reused), which wrote the fixture;
-so did each later ship of those arms and of the SDT ``clustered`` arms.
+so did each later ship of those arms and of the SDT ``clustered`` arms. Shipping the contrast
+study run to its targets (``validation/contrast_study.py``: 200 null, 200 misspecified, 100
+recovery data sets) changed the ``contrasts`` row of ``calibration_map`` alone (the same way).
 """
 
 from __future__ import annotations
