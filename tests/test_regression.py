@@ -195,7 +195,9 @@ first records moved to ``validation/results/pipeline_calibration_other_settings/
 ``calibration_map`` alone (a run with the fixture run's fits reused), which wrote the fixture;
 so did each later ship of those arms and of the SDT ``clustered`` arms. Shipping the contrast
 study run to its targets (``validation/contrast_study.py``: 200 null, 200 misspecified, 100
-recovery data sets) changed the ``contrasts`` row of ``calibration_map`` alone (the same way).
+recovery data sets) changed the ``contrasts`` row of ``calibration_map`` alone (the same way);
+shipping the family and the default d' and criterion nulls at 164 data sets changed the keys named
+above for them alone.
 """
 
 from __future__ import annotations
