@@ -293,3 +293,20 @@ def test_the_contrast_study_runs_seeds_start_to_start_plus_sims_and_resumes(tmp_
     assert fitted == [5, 6, 4]
     summary = json.loads((tmp_path / "contrast_study.json").read_text())
     assert summary["arms"]["null"]["n_datasets"] == 3
+
+
+def test_the_shipped_contrast_calibration_is_that_of_the_committed_records() -> None:
+    """``analysis/data/contrast_calibration.json`` (what the calibration map reads) summarises
+    exactly ``validation/results/contrast_study.jsonl``: records added without ``--ship`` fail here."""
+    import hashlib
+
+    from selfmodel.analyses.contrasts import calibration
+
+    shipped = calibration()
+    assert shipped["available"]
+    lines = ROOT / shipped["source"]
+    assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]
+    runs = [json.loads(x) for x in lines.read_text().splitlines()]
+    assert json.loads(json.dumps(contrast_study.summarise(runs))) == shipped["arms"]
+    assert {a: r["n_datasets"] for a, r in shipped["arms"].items()} == {"null": 200, "misspecified": 200,
+                                                                        "recovery": 100}
