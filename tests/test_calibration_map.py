@@ -97,9 +97,6 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     conf = rows["confirmatory"]  # the pipeline study's family arm, under the joint null
     assert conf["status"] == "partial" and "coverage" in conf["missing"]
     assert [a["check"] for a in conf["arms"] if a["arm"] == "default:confirmatory"] == ["null"]
-    # a check the kind declares impossible stays a gap, printed with its reason; others have none
-    assert "no parameter the generator sets" in conf["why_missing"]["coverage"]
-    assert rows["training"]["why_missing"] == {}
     cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
     assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
     assert "of data sets have one or more" in next(a for a in cc["arms"] if a["check"] == "null")["measure"]
@@ -113,9 +110,6 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     assert "calibration differences" not in text.split("**No calibration** for:")[1].split(".")[0]
     assert "(other sampler settings)" in text  # the training null study
     assert "training effect" in text.split("Partly calibrated:")[1]
-    family = text.split("the confirmatory family (Bonferroni-adjusted HDIs) (")[1]
-    assert family.startswith("no coverage arm: its members' truths are never both set")
-    assert "(no coverage arm, no misspecified arm)" in text.split("Partly calibrated:")[1]
     # a kind that gains a study leaves the "no calibration" sentence
     rows["self_vs_other"]["status"] = "checked"
     again = section.decisions_map(Report({"calibration_map": list(rows.values())}, {}, None, None, 6.3, 8.5)

@@ -20,9 +20,8 @@ decision the report can print, whether this run printed it, and which of the thr
 its calibration has (``null``: how often the rule declares an effect that is not there;
 ``coverage``: 94% HDI coverage at known non-zero truths; ``misspecified``: the null rate on
 data the model does not describe), each with its data sets, its target and whether it ran at
-the pipeline's own sampler settings. A check no study makes is listed in ``missing`` (and in
-``why_missing`` with its reason when the kind declares it cannot be made); a kind with no
-study at all says so. The report prints the map as it stands (``#sec-calibration``).
+the pipeline's own sampler settings. A check no study makes is listed in ``missing``; a kind
+with no study at all says so. The report prints the map as it stands (``#sec-calibration``).
 """
 
 from __future__ import annotations
@@ -52,9 +51,6 @@ class Kind:
     key: str
     label: str
     path: tuple[str, ...]
-    #: checks no study can make for this kind, each with the reason (printed beside the gap;
-    #: the kind stays ``partial``: a check that cannot be made is still a check not made)
-    no_check: tuple[tuple[str, str], ...] = ()
 
 
 KINDS: tuple[Kind, ...] = (
@@ -74,11 +70,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("calibration_contrasts", "calibration differences between models or conditions (item bootstrap)",
          ("calibration_contrasts", "contrasts")),
     Kind("confirmatory", "the confirmatory family (Bonferroni-adjusted HDIs)",
-         ("hypotheses", "multiplicity", "confirmatory"),
-         no_check=(("coverage", "its members' truths are never both set: on records an SDT generator "
-                    "makes, the scale member's accuracy slope is no parameter the generator sets, and on "
-                    "records a logistic generator makes there is no d' (each member's own coverage arms "
-                    "check it at 94%)"),)),
+         ("hypotheses", "multiplicity", "confirmatory")),
 )
 
 
@@ -373,8 +365,7 @@ def calibration_map(results: Results, studies: Studies | None = None) -> list[di
             notes.append("some arms ran at other sampler settings than the pipeline's")
         if any(a["n"] and not a["complete"] for a in arms):
             notes.append("some arms are not yet run to their target")
-        why = {c: reason for c, reason in kind.no_check if c in missing}
         rows.append({"key": kind.key, "decision": kind.label,
                      "in_this_run": bool(_get(results, kind.path)),
-                     "status": status, "missing": missing, "why_missing": why, "notes": notes, "arms": arms})
+                     "status": status, "missing": missing, "notes": notes, "arms": arms})
     return rows

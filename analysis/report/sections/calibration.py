@@ -256,12 +256,6 @@ def _check_cell(arms: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def _gaps(kind: dict[str, Any]) -> str:
-    """A map row's missing checks, each with the reason the kind gives when it cannot be made."""
-    why = kind.get("why_missing") or {}
-    return ", ".join(f"no {c} arm" + (f": {why[c]}" if c in why else "") for c in kind["missing"])
-
-
 def decisions_map(rep: Report) -> str:
     """Which kinds of decision have which calibration checks (``results.json`` ``calibration_map``)."""
     CM = rep.results.get("calibration_map")
@@ -276,7 +270,7 @@ def decisions_map(rep: Report) -> str:
     out(md_table(["decision", "in this run", "null: false positives", "coverage at known truths",
                   "misspecified", "status"], rows, ["---", "---", "---", "---", "---", "---"]))
     none = [k["decision"] for k in CM if k["status"] == "none"]
-    partial = [f"{k['decision']} ({_gaps(k)})" if k["missing"] else
+    partial = [f"{k['decision']} (no {', no '.join(k['missing'])} arm)" if k["missing"] else
                f"{k['decision']} ({'; '.join(k['notes'])})" for k in CM if k["status"] == "partial"]
     done = [k["decision"] for k in CM if k["status"] == "checked"]
     out("\n" + (f"**No calibration** for: {esc('; '.join(none))}. Their decision words rest on the rule alone, "
