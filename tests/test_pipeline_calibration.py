@@ -496,6 +496,97 @@ def test_the_family_on_clustered_items_is_the_clustered_dprime_data_and_a_misspe
     assert "default:confirmatory:clustered" in pc.arm_command("default:dprime:clustered")
 
 
+def test_level_accuracy_generator_sets_the_dprime_slope_and_keeps_accuracy_level():
+    """Both members' truths are set: averaged over data sets the empirical d' slope is the
+    truth while accuracy does not move with size (a test that fails if the criterion is not
+    solved for: the heavy-tailed generator's accuracy rises with d')."""
+    d = pc.default_design()
+    # cells of 20,000 items: the criteria that hold accuracy level put many hit and false-alarm
+    # rates near 0 or 1, where the empirical d' of a cell of 300 is biased towards 0
+    big = [(m, t, 20_000) for m, t, _ in d.cells]
+    frames = [cg.level_accuracy(d.models, big, 0.4, s) for s in range(30)]
+    acc = [_ols_slope(pc.accuracy_cells(f), "accuracy") for f in frames]
+    dp = [_ols_slope(f, "dprime") for f in frames]
+    assert abs(np.mean(dp) - 0.4) < 4 * np.std(dp) / np.sqrt(30) + 0.01, np.mean(dp)
+    assert abs(np.mean(acc)) < 4 * np.std(acc) / np.sqrt(30) + 0.002, np.mean(acc)
+    rising = [_ols_slope(pc.accuracy_cells(cg.heavy_tailed(d.models, d.cells, "dprime", 0.4, s)), "accuracy")
+              for s in range(60)]
+    assert np.mean(rising) > 0.1  # what a d' slope does to accuracy unless the criterion holds it level
+    frame = cg.level_accuracy(d.models, d.cells, 0.4, 0)
+    assert frame.height == len(d.cells) and set(frame["task"]) == {"t0", "t1", "t2"}
+    # the criterion is solved exactly: the expected accuracy of a cell is its task's level
+    for dprime, share, level, high in [(1.0, 0.4, 0.62, True), (0.3, 0.65, 0.55, False), (2.0, 0.5, 0.8, True)]:
+        c = cg.level_criterion(dprime, share, level, high)
+        assert cg._accuracy_at(c, dprime, share) == pytest.approx(level, abs=1e-8)
+    with pytest.raises(ValueError, match="out of reach"):
+        cg.level_criterion(0.5, 0.5, 0.9, True)
+    import doctest
+
+    assert doctest.testmod(cg).failed == 0
+
+
+def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
+    """``default:confirmatory:dprime0.4``: the d' member's truth 0.4, the scale member's 0, so
+    the family's 'supported' (both rise) is a false claim there, counted as one."""
+    arm = "default:confirmatory:dprime0.4"
+    assert arm in pc.ALL_ARMS and pc.check_of(arm) == "coverage" and pc.target_n(arm) == pc.TARGET_SIMS_NONNULL
+    assert pc.member_truths(arm) == {"sdt": 0.4, "scale": 0.0}
+    assert pc.member_truths("default:confirmatory:clustered") == {"sdt": 0.0, "scale": 0.0}
+    assert "level_accuracy" in pc.summarise([], arm)["generator"]
+    assert pc.arm_command(arm).endswith(f"--arms {arm} --sims 100 --out validation/results/pipeline_calibration")
+    assert pc.simulate_arm(arm, 16_000).equals(cg.level_accuracy(pc.default_design().models,
+                                                                 pc.default_design().cells, 0.4, 16_000))
+    rec = pc.one(arm, 0, pc.QUICK, 16_000)
+    assert {k: v["truth"] for k, v in rec["per_task"].items()} == {"accuracy_overall": 0.0, "dprime_overall": 0.4}
+    lo, hi = rec["per_task"]["dprime_overall"]["hdi"]
+    assert rec["per_task"]["dprime_overall"]["hdi_covers_truth"] is bool(lo <= 0.4 <= hi)
+    # the summary: each member's truth; a member at 0 and the family have false rates again
+    ok, miss = ("no_credible_effect", True), ("no_credible_effect", False)
+    recs = [_family_rec(i, {"accuracy_overall": ok, "dprime_overall": ("improves", True)}) for i in range(8)]
+    recs += [_family_rec(8, {"accuracy_overall": ("improves", False), "dprime_overall": ("improves", True)}),
+             _family_rec(9, {"accuracy_overall": ok, "dprime_overall": miss})]
+    for r in recs:
+        r["arm"] = arm
+        r["per_task"]["accuracy_overall"]["truth"], r["per_task"]["dprime_overall"]["truth"] = 0.0, 0.4
+    s = pc.summarise(recs, arm)
+    assert s["member_truths"] == {"accuracy_overall": 0.0, "dprime_overall": 0.4} and s["truth"] == 0.4
+    assert s["overall"]["hdi94_coverage"] == pytest.approx(0.8)  # joint: both members covered
+    assert s["overall"]["false_improves"] == pytest.approx(0.1)  # 'supported' once, with accuracy flat
+    assert s["accuracy_overall"]["false_improves"] == pytest.approx(0.1)
+    assert s["dprime_overall"]["false_improves"] is None and s["dprime_overall"]["improves_rate"] == 0.9
+    assert s["overall"]["family_error"] is None  # no joint null here
+    assert s["overall"]["meets_targets"] is False  # a false 'supported' of 10% > 5%, whatever the coverage
+    # with the null and the clustered arms it completes the map's confirmatory row, and the
+    # report names each member's truth and the family's false 'supported'
+    from selfmodel.decisions.calibration_map import calibration_map
+    from selfmodel.report.sections import calibration as section
+    from selfmodel.report.sections.common import Report
+
+    good = recs[:8] * 12 + recs[9:10] * 4  # 100 data sets: none 'supported' falsely, 96% covered
+    for i, r in enumerate(good):
+        good[i] = copy.deepcopy(r) | {"seed": 16_000 + i}
+    fam = pc.summarise(good, arm)
+    assert fam["overall"]["hdi94_coverage"] == pytest.approx(0.96) and fam["overall"]["meets_targets"] is True
+    null = [_family_rec(i, {"accuracy_overall": ok, "dprime_overall": ok}) for i in range(200)]
+    shipped = copy.deepcopy(calibration_study()["pipeline"])
+    shipped["arms"] = {"default:confirmatory": pc.summarise(null, "default:confirmatory"),
+                       "default:confirmatory:clustered": pc.summarise(
+                           [r | {"arm": "default:confirmatory:clustered"} for r in null],
+                           "default:confirmatory:clustered"), arm: fam}
+    results = {"calibration_study": {"pipeline": shipped}, "fit": {"versions": {}},
+               "hypotheses": {"multiplicity": {"confirmatory": {"size": 2}}}}
+    row = {r["key"]: r for r in calibration_map(results)}["confirmatory"]
+    cov = next(a for a in row["arms"] if a["check"] == "coverage")
+    assert cov["rate"] == pytest.approx(0.96) and "adjusted 97% HDIs" in cov["measure"]
+    assert row["status"] == "checked" and row["missing"] == []
+    text = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
+    line = next(ln for ln in text.splitlines() if ln.startswith("|") and arm in ln)
+    assert "accuracy_overall 0, dprime_overall 0.4" in line and "0% ±2 [0, 4] 'supported'" in line
+    assert "(power)" not in line and "(joint, 97% HDIs)" in line
+    assert (f"{arm}</code>: meets its targets at the members' true slopes (accuracy_overall 0, "
+            "dprime_overall 0.4: false 'supported' 0.0%, joint coverage 96.0%") in text
+
+
 def test_a_member_without_an_interval_is_recorded_not_raised():
     """A not_estimable member (too few models) has no HDI: it covers nothing and claims nothing."""
     r = pc._record({"decision": "not_estimable", "reason": "2 models"}, False)

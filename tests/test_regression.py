@@ -197,7 +197,9 @@ so did each later ship of those arms and of the SDT ``clustered`` arms. Shipping
 study run to its targets (``validation/contrast_study.py``: 200 null, 200 misspecified, 100
 recovery data sets) changed the ``contrasts`` row of ``calibration_map`` alone (the same way);
 shipping the family and the default d' and criterion nulls at 164 data sets changed the keys named
-above for them alone.
+above for them alone, and so did adding the family's coverage arm
+(``default:confirmatory:dprime0.4``) and shipping those nulls at 200 data sets (the d' and
+criterion rows turned ``checked``).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Written apart from the models (``models/scale.py``, ``models/sdt.py``), from the package's
 simulator (``selfmodel.records.simulate``) and from the model-form null generator of
-``validation/pipeline_calibration.py``, and not sharing their assumptions. Two generators:
+``validation/pipeline_calibration.py``, and not sharing their assumptions. Four generators:
 
 :func:`heavy_tailed` (the non-null arms: coverage at a known slope)
     cells whose true logit accuracy (``accuracy``) or d' and criterion (``dprime``,
@@ -18,6 +18,14 @@ simulator (``selfmodel.records.simulate``) and from the model-form null generato
     size (centred over the models). With ``within == between`` it is :func:`heavy_tailed`'s
     single slope; with ``within = 0`` a scale "effect" comes only from differences between
     families, the confound ``models/within_between.py`` is fitted to separate.
+
+:func:`level_accuracy` (the confirmatory family's coverage arm: both members' truths set)
+    signal-detection cells whose d' is ``a_t + slope * x_m`` plus bounded, non-normal family,
+    model (skewed) and cell effects (so every d' is positive) while every cell's expected accuracy is its
+    task's level ``A_t``: each cell's criterion is solved for, given its d' and its realised
+    base rate, so that ``E[hits + correct rejections] = n * A_t``. So the d' slope is ``slope``
+    and the accuracy slope is exactly 0, whatever the link; the criterion is whatever keeps
+    accuracy level (not linear in size: neither model's form).
 
 :func:`clustered` (the misspecified arm, under the null)
     records, not cells: every task has one pool of items that every model answers, in
@@ -36,6 +44,7 @@ from collections.abc import Sequence
 
 import numpy as np
 import polars as pl
+from scipy.optimize import brentq
 from scipy.special import expit
 from scipy.stats import norm
 
@@ -103,6 +112,78 @@ def heavy_tailed(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple
                      "n_signal": n_s, "n_noise": n_n,
                      "hits": int(rng.binomial(n_s, norm.cdf(dp / 2 - c))),
                      "false_alarms": int(rng.binomial(n_n, norm.cdf(-dp / 2 - c)))})
+    return pl.DataFrame(rows)
+
+
+def _accuracy_at(c: float, dprime: float, share_signal: float) -> float:
+    """Expected accuracy of an equal-variance SDT reader: hits plus correct rejections."""
+    return float(share_signal * norm.cdf(dprime / 2 - c) + (1 - share_signal) * norm.cdf(dprime / 2 + c))
+
+
+#: the criterion grid a cell's best accuracy is searched on, and the root brackets' far ends
+_C_GRID = np.linspace(-8.0, 8.0, 1601)
+
+
+def _accuracy_curve(dprime: float, share_signal: float) -> np.ndarray:
+    """:func:`_accuracy_at` over the criterion grid."""
+    return share_signal * norm.cdf(dprime / 2 - _C_GRID) + (1 - share_signal) * norm.cdf(dprime / 2 + _C_GRID)
+
+
+def level_criterion(dprime: float, share_signal: float, level: float, high: bool) -> float:
+    """The criterion at which a reader of sensitivity ``dprime`` on a share ``share_signal`` of
+    signal items is right with probability ``level``: the root above the accuracy-maximising
+    criterion when ``high`` (and one exists there), else the one below.
+
+    >>> c = level_criterion(1.0, 0.4, 0.62, True)
+    >>> round(_accuracy_at(c, 1.0, 0.4), 6)
+    0.62
+    """
+    best = float(_C_GRID[int(np.argmax(_accuracy_curve(dprime, share_signal)))])
+    if _accuracy_at(best, dprime, share_signal) < level:
+        raise ValueError(f"accuracy {level} is out of reach at d' {dprime:.3f}, signal share {share_signal:.3f}")
+    sides = [(best, float(_C_GRID[-1])), (float(_C_GRID[0]), best)]
+    for lo, hi in (sides if high else sides[::-1]):
+        f_lo, f_hi = (_accuracy_at(lo, dprime, share_signal) - level, _accuracy_at(hi, dprime, share_signal) - level)
+        if f_lo * f_hi <= 0:
+            return float(brentq(lambda c: _accuracy_at(c, dprime, share_signal) - level, lo, hi, xtol=1e-10))
+    raise ValueError(f"no criterion gives accuracy {level} at d' {dprime:.3f}")  # pragma: no cover
+
+
+def level_accuracy(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple[str, str, int]],
+                   slope: float, seed: int) -> pl.DataFrame:
+    """SDT cells with d' slope ``slope`` and level accuracy within each task (module docstring).
+
+    Each task's level is 60% of the way from 0.5 to the lowest best accuracy of its cells
+    (every cell can reach it); each task's criteria take the root on one side of the best
+    criterion, the side drawn per task.
+    """
+    rng = np.random.default_rng([seed, 289])
+    tasks = sorted({t for _, t, _ in cells})
+    fam_of = {m: f for m, f, _ in models}
+    x = _x(models)
+    a_d = dict(zip(tasks, rng.uniform(1.4, 2.2, len(tasks)), strict=True))
+    high = dict(zip(tasks, rng.random(len(tasks)) < 0.5, strict=True))
+    # bounded effects (uniform family and cell effects, a skewed centred beta per model), so
+    # that every d' stays positive: a level accuracy above chance is then in every cell's reach
+    ud = {f: float(rng.uniform(-0.35, 0.35)) for f in sorted(set(fam_of.values()))}
+    vd = {m: float(rng.beta(2.0, 5.0) - 2.0 / 7.0) for m, _, _ in models}
+    drawn = []
+    for m, t, n in cells:
+        dp = a_d[t] + slope * x[m] + ud[fam_of[m]] + vd[m] + float(rng.uniform(-0.2, 0.2))
+        if dp <= 0:
+            raise ValueError(f"d' {dp:.3f} <= 0 in cell {m} x {t}: slope {slope} is too steep for this design")
+        n_s = int(rng.binomial(n, rng.uniform(0.3, 0.7)))
+        drawn.append((m, t, n, dp, n_s))
+    best = {t: min(float(np.max(_accuracy_curve(dp, n_s / n))) for m, tt, n, dp, n_s in drawn if tt == t)
+            for t in tasks}
+    level = {t: 0.5 + 0.6 * (best[t] - 0.5) for t in tasks}
+    rows = []
+    for m, t, n, dp, n_s in drawn:
+        c = level_criterion(dp, n_s / n, level[t], bool(high[t]))
+        rows.append({"model": m, "family": fam_of[m], "task": t, "x": x[m],
+                     "n_signal": n_s, "n_noise": n - n_s,
+                     "hits": int(rng.binomial(n_s, norm.cdf(dp / 2 - c))),
+                     "false_alarms": int(rng.binomial(n - n_s, norm.cdf(-dp / 2 - c)))})
     return pl.DataFrame(rows)
 
 

@@ -80,7 +80,11 @@ each member's adjusted decision and whether its HDI covers 0, the family's ``sup
 member claiming a sign (target at most :data:`MAX_FAMILY_ERROR`, 1 - 94%: Bonferroni's
 promise). The d', criterion and family arms of the default design share one SDT fit.
 ``default:confirmatory:clustered`` is the same family on the misspecified null of
-:func:`cells_generator.clustered` (the ``default:dprime:clustered`` data sets and fits).
+:func:`cells_generator.clustered` (the ``default:dprime:clustered`` data sets and fits), and
+``default:confirmatory:dprime0.4`` its coverage arm, on :func:`cells_generator.level_accuracy`
+(d' slope 0.4, accuracy level within each task: :func:`member_truths` gives the d' member 0.4
+and the scale member 0), where each member's adjusted HDI is checked against its own truth,
+and the family's "supported" (both rise) is a false claim.
 
 Every arm says which check it is (``check``: ``null``, ``misspecified`` or ``coverage``;
 :func:`check_of`). Every record carries the versions of the stack that fitted it.
@@ -153,6 +157,8 @@ d' and criterion arms of a variant share their fits)::
     .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family mundlak:without_family:clustered --sims 200
     .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family:slope0.4 --sims 100
     .venv/bin/python validation/pipeline_calibration.py --arms default:dprime default:criterion default:confirmatory --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms default:confirmatory:clustered --sims 200
+    .venv/bin/python validation/pipeline_calibration.py --arms default:confirmatory:dprime0.4 --sims 100
 
 The last, the default design's SDT nulls with the confirmatory family, is a rerun: the first
 ``default:dprime``/``default:criterion`` records were made at 2000/1000 draws and
@@ -227,7 +233,7 @@ EFFECT_VARS = {
 #: accuracy, decided as the pipeline decides the family
 #: (:func:`selfmodel.decisions.multiplicity.confirmatory_family`).
 CONFIRMATORY = "confirmatory"
-CONFIRMATORY_ARMS = ("default:confirmatory", "default:confirmatory:clustered")
+CONFIRMATORY_ARMS = ("default:confirmatory", "default:confirmatory:clustered", "default:confirmatory:dprime0.4")
 #: The models the family's members may be on (the data set has cells for these two).
 CONFIRMATORY_MODELS = ("sdt", "scale")
 
@@ -271,27 +277,42 @@ def confirmatory_hypotheses() -> list[Any]:
     return members
 
 
+def member_truths(arm: str) -> dict[str, float]:
+    """The true slope of each confirmatory member, by the model it is decided on: 0 for both
+    under the joint null and on clustered items; ``dprime<b>``
+    (:func:`cells_generator.level_accuracy`) sets the d' slope to ``b`` and keeps accuracy
+    level, so the scale member's truth is 0 there."""
+    variant = parse_arm(arm)[2]
+    d = float(variant.removeprefix("dprime")) if variant and variant.startswith("dprime") else 0.0
+    return {"sdt": d, "scale": 0.0}
+
+
 def confirmatory_record(fits: dict[str, Any], data_for: dict[str, pl.DataFrame],
-                        truth: float = 0.0) -> dict[str, Any]:
+                        truths: dict[str, float] | None = None) -> dict[str, Any]:
     """The family's decisions on one data set, by the pipeline's own functions.
 
     ``per_task`` holds one record per member (its Bonferroni-adjusted decision; a member
-    whose fit failed its diagnostics is ``not_a_finding``); ``overall`` is the family:
+    whose fit failed its diagnostics is ``not_a_finding``; ``truth``: its model's entry of
+    ``truths``, 0 for each by default); ``overall`` is the family:
     ``improves`` when it is supported (every member's adjusted decision is its predicted
-    one), and ``hdi_covers_truth`` when every member's adjusted HDI covers the truth (so
+    one), and ``hdi_covers_truth`` when every member's adjusted HDI covers its truth (so
     under the joint null ``1 - coverage`` is the family-wise rate of a claimed sign).
     """
     from selfmodel.decisions.hypotheses import evaluate_all
     from selfmodel.decisions.multiplicity import confirmatory_family
     from selfmodel.robustness.stage import evidence_from
 
+    hypotheses = confirmatory_hypotheses()
+    model_of = {h.name: h.model for h in hypotheses}
     evidence = evidence_from(fits, data_for, {})
-    rows = evaluate_all(confirmatory_hypotheses(), evidence)
+    rows = evaluate_all(hypotheses, evidence)
     fam = confirmatory_family(rows, evidence)
     members: dict[str, Any] = {}
     for m in fam["members"]:
         passed = bool(m.get("finding"))
-        members[str(m["name"])] = {**_record(m, passed, truth), "hdi": [m.get("hdi_low"), m.get("hdi_high")]}
+        truth = (truths or {}).get(model_of[str(m["name"])], 0.0)
+        members[str(m["name"])] = {**_record(m, passed, truth), "truth": truth,
+                                   "hdi": [m.get("hdi_low"), m.get("hdi_high")]}
     supported = fam["supported"] is True
     overall = {"decision": "improves" if supported else "not_supported",
                "reported_decision": "improves" if supported else
@@ -421,9 +442,12 @@ def parse_arm(arm: str) -> tuple[str, str, str | None]:
 
 
 def truth_of(arm: str) -> float:
-    """The true slope of the decided effect in an arm (0 but for ``slope<b>`` variants, and
-    for the ``between`` slope of a ``between<b>`` variant)."""
+    """The true slope of the decided effect in an arm (0 but for ``slope<b>`` variants, for
+    the ``between`` slope of a ``between<b>`` variant, and for the confirmatory family's
+    ``dprime<b>``: its d' member's, :func:`member_truths`)."""
     _, effect, variant = parse_arm(arm)
+    if variant and variant.startswith("dprime") and effect == CONFIRMATORY:
+        return member_truths(arm)["sdt"]
     if variant and variant.startswith("slope"):
         return float(variant.removeprefix("slope"))
     if variant and variant.startswith("between"):
@@ -453,6 +477,10 @@ def simulate_arm(arm: str, seed: int) -> pl.DataFrame:
 
     if variant == "clustered":
         return clustered(d.models, d.cells, data_effect, seed)
+    if effect == CONFIRMATORY and variant.startswith("dprime"):
+        from cells_generator import level_accuracy
+
+        return level_accuracy(d.models, d.cells, member_truths(arm)["sdt"], seed)
     if variant.startswith("between"):
         return within_between(d.models, d.cells, 0.0, float(variant.removeprefix("between")), seed)
     return heavy_tailed(d.models, d.cells, data_effect, truth_of(arm), seed)
@@ -528,7 +556,7 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
         if effect == CONFIRMATORY and family is not None:
             out.update(diagnostics_passed=family["passed"], model_samplers=family["model_sampler"],
                        seconds=round(seconds + family["seconds"], 2),
-                       **confirmatory_record(family["fits"], family["data_for"], truth))
+                       **confirmatory_record(family["fits"], family["data_for"], member_truths(arm)))
             records[arm] = out
             continue
         _, overall, per_task = EFFECT_VARS[effect]
@@ -664,6 +692,17 @@ def _family_summary(out: dict[str, Any], records: Sequence[dict[str, Any]], trut
     reported a sign (``improves``, ``credibly_positive`` ... of a fit that passed its gate)."""
     out["hdi_prob"] = sorted({r["hdi_prob"] for r in records if r.get("hdi_prob") is not None})
     out["family_size"] = sorted({r["family_size"] for r in records if r.get("family_size") is not None})
+    if truth != 0.0:
+        # a known non-zero d' slope beside a level accuracy: each member's truth; a member whose
+        # truth is 0 has a false rate again, and so has the family ("supported" claims both rise)
+        truths = {name: m.get("truth", 0.0) for r in records for name, m in r["per_task"].items()}
+        out["member_truths"] = truths
+        for key in ["overall", *(k for k, t in truths.items() if t == 0.0)]:
+            o = out.get(key)
+            if o and o.get("improves_rate") is not None:
+                o.update(false_improves=o["improves_rate"], false_improves_ci=o["improves_rate_ci"],
+                         false_improves_pm=o["improves_rate_pm"])
+                o["meets_targets"] = bool(o["meets_targets"] and o["false_improves"] <= MAX_FALSE_IMPROVES)
     if truth != 0.0 or not records:
         out["overall"]["family_error"] = None
         return
@@ -685,6 +724,10 @@ def _generator(arm: str | None) -> str:
         return "model-form null (this file's simulate)"
     if variant == "clustered":
         return "cells_generator.clustered: null, clusters of 3-5 items, overdispersed cells"
+    if arm and parse_arm(arm)[1] == CONFIRMATORY and variant.startswith("dprime"):
+        return (f"cells_generator.level_accuracy: d' slope {truth_of(arm):g} with bounded, skewed "
+                "effects, accuracy level within each task (the scale member's truth 0), each cell's "
+                "criterion solved for")
     if variant.startswith("between"):
         return (f"cells_generator.within_between: within-family slope 0, between-family slope "
                 f"{float(variant.removeprefix('between')):g}, heavy-tailed and skewed effects")

@@ -163,8 +163,11 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
         # the study names each arm's check; summaries made before it did: by truth and variant
         check = a.get("check") or ("coverage" if truth else "misspecified" if len(parts) > 2 else "null")
         if check == "coverage":
+            levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
+            measure = (f"joint coverage of the members' true slopes by their adjusted {levels} HDIs"
+                       if a.get("member_truths") else "94% HDI coverage")
             out.append(_arm(name, "coverage", a["n"], a["target_n"], o.get("hdi94_coverage"),
-                            o.get("hdi94_coverage_ci"), at, "94% HDI coverage", source))
+                            o.get("hdi94_coverage_ci"), at, measure, source))
         elif "family_error" in o:  # the confirmatory family: any member claiming a sign is an error
             levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
             out.append(_arm(name, check, a["n"], a["target_n"], o.get("family_error"),

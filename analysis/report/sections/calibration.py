@@ -122,6 +122,9 @@ class _Targets:
         if o.get("family_error") is not None:
             met = (f"meets its targets (family-wise error {100 * o['family_error']:.1f}%, false 'supported' "
                    f"{100 * o['false_improves']:.1f}%, joint ")
+        elif a.get("member_truths") and null:  # the family at known members' truths, one of them 0
+            met = (f"meets its targets at the members' true slopes ({_truths(a)}: false 'supported' "
+                   f"{100 * o['false_improves']:.1f}%, joint ")
         text = (f"- {code(arm)}: misses " + " and ".join(missed) if missed else
                 f"- {code(arm)}: {met}coverage {100 * o['hdi94_coverage']:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}])")
         tasks = {k: v for k, v in a.items() if isinstance(v, dict) and k != "overall"
@@ -162,6 +165,11 @@ def _arm_verdicts(arms: dict[str, Any], targets: _Targets, n_t: int) -> str:
     return out + ("\nNot yet run to the target, so not judged: " + ", ".join(rest) + "." if rest else "")
 
 
+def _truths(a: dict[str, Any]) -> str:
+    """The confirmatory members' true slopes, as the family's coverage arm sets them."""
+    return ", ".join(f"{name} {t:g}" for name, t in sorted(a["member_truths"].items()))
+
+
 def _data_sets(a: dict[str, Any]) -> str:
     """``n of target`` (``(partial)`` when short); an arm run past its target says so.
 
@@ -185,12 +193,16 @@ def pipeline(rep: Report) -> str:
         o = a.get("overall") or {}
         truth = a.get("truth", 0.0)
         false, cover = _pm(o, "false_improves") if not truth else "", _pm(o, "hdi94_coverage")
+        levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
+        shown_truth, power = f"{truth:g}", _pm(o, "improves_rate") + " (power)" if truth else ""
         if o.get("family_error") is not None:  # the confirmatory family: its own measures, named
-            levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
             false = f"{false} 'supported'; family-wise error {_pm(o, 'family_error')}"
             cover = f"{cover} (joint, {levels} HDIs)"
-        rows.append([code(arm), f"{truth:g}", _data_sets(a), false,
-                     _pm(o, "improves_rate") + " (power)" if truth else "", cover,
+        elif a.get("member_truths"):  # the family at its members' known slopes
+            shown_truth, power = esc(_truths(a)), ""
+            false = f"{_pm(o, 'false_improves')} 'supported'" if o.get("false_improves") is not None else ""
+            cover = f"{cover} (joint, {levels} HDIs)"
+        rows.append([code(arm), shown_truth, _data_sets(a), false, power, cover,
                      a["diagnostics_failed"] if a["n"] else "n/a", num(a.get("median_seconds_per_fit"), ".1f")])
     out(md_table(["arm", "true slope", "data sets", "false 'improves'", "'improves' at the truth",
                   "94% HDI coverage", "failed diagnostics", "s per fit"],
