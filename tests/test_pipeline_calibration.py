@@ -532,7 +532,9 @@ def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
     assert arm in pc.ALL_ARMS and pc.check_of(arm) == "coverage" and pc.target_n(arm) == pc.TARGET_SIMS_NONNULL
     assert pc.member_truths(arm) == {"sdt": 0.4, "scale": 0.0}
     assert pc.member_truths("default:confirmatory:clustered") == {"sdt": 0.0, "scale": 0.0}
-    assert "level_accuracy" in pc.summarise([], arm)["generator"]
+    empty = pc.summarise([], arm)  # an arm with no records yet still names its members' truths
+    assert "level_accuracy" in empty["generator"]
+    assert empty["member_truths"] == {"accuracy_overall": 0.0, "dprime_overall": 0.4}
     assert pc.arm_command(arm).endswith(f"--arms {arm} --sims 100 --out validation/results/pipeline_calibration")
     assert pc.simulate_arm(arm, 16_000).equals(cg.level_accuracy(pc.default_design().models,
                                                                  pc.default_design().cells, 0.4, 16_000))

@@ -679,23 +679,25 @@ def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict
         if truth != 0.0:
             out[key]["false_improves"] = None
     if arm and parse_arm(arm)[1] == CONFIRMATORY:
-        _family_summary(out, records, truth)
+        _family_summary(out, records, arm)
     return out
 
 
 SIGN_CLAIMS = ("improves", "credibly_positive", "worsens", "credibly_negative")
 
 
-def _family_summary(out: dict[str, Any], records: Sequence[dict[str, Any]], truth: float) -> None:
+def _family_summary(out: dict[str, Any], records: Sequence[dict[str, Any]], arm: str) -> None:
     """The confirmatory family's own figures (in place): its size and adjusted HDI mass, and
     under the joint null the family-wise error, the share of data sets in which some member
     reported a sign (``improves``, ``credibly_positive`` ... of a fit that passed its gate)."""
     out["hdi_prob"] = sorted({r["hdi_prob"] for r in records if r.get("hdi_prob") is not None})
     out["family_size"] = sorted({r["family_size"] for r in records if r.get("family_size") is not None})
+    truth = truth_of(arm)
     if truth != 0.0:
         # a known non-zero d' slope beside a level accuracy: each member's truth; a member whose
         # truth is 0 has a false rate again, and so has the family ("supported" claims both rise)
-        truths = {name: m.get("truth", 0.0) for r in records for name, m in r["per_task"].items()}
+        by_model = member_truths(arm)
+        truths = {h.name: by_model[h.model] for h in confirmatory_hypotheses()}
         out["member_truths"] = truths
         for key in ["overall", *(k for k, t in truths.items() if t == 0.0)]:
             o = out.get(key)

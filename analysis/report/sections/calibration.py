@@ -201,7 +201,7 @@ def pipeline(rep: Report) -> str:
         elif a.get("member_truths"):  # the family at its members' known slopes
             shown_truth, power = esc(_truths(a)), ""
             false = f"{_pm(o, 'false_improves')} 'supported'" if o.get("false_improves") is not None else ""
-            cover = f"{cover} (joint, {levels} HDIs)"
+            cover = f"{cover} (joint, {levels} HDIs)" if levels else cover  # no records: no level yet
         rows.append([code(arm), shown_truth, _data_sets(a), false, power, cover,
                      a["diagnostics_failed"] if a["n"] else "n/a", num(a.get("median_seconds_per_fit"), ".1f")])
     out(md_table(["arm", "true slope", "data sets", "false 'improves'", "'improves' at the truth",
