@@ -95,7 +95,9 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
         assert rows[key]["status"] == "checked" and not rows[key]["in_this_run"], key
         assert {a["check"] for a in rows[key]["arms"]} == set(CHECKS), key
     conf = rows["confirmatory"]  # the pipeline study's family arm, under the joint null
-    assert conf["status"] == "partial" and "coverage" in conf["missing"]
+    assert conf["status"] == "partial" and conf["missing"] == ["misspecified"]  # no clustered records yet
+    cov = next(a for a in conf["arms"] if a["arm"] == "default:confirmatory:dprime0.4")
+    assert cov["check"] == "coverage" and not cov["complete"] and "not yet run" in " ".join(conf["notes"])
     assert [a["check"] for a in conf["arms"] if a["arm"] == "default:confirmatory"] == ["null"]
     cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
     assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
