@@ -164,7 +164,8 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
         check = a.get("check") or ("coverage" if truth else "misspecified" if len(parts) > 2 else "null")
         if check == "coverage":
             levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
-            measure = (f"joint coverage of the members' true slopes by their adjusted {levels} HDIs".replace("  ", " ")
+            adjusted = f"adjusted {levels} HDIs" if levels else "adjusted HDIs"  # no records: no level yet
+            measure = (f"joint coverage of the members' true slopes by their {adjusted}"
                        if a.get("member_truths") else "94% HDI coverage")
             out.append(_arm(name, "coverage", a["n"], a["target_n"], o.get("hdi94_coverage"),
                             o.get("hdi94_coverage_ci"), at, measure, source))
