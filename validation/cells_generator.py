@@ -41,6 +41,7 @@ simulator (``selfmodel.records.simulate``) and from the model-form null generato
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -115,18 +116,14 @@ def heavy_tailed(models: Sequence[tuple[str, str, float]], cells: Sequence[tuple
     return pl.DataFrame(rows)
 
 
-def _accuracy_at(c: float, dprime: float, share_signal: float) -> float:
-    """Expected accuracy of an equal-variance SDT reader: hits plus correct rejections."""
-    return float(share_signal * norm.cdf(dprime / 2 - c) + (1 - share_signal) * norm.cdf(dprime / 2 + c))
+def _accuracy_at(c: Any, dprime: float, share_signal: float) -> Any:
+    """Expected accuracy of an equal-variance SDT reader at criterion ``c`` (a number or an
+    array of them): hits plus correct rejections."""
+    return share_signal * norm.cdf(dprime / 2 - c) + (1 - share_signal) * norm.cdf(dprime / 2 + c)
 
 
 #: the criterion grid a cell's best accuracy is searched on, and the root brackets' far ends
 _C_GRID = np.linspace(-8.0, 8.0, 1601)
-
-
-def _accuracy_curve(dprime: float, share_signal: float) -> np.ndarray:
-    """:func:`_accuracy_at` over the criterion grid."""
-    return share_signal * norm.cdf(dprime / 2 - _C_GRID) + (1 - share_signal) * norm.cdf(dprime / 2 + _C_GRID)
 
 
 def level_criterion(dprime: float, share_signal: float, level: float, high: bool) -> float:
@@ -135,10 +132,10 @@ def level_criterion(dprime: float, share_signal: float, level: float, high: bool
     criterion when ``high`` (and one exists there), else the one below.
 
     >>> c = level_criterion(1.0, 0.4, 0.62, True)
-    >>> round(_accuracy_at(c, 1.0, 0.4), 6)
+    >>> float(round(_accuracy_at(c, 1.0, 0.4), 6))
     0.62
     """
-    best = float(_C_GRID[int(np.argmax(_accuracy_curve(dprime, share_signal)))])
+    best = float(_C_GRID[int(np.argmax(_accuracy_at(_C_GRID, dprime, share_signal)))])
     if _accuracy_at(best, dprime, share_signal) < level:
         raise ValueError(f"accuracy {level} is out of reach at d' {dprime:.3f}, signal share {share_signal:.3f}")
     sides = [(best, float(_C_GRID[-1])), (float(_C_GRID[0]), best)]
@@ -174,7 +171,7 @@ def level_accuracy(models: Sequence[tuple[str, str, float]], cells: Sequence[tup
             raise ValueError(f"d' {dp:.3f} <= 0 in cell {m} x {t}: slope {slope} is too steep for this design")
         n_s = int(rng.binomial(n, rng.uniform(0.3, 0.7)))
         drawn.append((m, t, n, dp, n_s))
-    best = {t: min(float(np.max(_accuracy_curve(dp, n_s / n))) for m, tt, n, dp, n_s in drawn if tt == t)
+    best = {t: min(float(np.max(_accuracy_at(_C_GRID, dp, n_s / n))) for m, tt, n, dp, n_s in drawn if tt == t)
             for t in tasks}
     level = {t: 0.5 + 0.6 * (best[t] - 0.5) for t in tasks}
     rows = []
