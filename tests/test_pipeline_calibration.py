@@ -426,6 +426,10 @@ def test_family_error_counts_any_member_claiming_a_sign_and_not_failed_fits():
     assert o["meets_targets"] is False  # 9% > 6%
     assert s["a"]["coverage_range"] == [0.94, 1.0]  # a member: its adjusted HDI
     assert s["hdi_prob"] == [0.97] and s["family_size"] == [2]
+    line = pc.summary_line("default:confirmatory", s)
+    assert "n=100 family-wise error 0.090 (+-" in line and line.endswith("no fit times recorded")
+    assert pc.summary_line("default:confirmatory:clustered", pc.summarise([], "default:confirmatory:clustered")) \
+        == "default:confirmatory:clustered: n=0"
     good = pc.summarise(recs[:90] + recs[90:93], "default:confirmatory")["overall"]
     assert good["family_error"] == pytest.approx(3 / 93) and good["meets_targets"] is True
 
@@ -569,6 +573,10 @@ def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
         good[i] = copy.deepcopy(r) | {"seed": 16_000 + i}
     fam = pc.summarise(good, arm)
     assert fam["overall"]["hdi94_coverage"] == pytest.approx(0.96) and fam["overall"]["meets_targets"] is True
+    line = pc.summary_line(arm, fam)  # the terminal reads the family's measures, not a power
+    assert "false supported 0.000 joint coverage of the 0.97 HDIs 0.960" in line
+    assert "dprime_overall 0.960" in line and "accuracy_overall 1.000" in line
+    assert "improves rate" not in line and "family-wise error" not in line  # no joint null here
     null = [_family_rec(i, {"accuracy_overall": ok, "dprime_overall": ok}) for i in range(200)]
     shipped = copy.deepcopy(calibration_study()["pipeline"])
     shipped["arms"] = {"default:confirmatory": pc.summarise(null, "default:confirmatory"),

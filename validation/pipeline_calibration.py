@@ -869,6 +869,30 @@ def ship(sources: Sequence[Path], target: Path = SHIPPED) -> dict[str, Any]:
     return summary
 
 
+def summary_line(arm: str, r: dict) -> str:
+    """The terminal's line for one arm of a summary, by the arm's own measures: at the null the
+    false ``improves`` rate, at a known slope the power; for the confirmatory family the false
+    ``supported`` rate, the family-wise error under the joint null and the joint coverage of the
+    members' adjusted HDIs, with each member's coverage."""
+    if not r["n"]:
+        return f"{arm}: n=0"
+    o = r["overall"]
+    sec = r.get("median_seconds_per_fit")
+    tail = f"diagnostics failed {r['diagnostics_failed']} " + (
+        f"median {sec:.1f} s per fit" if sec is not None else "no fit times recorded")
+    if r.get("family_size"):  # the confirmatory family
+        fwe = (f"family-wise error {o['family_error']:.3f} (+-{o['family_error_pm']:.3f}) "
+               if o.get("family_error") is not None else "")
+        members = ", ".join(f"{k} {v['hdi94_coverage']:.3f}" for k, v in sorted(r.items())
+                            if k != "overall" and isinstance(v, dict) and "hdi94_coverage" in v)
+        return (f"{arm}: n={r['n']} {fwe}false supported {o['false_improves']:.3f} joint coverage "
+                f"of the {'/'.join(f'{p:g}' for p in r['hdi_prob'])} HDIs {o['hdi94_coverage']:.3f} "
+                f"(members {members}) {tail}")
+    imp = "false_improves" if r["truth"] == 0.0 else "improves_rate"
+    return (f"{arm}: n={r['n']} {imp.replace('_', ' ')} {o[imp]:.3f} (+-{o[imp + '_pm']:.3f}) "
+            f"94% HDI coverage {o['hdi94_coverage']:.3f} {tail}")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Command line (module docstring)."""
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -898,21 +922,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.quick:  # the summary counts pipeline-settings records only: show the smoke run's
             s = study_summary(read_records([a.out]), settings, a.arms)
     for arm, r in s["arms"].items():
-        o = r["overall"]
-        if r["n"]:
-            imp = "false_improves" if r["truth"] == 0.0 else "improves_rate"
-            if o.get("family_error") is not None:  # the confirmatory family
-                print(f"{arm}: n={r['n']} family-wise error {o['family_error']:.3f} "
-                      f"(+-{o['family_error_pm']:.3f}) false supported {o['false_improves']:.3f} joint coverage "
-                      f"of the {'/'.join(f'{p:g}' for p in r['hdi_prob'])} HDIs {o['hdi94_coverage']:.3f} "
-                      f"diagnostics failed {r['diagnostics_failed']} median {r['median_seconds_per_fit']:.1f} s per fit")
-                continue
-            print(f"{arm}: n={r['n']} {imp.replace('_', ' ')} {o[imp]:.3f} "
-                  f"(+-{o[imp + '_pm']:.3f}) 94% HDI coverage {o['hdi94_coverage']:.3f} "
-                  f"diagnostics failed {r['diagnostics_failed']} "
-                  f"median {r['median_seconds_per_fit']:.1f} s per fit")
-        else:
-            print(f"{arm}: n=0")
+        print(summary_line(arm, r))
     return 0
 
 
