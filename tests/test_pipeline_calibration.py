@@ -464,6 +464,7 @@ def test_the_family_arm_reads_as_a_family_in_the_map_and_the_report():
     line = next(ln for ln in text.splitlines() if ln.startswith("|") and "default:confirmatory" in ln)
     assert "family-wise error 1%" in line and "(joint, 97% HDIs)" in line
     assert "default:confirmatory</code>: meets its targets (family-wise error 1.0%" in text
+    assert "each of its 2 members meets its targets." in text and "per-task slopes" not in text
     assert "a family-wise error at most 6%" in text
     assert "still reaches past" not in text  # a joint coverage interval up to 100% crosses no bound of its own
     bad = pc.summarise(recs[:186] + [_family_rec(300 + i, {"accuracy_overall": ok, "dprime_overall":
@@ -595,6 +596,8 @@ def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
     assert "(power)" not in line and "(joint, 97% HDIs)" in line
     assert (f"{arm}</code>: meets its targets at the members' true slopes (accuracy_overall 0, "
             "dprime_overall 0.4: false 'supported' 0.0%, joint coverage 96.0%") in text
+    verdict = next(ln for ln in text.splitlines() if ln.startswith("- ") and arm in ln)
+    assert verdict.endswith("each of its 2 members meets its targets.")  # members, not per-task slopes
 
 
 def test_a_member_without_an_interval_is_recorded_not_raised():

@@ -134,6 +134,8 @@ class _Targets:
         if task_missed:
             text += f"; per task, {', '.join(task_missed)}" + (
                 ", the others meet both targets" if len(task_missed) < len(tasks) else "")
+        elif tasks and a.get("family_size"):  # the confirmatory family: members, not per-task slopes
+            text += f"; each of its {len(tasks)} members meets its targets"
         elif tasks:
             text += f"; each of its {len(tasks)} per-task slopes meets " + ("both targets" if null else "it")
         c_lo, c_hi = o.get("coverage_range") or (self.lo, self.hi)  # the component's own range, as `missed`
