@@ -336,3 +336,15 @@ def test_an_arm_whose_every_task_misses_does_not_speak_of_the_others():
     assert "<code>t1</code> misses" in every and "the others" not in every
     one = next(ln for ln in text.splitlines() if "y:accuracy:clustered</code>: misses" in ln)
     assert "<code>t0</code> misses" in one and "the others meet both targets" in one
+
+
+def test_an_arms_components_are_its_slopes_with_a_coverage_not_its_other_dicts():
+    """The one rule the report, the study's terminal line and the tests share: the family's
+    ``member_truths`` (a dict of truths) is not a component, nor is ``overall``."""
+    from selfmodel.decisions.calibration_map import arm_components
+    member = {"hdi94_coverage": 0.94, "meets_targets": True}
+    arm = {**_arm(100, 100), "family_size": 2, "hdi_prob": [0.97, 0.97],
+           "member_truths": {"accuracy_overall": 0.0, "dprime_overall": 0.4},
+           "accuracy_overall": member, "dprime_overall": {**member, "hdi94_coverage": None}}
+    assert sorted(arm_components(arm)) == ["accuracy_overall", "dprime_overall"]
+    assert arm_components(_arm(200, 200)) == {}

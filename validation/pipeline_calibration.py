@@ -200,6 +200,7 @@ if str(ROOT) not in sys.path:
 import jsonl_records  # noqa: E402  (validation/, on sys.path as a script's)
 
 from selfmodel.common.binomial import clopper_pearson  # noqa: E402
+from selfmodel.decisions.calibration_map import arm_components  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
 
@@ -883,8 +884,7 @@ def summary_line(arm: str, r: dict) -> str:
     if r.get("family_size"):  # the confirmatory family
         fwe = (f"family-wise error {o['family_error']:.3f} (+-{o['family_error_pm']:.3f}) "
                if o.get("family_error") is not None else "")
-        members = ", ".join(f"{k} {v['hdi94_coverage']:.3f}" for k, v in sorted(r.items())
-                            if k != "overall" and isinstance(v, dict) and "hdi94_coverage" in v)
+        members = ", ".join(f"{k} {v['hdi94_coverage']:.3f}" for k, v in sorted(arm_components(r).items()))
         return (f"{arm}: n={r['n']} {fwe}false supported {o['false_improves']:.3f} joint coverage "
                 f"of the {'/'.join(f'{p:g}' for p in r['hdi_prob'])} HDIs {o['hdi94_coverage']:.3f} "
                 f"(members {members}) {tail}")

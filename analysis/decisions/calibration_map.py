@@ -74,6 +74,18 @@ KINDS: tuple[Kind, ...] = (
 )
 
 
+def arm_components(arm: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """The components of one arm of the pipeline study's summary, other than ``overall``.
+
+    A component is a slope the arm judges on its own: a task's slope, or a member of the
+    confirmatory family. It is the arm's dict entries that carry a coverage
+    (``hdi94_coverage``); other dicts of the arm (the family's ``member_truths``) are not.
+    The report, the study's terminal line and the tests read an arm's components here.
+    """
+    return {k: v for k, v in arm.items()
+            if k != "overall" and isinstance(v, dict) and "hdi94_coverage" in v}
+
+
 def _get(results: Results, path: Sequence[str]) -> Any:
     node: Any = results
     for k in path:

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import binom
 
-from selfmodel.decisions.calibration_map import EFFECT_MODEL
+from selfmodel.decisions.calibration_map import EFFECT_MODEL, arm_components
 from selfmodel.report.sections.common import (
     PALETTE,
     Out,
@@ -127,8 +127,7 @@ class _Targets:
                    f"{100 * o['false_improves']:.1f}%, joint ")
         text = (f"- {code(arm)}: misses " + " and ".join(missed) if missed else
                 f"- {code(arm)}: {met}coverage {100 * o['hdi94_coverage']:.1f}% [{100 * lo:.0f}, {100 * hi:.0f}])")
-        tasks = {k: v for k, v in a.items() if isinstance(v, dict) and k != "overall"
-                 and v.get("hdi94_coverage") is not None}
+        tasks = {k: v for k, v in arm_components(a).items() if v["hdi94_coverage"] is not None}
         task_missed = [f"{code(k)} misses {' and '.join(self.missed(v, ci=True))}"
                        for k, v in sorted(tasks.items()) if self.missed(v)]
         if task_missed:
