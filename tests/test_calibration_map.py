@@ -348,3 +348,33 @@ def test_an_arms_components_are_its_slopes_with_a_coverage_not_its_other_dicts()
            "accuracy_overall": member, "dprime_overall": {**member, "hdi94_coverage": None}}
     assert sorted(arm_components(arm)) == ["accuracy_overall", "dprime_overall"]
     assert arm_components(_arm(200, 200)) == {}
+
+
+def test_the_family_arms_targets_are_stated_once_each_naming_its_null():
+    """The confirmatory family's targets, one clause for its arms that share them: the joint null
+    and, for the misspecified arm, the joint null on clustered items; never the same clause twice."""
+    pc = copy.deepcopy(calibration_study()["pipeline"])
+    for name in ("default:confirmatory", "default:confirmatory:clustered"):
+        pc["arms"][name]["overall"] = {**(pc["arms"][name].get("overall") or {}), "max_family_error": 0.06,
+                                       "coverage_range": [0.91, 1.0]}
+    text = section.pipeline(Report({"calibration_study": {"pipeline": pc}}, {}, None, None, 6.3, 8.5))
+    text = text.replace("\\", "")
+    assert ("for the confirmatory family at <code>default:confirmatory</code> (the joint null) and "
+            "<code>default:confirmatory:clustered</code> (the joint null on clustered items, overdispersed "
+            "cells) a family-wise error at most 6% and a joint coverage of the members' adjusted HDIs of at "
+            "least 91%") in text, text[:3000]
+    assert text.count("Bonferroni's promise") == 1
+    pc["arms"]["default:confirmatory:clustered"]["overall"]["max_family_error"] = 0.08  # other targets
+    text = section.pipeline(Report({"calibration_study": {"pipeline": pc}}, {}, None, None, 6.3, 8.5))
+    assert text.count("Bonferroni's promise") == 2 and "family-wise error at most 8%" in text
+
+
+def test_a_family_arm_with_no_records_names_its_measure_without_a_level():
+    """No records, no HDI level yet: the measure reads 'adjusted HDI', not 'adjusted  HDI'."""
+    empty = {"n": 0, "target_n": 200, "complete": False, "truth": 0.0, "check": "misspecified",
+             "overall": {"family_error": None}}
+    run = {**empty, "n": 16, "hdi_prob": [0.97], "overall": {"family_error": 0.0}}
+    for arm, level in ((empty, "adjusted HDI"), (run, "adjusted 97% HDI")):
+        rows = {r["key"]: r for r in calibration_map(_results(**{"default:confirmatory:clustered": arm}))}
+        (a,) = rows["confirmatory"]["arms"]
+        assert a["measure"] == f"family-wise error: data sets in which some member's {level} excludes 0"

@@ -183,10 +183,10 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
                             o.get("hdi94_coverage_ci"), at, measure, source))
         elif "family_error" in o:  # the confirmatory family: any member claiming a sign is an error
             levels = "/".join(f"{100 * p:g}%" for p in a.get("hdi_prob") or [])
+            adjusted = f"adjusted {levels} HDI" if levels else "adjusted HDI"  # no records: no level yet
             out.append(_arm(name, check, a["n"], a["target_n"], o.get("family_error"),
                             o.get("family_error_ci"), at,
-                            f"family-wise error: data sets in which some member's adjusted {levels} HDI "
-                            "excludes 0", source))
+                            f"family-wise error: data sets in which some member's {adjusted} excludes 0", source))
         else:
             out.append(_arm(name, check, a["n"], a["target_n"], o.get("false_improves"),
                             o.get("false_improves_ci"), at, "false 'improves'", source))

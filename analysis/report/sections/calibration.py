@@ -238,12 +238,18 @@ def pipeline(rep: Report) -> str:
     cov_lo, cov_hi = TG["hdi94_coverage"]
     targets = (f"false `improves` at most {100 * fi_max:g}%, 94% HDI coverage between "
                f"{100 * cov_lo:g}% and {100 * cov_hi:g}%")
-    fam = {arm: a["overall"] for arm, a in PC["arms"].items()
-           if (a.get("overall") or {}).get("max_family_error") is not None}
-    for arm, o in sorted(fam.items()):
-        lo = (o.get("coverage_range") or [cov_lo])[0]
-        targets += (f"; for {code(arm)} (the confirmatory family under the joint null) a family-wise error "
-                    f"at most {100 * o['max_family_error']:g}% and a joint coverage of the members' adjusted HDIs "
+    # the confirmatory family's arms under a joint null, one clause per set of targets
+    fam: dict[tuple[float, float], list[str]] = {}
+    for arm, a in sorted(PC["arms"].items()):
+        o = a.get("overall") or {}
+        if o.get("max_family_error") is not None:
+            null = ("the joint null on clustered items, overdispersed cells" if a.get("check") == "misspecified"
+                    else "the joint null")
+            key = (o["max_family_error"], (o.get("coverage_range") or [cov_lo])[0])
+            fam.setdefault(key, []).append(f"{code(arm)} ({null})")
+    for (fe_max, lo), names in sorted(fam.items()):
+        targets += (f"; for the confirmatory family at {' and '.join(names)} a family-wise error "
+                    f"at most {100 * fe_max:g}% and a joint coverage of the members' adjusted HDIs "
                     f"of at least {100 * lo:g}% (Bonferroni's promise when each member's interval is calibrated, "
                     "less the same tolerance)")
     known = (f" (with {n_t} a {100 * fi_max:g}% rate is known to about ±{100 * pm_t:.1f} points, the half-width "
