@@ -199,8 +199,9 @@ recovery data sets) changed the ``contrasts`` row of ``calibration_map`` alone (
 shipping the family and the default d' and criterion nulls at 164 data sets changed the keys named
 above for them alone, and so did adding the family's coverage arm
 (``default:confirmatory:dprime0.4``) and shipping those nulls at 200 data sets (the d' and
-criterion rows turned ``checked``), and shipping that coverage arm at 44, at 68 and at 100 data sets (its target), and shipping the family's
-clustered arm (``default:confirmatory:clustered``) at 161 data sets.
+criterion rows turned ``checked``), and shipping that coverage arm at 44, at 68 and at 100 data
+sets (its target), and shipping the family's clustered arm (``default:confirmatory:clustered``)
+at 161 data sets.
 """
 
 from __future__ import annotations
