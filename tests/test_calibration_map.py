@@ -95,13 +95,13 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
         assert rows[key]["status"] == "checked" and not rows[key]["in_this_run"], key
         assert {a["check"] for a in rows[key]["arms"]} == set(CHECKS), key
     conf = rows["confirmatory"]  # the pipeline study's family arm, under the joint null
-    # every check has records; the misspecified arm (clustered items) is short of its 200
-    assert conf["status"] == "partial" and conf["missing"] == []
+    # every check run to its target, the misspecified arm (clustered items) to its 200
+    assert conf["status"] == "checked" and conf["missing"] == []
     cov = next(a for a in conf["arms"] if a["arm"] == "default:confirmatory:dprime0.4")
     assert cov["check"] == "coverage" and cov["complete"] and cov["n"] == 100  # run to its target
     mis = next(a for a in conf["arms"] if a["arm"] == "default:confirmatory:clustered")
-    assert mis["check"] == "misspecified" and 0 < mis["n"] < mis["target_n"] == 200 and mis["at_pipeline_settings"]
-    assert conf["notes"] == ["some arms are not yet run to their target"]  # only that arm
+    assert mis["check"] == "misspecified" and mis["complete"] and mis["n"] == mis["target_n"] == 200
+    assert mis["at_pipeline_settings"] and conf["notes"] == []
     assert [a["check"] for a in conf["arms"] if a["arm"] == "default:confirmatory"] == ["null"]
     cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
     assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
@@ -109,7 +109,8 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     text = section.decisions_map(Report(json.loads(json.dumps({"calibration_map": list(rows.values())})),
                                         {}, None, None, 6.3, 8.5)).replace("\\", "")  # markdown escapes
     no_cal = text.split("**No calibration** for:")[1].split("Partly calibrated:")[0]
-    assert "the confirmatory family" not in no_cal and "the confirmatory family" in text.split("Partly calibrated:")[1]
+    no_cal_partial, checked = text.split("**No calibration** for:")[1].split("Checked by a null")
+    assert "the confirmatory family" not in no_cal_partial and "the confirmatory family" in checked
     assert "within- vs between-family slope" in text.split("Checked by a null")[1]
     assert "condition and model contrasts" in text.split("Checked by a null")[1].split("Partly calibrated:")[0]
     assert "self vs other" in text.split("**No calibration** for:")[1]

@@ -201,7 +201,7 @@ above for them alone, and so did adding the family's coverage arm
 (``default:confirmatory:dprime0.4``) and shipping those nulls at 200 data sets (the d' and
 criterion rows turned ``checked``), and shipping that coverage arm at 44, at 68 and at 100 data
 sets (its target), and shipping the family's clustered arm (``default:confirmatory:clustered``)
-at 161 data sets.
+at 161 and at 200 data sets (its target).
 """
 
 from __future__ import annotations
