@@ -557,10 +557,11 @@ def _not_a_records_mapping(path: Path, fmt: str) -> None:
     """A ``format = "records"`` mapping given to ``import`` says where it belongs (exit 2)."""
     import tomllib
 
+    from selfmodel.common.toml_errors import loads as toml_loads
 
     try:
         text = path.read_text(encoding="utf-8-sig")
-        doc = tomllib.loads(text)
+        doc = toml_loads(text)  # the guarded reader: nesting too deep is a TOMLDecodeError
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return  # the importer's own reader reports it in its words
     if doc.get("format") == "records":

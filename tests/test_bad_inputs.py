@@ -542,3 +542,53 @@ def test_the_regex_of_the_issue_finishes_at_once(tmp_path: Path) -> None:
     res = import_lmeval(path, mapping=mapping)
     assert res.records.get_column("prediction").to_list() == ["aaaa", None]
     assert res.counts["unreadable_values"] == {"prediction": 1}
+
+
+# --------------------------------------------------------------------------- deep TOML, every reader
+# A TOML file nested 50,000 deep (line 2) given to each command and option that reads TOML:
+# one line naming the file and the line, exit 2, never a RecursionError (issue 50: `import`
+# read the mapping once more before the guarded reader).
+
+#: (argv before the TOML file, the option, the file's first line). ``{rec}``: a records file.
+DEEP_TOML_COMMANDS: dict[str, tuple[list[str], str, str]] = {
+    "import lmeval --mapping": (["import", "lmeval", "{src}"], "--mapping", 'format = "lmeval"'),
+    "import inspect --mapping": (["import", "inspect", "{src}"], "--mapping", 'format = "inspect"'),
+    "import mapped --mapping": (["import", "mapped", "{src}"], "--mapping", 'format = "lmeval"'),
+    "ingest --mapping": (["ingest", "{rec}"], "--mapping", 'format = "records"'),
+    "ingest --config": (["ingest", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "ingest --registry": (["ingest", "{rec}"], "--registry", "[[model]]"),
+    "run --mapping": (["run", "{rec}"], "--mapping", 'format = "records"'),
+    "run --config": (["run", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "run --registry": (["run", "{rec}"], "--registry", "[[model]]"),
+    "run --hypotheses": (["run", "{rec}"], "--hypotheses", "[[hypothesis]]"),
+    "fit --hypotheses": (["fit", "{rec}"], "--hypotheses", "[[hypothesis]]"),
+    "describe --config": (["describe", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "reduce --config": (["reduce", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "reduce --registry": (["reduce", "{rec}"], "--registry", "[[model]]"),
+    "power --design": (["power"], "--design", "[design]"),
+}
+
+
+@pytest.mark.parametrize("command", list(DEEP_TOML_COMMANDS))
+def test_deep_toml_is_one_line_in_every_command(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before, option, first = DEEP_TOML_COMMANDS[command]
+    monkeypatch.setenv("SELFMODEL_JOBS", "1")
+    rec = tmp_path / "r.jsonl"
+    rec.write_text(_jsonl_with(_row()), encoding="utf-8")
+    src = tmp_path / "logs"
+    src.mkdir()
+    deep = tmp_path / "deep.toml"
+    deep.write_text(f"{first}\nx = {_arrays(50_000)}\n", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = [a.format(rec=rec, src=src) for a in before] + [option, str(deep), "--out", str(out)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "RecursionError" not in err, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("selfmodel: error:")]
+    assert code == 2 and len(errors) == 1, err[-2000:]
+    assert "deep.toml" in errors[0] and "nested too deeply" in errors[0], errors[0]
+    assert "line 2" in errors[0], errors[0]
+    assert not out.exists()
