@@ -231,14 +231,23 @@ GENERATED: dict[str, tuple[dict[str, str | bytes], dict[str, Any]]] = {
     "defaults_status_unknown": _defaults('status = "maybe"'),
     "defaults_task_blank": _defaults('task = "  "'),
     "defaults_model_missing_spelling": _defaults('model = "None"'),
-    # class 6: a bare NaN is a missing value in every column (prediction: unreadable)
+    # class 6: a bare NaN is a missing value in a text column (prediction: unreadable) and
+    # no number in a numeric one (confidence, sample: quarantined, never read as missing)
     "bare_nan_prediction_jsonl": (
-        {"n.jsonl": _jsonl_with(_row(prediction="NaN", confidence="NaN"))},
+        {"n.jsonl": _jsonl_with(_row(prediction="NaN"))},
         {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 1}),
+    "bare_nan_confidence_jsonl": (
+        {"n.jsonl": _jsonl_with(_row(prediction="NaN", confidence="NaN"))},
+        {"reasons": ["invalid confidence 'nan' (not a finite number"], "lines": ["n.jsonl:2"]}),
     "nan_prediction_csv": (
+        {"n.csv": f"{HEADER},confidence\nm1,refusal,q1,NaN,true,\nm1,refusal,q2,nan,true,\n"
+                  "m1,refusal,q3,true,true,0.5\n"},
+        {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 2}),
+    "nan_confidence_csv": (
         {"n.csv": f"{HEADER},confidence\nm1,refusal,q1,NaN,true,nan\nm1,refusal,q2,nan,true,\n"
                   "m1,refusal,q3,true,true,NAN\n"},
-        {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 2}),
+        {"reasons": ["invalid confidence 'nan' (not a finite", "invalid confidence 'NAN' (not a"],
+         "quarantined": 2, "used": 1, "lines": ["n.csv:2", "n.csv:4"]}),
 
     # class 2: nesting deeper than Python reads, numbers longer than it converts
     "deep_array_in_extra_column_5000": (

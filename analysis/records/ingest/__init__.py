@@ -52,17 +52,25 @@ Columns that are not used are listed in ``ignored_columns``.
 
 Validation (first failing rule names the reason)
 ------------------------------------------------
-Text values are stripped of surrounding white space; an empty string is null.
+Text values are stripped of surrounding white space; an empty string is null, and so are
+``null``/``None`` (any case) and, except in the numeric columns ``confidence`` and
+``sample``, ``NaN``.
 
 1. ``model``, ``task``, ``item_id`` must be non-empty (``missing value``); no identifier
-   (``model``, ``predictor``, ``task``, ``item_id``, ``run_id``, ``cluster``) may be a list
-   or an object: a JSON array/object, a Parquet list/struct, or text written like one
-   (``invalid identifier``, see :func:`selfmodel.records.ingest.rules.looks_nested`).
+   (``model``, ``predictor``, ``task``, ``item_id``, ``run_id``, ``cluster``,
+   ``condition``) may be a list or an object: a JSON array/object, a Parquet list/struct,
+   or text written like one (see :func:`selfmodel.records.reduction.looks_nested`), hold
+   a control character that is not white space
+   (:data:`selfmodel.records.reduction.CONTROL`: a NUL byte ...) or have no visible
+   character (:data:`selfmodel.records.reduction.INVISIBLE`: only a zero-width space ...)
+   (``invalid identifier``); no other column may hold a list or an object
+   (``invalid value``).
 2. ``status`` (case-insensitive, default ``ok``) must be one of
    :data:`~selfmodel.records.contract.STATUSES` (``invalid status``).
-3. ``confidence`` must be a finite number in [0, 1] (``invalid confidence``).
-4. ``sample`` must be a non-negative integer (``1``, ``"1"``, ``1.0``); default 0
-   (``invalid sample``).
+3. ``confidence`` must be a finite number in [0, 1]; NaN and infinity in any spelling
+   are not (``invalid confidence``).
+4. ``sample`` must be a non-negative integer (``1``, ``"1"``, ``1.0``); default 0; NaN is
+   not one (``invalid sample``).
 5. ``correct`` must be a boolean (true/false/1/0/yes/no, any case) (``invalid correct``).
 6. With a config listing ``tasks``, ``task`` must be one of them (``unknown task``).
 7. A row with status ``ok`` needs an ``outcome`` or a ``correct`` (``no outcome``); a row
