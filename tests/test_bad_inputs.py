@@ -231,6 +231,8 @@ GENERATED: dict[str, tuple[dict[str, str | bytes], dict[str, Any]]] = {
     "defaults_status_unknown": _defaults('status = "maybe"'),
     "defaults_task_blank": _defaults('task = "  "'),
     "defaults_model_missing_spelling": _defaults('model = "None"'),
+    "defaults_model_with_a_nul": _defaults('model = "m\\u00001"'),
+    "defaults_cluster_zero_width_space": _defaults('cluster = "\\u200b"'),
     # class 6: a bare NaN is a missing value in a text column (prediction: unreadable) and
     # no number in a numeric one (confidence, sample: quarantined, never read as missing)
     "bare_nan_prediction_jsonl": (
