@@ -276,7 +276,7 @@ GENERATED: dict[str, tuple[dict[str, str | bytes], dict[str, Any]]] = {
         {"r.jsonl": _jsonl_with(_row()),
          "reg.toml": '[[model]]\nmodel = "m1"\nfamily = ' + _arrays(50_000) + "\n"},
         {"expect": "exit2", "registry": "reg.toml",
-         "message": "reg.toml: invalid TOML (nested too deeply, over about 1,000 levels (at "
+         "message": "reg.toml: invalid TOML (nested too deeply, over 256 levels (at "
                     "line 3))"}),
     "deep_config_toml": (
         {"r.jsonl": _jsonl_with(_row()),
@@ -388,7 +388,7 @@ def test_deep_mapping_toml_is_one_line_with_its_line(where: str, tmp_path: Path)
     with pytest.raises(InputError) as info:
         load_mapping(path)
     line = 2 if where == "top" else 3
-    assert f"nested too deeply, over about 1,000 levels (at line {line})" in str(info.value)
+    assert f"nested too deeply, over 256 levels (at line {line})" in str(info.value)
     assert "\n" not in str(info.value)
 
 
