@@ -493,7 +493,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         from selfmodel.records.cells import build_cells
 
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
-        res = _ingest_inputs(args, inputs)
+        res = _ingest_inputs(args, inputs, say)
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
@@ -514,7 +514,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     raise AssertionError(args.command)  # pragma: no cover
 
 
-def _ingest_inputs(args: argparse.Namespace, inputs):
+def _ingest_inputs(args: argparse.Namespace, inputs, say=None):
     """Ingest the inputs with the command's ``--map``, ``--config`` and ``--mapping``."""
     transform = None
     if getattr(args, "mapping", None) is not None:
@@ -526,6 +526,7 @@ def _ingest_inputs(args: argparse.Namespace, inputs):
         config=args.config,
         registry=inputs.registry,
         transform=transform,
+        say=say,
     )
     res.summary["files_not_read"] = inputs.not_read + key_file
     return res
@@ -534,9 +535,10 @@ def _ingest_inputs(args: argparse.Namespace, inputs):
 def _ingest(args: argparse.Namespace, say) -> int:
     """``selfmodel ingest`` (and ``run --preview``): the row accounting, written or shown."""
     inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
-    res = _ingest_inputs(args, inputs)
+    res = _ingest_inputs(args, inputs, say)
     s = res.summary
     lines = [x["text"] for x in status_lines({"data": s, "diagnostics": {"max_rhat": 1.0}})]
+    lines += [note["text"] for note in s["registry_contradictions"]]
     if args.preview:
         print(ingest_preview_text(res, lines))
         return 0

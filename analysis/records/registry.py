@@ -57,6 +57,7 @@ __all__ = [
     "format_input_error",
     "load_registry",
     "model_lines",
+    "parse_value",
     "registry_report",
 ]
 
@@ -114,8 +115,12 @@ def format_input_error(
     return re.sub(r"\s*[\r\n]+\s*", " ", message)
 
 
-def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
-    """Parse one registry value; return ``(value, None)`` or ``(None, problem)``."""
+def parse_value(column: str, value: object) -> tuple[Any, str | None]:
+    """Parse one registry value; return ``(value, None)`` or ``(None, problem)``.
+
+    The one reading of a registry column's value: the registry's, and the comparison of a
+    records column of the same name with it (``selfmodel.records.ingest.registry_columns``).
+    """
     if isinstance(value, str):
         value = value.strip()
         if value == "":
@@ -209,7 +214,7 @@ def _build_rows(
     for line, values, key_lines in entries:
         parsed: dict[str, Any] = {}
         for col in REGISTRY_SCHEMA:
-            value, problem = _parse_value(col, values.get(col))
+            value, problem = parse_value(col, values.get(col))
             where = key_lines.get(col, line)
             if problem is not None:
                 raise InputError(

@@ -15,12 +15,16 @@ records_duplicate`` always holds:
 
 Reading
 -------
-Files are read in sorted path order; a path given twice is read once. The fast path is
-vectorised polars: a JSONL file is parsed whole with every key read as text, a CSV file
-with every column as text, a Parquet file as stored. Only when that fails (a truncated
-line, a non-object line, invalid UTF-8, fields spanning lines, too many fields) does the
-file go line by line -- and for JSONL even then the good stretches are parsed by polars in
-chunks, with Python's :mod:`json` used only on small chunks that contain a bad line.
+Files are read in sorted path order; a path given twice is read once. Each file is read in
+batches (:func:`selfmodel.records.ingest.readers.read_batches`: about 32 MiB of whole lines,
+250,000 Parquet rows; a smaller file is one batch). The fast path is vectorised polars: a
+JSONL batch is parsed with every key read as text, a CSV batch with every column as text, a
+Parquet batch as stored. Only when that fails (a truncated line, a non-object line, invalid
+UTF-8, fields spanning lines, too many fields) does the batch go line by line -- and for
+JSONL even then the good stretches are parsed by polars in chunks, with Python's
+:mod:`json` used only on small chunks that contain a bad line. Inputs larger than 256 MiB
+are streamed (:mod:`selfmodel.records.ingest.stream`): the same batches, their rows sorted
+and de-duplicated on disk, the same outputs.
 
 * A UTF-8 byte-order mark is dropped; CRLF line ends are accepted.
 * Blank lines are skipped and not counted as read.
@@ -118,6 +122,12 @@ Modules
     The validation rules a record must pass, and the normalisation of its values.
 ``dedup``
     Ordering and de-duplication of records on the record key.
+``tables``
+    From validated rows to the record and quarantine tables, in memory or streamed.
+``stream``
+    Ingest of inputs larger than memory: batches spilled to disk, sorted by DuckDB, written in row groups.
+``registry_columns``
+    Registry columns found in the records (``family``, ``params_b`` ...): compared, said, not read.
 ``run``
     The ingest stage: read, validate and account for every record; write ``records.parquet`` and friends.
 """
