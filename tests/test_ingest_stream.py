@@ -1,11 +1,11 @@
 """A streamed ingest gives the same files as one in memory, and reading in batches changes nothing.
 
 Streamed (``ingest(..., stream=True)``, :mod:`selfmodel.records.ingest.stream`): the batches'
-rows are spilled to disk, sorted by DuckDB and de-duplicated batch by batch. In memory: all
+rows are spilled to disk, sorted in key ranges and de-duplicated a range at a time. In memory: all
 rows at once. Both must write byte-identical ``records.parquet`` and ``quarantine.parquet``
 and the same ``ingest.json`` (but ``streamed``), whatever the batch sizes: here they are made
-tiny (a few bytes, rows and records) so that every file is many batches, a key's copies
-cross the batches DuckDB hands back and row groups hold a few rows.
+tiny (a few bytes, rows and records) so that every file is many batches, the sort uses many
+key ranges and quarantine buckets, and row groups hold a few rows.
 """
 
 from __future__ import annotations
@@ -27,11 +27,14 @@ from selfmodel.records.ingest import ingest, parse_map_options, readers, stream,
 
 @pytest.fixture
 def tiny_batches(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Batches of 64 bytes, 2 CSV records, 2 Parquet rows; DuckDB hands back 3 rows at a time."""
+    """Batches of 64 bytes, 2 CSV records, 2 Parquet rows; key ranges of about 5 rows (every
+    key sampled), quarantine buckets of 3 lines, row groups of 4 rows."""
     monkeypatch.setattr(readers, "BATCH_BYTES", 64)
     monkeypatch.setattr(readers, "CSV_BATCH_RECORDS", 2)
     monkeypatch.setattr(readers, "PARQUET_BATCH_ROWS", 2)
-    monkeypatch.setattr(stream, "FETCH_ROWS", 3)
+    monkeypatch.setattr(stream, "BUCKET_ROWS", 5)
+    monkeypatch.setattr(stream, "SAMPLE_EVERY", 1)
+    monkeypatch.setattr(stream, "QUARANTINE_BUCKET_LINES", 3)
     monkeypatch.setattr(stream, "ROW_GROUP", 4)
 
 
@@ -275,3 +278,28 @@ def test_a_full_temporary_folder_is_one_line(tmp_path: Path, monkeypatch: pytest
     with pytest.raises(InputError) as info:
         ingest([path], stream=True)
     assert "No space left on device" in str(info.value) and "TMPDIR" in str(info.value)
+
+
+def test_the_sort_key_orders_as_polars_sorts_the_record_key() -> None:
+    """Prefixes, case, accents, emoji, nulls first, samples of many digits: the one text of
+    ``stream.sort_key`` sorts as the key's columns do (the streamed order is the in-memory one)."""
+    import random
+
+    from selfmodel.records.contract import KEY
+
+    rng = random.Random(7)
+    alphabet = ["a", "ab", "B", "\u00e9", "e\u0301", "\u4e2d", "\U0001f600", "~", " x", "a b", "0"]
+    n = 3000
+
+    def text(nullable: bool) -> list[str | None]:
+        return [None if nullable and rng.random() < 0.3 else
+                "".join(rng.choice(alphabet) for _ in range(rng.randint(1, 3))) for _ in range(n)]
+
+    frame = pl.DataFrame({
+        "model": text(False), "predictor": text(False), "task": text(False),
+        "condition": text(True), "item_id": text(False), "run_id": text(True),
+        "sample": [rng.choice([0, 1, 9, 10, 11, 10**12, 2**62]) for _ in range(n)],
+    }).with_row_index("i")
+    by_columns = frame.sort(list(KEY), nulls_last=False, maintain_order=True)
+    by_text = frame.with_columns(stream.sort_key().alias("k")).sort("k", maintain_order=True)
+    assert by_columns.get_column("i").to_list() == by_text.get_column("i").to_list()

@@ -16,7 +16,7 @@ records_duplicate`` always holds:
 Reading
 -------
 Files are read in sorted path order; a path given twice is read once. Each file is read in
-batches (:func:`selfmodel.records.ingest.readers.read_batches`: about 32 MiB of whole lines,
+batches (:func:`selfmodel.records.ingest.readers.read_batches`: about 16 MiB of whole lines,
 250,000 Parquet rows; a smaller file is one batch). The fast path is vectorised polars: a
 JSONL batch is parsed with every key read as text, a CSV batch with every column as text, a
 Parquet batch as stored. Only when that fails (a truncated line, a non-object line, invalid
@@ -125,7 +125,7 @@ Modules
 ``tables``
     From validated rows to the record and quarantine tables, in memory or streamed.
 ``stream``
-    Ingest of inputs larger than memory: batches spilled to disk, sorted by DuckDB, written in row groups.
+    Ingest of inputs larger than memory: batches spilled to disk, sorted in buckets, written in row groups.
 ``registry_columns``
     Registry columns found in the records (``family``, ``params_b`` ...): compared, said, not read.
 ``run``

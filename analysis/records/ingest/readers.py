@@ -32,7 +32,7 @@ from selfmodel.records.registry import format_input_error
 RAW_MAX: Final = 500
 
 #: Bytes of a JSONL or CSV file read as one batch (whole lines; a longer line is one batch).
-BATCH_BYTES: Final = 32 * 2**20
+BATCH_BYTES: Final = 16 * 2**20
 #: Records of a CSV file read as one batch by Python's csv reader (a file with line breaks
 #: inside quoted fields).
 CSV_BATCH_RECORDS: Final = 100_000

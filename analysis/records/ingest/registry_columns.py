@@ -67,7 +67,9 @@ def registry_values(model: pl.Series, frame: pl.DataFrame, unused: Iterable[str]
                 pl.col("rows").cast(pl.Int64))
         for c in columns
     ]
-    return pl.concat(parts, how="vertical").cast(pl.Schema(VALUES_SCHEMA))
+    found = pl.concat(parts, how="vertical").cast(pl.Schema(VALUES_SCHEMA))
+    # rebuilt from Python values: the few rows found would keep the batch's text buffers
+    return pl.DataFrame(found.rows(), schema=VALUES_SCHEMA, orient="row")
 
 
 def _same(column: str, value: str, registered: Any) -> bool:

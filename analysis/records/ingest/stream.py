@@ -1,4 +1,4 @@
-"""Ingest of inputs larger than memory: batches spilled to disk, sorted by DuckDB, written in row groups.
+"""Ingest of inputs larger than memory: batches spilled to disk, sorted in buckets, written in row groups.
 
 :func:`selfmodel.records.ingest.ingest` reads every file in batches
 (:mod:`~selfmodel.records.ingest.readers`) and validates each batch on its own. What it does
@@ -6,22 +6,33 @@ with the batches' rows is the only difference between its two ways of working:
 
 * in memory (inputs up to :data:`STREAM_ABOVE` bytes): the rows of all batches are kept,
   then ordered and de-duplicated at once (:func:`~selfmodel.records.ingest.dedup.order_and_deduplicate`);
-* streamed (larger inputs, or ``stream=True``): each batch's rows go to Parquet files in a
-  private temporary folder (:class:`Spill`); DuckDB sorts them by the record key on disk
-  within :data:`DUCKDB_MEMORY` (:func:`sorted_batches`), and the sorted rows come back in
-  batches that end at a key's last copy (:func:`key_groups`), so that the same
-  ``order_and_deduplicate`` runs on each. The quarantine is sorted the same way.
+* streamed (larger inputs, or ``stream=True``): each batch's rows go to Parquet parts in a
+  private temporary folder (:class:`Spill`), then are sorted by an external bucket sort in
+  polars, with the memory of one bucket at a time:
 
-Both write ``records.parquet`` and ``quarantine.parquet`` with :class:`TableWriter`, in row
-groups of :data:`ROW_GROUP` rows whatever the batches, so the two ways give the same bytes
+  - the valid rows by the record key. Each row's key is written as one text (:func:`sort_key`)
+    whose byte order is the key's order (nulls first); a sample of the keys (one row in
+    :data:`SAMPLE_EVERY`, by hash) gives the bounds of key ranges of about
+    :data:`BUCKET_ROWS` rows each; the parts are split into those ranges (one pass), and
+    each range is read in reading order and handed to the same ``order_and_deduplicate``
+    (:meth:`Spill.key_buckets`). All copies of a key are in one range; the ranges in order
+    are the records in order.
+  - the quarantined rows (and the conflicting duplicates found above) by file and line:
+    their buckets are :data:`QUARANTINE_BUCKET_LINES` lines of one file
+    (:meth:`Spill.bad_buckets`), so a bucket never holds more rows than that.
+
+Both ways write ``records.parquet`` and ``quarantine.parquet`` with :class:`TableWriter`, in
+row groups of :data:`ROW_GROUP` rows whatever the batches, so they give the same bytes
 (``tests/test_ingest_stream.py``). Memory then stays within a bound that does not grow with
-the input (measured in ``docs/performance.md``): a batch being validated, DuckDB's limit,
-and one row group being written.
+the input (measured in ``docs/performance.md``): a batch being validated, one bucket being
+de-duplicated, one row group being written, and the key sample (about 1 key in
+:data:`SAMPLE_EVERY`). One record key with more copies than a bucket holds makes its bucket
+that large: the only way the bound can be exceeded.
 """
 
 from __future__ import annotations
 
-import os
+import math
 import shutil
 import tempfile
 from collections.abc import Iterator, Sequence
@@ -38,14 +49,14 @@ from selfmodel.records.ingest.discover import env_size
 from selfmodel.records.registry import format_input_error
 
 __all__ = [
-    "DUCKDB_MEMORY",
+    "BUCKET_ROWS",
+    "QUARANTINE_BUCKET_LINES",
     "ROW_GROUP",
     "STREAM_ABOVE",
     "STREAM_ENV",
     "Spill",
     "TableWriter",
-    "key_groups",
-    "sorted_batches",
+    "sort_key",
     "stream_limit",
 ]
 
@@ -53,12 +64,17 @@ __all__ = [
 #: variable :data:`STREAM_ENV` sets another limit (``0``: always stream).
 STREAM_ABOVE: Final = 256 * 2**20
 STREAM_ENV: Final = "SELFMODEL_STREAM_ABOVE"
-#: DuckDB's memory limit while it sorts the spilled rows (it spills beyond it).
-DUCKDB_MEMORY: Final = "256MB"
+#: Valid rows per key range of the bucket sort (the most held in memory at once, but for
+#: one key with more copies).
+BUCKET_ROWS: Final = 200_000
+#: One valid row in this many (by hash of its key) is kept as a sample for the key ranges.
+SAMPLE_EVERY: Final = 64
+#: Lines of one file per bucket of quarantined rows.
+QUARANTINE_BUCKET_LINES: Final = 400_000
 #: Rows per row group of ``records.parquet`` and ``quarantine.parquet``.
 ROW_GROUP: Final = 262_144
-#: Rows per batch fetched from DuckDB's sorted result.
-FETCH_ROWS: Final = 262_144
+#: The width of a sample index written as text in :func:`sort_key` (2**63 has 19 digits).
+_SAMPLE_DIGITS: Final = 19
 
 
 def stream_limit() -> int:
@@ -121,13 +137,30 @@ def write_table(path: Path, frame: pl.DataFrame, schema: dict[str, pl.DataType])
     """Write a whole table as :class:`TableWriter` writes it in batches."""
     writer = TableWriter(path, schema)
     try:
-        writer.write(frame)
+        for piece in frame.iter_slices(ROW_GROUP):
+            writer.write(piece)
     finally:
         writer.close()
 
 
+def sort_key() -> pl.Expr:
+    r"""One text per row whose byte order is the order of the record key (nulls first).
+
+    Each text column of :data:`~selfmodel.records.contract.KEY` becomes ``\x01`` when null,
+    else ``\x02``, its text and ``\x00``; ``sample`` (a non-negative integer) is written
+    with 19 digits. A valid row's identifiers hold no control character (the rules quarantine
+    them), so no text holds the ``\x00`` that ends it, and comparing the joined texts byte
+    by byte compares the key column by column, as polars sorts it.
+    """
+    parts = [pl.col(c).cast(pl.Utf8).str.zfill(_SAMPLE_DIGITS) if c == "sample" else
+             pl.when(pl.col(c).is_null()).then(pl.lit("\x01"))
+             .otherwise(pl.concat_str([pl.lit("\x02"), pl.col(c), pl.lit("\x00")]))
+             for c in KEY]
+    return pl.concat_str(parts)
+
+
 class Spill:
-    """A private temporary folder of Parquet parts (valid rows, quarantined rows, records).
+    """A private temporary folder: the parts of valid, quarantined and kept rows, the tables.
 
     Made in the system's temporary folder (``TMPDIR``); removed by :meth:`remove`. A full
     disk is an :class:`InputError` that says so.
@@ -135,95 +168,127 @@ class Spill:
 
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="selfmodel-ingest-"))
-        self.parts: dict[str, list[Path]] = {"good": [], "bad": [], "kept": []}
+        self.parts: dict[str, list[Path]] = {"good": [], "kept": []}
+        self.bad: dict[tuple[int, int], list[Path]] = {}  # (file, line bucket) -> parts
+        self.sample: list[str] = []
+        self.n_good = 0
+        self._count = 0
 
-    def add(self, kind: str, frame: pl.DataFrame) -> None:
-        """Write ``frame`` as the next part of ``kind`` (``good``, ``bad`` or ``kept``)."""
-        if frame.height == 0:
-            return
-        path = self.folder / f"{kind}-{len(self.parts[kind]):06d}.parquet"
+    def _write(self, frame: pl.DataFrame, kind: str) -> Path:
+        path = self.folder / f"{kind}-{self._count:07d}.parquet"
+        self._count += 1
         try:
             frame.write_parquet(path, compression="lz4", statistics=False)
         except OSError as exc:
             raise _no_room(self.folder, exc) from exc
-        self.parts[kind].append(path)
+        return path
+
+    def add(self, kind: str, frame: pl.DataFrame) -> None:
+        """Write ``frame`` as the next part of ``kind`` (``good``, ``bad`` or ``kept``).
+
+        Valid rows get their :func:`sort_key` and add to the sample; quarantined rows go to
+        the bucket of their file and lines.
+        """
+        if frame.height == 0:
+            return
+        if kind == "good":
+            frame = frame.with_columns(sort_key().alias("__k"))
+            keys = frame.get_column("__k")
+            # as Python text: a filtered polars text column keeps the whole batch's buffers
+            self.sample += keys.filter(keys.hash(seed=0) % SAMPLE_EVERY == 0).to_list()
+            self.n_good += frame.height
+        if kind != "bad":
+            self.parts[kind].append(self._write(frame, kind))
+            return
+        bucket = (pl.col("source_line") // QUARANTINE_BUCKET_LINES).alias("__q")
+        for (f, q), part in frame.with_columns(bucket).partition_by(
+                "__file_idx", "__q", as_dict=True, maintain_order=True).items():
+            self.bad.setdefault((int(f), int(q)), []).append(  # type: ignore[call-overload]
+                self._write(part.drop("__q"), "bad"))
+
+    def key_buckets(self) -> Iterator[pl.DataFrame]:
+        """The valid rows in key ranges, in key order; each range's rows in reading order."""
+        if not self.parts["good"]:
+            return
+        n = max(1, math.ceil(self.n_good / BUCKET_ROWS))
+        sample = pl.Series(self.sample, dtype=pl.Utf8).sort()
+        self.sample = []
+        bounds = pl.Series([sample[i * sample.len() // n] for i in range(1, n)] if sample.len()
+                           else [], dtype=pl.Utf8).unique(maintain_order=True)
+        if bounds.len() == 0:
+            yield pl.concat([pl.read_parquet(p) for p in self.parts["good"]]).drop("__k")
+            return
+        buckets: dict[int, _Bucket] = {}
+        for path in self.parts["good"]:
+            frame = pl.read_parquet(path)
+            index = bounds.search_sorted(frame.get_column("__k"), side="right")
+            for (i,), part in frame.drop("__k").with_columns(index.alias("__b")).partition_by(
+                    "__b", as_dict=True, maintain_order=True).items():
+                bucket = buckets.get(int(i))  # type: ignore[call-overload]
+                if bucket is None:
+                    bucket = buckets[int(i)] = _Bucket(  # type: ignore[call-overload]
+                        self.folder / f"bucket-{int(i):06d}.arrow")  # type: ignore[call-overload]
+                bucket.write(part.drop("__b"))
+            path.unlink()
+        self.parts["good"] = []
+        for i in sorted(buckets):
+            yield buckets.pop(i).read()
+
+    def bad_buckets(self) -> Iterator[pl.DataFrame]:
+        """The quarantined rows in reading order (files, then lines), a bucket at a time."""
+        for key in sorted(self.bad):
+            paths = self.bad.pop(key)
+            frame = pl.concat([pl.read_parquet(p) for p in paths], how="vertical")
+            for path in paths:
+                path.unlink()
+            yield frame.sort("__file_idx", "source_line")
 
     def drop_parts(self) -> None:
         """Remove the parts (the finished tables stay)."""
-        for paths in self.parts.values():
-            for path in paths:
-                path.unlink(missing_ok=True)
-            paths.clear()
-        shutil.rmtree(self.folder / "duckdb", ignore_errors=True)
+        for path in [*self.parts["good"], *self.parts["kept"],
+                     *(p for paths in self.bad.values() for p in paths)]:
+            path.unlink(missing_ok=True)
+        self.parts = {"good": [], "kept": []}
+        self.bad = {}
 
     def remove(self) -> None:
         """Remove the folder and everything in it."""
         shutil.rmtree(self.folder, ignore_errors=True)
 
 
+class _Bucket:
+    """One key range of valid rows on disk: an Arrow stream, appended part by part."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._writer: Any = None
+        self._schema: pa.Schema | None = None
+
+    def write(self, frame: pl.DataFrame) -> None:
+        table = frame.to_arrow()
+        try:
+            if self._writer is None:
+                self._schema = table.schema
+                options = pa.ipc.IpcWriteOptions(compression="lz4")
+                self._writer = pa.ipc.new_stream(str(self.path), table.schema, options=options)
+            self._writer.write_table(table.cast(self._schema))
+        except OSError as exc:
+            raise _no_room(self.path.parent, exc) from exc
+
+    def read(self) -> pl.DataFrame:
+        self._writer.close()
+        with pa.ipc.open_stream(str(self.path)) as reader:
+            table = reader.read_all()
+        self.path.unlink()
+        frame = pl.from_arrow(table)
+        assert isinstance(frame, pl.DataFrame)
+        return frame
+
+
 def _no_room(folder: Path, exc: OSError) -> InputError:
     return InputError(format_input_error(
         None, f"ingest could not write its temporary files in {folder.parent} ({exc.strerror})",
         "Free space there, or set TMPDIR to a folder with room (about the input's size)"))
-
-
-def sorted_batches(spill: Spill, kind: str, order: Sequence[str],
-                   schema: dict[str, pl.DataType]) -> Iterator[pl.DataFrame]:
-    """The rows of ``kind``'s parts sorted by ``order`` (nulls first), in batches.
-
-    DuckDB sorts on disk beyond :data:`DUCKDB_MEMORY` (its temporary files in the spill
-    folder). Text sorts by its bytes and nulls come first, as polars sorts it, so the
-    order is the one ``order_and_deduplicate`` and the in-memory quarantine give.
-    """
-    if not spill.parts[kind]:
-        return
-    import duckdb  # only a streamed ingest needs it
-
-    con = duckdb.connect(":memory:")
-    try:
-        con.execute(f"SET memory_limit = '{DUCKDB_MEMORY}'")
-        con.execute(f"SET threads = {max(1, min(2, os.cpu_count() or 1))}")
-        con.execute("SET preserve_insertion_order = false")
-        temp = spill.folder / "duckdb"
-        con.execute(f"SET temp_directory = '{_sql_text(str(temp))}'")
-        files = ", ".join(f"'{_sql_text(p.as_posix())}'" for p in spill.parts[kind])
-        by = ", ".join(f'"{c}" NULLS FIRST' for c in order)
-        reader = con.sql(f"SELECT * FROM read_parquet([{files}]) ORDER BY {by}"
-                         ).to_arrow_reader(FETCH_ROWS)
-        for batch in reader:
-            frame = pl.from_arrow(batch)
-            assert isinstance(frame, pl.DataFrame)
-            yield frame.select(list(schema)).cast(pl.Schema(schema))
-    except duckdb.IOException as exc:  # the temporary folder is full
-        raise InputError(format_input_error(
-            None, f"ingest could not sort its temporary files in {spill.folder.parent} ({exc})",
-            "Free space there, or set TMPDIR to a folder with room")) from exc
-    finally:
-        con.close()
-
-
-def _sql_text(text: str) -> str:
-    return text.replace("'", "''")
-
-
-def key_groups(batches: Iterator[pl.DataFrame]) -> Iterator[pl.DataFrame]:
-    """Re-cut batches sorted by :data:`KEY` so that each ends with the last copy of a key.
-
-    The rows of the batch's last key wait for the next batch (all copies of a key are then
-    in one batch, as ``order_and_deduplicate`` needs them).
-    """
-    carry: pl.DataFrame | None = None
-    for batch in batches:
-        frame = batch if carry is None else pl.concat([carry, batch], how="vertical")
-        last = frame.row(frame.height - 1, named=True)
-        same = pl.all_horizontal([pl.col(c).is_null() if last[c] is None else pl.col(c) == last[c]
-                                  for c in KEY]).fill_null(False)
-        n_last = int(frame.select(same.sum()).item())
-        if n_last < frame.height:
-            yield frame.head(frame.height - n_last)
-        carry = frame.tail(n_last)
-    if carry is not None and carry.height:
-        yield carry
 
 
 def parts(spill: Spill, kind: str) -> Iterator[pl.DataFrame]:

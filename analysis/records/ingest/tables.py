@@ -20,7 +20,6 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import (
-    KEY,
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
     InputError,
@@ -30,13 +29,7 @@ from selfmodel.records.contract import (
 from selfmodel.records.ingest.dedup import order_and_deduplicate
 from selfmodel.records.ingest.readers import RawTexts
 from selfmodel.records.ingest.rules import GOOD_SCHEMA
-from selfmodel.records.ingest.stream import (
-    Spill,
-    TableWriter,
-    key_groups,
-    parts,
-    sorted_batches,
-)
+from selfmodel.records.ingest.stream import Spill, TableWriter, parts
 from selfmodel.records.reduction import binary_task_rule as binary_task_rule_exprs
 from selfmodel.records.reduction import binary_tasks, not_boolean
 
@@ -48,6 +41,8 @@ WORK_QUARANTINE: Final[dict[str, pl.DataType]] = {
     "reason": pl.Utf8(),
     "raw": pl.Utf8(),
 }
+#: Rows handed at a time to the binary-task rule, the summary and the table writer.
+WRITE_SLICE: Final = 65_536
 #: Valid rows while ingesting: the record columns and the file's index in reading order.
 WORK_GOOD: Final[dict[str, pl.DataType]] = {**GOOD_SCHEMA, "__file_idx": pl.Int64()}
 
@@ -258,18 +253,19 @@ def _with_counts(result: tuple[pl.DataFrame, dict[str, int]]) -> tuple[pl.DataFr
 
 
 def streamed(spill: Spill, names: pl.Series, raws: Sequence[RawTexts]) -> Tables:
-    """Both tables from the spilled rows: sorted on disk, written in row groups."""
-    order = [*KEY, "__file_idx", "source_line"]
+    """Both tables from the spilled rows: sorted on disk a bucket at a time, written in row groups."""
     binary = BinaryTasks()
     n_copies = 0
-    for group in key_groups(sorted_batches(spill, "good", order, WORK_GOOD)):
-        kept, conflicts, copies = order_and_deduplicate(group)
+    for bucket in spill.key_buckets():
+        kept, conflicts, copies = order_and_deduplicate(bucket.cast(pl.Schema(WORK_GOOD)))
+        del bucket
         n_copies += copies
         if conflicts.height:
             spill.add("bad", conflict_rows(conflicts, names))
         records = named(kept, names, RECORD_SCHEMA)
         binary.add(records)
         spill.add("kept", records)
+        del kept, conflicts, records  # before the next bucket is read: one bucket at a time
     stats = RecordStats()
     paths = {"records": spill.folder / "records.parquet",
              "quarantine": spill.folder / "quarantine.parquet"}
@@ -277,21 +273,25 @@ def streamed(spill: Spill, names: pl.Series, raws: Sequence[RawTexts]) -> Tables
     try:
         tasks = binary.tasks()
         for part in parts(spill, "kept"):
-            records, counts = binary_task_rule(part, tasks)
-            stats.not_boolean.update(counts)
-            stats.add(records)
-            writer.write(records)
+            for piece in part.iter_slices(WRITE_SLICE):
+                records, counts = binary_task_rule(piece, tasks)
+                stats.not_boolean.update(counts)
+                stats.add(records)
+                writer.write(records)
+            del part
     finally:
         writer.close()
     reasons: Counter[str] = Counter()
     n_quarantined = 0
     writer = TableWriter(paths["quarantine"], QUARANTINE_SCHEMA)
     try:
-        for batch in sorted_batches(spill, "bad", ["__file_idx", "source_line"], WORK_QUARANTINE):
-            batch = fill_raw(batch, raws)
-            reasons.update(batch.get_column("__cat").to_list())
-            n_quarantined += batch.height
-            writer.write(named(batch, names, QUARANTINE_SCHEMA))
+        for bucket in spill.bad_buckets():
+            for batch in bucket.iter_slices(WRITE_SLICE):
+                batch = fill_raw(batch.cast(pl.Schema(WORK_QUARANTINE)), raws)
+                reasons.update(batch.get_column("__cat").to_list())
+                n_quarantined += batch.height
+                writer.write(named(batch, names, QUARANTINE_SCHEMA))
+            del bucket
     finally:
         writer.close()
     spill.drop_parts()
