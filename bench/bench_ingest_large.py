@@ -1,7 +1,8 @@
 """Peak memory of ``selfmodel ingest`` (and ``run``) on large JSONL files, streamed and in memory.
 
     .venv/bin/python bench/bench_ingest_large.py [--sizes 1000000 4000000 14500000]
-        [--in-memory-max 4000000] [--baseline main] [--run 14500000] [--quick]
+        [--in-memory-max 4000000] [--baseline COMMIT] [--quick]
+    .venv/bin/python bench/bench_ingest_large.py --sizes --run 14500000 --name run_large
 
 Issue 50: ingest's memory grew with the input (274 MB peak for a 24 MB JSONL, 1,334 MB for
 240 MB); ``ingest`` and ``run`` must stay within a stated bound on large inputs. For each
@@ -149,7 +150,7 @@ def stage_peaks(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 4_000_000, 14_500_000])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 4_000_000, 14_500_000])
     ap.add_argument("--in-memory-max", type=int, default=4_000_000)
     ap.add_argument("--baseline", default=None,
                     help="commit to compare with (default: where this branch left main)")

@@ -380,6 +380,30 @@ def test_json_nan_and_infinity_literals(tmp_path, engine):
     assert got.summary["statuses"] == {"ok": 1, "unparsed": 1}
 
 
+def test_identifiers_values_and_numbers_issue50(tmp_path, engine):
+    """Every engine quarantines what ingest does (issue 50): an identifier holding a control
+    character (a NUL, a C1 control) or no visible character (a zero-width space, a word
+    joiner), a list or object in a value column, NaN and infinity in confidence and sample;
+    a tab inside a name and NaN in a prediction are kept."""
+    head = "model,task,item_id,prediction,outcome,confidence,sample,cluster,run_id\n"
+    (tmp_path / "a.csv").write_text(
+        head + "m,t,1,yes,true,,,,\nm,t,2,yes,true,NaN,,,\nm,t,3,yes,true,,inf,,\n"
+        "m,t,4,yes,true,,,\u2060,\nm,t,5,\"[\"\"yes\"\"]\",true,,,,\nm,t,6,NaN,true,,,,\n"
+        "m,t,7,yes,true,,,a\tb,\nm,t,8,yes,true,,, ,r\u0085x\n", encoding="utf-8")
+    rows = [{"model": "m\u0000", "task": "t", "item_id": "9", "outcome": True},
+            {"model": "m", "task": "\u200b", "item_id": "10", "outcome": True},
+            {"model": "m", "task": "t", "item_id": "11", "outcome": {"v": 1}},
+            {"model": "m", "task": "t", "item_id": "12", "outcome": True, "run_id": "r\u009b"},
+            {"model": "m", "task": "t", "item_id": "13", "outcome": True, "prediction": "yes"}]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) +
+                                      '{"model": "m", "task": "t", "item_id": "14", '
+                                      '"outcome": true, "confidence": -Infinity}\n')
+    got = _assert_same([tmp_path / "a.csv", tmp_path / "b.jsonl"], engine)
+    assert got.summary["quarantine_reasons"] == {
+        "invalid confidence": 2, "invalid identifier": 4, "invalid sample": 1,
+        "invalid value": 2}
+
+
 def test_row_with_only_correct_keeps_it(tmp_path, engine):
     p = tmp_path / "c.csv"
     p.write_text("model,task,item_id,prediction,outcome,correct\n"

@@ -303,3 +303,20 @@ def test_the_sort_key_orders_as_polars_sorts_the_record_key() -> None:
     by_columns = frame.sort(list(KEY), nulls_last=False, maintain_order=True)
     by_text = frame.with_columns(stream.sort_key().alias("k")).sort("k", maintain_order=True)
     assert by_columns.get_column("i").to_list() == by_text.get_column("i").to_list()
+
+
+@pytest.mark.parametrize("batched", [False, True])
+def test_the_raw_text_of_a_quarantined_csv_record_spanning_lines_is_all_its_lines(
+    batched: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record's lines are found again by reading the file (not kept while reading)."""
+    if batched:
+        monkeypatch.setattr(readers, "BATCH_BYTES", 64)
+        monkeypatch.setattr(readers, "CSV_BATCH_RECORDS", 2)
+    rows = ["model,task,item_id,prediction,outcome,confidence"]
+    rows += [f'm1,t,q{i},"a\nb {i}",x,{"7" if i in (3, 4, 8) else "0.5"}' for i in range(10)]
+    path = tmp_path / "r.csv"
+    path.write_text("\n".join(rows) + "\n")
+    res = ingest([path], stream=batched)
+    assert res.quarantine.select("source_line", "raw").rows() == [
+        (2 + 2 * i, f'm1,t,q{i},"a\nb {i}",x,7') for i in (3, 4, 8)]

@@ -81,16 +81,22 @@ class RawTexts:
     """The raw text of a file's rows by line (row) number, read when first asked.
 
     Lines must be asked for in ascending order (over any number of calls): the file is read
-    forward once, never held in memory whole. ``spans`` maps the first line of a CSV record
-    that spans lines to its last line. A Parquet file's row is shown as JSON.
+    forward once, never held in memory whole. In a CSV file whose records span lines
+    (``records_span_lines``), a record's text is all its lines, found by reading the file
+    with Python's csv reader alongside (the lines of each record are not kept while
+    reading: in such a file every record may span lines). A Parquet file's row is shown as
+    JSON.
     """
 
     def __init__(self, inp: InputFile) -> None:
         self.inp = inp
-        self.spans: dict[int, int] = {}
+        self.records_span_lines = False
         self.present: list[str] = []  # a Parquet file's columns
         self._handle: Any = None
         self._line = 0  # physical lines consumed
+        self._records: Any = None  # the csv reader of a CSV file whose records span lines
+        self._stream: Any = None  # the text it reads
+        self._record = (0, 0)  # the first and last line of the last record it read
 
     def __call__(self, lines: Sequence[int]) -> dict[int, str]:
         """``{line: raw text}`` of ``lines`` (ascending, each at least the last one asked)."""
@@ -100,7 +106,7 @@ class RawTexts:
             return self._rows(lines)
         out: dict[int, str] = {}
         for line in lines:
-            end = self.spans.get(line, line)
+            end = self._record_end(line) if self.records_span_lines else line
             parts = self._physical(line, end)
             out[line] = _clip(b"\n".join(parts).decode("utf-8", "replace"))
         return out
@@ -123,6 +129,22 @@ class RawTexts:
                 break
         return got
 
+    def _record_end(self, line: int) -> int:
+        """The last line of the CSV record that starts on ``line`` (``line`` if none does)."""
+        if self._records is None or line < self._record[0]:  # asked again: from the start
+            self._close_records()
+            raw = self.inp.path.open("rb")
+            if raw.read(len(_BOM)) != _BOM:
+                raw.seek(0)
+            self._stream = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape",
+                                            newline="")
+            self._records, self._record = csv.reader(self._stream), (0, 0)
+        while self._record[0] < line:
+            if next(self._records, None) is None:
+                return line
+            self._record = (self._record[1] + 1, self._records.line_num)
+        return self._record[1] if self._record[0] == line else line
+
     def _rows(self, lines: Sequence[int]) -> dict[int, str]:
         wanted = pl.Series(lines, dtype=pl.Int64).implode()
         rows = (pl.scan_parquet(self.inp.path).with_row_index("__row", offset=1)
@@ -131,11 +153,17 @@ class RawTexts:
         return {n: _clip(json.dumps(row, ensure_ascii=False, default=str))
                 for n, row in zip(lines, rows, strict=True)}
 
+    def _close_records(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        self._stream = self._records = None
+
     def close(self) -> None:
         """Close the file, if open."""
         if self._handle is not None:
             self._handle.close()
             self._handle = None
+        self._close_records()
 
 
 def _empty_read(present: list[str] | None = None) -> FileRead:

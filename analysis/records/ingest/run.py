@@ -346,7 +346,7 @@ def _read_files(inputs: Sequence[InputFile], options: IngestConfig, wanted: set[
             try:
                 for read in read_batches(inp, scanning.result, wanted, critical):
                     rows += read.rows
-                    raw.spans.update(read.spans)
+                    raw.records_span_lines |= bool(read.spans)
                     raw.present = read.present
                     _batch(reading, index, inp, read, options, repeats)
                 info = scanning.result()
