@@ -320,3 +320,18 @@ def test_the_raw_text_of_a_quarantined_csv_record_spanning_lines_is_all_its_line
     res = ingest([path], stream=batched)
     assert res.quarantine.select("source_line", "raw").rows() == [
         (2 + 2 * i, f'm1,t,q{i},"a\nb {i}",x,7') for i in (3, 4, 8)]
+
+
+def test_a_parquet_file_counts_its_rows_not_its_compressed_bytes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Parquet compresses records ten times or more: 2,000 rows count as 300 KB of input."""
+    path = tmp_path / "r.parquet"
+    pl.DataFrame({"model": ["m1"] * 2000, "task": ["t"] * 2000,
+                  "item_id": [f"q{i}" for i in range(2000)], "outcome": [True] * 2000}
+                 ).write_parquet(path)
+    assert path.stat().st_size < 100_000
+    monkeypatch.setenv(stream.STREAM_ENV, "200K")
+    assert ingest([path]).streamed
+    monkeypatch.setenv(stream.STREAM_ENV, "400K")
+    assert not ingest([path]).streamed

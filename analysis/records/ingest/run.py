@@ -40,9 +40,9 @@ from selfmodel.records.ingest.rules import validate
 from selfmodel.records.ingest.stream import (
     STREAM_ENV,
     Spill,
+    input_size,
     move_table,
     stream_limit,
-    total_bytes,
     write_table,
 )
 from selfmodel.records.ingest.tables import (
@@ -228,11 +228,11 @@ def ingest(
     wanted = set(INPUT_COLUMNS) | set(options.mapping.values())
     if options.transform is not None:
         wanted |= options.transform.read_columns
-    size = total_bytes([i.path for i in inputs])
+    size = input_size(inputs)
     if stream is None:
         stream = size > stream_limit()
         if stream and say is not None:
-            say(f"{_size(size)} of record files (more than {_size(stream_limit())}, "
+            say(f"{_size(size)} of records (more than {_size(stream_limit())}, "
                 f"{STREAM_ENV}): validated in batches and sorted on disk, so that memory stays "
                 "bounded (docs/performance.md)")
     spill = Spill() if stream else None

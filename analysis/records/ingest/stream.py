@@ -303,6 +303,26 @@ def move_table(source: Path, target: Path) -> None:
         shutil.move(source, tmp)
 
 
-def total_bytes(paths: Sequence[Any]) -> int:
-    """Bytes of the record files (decompressed copies of ``.gz`` files)."""
-    return sum(Path(p).stat().st_size for p in paths)
+#: What a Parquet row counts for in :func:`input_size` (about its size as a JSONL line):
+#: Parquet compresses records ten times or more, so its bytes would understate the rows.
+PARQUET_ROW_BYTES: Final = 150
+
+
+def input_size(files: Sequence[Any]) -> int:
+    """The size of the inputs as text, compared with :func:`stream_limit`.
+
+    A JSONL or CSV file counts its bytes (a ``.gz`` file those of its decompressed copy), a
+    Parquet file :data:`PARQUET_ROW_BYTES` per row (from its metadata; its bytes if that
+    cannot be read: the reader then says why).
+    """
+    total = 0
+    for inp in files:
+        if inp.format == "parquet":
+            try:
+                total += PARQUET_ROW_BYTES * int(
+                    pl.scan_parquet(inp.path).select(pl.len()).collect().item())
+                continue
+            except Exception:  # noqa: BLE001 - a broken file: its reader says so
+                pass
+        total += Path(inp.path).stat().st_size
+    return total
