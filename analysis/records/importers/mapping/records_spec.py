@@ -202,10 +202,12 @@ _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 _Names = _Text | Annotated[list[_Text], Field(min_length=1)]
 
 
-def _text_hints(table: str | None, *keys: str) -> dict[str, tuple[str, str]]:
-    where = f"[{table}] " if table else ""
+def _text_hints(table: str | None, *keys: str, array: bool = False
+                ) -> dict[str, tuple[str, str]]:
+    where = f"[[{table}]] " if array else f"[{table}] " if table else ""
     return {k: (f"{where}{k} must be a non-empty column name or text",
-                "Write " + snippet(f'{k} = "<name>"', table=table, show_table=False))
+                "Write " + snippet(f'{k} = "<name>"', table=table, show_table=False,
+                                   array=array))
             for k in keys}
 
 
@@ -276,7 +278,7 @@ class _Rule(Table):
     then: str | None = None
     UNKNOWN: ClassVar[str] = "unknown key in [[rule]]"
     HINTS: ClassVar[dict[str, tuple[str, str]]] = {
-        **_text_hints("rule", "column"),
+        **_text_hints("rule", "column", array=True),
         "equals": ("[[rule]] equals must be a value or a list of values (text, true/false or "
                    "a number)", "Write " + snippet('equals = ["False", "false"]', table="rule", array=True,
                                                    show_table=False)),
@@ -446,7 +448,11 @@ class _File(Table):
     join: _Join = _Join()
     UNKNOWN: ClassVar[str] = "unknown mapping key"
     HINTS: ClassVar[dict[str, tuple[str, str]]] = {
-        **_text_hints(None, *CONSTANTS), "map.*": _text_hints("map", "{key}")["{key}"],
+        **_text_hints(None, *CONSTANTS),
+        # {key} is the [map] key at fault, one the [map] validator accepts (a canonical
+        # column), so the hint is the shape of snippet('item_id = "<name>"', table="map")
+        "map.*": ("[map] {key} must be a non-empty column name or text",
+                  'Write {key} = "<name>"'),
         "item_id": ("item_id at the top level must be \"@row\"",
                     "Write " + snippet('item_id = "@row"') + " (the row's position), or map "
                     "a column: " + snippet('item_id = "<column>"', table="map")),
