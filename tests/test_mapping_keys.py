@@ -325,3 +325,15 @@ def test_every_suggested_snippet_parses(tmp_path: Path, capsys) -> None:
         if why is not None:
             problems.append((s, why))
     assert not problems, problems
+
+
+def test_an_import_constant_that_renames_the_logs_task_is_counted() -> None:
+    """``import lmeval`` with ``task = "refusal"`` over a log of task ``selfpred_refusal``:
+    relabelled, counted in the counts and said in a note (never silently)."""
+    from selfmodel.records.importers.lmeval import import_lmeval
+
+    fix = Path(__file__).resolve().parent / "fixtures" / "importers"
+    res = import_lmeval(fix / "single", mapping=fix / "single.toml")
+    assert res.counts["relabelled"] == {"task": {"selfpred_refusal -> refusal": 4}}
+    assert ("the mapping's task = 'refusal' relabelled records of logs that name another task: "
+            "selfpred_refusal -> refusal (4).") in res.notes
