@@ -76,6 +76,10 @@ def test_touched_or_missing_outputs_rerun(data, tmp_path, calls):
     _run(data, out)
     assert len(calls) == 3
     (out / "results.json").write_text(json.dumps({**RESULTS, "edited": True}))
+    # an edited results.json is the user's now (issue 50): refused before any work, kept
+    assert _run(data, out) == 2 and len(calls) == 3
+    assert json.loads((out / "results.json").read_text())["edited"] is True
+    (out / "results.json").unlink()  # moved away: the run goes ahead
     _run(data, out)
     assert len(calls) == 4
     _run(data, out)

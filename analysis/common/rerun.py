@@ -33,12 +33,14 @@ from pathlib import Path
 from typing import Any, Final
 
 from selfmodel.common import atomic
+from selfmodel.common.manifest import MARKER
 
 #: The file ``record`` writes into OUT; bump :data:`FORMAT` when its meaning changes.
 KEY_FILE: Final = "run-key.json"
 FORMAT: Final = 1
-#: Outputs that are not part of the manifest: this file, and the report (keyed on its own).
-NOT_IN_MANIFEST: Final = frozenset({KEY_FILE, "report.html", "report.pdf"})
+#: Outputs that are not part of the manifest: this file, the report (keyed on its own) and
+#: the folder's own manifest (:mod:`selfmodel.common.manifest`, rewritten as files are added).
+NOT_IN_MANIFEST: Final = frozenset({KEY_FILE, "report.html", "report.pdf", MARKER})
 
 _PACKAGES: Final = (
     "selfmodel", "pymc", "pytensor", "arviz", "arviz-base", "arviz-stats", "nutpie", "numpy",
@@ -186,9 +188,12 @@ def mark_report(out: Path, fmt: str = "html") -> None:
         atomic.write_text(report_key_file(out / f"report.{fmt}"), key + "\n")
 
 
-def record(out: Path, key: str) -> None:
-    """After a finished run: save its key, the results' hash and the outputs' manifest."""
-    atomic.write_json(out / KEY_FILE, {
+def record(out: Path, key: str, *, into: Path | None = None) -> None:
+    """After a finished run: save its key, the results' hash and the outputs' manifest.
+
+    Written into ``into`` (a staging folder, published into ``out`` next) when given.
+    """
+    atomic.write_json((into or out) / KEY_FILE, {
         "format": FORMAT,
         "run_key": key,
         "results_sha256": _sha256(out / "results.json"),
