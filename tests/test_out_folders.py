@@ -573,10 +573,12 @@ def test_a_kill_between_any_two_steps_of_a_publish(
     users_entry = way == "one by one"
     first = tmp_path / "count"
     _previous(first, users_entry=users_entry)
+    inode = first.stat().st_ino
     kill_at["steps"] = 0
     _write_set(first, "new", NEW)
     n = kill_at["steps"]
     assert _complete(_view(first)) == "new" and n >= (12 if users_entry else 8), n
+    assert (first.stat().st_ino == inode) == users_entry  # the folder exchanged, or not
     ends = set()
     for k in range(n):
         out = tmp_path / f"k{k}"
