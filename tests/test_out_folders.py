@@ -256,6 +256,19 @@ def test_data_raw_carries_the_manifest_make_data_needs(tmp_path: Path) -> None:
     assert (copy / "records.csv").read_bytes() == (ROOT / "data_raw" / "records.csv").read_bytes()
 
 
+def test_a_write_probe_left_behind_is_cleared_and_only_that(tmp_path: Path) -> None:
+    """The probe is an empty file of a new name: one left by a kill (or carried off by a
+    concurrent exchange) goes with the next command; a file of yours of that form does not."""
+    out = tmp_path / "out"
+    assert main(["ingest", str(VALID), "--out", str(out)]) == 0
+    (out / ".selfmodel-write-probe.abcd_123").write_bytes(b"")
+    (out / ".selfmodel-write-probe.mine1234").write_text("not empty: yours")
+    assert main(["ingest", str(VALID), "--out", str(out)]) == 0
+    assert not (out / ".selfmodel-write-probe.abcd_123").exists()
+    assert (out / ".selfmodel-write-probe.mine1234").read_text() == "not empty: yours"
+    _proves_all(out)
+
+
 # --------------------------------------------------------------------------- inputs and --out
 
 

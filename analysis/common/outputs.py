@@ -223,7 +223,8 @@ def _probe(out: Path, real: Path) -> None:
     try:
         fd, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=real)
         os.close(fd)
-        os.unlink(name)
+        with contextlib.suppress(FileNotFoundError):  # a command swapping the folder took it
+            os.unlink(name)  # along (its next recovery removes it): it could be written
     except OSError as exc:
         why = exc.strerror or type(exc).__name__
         raise InputError(f"--out {out}: cannot write into it ({why}). Check its permissions "

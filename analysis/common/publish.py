@@ -382,7 +382,7 @@ def discard_old(staging: Path, out: Path) -> None:
                     _step(os.rename, f, out / FITS / f.name)
             with contextlib.suppress(OSError):
                 _step(os.rmdir, entry)
-        elif old.proves(staging, entry.name):
+        elif old.proves(staging, entry.name) or _is_probe(entry):
             _unlink(entry)
         elif not os.path.lexists(out / entry.name):
             with contextlib.suppress(OSError):
@@ -411,8 +411,7 @@ def recover(out: Path, say: Callable[[str], None] = lambda _m: None) -> None:
         if left is not None and left.get("out") == str(out):
             _unlink(out / TOKEN)  # an exchange's, or a first publish's, stopped just after
         for entry in out.iterdir():  # a write probe of a command killed in between
-            if PROBE.match(entry.name) and entry.is_file() and not entry.is_symlink() \
-                    and entry.stat().st_size == 0:
+            if _is_probe(entry):
                 _unlink(entry)
     if not os.path.lexists(staging):
         return
@@ -439,6 +438,15 @@ def recover(out: Path, say: Callable[[str], None] = lambda _m: None) -> None:
     else:
         discard_new(staging, out)
         say(f"removed the unfinished outputs of an interrupted run ({staging})")
+
+
+def _is_probe(entry: Path) -> bool:
+    """An empty file of the write probe's name (made with a new name, so selfmodel's)."""
+    try:
+        st = entry.lstat()
+    except OSError:
+        return False
+    return PROBE.match(entry.name) is not None and stat.S_ISREG(st.st_mode) and st.st_size == 0
 
 
 def _in_the_way(out: Path, staging: Path) -> InputError:
