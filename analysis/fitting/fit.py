@@ -2,12 +2,13 @@
 
 A fit is sampled with nutpie (numba backend; see ``bench/`` for the measurements behind
 the choice), checked against named diagnostic thresholds, and saved as netCDF with its
-provenance in ``idata.attrs``. A saved fit is reused only when the data hash, model,
-options, priors, sampler settings, seed and package versions all match; anything else
-refits.
+provenance in ``idata.attrs``, sealed with the user's key (:mod:`selfmodel.common.seal`).
+A saved fit is reused only when its seal verifies and the data hash, model, options,
+priors, sampler settings, seed and package versions all match; anything else refits.
 
-A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache
-makes a later compile of the same model in a new process cheaper). ``fit(...,
+A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache, in
+selfmodel's cache folder (:mod:`selfmodel.common.caches`), makes a later compile of the
+same model in a new process cheaper). ``fit(...,
 reuse_compiled=True)`` compiles through :func:`selfmodel.fitting.compile_cache.compiled_model`
 instead, for callers that fit one design many times in one process (calibration studies,
 simulation-based calibration, power by simulation): each later fit of the same structure
@@ -18,9 +19,10 @@ more, the sdt model's compile 27% more (``bench/results/compile_fit.json``). Its
 differ from a plain compile's at Monte Carlo level (same seed, log density equal to
 ~1e-12, but NUTS trajectories diverge), so it is part of the cache key.
 
-Results derived from a fit (its diagnostics here, the checks of ``analysis/fitting/checks.py``, the
-power simulation of ``analysis/power/``) are saved beside it as JSON by
-:func:`cached_json`, keyed on everything they depend on.
+Results derived from a fit (the checks of ``analysis/fitting/checks.py``, the power
+simulation of ``analysis/power/``) are saved beside it as JSON by :func:`cached_json`, keyed
+on everything they depend on and sealed the same way; diagnostics are computed from the
+draws on every read.
 """
 
 from __future__ import annotations
