@@ -234,3 +234,35 @@ def test_a_worker_seals_with_its_parent_key_when_no_file_holds_one(
         assert pool is not None
         there = pool.submit(functools.partial(seal.seal, "fit", b"payload")).result()
     assert there == here
+
+
+@pytest.mark.e2e
+def test_the_issue_forgery_through_the_command_line(tmp_path: Path, capsys) -> None:
+    """Issue 50's reproduction: every beta draw of the saved scale fit +5, its hash recomputed.
+
+    Before, the next ``selfmodel fit`` printed "reused saved fit (inputs unchanged)" and its
+    decision flipped; now it refits, says why, and its results are the first run's.
+    """
+    from selfmodel.cli import main
+
+    out = tmp_path / "out"
+    argv = ["fit", str(Path(__file__).resolve().parents[1] / "data_raw"), "--out", str(out),
+            "--models", "scale", "--no-power", "--no-robustness", "--no-contrasts",
+            "--draws", "200", "--tune", "200", "--chains", "2", "--jobs", "1"]
+    assert main(argv) == 0
+    first = json.loads((out / "results.json").read_text())
+    nc = out / first["fit"]["file"]
+    idata = arviz_ops.load(nc)
+    _shift_beta(idata)
+    for attr in HASH_ATTRS:
+        idata.attrs[attr] = content_sha256(idata)
+    _rewrite(nc, idata)
+    capsys.readouterr()
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert "reused saved fit" not in err and "Traceback" not in err
+    # named in the staging folder the run builds its outputs in (analysis/common/outputs.py)
+    assert f"fits/{nc.name}: saved fit not used: its seal does not verify" in err
+    again = json.loads((out / "results.json").read_text())
+    keys = ("mean", "hdi_low", "hdi_high", "prob_positive", "decision", "per_task")
+    assert {k: again["scale_effect"][k] for k in keys} == {k: first["scale_effect"][k] for k in keys}
