@@ -13,7 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Literal
 
-from selfmodel.common import atomic, rerun
+from selfmodel.common import rerun
 from selfmodel.common.paths import REPORT_QMD
 from selfmodel.records.contract import InputError
 from selfmodel.report.render import RenderError, render
@@ -54,10 +54,5 @@ def render_report(
         )
     except RenderError as e:
         raise InputError(f"report rendering failed: {e}") from None
-    if into is None:
-        rerun.mark_report(out, fmt)
-    else:
-        key = rerun.report_key(out, fmt)
-        if key is not None:
-            atomic.write_text(rerun.report_key_file(written), key + "\n")
+    rerun.mark_report(out, fmt, into=into)
     return target
