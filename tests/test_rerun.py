@@ -76,6 +76,10 @@ def test_touched_or_missing_outputs_rerun(data, tmp_path, calls):
     _run(data, out)
     assert len(calls) == 3
     (out / "results.json").write_text(json.dumps({**RESULTS, "edited": True}))
+    # an edited results.json is the user's now (issue 50): refused before any work, kept
+    assert _run(data, out) == 2 and len(calls) == 3
+    assert json.loads((out / "results.json").read_text())["edited"] is True
+    (out / "results.json").unlink()  # moved away: the run goes ahead
     _run(data, out)
     assert len(calls) == 4
     _run(data, out)
@@ -134,6 +138,18 @@ def test_a_forged_record_is_not_trusted(data, tmp_path, calls):
         redone = [f.stat().st_size, f.stat().st_mtime_ns, hashlib.sha256(f.read_bytes()).hexdigest()]
         record["outputs"][name] = redone[:len(entry)]
     (out / rerun.KEY_FILE).write_text(json.dumps(record))
+    # edited files are not selfmodel's any more (its manifest has other hashes): the run
+    # stops before any work, and neither trusts nor overwrites them (issue 50, output folders)
+    assert _run(data, out) == 2 and len(calls) == 1
+    assert (out / "results.json").read_text() == forged
+    # a forger who also redoes the manifest's plain hashes gets a run, never a reuse
+    from selfmodel.common import manifest
+
+    found = manifest.read(out)
+    assert found is not None
+    (out / manifest.MARKER).write_text(manifest.Manifest(
+        files={n: manifest.file_sha256(out / n) for n in found.files},
+        folders=found.folders).text())
     _run(data, out)
     assert len(calls) == 2
     assert json.loads((out / "results.json").read_text()) == RESULTS

@@ -39,13 +39,15 @@ from pathlib import Path
 from typing import Any, Final
 
 from selfmodel.common import atomic, seal
+from selfmodel.common.manifest import MARKER
 
 #: The file ``record`` writes into OUT; bump :data:`FORMAT` when its meaning changes.
 #: 2: sealed, and the manifest holds each output's SHA-256.
 KEY_FILE: Final = "run-key.json"
 FORMAT: Final = 2
-#: Outputs that are not part of the manifest: this file, and the report (keyed on its own).
-NOT_IN_MANIFEST: Final = frozenset({KEY_FILE, "report.html", "report.pdf"})
+#: Outputs that are not part of the manifest: this file, the report (keyed on its own) and
+#: the folder's own manifest (:mod:`selfmodel.common.manifest`, rewritten as files are added).
+NOT_IN_MANIFEST: Final = frozenset({KEY_FILE, "report.html", "report.pdf", MARKER})
 
 _PACKAGES: Final = (
     "selfmodel", "pymc", "pytensor", "arviz", "arviz-base", "arviz-stats", "nutpie", "numpy",
@@ -205,18 +207,25 @@ def report_is_current(out: Path, fmt: str = "html") -> bool:
     return key is not None and saved.get("report_key") == key
 
 
-def mark_report(out: Path, fmt: str = "html") -> None:
-    """Record that ``OUT/report.<fmt>`` was just rendered from what ``out`` holds."""
+def mark_report(out: Path, fmt: str = "html", *, into: Path | None = None) -> None:
+    """Record that ``OUT/report.<fmt>`` was just rendered from what ``out`` holds.
+
+    With ``into`` (a staging folder, published into ``out`` next) the report is there, and
+    its stamp is written there too.
+    """
     key = report_key(out, fmt)
     if key is not None:
-        target = out / f"report.{fmt}"
+        target = (into or out) / f"report.{fmt}"
         atomic.write_json(report_key_file(target), _sealed(
             "report", {"format": FORMAT, "report_key": key, "report_sha256": _sha256(target)}))
 
 
-def record(out: Path, key: str) -> None:
-    """After a finished run: save its key, the results' hash and the outputs' manifest, sealed."""
-    atomic.write_json(out / KEY_FILE, _sealed("run", {
+def record(out: Path, key: str, *, into: Path | None = None) -> None:
+    """After a finished run: save its key, the results' hash and the outputs' manifest, sealed.
+
+    Written into ``into`` (a staging folder, published into ``out`` next) when given.
+    """
+    atomic.write_json((into or out) / KEY_FILE, _sealed("run", {
         "format": FORMAT,
         "run_key": key,
         "results_sha256": _sha256(out / "results.json"),
