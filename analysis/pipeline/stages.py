@@ -35,7 +35,7 @@ from selfmodel.analyses.training import SCALE_EXCLUSION_REASON, training_effect,
 from selfmodel.common import atomic
 from selfmodel.common import progress as progress_lines
 from selfmodel.common.jsonable import rounded
-from selfmodel.common.outputs import check_out
+from selfmodel.common.outputs import check_writable
 from selfmodel.common.paths import DEFAULT_DATA, PACKAGE, PACKAGE_DIR, REPORT_QMD
 from selfmodel.common.progress import counter, step_prefix
 from selfmodel.decisions.effects import scale_effect
@@ -701,7 +701,7 @@ def run(
     rule, hypotheses, source = one_rule(hypotheses, cfg.rule, rope_given=cfg.rope_given,
                                         path=cfg.hypotheses)
     cfg = replace(cfg, rule=rule, rule_source=source)
-    check_out(cfg.out)  # a file, under a file, or not writable: one line
+    check_writable(cfg.out)  # a file, under a file, or not writable: one line
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
     _remove_stale_outputs(cfg.out)
