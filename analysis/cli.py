@@ -414,8 +414,7 @@ def _rerun_key(args: argparse.Namespace) -> str:
              *(p for p in (args.registry, args.config, args.mapping) if p is not None)]
     if args.mapping is not None:  # the answer key a mapping joins is read too
 
-        join = load_records_mapping(args.mapping).join_file
-        files += [join] if join is not None else []
+        files += list(load_records_mapping(args.mapping).join_files)
     return rerun.run_key(options, files)
 
 

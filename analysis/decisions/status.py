@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from selfmodel.decisions.verdict import failed_checks, was_fitted
+from selfmodel.records.snippets import snippet
 
 __all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "contrast_status", "low_yield_sentence", "status_lines"]
 
@@ -40,7 +41,8 @@ EXPLORATORY: Final = {"draws": 300, "tune": 300, "chains": 2}
 EXPLORATORY_WORDS: Final = "Exploratory settings: not for findings"
 
 _SCALE_HINT: Final = (" If the confidence is on another scale (0-10, 0-100), declare it in a "
-                      "mapping file: [confidence] scale = [0, 10] (docs/mapping.md).")
+                      "mapping file: " + snippet("scale = [0, 10]", table="confidence")
+                      + " (docs/mapping.md).")
 
 
 def low_yield_sentence(summary: Mapping[str, Any]) -> str | None:
@@ -55,7 +57,8 @@ def low_yield_sentence(summary: Mapping[str, Any]) -> str | None:
     on another scale (0-10, 0-100), declare it in a mapping file: [confidence] scale = [0, 10]
     (docs/mapping.md).
     """
-    read = int(summary.get("records_read") or 0)
+    # rows a mapping's rules left out were left out on purpose: the yield is of the rest
+    read = int(summary.get("records_read") or 0) - int(summary.get("records_excluded") or 0)
     used = int(summary.get("records_used") or 0)
     if read == 0 or used >= LOW_YIELD_SHARE * read:
         return None
@@ -189,4 +192,6 @@ def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
                     "(correct_means = \"task\") with the stated confidence."))
     for hint in data.get("hints") or []:
         out.append(("repeats", str(hint)))
+    for warning in (data.get("study_mapping") or {}).get("warnings") or []:
+        out.append(("mapping", "Mapping: " + str(warning)))
     return [{"key": k, "text": t} for k, t in out]

@@ -34,6 +34,7 @@ DATA_KEYS = (
     "records_used",
     "records_quarantined",
     "records_duplicate",
+    "records_excluded",
     "unreadable_predictions",
     "models",
     "tasks",

@@ -22,7 +22,8 @@ confidence      Float64      stated probability that the prediction is right, 0.
 cluster         Utf8         item group sharing context
 condition       Utf8         the study condition the record was made under (prompting,
                              reasoning on/off, temperature); null when the study has one
-status          Utf8         ``ok``, ``unparsed``, ``refused`` or ``error``
+status          Utf8         ``ok``, ``unparsed``, ``refused``, ``error``, ``not_asked``
+                             or ``unanswered`` (:data:`STATUSES`)
 run_id          Utf8         provenance
 sample          Int64        repeat index (0 when absent)
 source_file     Utf8         file the record came from
@@ -69,8 +70,11 @@ RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
 #: is two records (null when the study has one condition).
 KEY: Final = ("model", "predictor", "task", "condition", "item_id", "run_id", "sample")
 
-#: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
-STATUSES: Final = ("ok", "unparsed", "refused", "error")
+#: Allowed values of ``status``. ``unparsed``, ``refused`` and ``error`` are unreadable
+#: predictions. ``not_asked``: no prediction was asked, by design (a control condition): not a
+#: prediction, not unreadable. ``unanswered``: the model gave no answer to the object-level
+#: question, so there is no outcome (kept under that name, not quarantined as "no outcome").
+STATUSES: Final = ("ok", "unparsed", "refused", "error", "not_asked", "unanswered")
 
 #: Quarantine table columns.
 QUARANTINE_SCHEMA: Final[dict[str, pl.DataType]] = {

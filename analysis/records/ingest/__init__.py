@@ -3,8 +3,9 @@ r"""Ingest logged self-prediction records: read, map, validate, deduplicate, acc
 :func:`ingest` reads JSONL (``.jsonl``/``.ndjson``), CSV (``.csv``) and Parquet
 (``.parquet``) files, or folders of them (searched recursively, hidden files skipped),
 into the canonical record table of :mod:`selfmodel.records.contract`. Every row read ends in exactly
-one of three places, so that ``records_read == records_used + records_quarantined +
-records_duplicate`` always holds:
+one of three places (four with a records mapping whose ``[[rule]]`` leaves rows out,
+``records_excluded``), so that ``records_read == records_used + records_quarantined +
+records_duplicate + records_excluded`` always holds:
 
 * ``records`` -- valid rows, one per :data:`~selfmodel.records.contract.KEY`;
 * ``quarantine`` -- rows that cannot be used, each with its file, line, a reason and the

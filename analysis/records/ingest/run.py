@@ -43,6 +43,7 @@ from selfmodel.records.ingest.rules import GOOD_SCHEMA, validate
 from selfmodel.records.reduction import binary_task_rule as binary_task_rule_exprs
 from selfmodel.records.reduction import binary_tasks, not_boolean
 from selfmodel.records.registry import format_input_error, load_registry, registry_report
+from selfmodel.records.snippets import snippet
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,8 @@ def ingest(
     -------
     IngestResult
         ``summary`` keys: ``records_read``, ``records_used``, ``records_quarantined``,
-        ``records_duplicate`` (read == used + quarantined + duplicate), ``files``
+        ``records_duplicate``, ``records_excluded`` (rows a mapping's ``[[rule]]`` left
+        out; read == used + quarantined + duplicate + excluded), ``files``
         (``[{path, format, rows, sha256}]``), ``sha256`` (see the module docstring),
         ``models``, ``tasks`` (sorted, of used records), ``quarantine_reasons``
         (``{category: count}``), ``unreadable_predictions`` (used records whose status
@@ -168,7 +170,7 @@ def ingest(
         wanted |= options.transform.read_columns
 
     total = hashlib.sha256()
-    goods, bads, reads, files, ignored = _read_files(inputs, options, wanted, total)
+    goods, bads, reads, files, ignored, excluded = _read_files(inputs, options, wanted, total)
     bad_schema = _WORK_QUARANTINE
     names = pl.Series("source_file", [i.name for i in inputs], dtype=pl.Utf8)
     all_good = (
@@ -202,16 +204,17 @@ def ingest(
     ).cast(pl.Schema(QUARANTINE_SCHEMA))
 
     n_read = sum(r.rows for r in reads)
-    if n_read != records.height + quarantine.height + n_copies:  # pragma: no cover - invariant
+    if n_read != records.height + quarantine.height + n_copies + excluded:  # pragma: no cover
         raise RuntimeError(
             f"ingest accounting broken: read {n_read} != used {records.height} + quarantined "
-            f"{quarantine.height} + duplicate {n_copies}"
+            f"{quarantine.height} + duplicate {n_copies} + excluded {excluded}"
         )
     reasons = Counter(quarantine_full.get_column("__cat").to_list())
     if records.height == 0:
-        raise no_records(paths, n_read, reasons, n_copies)
+        raise no_records(paths, n_read, reasons, n_copies, excluded)
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
+    summary["records_excluded"] = excluded  # left out by a mapping's [[rule]]
     summary["predictions_not_boolean"] = not_boolean
     check_lookalike_names(records, registry_frame, registry)
     summary.update(_study_summary(records, options))
@@ -280,18 +283,20 @@ def check_lookalike_names(
 def _read_files(
     inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any
 ) -> tuple[
-    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str]
+    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str], int
 ]:
     """Read, map and validate every file in reading order; ``total`` hashes all bytes.
 
     Returns the valid rows and the quarantined rows of each file (with ``__file_idx``), the
-    reads (for the raw text of quarantined lines), the file list and the ignored columns.
+    reads (for the raw text of quarantined lines), the file list, the ignored columns and
+    the rows a records mapping's rules left out (``excluded``).
     """
     goods: list[pl.DataFrame] = []
     bads: list[pl.DataFrame] = []
     reads: list[FileRead] = []
     files: list[dict[str, Any]] = []
     ignored: set[str] = set()
+    excluded = 0
     repeats: dict[str, int] = {}
     # Each file is hashed (and its lines counted) in a second thread while polars parses
     # it: hashlib and polars both release the GIL. One file at a time, in reading order.
@@ -317,7 +322,13 @@ def _read_files(
         if read.bad:
             bads.append(_unreadable_rows(index, read.bad))
         if options.transform is not None and read.frame.height:
-            read.frame, mapped_bad = options.transform(inp.name, read.frame, read.present)
+            # a wide table melts into more records than rows; a mapping's rule may leave
+            # rows out (counted as excluded, never gone silently)
+            mapped = options.transform(inp.name, read.frame, read.present,
+                                       [b[0] for b in read.bad])
+            read.rows += mapped.records - read.frame.height
+            excluded += mapped.excluded
+            read.frame, mapped_bad = mapped.frame, mapped.quarantined
             read.present = [c for c in read.frame.columns if c != LINE]
             if mapped_bad:
                 bads.append(_unreadable_rows(index, mapped_bad))
@@ -344,7 +355,7 @@ def _read_files(
 
     pool.shutdown(wait=True)
     options.hints.update(repeats)
-    return goods, bads, reads, files, ignored
+    return goods, bads, reads, files, ignored, excluded
 
 
 #: The quarantine table while ingesting (file index and reason category kept for sorting).
@@ -476,7 +487,8 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
     atomic.write_json(out / "ingest.json", result.summary)
 
 
-def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: int) -> InputError:
+def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: int,
+               excluded: int = 0) -> InputError:
     """The error of a reading that kept no record: the counts and the top three reasons.
 
     Reasons are ordered by count, then by name (so that every engine says the same); the
@@ -486,10 +498,11 @@ def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: in
     top = ", ".join(f"{cat} {n}" for cat, n in ranked[:3])
     label = paths if isinstance(paths, str | Path) else ", ".join(str(p) for p in paths)
     scale = (" (a confidence on another scale, 0-10 or 0-100, is declared in a --mapping "
-             "file: [confidence] scale = [0, 10])"
+             "file: " + snippet("scale = [0, 10]", table="confidence") + ")"
              if ranked and ranked[0][0] == "invalid confidence" else "")
     return InputError(format_input_error(
         label,
         f"no records to analyse ({n_read} read, {sum(reasons.values())} quarantined"
-        + (f": {top}" if top else "") + f", {n_copies} duplicate)",
+        + (f": {top}" if top else "") + f", {n_copies} duplicate"
+        + (f", {excluded} excluded by the mapping's rules" if excluded else "") + ")",
         "Check that the files hold records with model, task, item_id and an outcome" + scale))

@@ -11,10 +11,12 @@ def accounting(rep: Report) -> str:
     """Input hash, records read/used/quarantined/duplicate, quarantine reasons, source files."""
     D, out = rep.results["data"], Out()
     out(f"Input SHA-256: `{D['sha256']}`.\n")
+    excluded = D.get("records_excluded") or 0
     out(f"Records read **{D['records_read']}**, used **{D['records_used']}**, quarantined "
         f"**{D['records_quarantined']}**, duplicates counted once **{D['records_duplicate']}** "
-        f"(read = used + quarantined + duplicate). Unreadable predictions kept as "
-        f"`status != ok`: {D['unreadable_predictions']}.\n")
+        + (f"excluded by the mapping's rules **{excluded}** (read = used + quarantined + "
+           "duplicate + excluded)" if excluded else "(read = used + quarantined + duplicate)")
+        + f". Unreadable predictions kept as `status != ok`: {D['unreadable_predictions']}.\n")
     if D.get("quarantine_reasons"):
         out("Quarantine reasons (see `quarantine.parquet` for file and line):\n")
         reasons = sorted(D["quarantine_reasons"].items(), key=lambda kv: -kv[1])
