@@ -546,9 +546,10 @@ def _ingest(args: argparse.Namespace, say) -> int:
         write_ingest(res, staging)
     for line in lines:  # low yield, 'correct' only, repeats: said before the counts
         print(line)
+    excluded = f", excluded {s['records_excluded']}" if s.get("records_excluded") else ""
     print(
         f"read {s['records_read']}, used {s['records_used']}, quarantined "
-        f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}"
+        f"{s['records_quarantined']}, duplicate {s['records_duplicate']}{excluded} -> {args.out}"
     )
     return 0
 

@@ -502,6 +502,33 @@ def _binary_frame(records: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: Why a cell with no readable prediction has no skill (``sdt_note``).
+NOT_BINARY: Final = "not a binary cell: predictions or outcomes are not all true/false"
+
+
+def unscored_note(n_total: int, n_not_asked: int, n_unanswered: int) -> str:
+    """Why a cell without a readable self-prediction has nothing to score, from its counts.
+
+    ``n_total`` counts the cell's self-predictions to score (readable or not); rows with
+    nothing to score (status ``not_asked``, ``unanswered``) are counted apart.
+
+    Examples
+    --------
+    >>> unscored_note(0, 40, 0)
+    'no self-prediction to score: no prediction was asked (40 rows not_asked, by design)'
+    >>> unscored_note(3, 0, 2)
+    'no self-prediction to score: no readable prediction (3 unreadable); 2 rows unanswered (no outcome)'
+    """
+    parts = []
+    if n_not_asked:
+        parts.append(f"no prediction was asked ({n_not_asked} rows not_asked, by design)")
+    if n_total:
+        parts.append(f"no readable prediction ({n_total} unreadable)")
+    if n_unanswered:
+        parts.append(f"{n_unanswered} rows unanswered (no outcome)")
+    return "no self-prediction to score: " + ("; ".join(parts) if parts else "no records")
+
+
 def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
     """Count-based skill metrics from the cells of :func:`selfmodel.records.cells.to_cells`.
 
@@ -516,7 +543,10 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
     list of dict
         ``model``, ``task``, ``binary`` and the keys of :func:`binary_metrics`. Non-binary
         cells keep ``n``, ``accuracy`` and ``mode_baseline`` (from ``mode_outcome_share``)
-        and ``None`` for the binary metrics.
+        and ``None`` for the binary metrics. A cell without a readable self-prediction
+        (``n`` 0: every row unreadable, not asked or unanswered) says so in ``sdt_note``
+        (:func:`unscored_note`), never "not a binary cell". ``n_not_asked`` and
+        ``n_unanswered`` count the rows with nothing to score.
     """
     rows = []
     for c in cells.sort(list(CELL_KEY)).iter_rows(named=True):
@@ -526,7 +556,8 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
             m = binary_metrics(h, int(c["n_signal"]) - h, fa, int(c["n_noise"]) - fa)
         else:
             m = binary_metrics(0, 0, 0, 0)
-            m["sdt_note"] = "not a binary cell: predictions or outcomes are not all true/false"
+            m["sdt_note"] = NOT_BINARY if c["n"] else unscored_note(
+                int(c["n_total"]), int(c.get("n_not_asked") or 0), int(c.get("n_unanswered") or 0))
             n = int(c["n"])
             m["n"] = n
             if n:
@@ -536,7 +567,9 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
                 if base is not None:
                     m["skill_over_mode"] = acc - base
                     m["skill_score"] = (acc - base) / (1 - base) if base < 1 else None
-        rows.append({"model": c["model"], "task": c["task"], "binary": binary, **_clean(m)})
+        rows.append({"model": c["model"], "task": c["task"], "binary": binary, **_clean(m),
+                     "n_not_asked": int(c.get("n_not_asked") or 0),
+                     "n_unanswered": int(c.get("n_unanswered") or 0)})
     return rows
 
 

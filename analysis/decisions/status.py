@@ -21,7 +21,13 @@ screen) say, in this order and only when it applies:
 ``correct_only``
     records that give only ``correct`` were read as *self-prediction* right or wrong;
 ``repeats``
-    repeats told apart only by an ignored column (map it to ``sample``).
+    repeats told apart only by an ignored column (map it to ``sample``);
+``carried``
+    the accounting of the ingests whose ``records.parquet`` was read is part of the counts
+    (their quarantine is in the ``quarantine.parquet`` beside each);
+``carried_not_trusted``
+    an ``ingest.json`` beside a ``records.parquet`` read does not describe it (changed
+    since), so its accounting is not carried.
 """
 
 from __future__ import annotations
@@ -189,4 +195,36 @@ def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
                     "(correct_means = \"task\") with the stated confidence."))
     for hint in data.get("hints") or []:
         out.append(("repeats", str(hint)))
+    if (text := carried_sentence(data)) is not None:
+        out.append(("carried", text))
+    for bad in data.get("carried_not_trusted") or []:
+        out.append(("carried_not_trusted", f"{bad['path']}: {bad['reason']}; its rows count as "
+                    "read here, and the rows that ingest left out are not counted."))
     return [{"key": k, "text": t} for k, t in out]
+
+
+def carried_sentence(data: Mapping[str, Any]) -> str | None:
+    """What the counts carry from the ingests whose ``records.parquet`` was read, or ``None``.
+
+    Examples
+    --------
+    >>> print(carried_sentence({"carried": [{"path": "a/records.parquet", "records_read": 1000,
+    ...     "records_used": 759, "records_quarantined": 241, "records_duplicate": 0,
+    ...     "records_excluded": 0, "accounting": "a/ingest.json"}]}))  # doctest: +NORMALIZE_WHITESPACE
+    The counts include the ingest that made a/records.parquet (a/ingest.json: read 1,000, used 759,
+    quarantined 241, duplicate 0; its quarantined rows are in the quarantine.parquet beside it).
+    """
+    carried = data.get("carried") or []
+    if not carried:
+        return None
+    parts = [f"{c['path']} ({c['accounting']}: read {c['records_read']:,}, used "
+             f"{c['records_used']:,}, quarantined {c['records_quarantined']:,}, duplicate "
+             f"{c['records_duplicate']:,}"
+             + (f", excluded {c['records_excluded']:,}" if c.get("records_excluded") else "") + ")"
+             for c in carried]
+    what = "the ingest" if len(carried) == 1 else f"the {len(carried)} ingests"
+    return (f"The counts include {what} that made " + "; ".join(parts)[:-1]
+            + "; its quarantined rows are in the quarantine.parquet beside it)."
+            if len(carried) == 1 else
+            f"The counts add up {what} that made " + "; ".join(parts)
+            + "; each one's quarantined rows are in the quarantine.parquet beside it.")

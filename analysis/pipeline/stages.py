@@ -116,7 +116,8 @@ def _models_table(
     per_model = (
         cells.group_by("model")
         .agg(
-            pl.col("n_total").sum(),
+            # every self-prediction record, those with nothing to score (not_asked, unanswered) too
+            (pl.col("n_total") + pl.col("n_not_asked") + pl.col("n_unanswered")).sum().alias("n_total"),
             pl.col("family").first(),
             pl.col("scale_raw").first(),
             pl.col("x").first(),
@@ -179,9 +180,10 @@ def stage_ingest(state: RunState, say: Progress) -> None:
     say(f"ingesting {len(state.inputs.record_paths)} file(s)")
     state.ingest = run_ingest(state.config, state.inputs)
     s = state.ingest.summary
+    excluded = f", excluded {s['records_excluded']}" if s.get("records_excluded") else ""
     say(
         f"records read {s['records_read']}, used {s['records_used']}, "
-        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}"
+        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}{excluded}"
     )
     for line in status_lines({"data": s, "diagnostics": {"passed": True, "max_rhat": 1.0}}):
         say(line["text"])

@@ -20,6 +20,10 @@ def intro(rep: Report) -> str:
         out("d' and c where the rates do not allow them (a constant responder has d' 0: its hit and false-alarm "
             "rates are equal): " + "; ".join(f"{esc(r['model'])} / {esc(r['task'])}: {esc(r['sdt_note'])}"
                                            for r in notes) + ".\n")
+    unscored = [r for r in R.get("skill") or [] if not r.get("n") and r.get("sdt_note")]
+    if unscored:
+        out("Cells with no self-prediction to score (n/a in the table): " + "; ".join(
+            f"{esc(r['model'])} / {esc(r['task'])}: {esc(r['sdt_note'])}" for r in unscored) + ".\n")
     return str(out)
 
 
