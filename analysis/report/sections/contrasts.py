@@ -79,14 +79,16 @@ def calibration(rep: Report) -> str:
     cal = R["calibration_contrasts"]
     if not cal:
         return ("No calibration per model: it is computed with the contrast model, which was not "
-                "fitted (no reliability diagram).")
+                "fitted, or beside any model when asked for with `selfmodel run "
+                "--calibration-contrasts` (no reliability diagram).")
     if cal.get("reason"):
         return f"Calibration per model: {esc(cal['reason'])} (no reliability diagram)."
     by = cal["by"]
     metrics = ("ece_stated_probability", "ece_prediction_confidence", "brier", "overconfidence")
     rows = [[*(esc(g[k]) for k in by), g["n"], num(g["mean_stated"], ".3f"),
              num(g["frequency"], ".3f"), *(_interval(g, m) for m in metrics)] for g in cal["groups"]]
-    text = (f"Intervals: {esc(cal['interval'])}. The {ECE_OF_STATED} bins the stated probability of "
+    why = f"Computed because {esc(cal['why'])}. " if cal.get("why") else ""
+    text = (f"{why}Intervals: {esc(cal['interval'])}. The {ECE_OF_STATED} bins the stated probability of "
             f"the outcome (of success) against the outcome; the {ECE_OF_CONFIDENCE} bins the stated "
             "confidence that the prediction is right against whether it was (the skill table's "
             f"measure); both in {esc(binning_words(R))}. Contrasts are the reduction of the error "
