@@ -111,9 +111,12 @@ def test_the_run_reports_the_same_quarantine_in_ingest_json_results_and_report(
     assert any(s["key"] == "carried" for s in results["status"])
 
 
-@pytest.mark.parametrize("content", ["{", "[]", '{"records_sha256": null}'])
+@pytest.mark.parametrize("content", ["{", "[]", '{"records_sha256": null}', "SHA_WITH_BAD_REASONS"])
 def test_an_unreadable_or_foreign_ingest_json_is_not_trusted(tmp_path: Path, content: str) -> None:
     a = _ingested(tmp_path, "a", models=("m1",), bad=1, dup=0)
+    if content == "SHA_WITH_BAD_REASONS":  # the right file, but a reason count that is text
+        summary = json.loads((a / "ingest.json").read_text())
+        content = json.dumps({**summary, "quarantine_reasons": {"invalid JSON": "one"}})
     (a / "ingest.json").write_text(content)
     s = ingest([a / "records.parquet"]).summary
     assert s["carried"] == [] and len(s["carried_not_trusted"]) == 1

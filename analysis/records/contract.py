@@ -133,6 +133,7 @@ Decision = Literal[
     "worsens",
     "no_credible_effect",
     "not_estimable",
+    "not_decided",
 ]
 #: The decision vocabulary of ``results.json`` (DESIGN.md), direction and size separated.
 DECISIONS: Final[tuple[str, ...]] = get_args(Decision)
@@ -145,7 +146,11 @@ DECISION_MEANING: Final[dict[str, str]] = {
     "worsens": "credibly negative and larger than the ROPE",
     "no_credible_effect": "inconclusive (the sign is not credible)",
     "not_estimable": "not estimable from these data",
+    "not_decided": "not decided (its fit failed the diagnostics gate)",
 }
+#: The decision of an effect whose fit failed its diagnostics gate (issue 53): the rule's word
+#: for its numbers is kept beside it as ``decision_if_passed`` (``selfmodel.decisions.gate``).
+UNDECIDED: Final = "not_decided"
 #: Decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
 POSITIVE_DECISIONS: Final = frozenset({"improves", "credibly_positive"})
 NEGATIVE_DECISIONS: Final = frozenset({"worsens", "credibly_negative"})
@@ -158,8 +163,8 @@ SCALE_COLUMNS: Final[dict[str, str]] = {
     "capability": "capability",
 }
 
-#: Version of the ``results.json`` layout.
-RESULTS_SCHEMA_VERSION: Final = "1.0"
+#: Version of the ``results.json`` layout (``docs/results.md``, "Versions").
+RESULTS_SCHEMA_VERSION: Final = "2.0"
 
 
 #: What ``json.loads`` raises on text it cannot turn into data: a syntax error or an integer

@@ -75,8 +75,10 @@ def upstream_accounting(inp: InputFile, sha256: str, rows: int
     if summary.get("records_used") != rows:
         return None, (f"{INGEST_JSON} beside it says {summary.get('records_used')} records were "
                       f"kept, the file has {rows}")
-    counts = ("records_read", *CARRIED_COUNTS)
-    if not all(isinstance(summary.get(k, 0), int) for k in counts):
+    counts = [summary.get(k, 0) for k in ("records_read", *CARRIED_COUNTS)]
+    reasons = [summary.get(k) or {} for k in ("quarantine_reasons", "excluded_reasons")]
+    if not all(isinstance(n, int) and n >= 0 for n in counts) or not all(
+            isinstance(r, dict) and all(isinstance(n, int) for n in r.values()) for r in reasons):
         return None, f"{INGEST_JSON} beside it has counts that are not whole numbers"
     return summary, None
 
@@ -98,19 +100,18 @@ def carry(summary: dict[str, Any], inputs: Sequence[InputFile],
             not_trusted.append({"path": inp.name, "reason": why})
         if up is None:
             continue
-        entry = {"path": inp.name,
-                 "accounting": (Path(inp.name).parent / INGEST_JSON).as_posix(),
-                 "records_read": int(up.get("records_read", 0)),
-                 "records_used": int(up["records_used"]),
-                 **{k: int(up.get(k) or 0) for k in CARRIED_COUNTS},
-                 "quarantine_reasons": dict(up.get("quarantine_reasons") or {}),
-                 "excluded_reasons": dict(up.get("excluded_reasons") or {})}
-        carried.append(entry)
-        summary["records_read"] += entry["records_read"] - int(f["rows"])
+        counts = {k: int(up.get(k) or 0) for k in ("records_read", "records_used", *CARRIED_COUNTS)}
+        why_quarantined = {str(k): int(v) for k, v in (up.get("quarantine_reasons") or {}).items()}
+        why_excluded = {str(k): int(v) for k, v in (up.get("excluded_reasons") or {}).items()}
+        carried.append({"path": inp.name,
+                        "accounting": (Path(inp.name).parent / INGEST_JSON).as_posix(),
+                        **counts, "quarantine_reasons": why_quarantined,
+                        "excluded_reasons": why_excluded})
+        summary["records_read"] += counts["records_read"] - int(f["rows"])
         for k in CARRIED_COUNTS:
-            summary[k] = int(summary.get(k) or 0) + entry[k]
-        reasons.update(entry["quarantine_reasons"])
-        excluded.update(entry["excluded_reasons"])
+            summary[k] = int(summary.get(k) or 0) + counts[k]
+        reasons.update(why_quarantined)
+        excluded.update(why_excluded)
     summary["quarantine_reasons"] = dict(sorted(reasons.items()))
     summary["excluded_reasons"] = dict(sorted(excluded.items()))
     summary["carried"] = carried
