@@ -18,6 +18,7 @@ import pytest
 
 from selfmodel.analyses.describe import by_model_task, by_task
 from selfmodel.analyses.skill import skill_table
+from selfmodel.decisions.status import low_yield_sentence
 from selfmodel.pipeline.results import data_section
 from selfmodel.records.cells import to_cells
 from selfmodel.records.contract import EXCLUDED, STATUS_MEANING, STATUSES
@@ -136,6 +137,8 @@ def test_a_mapping_s_excluded_rows_are_counted_not_quarantined(tmp_path: Path) -
             return {}
 
     s = ingest([path], transform=LeaveOutControl()).summary
+    assert s["records_used"] < s["records_read"] / 2  # most rows left out, by the filter's rule:
+    assert low_yield_sentence(s) is None  # not a low yield
     assert s["records_excluded"] == len(MODELS) * (N_ITEMS + 6)
     assert s["excluded_reasons"] == {"condition is control": len(MODELS) * (N_ITEMS + 6)}
     assert s["records_quarantined"] == 0 and "not_asked" not in s["statuses"]

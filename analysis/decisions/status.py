@@ -5,7 +5,8 @@ screen) say, in this order and only when it applies:
 
 ``low_yield``
     fewer than :data:`LOW_YIELD_SHARE` of the records read were kept, with the top
-    quarantine reasons (the run stops before this unless ``--allow-low-yield``);
+    quarantine reasons (the run stops before this unless ``--allow-low-yield``); rows a
+    records mapping's filter left out (``records_excluded``) are not counted as read here;
 ``exploratory``
     the sampler ran the exploratory preset (``--preset exploratory``): "Exploratory
     settings: not for findings";
@@ -61,9 +62,10 @@ def low_yield_sentence(summary: Mapping[str, Any]) -> str | None:
     on another scale (0-10, 0-100), declare it in a mapping file: [confidence] scale = [0, 10]
     (docs/mapping.md).
     """
-    read = int(summary.get("records_read") or 0)
+    # rows a records mapping's filter left out were left out by the user's own rule
+    read = int(summary.get("records_read") or 0) - int(summary.get("records_excluded") or 0)
     used = int(summary.get("records_used") or 0)
-    if read == 0 or used >= LOW_YIELD_SHARE * read:
+    if read <= 0 or used >= LOW_YIELD_SHARE * read:
         return None
     reasons = dict(summary.get("quarantine_reasons") or {})
     if summary.get("records_duplicate"):
