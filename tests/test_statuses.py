@@ -144,3 +144,19 @@ def test_a_mapping_s_excluded_rows_are_counted_not_quarantined(tmp_path: Path) -
     assert s["records_quarantined"] == 0 and "not_asked" not in s["statuses"]
     assert s["records_read"] == (s["records_used"] + s["records_quarantined"]
                                  + s["records_duplicate"] + s["records_excluded"])
+
+
+def test_a_power_design_from_a_control_study_counts_no_control_row_as_a_repeat(tmp_path: Path) -> None:
+    """``selfmodel power --template``: the control rows are neither items nor repeats."""
+    from selfmodel.power.design_from_data import design_from_template
+
+    rows = [json.loads(x) for x in control_study(tmp_path).read_text().splitlines()]
+    rows += [dict(r, model="m-mid") for r in rows if r["model"] == "m-small"]
+    path = tmp_path / "control3.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "registry.csv").write_text(
+        "model,family,params_b\nm-small,f,1\nm-mid,f,10\nm-large,f,100\n")
+    design = design_from_template([path], tmp_path / "registry.csv")
+    assert design.repeats == 1  # each item asked once per model under 'self'
+    (qa,) = [t for t in design.tasks if t.name == "qa"]
+    assert qa.items == N_ITEMS - 2 and qa.unreadable == 0.0  # the two unanswered items have no score
