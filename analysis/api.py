@@ -47,7 +47,8 @@ TABLES: dict[str, str] = {
 
 _PARQUET = {"cells", "records", "quarantine"}
 _DECISION_COLUMNS = ("mean", "sd", "hdi_low", "hdi_high", "hdi_prob", "prob_in_rope",
-                     "prob_positive", "n_models", "decision", "meaning", "reason")
+                     "prob_positive", "n_models", "decision", "decision_if_passed", "meaning",
+                     "reason")
 
 
 def _scalar(value: Any) -> bool:

@@ -155,6 +155,17 @@ def _run_options(p: argparse.ArgumentParser) -> None:
         help="skip the contrast model (fitted when the scale model cannot be, or with conditions)"
     )
     p.add_argument(
+        "--calibration-contrasts", action="store_true",
+        help="calibration per model (and condition or task) with item-bootstrap intervals and "
+        "decided contrasts, beside any model, closed models too (by conditions when the records "
+        "have two or more, else tasks, else models; --calibration-by chooses)"
+    )
+    p.add_argument(
+        "--calibration-by", choices=("model", "condition", "task"), default=None,
+        help="with --calibration-contrasts (implied): groups per model, per model x condition "
+        "or per model x task"
+    )
+    p.add_argument(
         "--hypotheses",
         type=Path,
         default=None,
@@ -395,6 +406,8 @@ def run_config(args: argparse.Namespace, *, report: bool):
         models=_model_list(args.models, getattr(args, "model", None)),
         power=not args.no_power,
         contrasts=not getattr(args, "no_contrasts", False),
+        calibration_contrasts=(getattr(args, "calibration_by", None)
+                               or ("auto" if getattr(args, "calibration_contrasts", False) else None)),
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,
         holdout=getattr(args, "holdout", None),
@@ -571,9 +584,10 @@ def _ingest(args: argparse.Namespace, say) -> int:
         return 0
     for line in lines:  # low yield, 'correct' only, repeats: said before the counts
         print(line)
+    excluded = f", excluded {s['records_excluded']}" if s.get("records_excluded") else ""
     print(
         f"read {s['records_read']}, used {s['records_used']}, quarantined "
-        f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}"
+        f"{s['records_quarantined']}, duplicate {s['records_duplicate']}{excluded} -> {args.out}"
     )
     return 0
 

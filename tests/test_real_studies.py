@@ -234,7 +234,8 @@ def test_hard_easy_question_is_a_decided_contrast_matching_the_hand_numbers() ->
     for key, h in hand.items():
         g = groups[key]
         assert g["n"] == h["n"]
-        for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"), ("ece", "ece"),
+        for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"),
+                             ("ece_stated_probability", "ece"),
                              ("mean_stated", "mean_confidence"), ("frequency", "accuracy")):
             assert g[ours] == pytest.approx(h[theirs], abs=1e-12), (key, ours)
     over = _over_contrasts(table)
@@ -529,7 +530,7 @@ def test_confidence_formats_calibration_by_model_and_format_matches_the_hand_num
     assert set(groups) == set(hand)
     for key, h in hand.items():
         for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"),
-                             ("ece", "ece"), ("mean_stated", "mean_confidence"),
+                             ("ece_stated_probability", "ece"), ("mean_stated", "mean_confidence"),
                              ("frequency", "accuracy")):
             assert groups[key][ours] == pytest.approx(h[theirs], abs=1e-12), (key, ours)
     over = {(c["factor"], tuple(c["within"].values()), c["contrast"]): c

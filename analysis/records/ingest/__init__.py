@@ -67,7 +67,8 @@ Text values are stripped of surrounding white space; an empty string is null.
 5. ``correct`` must be a boolean (true/false/1/0/yes/no, any case) (``invalid correct``).
 6. With a config listing ``tasks``, ``task`` must be one of them (``unknown task``).
 7. A row with status ``ok`` needs an ``outcome`` or a ``correct`` (``no outcome``); a row
-   declared ``unparsed``, ``refused`` or ``error`` is kept without one (it is unreadable).
+   declared ``unparsed``, ``refused`` or ``error`` is kept without one (it is unreadable), and
+   so is one declared ``not_asked`` or ``unanswered`` (it has nothing to score).
 8. A given ``correct`` must agree with ``prediction == outcome`` when both are present
    and the status is ``ok`` (``correct disagrees``).
 

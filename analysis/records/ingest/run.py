@@ -15,12 +15,15 @@ import polars as pl
 
 from selfmodel.common import atomic
 from selfmodel.records.contract import (
+    EXCLUDED,
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
+    UNREADABLE_STATUSES,
     InputError,
     name_key,
     shown,
 )
+from selfmodel.records.ingest.carried import carry, file_sha256
 from selfmodel.records.ingest.columns import resolve_columns
 from selfmodel.records.ingest.config import (
     INPUT_COLUMNS,
@@ -134,12 +137,13 @@ def ingest(
     -------
     IngestResult
         ``summary`` keys: ``records_read``, ``records_used``, ``records_quarantined``,
-        ``records_duplicate``, ``records_excluded`` (rows a mapping's ``[[rule]]`` left
-        out; read == used + quarantined + duplicate + excluded), ``files``
-        (``[{path, format, rows, sha256}]``), ``sha256`` (see the module docstring),
+        ``records_duplicate``, ``records_excluded`` (rows a records mapping's filter left
+        out; read == used + quarantined + duplicate + excluded) and ``excluded_reasons``,
+        ``files`` (``[{path, format, rows, sha256}]``), ``sha256`` (see the module docstring),
         ``models``, ``tasks`` (sorted, of used records), ``quarantine_reasons``
-        (``{category: count}``), ``unreadable_predictions`` (used records whose status
-        is not ``ok``), ``statuses`` (``{status: count}``), ``mapping``, ``defaults``,
+        (``{category: count}``), ``unreadable_predictions`` (used records whose status is
+        ``unparsed``, ``refused`` or ``error``), ``statuses`` (``{status: count}``, every
+        used record under its status's name), ``mapping``, ``defaults``,
         ``allowed_tasks`` (list or null), ``ignored_columns`` and, with a registry,
         ``registry_report``.
 
@@ -170,7 +174,8 @@ def ingest(
         wanted |= options.transform.read_columns
 
     total = hashlib.sha256()
-    goods, bads, reads, files, ignored, excluded = _read_files(inputs, options, wanted, total)
+    excluded: Counter[str] = Counter()
+    goods, bads, reads, files, ignored = _read_files(inputs, options, wanted, total, excluded)
     bad_schema = _WORK_QUARANTINE
     names = pl.Series("source_file", [i.name for i in inputs], dtype=pl.Utf8)
     all_good = (
@@ -204,17 +209,20 @@ def ingest(
     ).cast(pl.Schema(QUARANTINE_SCHEMA))
 
     n_read = sum(r.rows for r in reads)
-    if n_read != records.height + quarantine.height + n_copies + excluded:  # pragma: no cover
+    n_excluded = sum(excluded.values())
+    if n_read != records.height + quarantine.height + n_copies + n_excluded:  # pragma: no cover
         raise RuntimeError(
             f"ingest accounting broken: read {n_read} != used {records.height} + quarantined "
-            f"{quarantine.height} + duplicate {n_copies} + excluded {excluded}"
+            f"{quarantine.height} + duplicate {n_copies} + excluded {n_excluded}"
         )
     reasons = Counter(quarantine_full.get_column("__cat").to_list())
     if records.height == 0:
-        raise no_records(paths, n_read, reasons, n_copies, excluded)
+        raise no_records(paths, n_read, reasons, n_copies, n_excluded)
     summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
                        reasons, options, ignored)
-    summary["records_excluded"] = excluded  # left out by a mapping's [[rule]]
+    summary["records_excluded"] = n_excluded
+    summary["excluded_reasons"] = dict(sorted(excluded.items()))
+    carry(summary, inputs, files)  # the accounting of ingests whose records.parquet is read
     summary["predictions_not_boolean"] = not_boolean
     check_lookalike_names(records, registry_frame, registry)
     summary.update(_study_summary(records, options))
@@ -281,22 +289,23 @@ def check_lookalike_names(
 
 
 def _read_files(
-    inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any
+    inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any,
+    excluded: Counter[str],
 ) -> tuple[
-    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str], int
+    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str]
 ]:
     """Read, map and validate every file in reading order; ``total`` hashes all bytes.
 
     Returns the valid rows and the quarantined rows of each file (with ``__file_idx``), the
-    reads (for the raw text of quarantined lines), the file list, the ignored columns and
-    the rows a records mapping's rules left out (``excluded``).
+    reads (for the raw text of quarantined lines), the file list and the ignored columns.
+    A records mapping's rows left out by its ``[[rule]]`` (``then = "excluded"``) are no
+    records and not quarantined: ``excluded`` counts them by rule.
     """
     goods: list[pl.DataFrame] = []
     bads: list[pl.DataFrame] = []
     reads: list[FileRead] = []
     files: list[dict[str, Any]] = []
     ignored: set[str] = set()
-    excluded = 0
     repeats: dict[str, int] = {}
     # Each file is hashed (and its lines counted) in a second thread while polars parses
     # it: hashlib and polars both release the GIL. One file at a time, in reading order.
@@ -327,9 +336,12 @@ def _read_files(
             mapped = options.transform(inp.name, read.frame, read.present,
                                        [b[0] for b in read.bad])
             read.rows += mapped.records - read.frame.height
-            excluded += mapped.excluded
+            excluded.update(mapped.excluded)
             read.frame, mapped_bad = mapped.frame, mapped.quarantined
             read.present = [c for c in read.frame.columns if c != LINE]
+            left_out = [b for b in mapped_bad if b[1] == EXCLUDED]
+            excluded.update(str(b[2]) for b in left_out)
+            mapped_bad = [b for b in mapped_bad if b[1] != EXCLUDED]
             if mapped_bad:
                 bads.append(_unreadable_rows(index, mapped_bad))
         if read.frame.height == 0:
@@ -355,7 +367,7 @@ def _read_files(
 
     pool.shutdown(wait=True)
     options.hints.update(repeats)
-    return goods, bads, reads, files, ignored, excluded
+    return goods, bads, reads, files, ignored
 
 
 #: The quarantine table while ingesting (file index and reason category kept for sorting).
@@ -420,7 +432,8 @@ def _summary(
         "models": sorted(records.get_column("model").unique().to_list()),
         "tasks": sorted(records.get_column("task").unique().to_list()),
         "quarantine_reasons": dict(sorted(reasons.items())),
-        "unreadable_predictions": int(records.filter(pl.col("status") != "ok").height),
+        "unreadable_predictions": int(
+            records.filter(pl.col("status").is_in(list(UNREADABLE_STATUSES))).height),
         "statuses": {str(s): int(n) for s, n in statuses},
         "mapping": dict(options.mapping),
         "defaults": dict(sorted(options.defaults.items())),
@@ -471,7 +484,9 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
     """Write ``records.parquet``, ``quarantine.parquet`` and ``ingest.json`` into ``out``.
 
     Each file is written atomically (see :mod:`selfmodel.common.atomic`); ``out`` is created if
-    needed.
+    needed. ``ingest.json`` (and ``result.summary``) gets ``records_sha256``, the SHA-256 of
+    the ``records.parquet`` written: a later run that reads that file carries this accounting
+    only while the file is unchanged (:mod:`selfmodel.records.ingest.carried`).
 
     Parameters
     ----------
@@ -484,6 +499,7 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
     out.mkdir(parents=True, exist_ok=True)
     atomic.write_parquet(out / "records.parquet", result.records)
     atomic.write_parquet(out / "quarantine.parquet", result.quarantine)
+    result.summary["records_sha256"] = file_sha256(out / "records.parquet")
     atomic.write_json(out / "ingest.json", result.summary)
 
 

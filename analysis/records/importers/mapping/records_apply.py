@@ -59,7 +59,8 @@ class Mapped(NamedTuple):
     frame: pl.DataFrame
     quarantined: list[tuple[int, str, str, str | None]]
     records: int
-    excluded: int
+    #: rows left out by a ``[[rule]]`` (``then = "excluded"``), by the rule's description
+    excluded: dict[str, int]
 
 
 def without_join_file(paths: list[Path], transform: RecordsTransform | None
@@ -260,9 +261,12 @@ class RecordsTransform:
         bad = frame.filter(pl.col(_BAD).is_not_null())
         good = frame.filter(keep).drop(_BAD, _CAT, *consumed, *helpers)
         self._count(good, rows_in, melted, excluded.height)
+        by_rule: dict[str, int] = {}
+        for i, n in excluded.get_column(_RULE).value_counts().iter_rows() if excluded.height else []:
+            by_rule[m.rules[int(i)].describe()] = int(n)
         return Mapped(good, [(int(r[0]), str(r[1]), str(r[2]), None)
                              for r in bad.select(LINE, _CAT, _BAD).iter_rows()],
-                      melted, excluded.height)
+                      melted, by_rule)
 
     def _count(self, good: pl.DataFrame, rows_in: int, melted: int, excluded: int) -> None:
         m = self.mapping
