@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from selfmodel.cli import build_parser, run_config
+from selfmodel.cli import build_parser, inputs_apart, run_config
 from selfmodel.common import outputs, progress
 from selfmodel.pipeline.stages import run as run_pipeline
 from selfmodel.records.contract import InputError
@@ -47,7 +47,8 @@ TABLES: dict[str, str] = {
 
 _PARQUET = {"cells", "records", "quarantine"}
 _DECISION_COLUMNS = ("mean", "sd", "hdi_low", "hdi_high", "hdi_prob", "prob_in_rope",
-                     "prob_positive", "n_models", "decision", "meaning", "reason")
+                     "prob_positive", "n_models", "decision", "decision_if_passed", "meaning",
+                     "reason")
 
 
 def _scalar(value: Any) -> bool:
@@ -176,6 +177,8 @@ def run(paths: Sequence[Path | str] = (), *, out: Path | str = "build",
     quiet = bool(ns.quiet)
     lines = say if say is not None else (_silent if quiet else _stderr_line)
     target = Path(out)
+    outputs.check_out(target, outputs.RUN)  # as on the command line: before any work
+    inputs_apart(ns)
     # as on the command line: built beside ``out`` and swapped in whole, one writer at a time
     with progress.reporting(progress.make_reporter(quiet=quiet)), \
             outputs.staged(target, lines) as cfg.out:

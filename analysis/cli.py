@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -151,6 +153,17 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--no-contrasts", action="store_true",
         help="skip the contrast model (fitted when the scale model cannot be, or with conditions)"
+    )
+    p.add_argument(
+        "--calibration-contrasts", action="store_true",
+        help="calibration per model (and condition or task) with item-bootstrap intervals and "
+        "decided contrasts, beside any model, closed models too (by conditions when the records "
+        "have two or more, else tasks, else models; --calibration-by chooses)"
+    )
+    p.add_argument(
+        "--calibration-by", choices=("model", "condition", "task"), default=None,
+        help="with --calibration-contrasts (implied): groups per model, per model x condition "
+        "or per model x task"
     )
     p.add_argument(
         "--hypotheses",
@@ -393,6 +406,8 @@ def run_config(args: argparse.Namespace, *, report: bool):
         models=_model_list(args.models, getattr(args, "model", None)),
         power=not args.no_power,
         contrasts=not getattr(args, "no_contrasts", False),
+        calibration_contrasts=(getattr(args, "calibration_by", None)
+                               or ("auto" if getattr(args, "calibration_contrasts", False) else None)),
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,
         holdout=getattr(args, "holdout", None),
@@ -412,24 +427,40 @@ def _rerun_key(args: argparse.Namespace) -> str:
              *(p for p in (args.registry, args.config, args.mapping) if p is not None)]
     if args.mapping is not None:  # the answer key a mapping joins is read too
 
-        join = load_records_mapping(args.mapping).join_file
-        files += [join] if join is not None else []
+        files += list(load_records_mapping(args.mapping).join_files)
     return rerun.run_key(options, files)
 
 
 def _render_report(out: Path, fmt: str, say) -> Path:
-    """Render into ``out`` holding its lock (no run swaps the folder away while it renders)."""
+    """Render from ``out`` into a staging folder, then publish (holding the lock throughout)."""
     from selfmodel.report.document import render_report
 
-    # without results render_report says "no results" in its words (and no lock file is made)
-    guard = outputs.locked(out) if (out / "results.json").is_file() else contextlib.nullcontext()
-    with guard:
+    if not (out / "results.json").is_file():  # "no results" in its words; no lock file made
         return render_report(out, fmt=fmt, progress=say)  # type: ignore[arg-type]
+    with outputs.staged(out, say, writes=outputs.report_writes(fmt)) as into:
+        return render_report(out, fmt=fmt, progress=say, into=into)  # type: ignore[arg-type]
+
+
+def inputs_apart(args: argparse.Namespace):
+    """Stop with one line when an input of ``run``/``fit``/``ingest``/``describe`` is in ``--out``.
+
+    The paths given, and the record files and registry found in folders (an ``--out`` inside
+    an input folder holding records that would be read, then replaced). Returns the inputs
+    found (:func:`selfmodel.records.ingest.discover.resolve_inputs`).
+    """
+    given = [*(args.paths or [DEFAULT_DATA]), args.registry, args.config,
+             getattr(args, "mapping", None), getattr(args, "hypotheses", None)]
+    outputs.check_apart(args.out, given)
+    inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
+    outputs.check_apart(args.out, [*inputs.record_paths, inputs.registry, inputs.truth])
+    return inputs
 
 
 def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
     """``selfmodel run`` / ``fit``: the pipeline, or the saved outputs when nothing changed."""
     report = args.command == "run" and not args.no_report
+    outputs.check_out(args.out, outputs.RUN, say)  # before the numerical stack is imported
+    inputs_apart(args)
     try:
         key = None if args.no_cache else _rerun_key(args)
     except OSError:  # an unreadable input: the pipeline reports it in its own words
@@ -445,12 +476,12 @@ def _run(args: argparse.Namespace, argv: Sequence[str], say) -> int:
         from selfmodel.pipeline.stages import run
 
         cfg = run_config(args, report=report)
-        with outputs.staged(args.out, say) as cfg.out:  # all outputs swapped in together
+        # the rerun record is made from the published outputs, before the lock is released
+        then = None if key is None else (lambda into: rerun.record(args.out, key, into=into))
+        with outputs.staged(args.out, say, then=then) as cfg.out:  # swapped in together
             rerun.forget(cfg.out)  # an interrupted run leaves args.out (and its key) as it was
             results = run(cfg, progress=outputs.relabel(say, cfg.out, args.out),
                           argv=["selfmodel", *argv])
-        if key is not None:
-            rerun.record(args.out, key)
 
     for status in results.get("status") or status_lines(results):
         print(status["text"])  # low yield, exploratory settings, nothing fitted ... first
@@ -489,27 +520,29 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     if args.command == "power":
         return _power(args, say)
     if args.command == "describe":
+        outputs.check_out(args.out, outputs.DESCRIBE, say)  # before loading SciPy
         from selfmodel.analyses import describe
         from selfmodel.records.cells import build_cells
 
-        inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
+        inputs = inputs_apart(args)
         res = _ingest_inputs(args, inputs, say)
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
-        outputs.claim(args.out)
-        atomic.write_json(args.out / "describe.json", rows)
+        with outputs.staged(args.out, say, writes=outputs.DESCRIBE) as folder:
+            atomic.write_json(folder / "describe.json", rows)
         _print_table(rows)
         return 0
     if args.command == "report":
         print(f"report: {_render_report(args.out, args.format, say)}")
         return 0
     if args.command == "simulate":
-        outputs.claim(args.out)  # before loading SciPy: a refused --out stops at once
+        outputs.check_out(args.out, outputs.SIMULATE, say)  # before loading SciPy
         from selfmodel.records.simulate import write_dataset
 
-        paths = write_dataset(args.out, seed=args.seed)
-        print(" ".join(str(p) for p in paths.values()))
+        with outputs.staged(args.out, say, writes=outputs.SIMULATE) as folder:
+            paths = write_dataset(folder, seed=args.seed)
+        print(" ".join(str(args.out / p.name) for p in paths.values()))
         return 0
     raise AssertionError(args.command)  # pragma: no cover
 
@@ -534,23 +567,29 @@ def _ingest_inputs(args: argparse.Namespace, inputs, say=None):
 
 def _ingest(args: argparse.Namespace, say) -> int:
     """``selfmodel ingest`` (and ``run --preview``): the row accounting, written or shown."""
-    inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
-    res = _ingest_inputs(args, inputs, say)
+    if not args.preview:
+        if args.out is None:
+            raise InputError("ingest needs --out DIR (or --preview to only look).")
+        outputs.check_out(args.out, outputs.RUN, say)  # before reading: refused at once
+        inputs = inputs_apart(args)
+        with outputs.staged(args.out, say) as staging:
+            res = _ingest_inputs(args, inputs, say)
+            write_ingest(res, staging)
+    else:
+        inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
+        res = _ingest_inputs(args, inputs, say)
     s = res.summary
     lines = [x["text"] for x in status_lines({"data": s, "diagnostics": {"max_rhat": 1.0}})]
     lines += [note["text"] for note in s["registry_contradictions"]]
     if args.preview:
         print(ingest_preview_text(res, lines))
         return 0
-    if args.out is None:
-        raise InputError("ingest needs --out DIR (or --preview to only look).")
-    with outputs.staged(args.out, say) as staging:
-        write_ingest(res, staging)
     for line in lines:  # low yield, 'correct' only, repeats: said before the counts
         print(line)
+    excluded = f", excluded {s['records_excluded']}" if s.get("records_excluded") else ""
     print(
         f"read {s['records_read']}, used {s['records_used']}, quarantined "
-        f"{s['records_quarantined']}, duplicate {s['records_duplicate']} -> {args.out}"
+        f"{s['records_quarantined']}, duplicate {s['records_duplicate']}{excluded} -> {args.out}"
     )
     return 0
 
@@ -577,6 +616,10 @@ def _not_a_records_mapping(path: Path, fmt: str) -> None:
 def _import(args: argparse.Namespace, say) -> int:
     from selfmodel.records.importers.seb import write_import
 
+    if args.out is not None and not args.preview:  # before reading: refused at once
+        outputs.check_out(args.out, outputs.IMPORT, say)
+        outputs.check_apart(args.out, [args.src, getattr(args, "mapping", None)])
+
     if args.format == "seb":
         from selfmodel.records.importers.seb import import_seb
 
@@ -602,8 +645,8 @@ def _import(args: argparse.Namespace, say) -> int:
         return 0
     if args.out is None:
         raise InputError(f"import {args.format} needs --out DIR (or --preview to only look).")
-    outputs.claim(args.out)
-    write_import(res, args.out)
+    with outputs.staged(args.out, say, writes=outputs.IMPORT) as folder:
+        write_import(res, folder)
     for note in res.notes:
         say(note)
     n_models = res.registry.height if res.registry is not None else 0
@@ -612,6 +655,7 @@ def _import(args: argparse.Namespace, say) -> int:
 
 
 def _power(args: argparse.Namespace, say) -> int:
+    outputs.check_out(args.out, outputs.POWER, say)  # before loading the power code
     import math
     import time
 
@@ -625,6 +669,8 @@ def _power(args: argparse.Namespace, say) -> int:
         raise InputError("power: --sims must be at least 1 and --sweep-sims at least 0.")
     if args.slopes is not None and not all(math.isfinite(s) for s in args.slopes):
         raise InputError("power: --slopes must be finite numbers, e.g. --slopes 0 0.2 0.4.")
+    outputs.check_apart(args.out, [args.design, *(args.template or []), args.registry,
+                                   args.results])
     if args.design is not None:
         design = pw.load_design(args.design)
     elif args.template is not None:
@@ -656,8 +702,9 @@ def _power(args: argparse.Namespace, say) -> int:
             design, slope=pw.sweep_slope(power), sims=args.sweep_sims, seed=args.seed,
             progress=_power_progress("models-vs-items sweep"),
         )
-    outputs.claim(args.out)
-    paths = pw.write_power(power, args.out, design=design)
+    with outputs.staged(args.out, say, writes=outputs.POWER) as folder:
+        paths = {k: args.out / p.name for k, p in
+                 pw.write_power(power, folder, design=design).items()}
     Console(highlight=False).print(pw.power_table(power), markup=False)
     for line in pw.summary_lines(power):
         print(line)
@@ -725,9 +772,35 @@ def os_error_message(exc: OSError, args: argparse.Namespace) -> str:
 
 def interrupted_message(args: argparse.Namespace) -> str:
     """What an interruption left behind (one line)."""
-    if getattr(args, "command", None) in ("run", "fit", "ingest"):
-        return outputs.interrupted_message(args.out)
-    return "interrupted; each file is written atomically, so none is half-written."
+    if getattr(args, "out", None) is not None and not getattr(args, "preview", False):
+        return outputs.interrupted_message(args.out, fits=args.command in ("run", "fit"))
+    return "interrupted; nothing was written."
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (sent by ``timeout``, CI runners, systemd): handled as Ctrl-C, exit 143."""
+
+
+#: Exit status after Ctrl-C (128 + SIGINT) and after SIGTERM (128 + SIGTERM), as a shell has.
+EXIT_INTERRUPTED, EXIT_TERMINATED = 130, 143
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt(seen: list[int]):
+    """SIGTERM raises :class:`Terminated` in the main thread, so it ends as Ctrl-C does."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def terminate(signum, _frame):
+        seen.append(signum)
+        raise Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -735,17 +808,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     _quiet_library_warnings()
+    outputs.PUBLISHED.clear()
+    terminated: list[int] = []
     try:
-        return _dispatch(args, argv)
+        with _sigterm_as_interrupt(terminated):
+            return _dispatch(args, argv)
+    except KeyboardInterrupt as e:
+        sys.stderr.write(f"selfmodel: {interrupted_message(args)}\n")
+        return EXIT_TERMINATED if isinstance(e, Terminated) or terminated else EXIT_INTERRUPTED
     except InputError as e:
+        if terminated:  # a worker or the report's kernel ended by the same SIGTERM
+            sys.stderr.write(f"selfmodel: {interrupted_message(args)}\n")
+            return EXIT_TERMINATED
         sys.stderr.write(f"selfmodel: error: {' '.join(str(e).split())}\n")
         return 2
     except OSError as e:  # an unusable --out, a full disk, an unreadable or truncated file
+        if terminated:
+            sys.stderr.write(f"selfmodel: {interrupted_message(args)}\n")
+            return EXIT_TERMINATED
         sys.stderr.write(f"selfmodel: error: {os_error_message(e, args)}\n")
         return 2
-    except KeyboardInterrupt:
-        sys.stderr.write(f"selfmodel: {interrupted_message(args)}\n")
-        return 130
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1

@@ -32,12 +32,16 @@ def doc_blocks(path: Path = DOC) -> list[str]:
 def results_folder(out: Path) -> Path:
     """A results folder of the default data without sampling: the regression fixture's
     results.json beside the records, quarantine and cells that ingest writes for the data."""
+    from selfmodel.common import outputs
+
     inputs = resolve_inputs([DEFAULT_DATA], None)
     res = ingest(inputs.record_paths, registry=inputs.registry)
-    write_ingest(res, out)
     assert inputs.registry is not None
-    build_cells(res.records, load_registry(inputs.registry)).write_parquet(out / "cells.parquet")
-    shutil.copy(FIXTURE, out / "results.json")
+    with outputs.staged(out) as folder:  # a folder selfmodel made: its manifest lists these
+        write_ingest(res, folder)
+        build_cells(res.records, load_registry(inputs.registry)).write_parquet(
+            folder / "cells.parquet")
+        shutil.copy(FIXTURE, folder / "results.json")
     return out
 
 

@@ -27,7 +27,7 @@ def test_generator_records_are_what_the_estimator_reads_and_the_truth_orders_the
     # model b is better calibrated than a in both conditions; the second condition is worse
     for cond in ccs.CONDITIONS:
         assert abs(t[("b", cond)]["overconfidence"]) < abs(t[("a", cond)]["overconfidence"])
-        assert t[("b", cond)]["ece"] < t[("a", cond)]["ece"]
+        assert t[("b", cond)]["ece_stated_probability"] < t[("a", cond)]["ece_stated_probability"]
     assert t[("a", "second")]["overconfidence"] > t[("a", "first")]["overconfidence"]
     # the population truth is what large samples of the generator give (Bernoulli noise averages out)
     big = forecasts(ccs.generate("truth", seed=2, n_items=100_000))

@@ -13,7 +13,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.common import arviz_ops
+from selfmodel.common import arviz_ops, seal
 from selfmodel.fitting import checks
 from selfmodel.fitting.fit import Fit, cached_json
 from selfmodel.pipeline import model_stage as zoo
@@ -205,7 +205,7 @@ def test_an_edited_value_with_its_key_intact_is_recomputed(
     path.write_text(json.dumps(saved))
     assert cached_json(tmp_path, "a", {"k": 1}, c) == {"x": 0.2, "n": [1, 2]}
     assert c.calls == 2
-    assert "fails its content check" in capsys.readouterr().err
+    assert "its seal does not verify" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("forgery", ["plain sha256", "another user's seal"])
@@ -217,29 +217,27 @@ def test_a_value_edited_with_its_hash_recomputed_is_recomputed(
     import hashlib
     import hmac
 
-    from selfmodel.fitting import fit as fit_module
-
     monkeypatch.setenv("SELFMODEL_CACHE_DIR", str(tmp_path / "user-cache"))
-    fit_module._seal_key.cache_clear()
+    seal.reset()
     try:
         c = Counter()
         cached_json(tmp_path, "a", {"k": 1}, c)
-        key_file = tmp_path / "user-cache" / fit_module.SEAL_FILE
+        key_file = tmp_path / "user-cache" / seal.KEY_FILE
         assert key_file.stat().st_mode & 0o077 == 0  # the secret is the user's alone
         (path,) = tmp_path.glob("a-*.json")
         saved = json.loads(path.read_text())
         saved["value"]["x"] = 0.99
         text = json.dumps(saved["value"], sort_keys=True).encode()
-        saved["sha256"] = (hashlib.sha256(text).hexdigest() if forgery == "plain sha256" else
-                           hmac.new(b"0" * 64, text, hashlib.sha256).hexdigest())
+        saved["seal"] = (hashlib.sha256(text).hexdigest() if forgery == "plain sha256" else
+                         hmac.new(b"0" * 64, b"derived\0" + text, hashlib.sha256).hexdigest())
         path.write_text(json.dumps(saved))
         assert cached_json(tmp_path, "a", {"k": 1}, c) == {"x": 0.2, "n": [1, 2]}
         assert c.calls == 2
-        assert "fails its content check; computing it again" in capsys.readouterr().err
+        assert "its seal does not verify" in capsys.readouterr().err
         assert cached_json(tmp_path, "a", {"k": 1}, c) == {"x": 0.2, "n": [1, 2]}
         assert c.calls == 2  # repaired: reused again
     finally:
-        fit_module._seal_key.cache_clear()
+        seal.reset()
 
 
 @pytest.fixture
@@ -283,7 +281,7 @@ def test_saved_fits_are_verified_on_read(
     edited.replace(nc)
     again = _refit(folder, data)
     assert again.reused is False
-    assert "do not match their content hash" in capsys.readouterr().err
+    assert "its seal does not verify" in capsys.readouterr().err
     np_equal = (again.idata.posterior[var].values == first.idata.posterior[var].values).all()
     assert bool(np_equal)  # the same seed gives the original draws back
 

@@ -136,12 +136,13 @@ def test_calibration_per_model_and_condition_matches_hand_computation() -> None:
     brier = sum((pi - yi) ** 2 for pi, yi in zip(p, y, strict=True)) / len(p)
     over = sum(p) / len(p) - sum(y) / len(y)
     (g,) = [g for g in table["groups"] if (g["model"], g["condition"]) == ("gpt-5", "after_solving")]
-    assert (g["n"], g["ece"], g["brier"], g["overconfidence"]) == (
+    assert (g["n"], g["ece_stated_probability"], g["brier"], g["overconfidence"]) == (
         len(p), pytest.approx(ece), pytest.approx(brier), pytest.approx(over))
-    assert g["ece_low"] <= g["ece"] <= g["ece_high"] and g["brier_low"] < g["brier_high"]
+    assert g["ece_stated_probability_low"] <= g["ece_stated_probability"] <= g["ece_stated_probability_high"]
+    assert g["brier_low"] < g["brier_high"] and "ece" not in g
     assert sum(g["bin_n"]) == len(p)
     kinds = {(c["factor"], c["metric"]) for c in table["contrasts"]}
-    assert kinds == {(f, m) for f in ("model", "condition") for m in ("ece", "brier", "overconfidence")}
+    assert kinds == {(f, m) for f in ("model", "condition") for m in ("ece_stated_probability", "brier", "overconfidence")}
 
 
 def test_a_better_calibrated_model_is_decided_to_improve() -> None:
@@ -157,7 +158,7 @@ def test_a_better_calibrated_model_is_decided_to_improve() -> None:
                          "correct": bool(right[i]), "status": "ok",
                          "confidence": float(stated[i])})
     table = calibration_table(pl.DataFrame(rows), n_boot=300)
-    (ece,) = [c for c in table["contrasts"] if c["metric"] == "ece"]
+    (ece,) = [c for c in table["contrasts"] if c["metric"] == "ece_stated_probability"]
     assert ece["contrast"] == "b - a" and ece["decision"] == "improves"
     assert metrics(np.array([0.5]), np.array([1.0]))["brier"] == 0.25
 
@@ -254,7 +255,8 @@ def test_report_text_shows_every_decided_contrast_and_the_gate() -> None:
     rep = _report({"calibration_contrasts": table})
     cal = contrasts_section.calibration(rep)
     assert cal.count("\n| gpt") == 2  # one row per model
-    assert [cal.count(f"\n| {m} | gpt") for m in ("ece", "brier", "overconfidence")] == [1, 1, 1]
+    assert [cal.count(f"\n| {m} | gpt") for m in ("ECE of the stated probability", "Brier",
+                                                   "overconfidence")] == [1, 1, 1]
     fig = contrasts_section.reliability_figure(rep)
     assert len(fig.axes[0].lines) == 3  # the diagonal and one curve per model
 

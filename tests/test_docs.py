@@ -9,6 +9,7 @@ from pathlib import Path
 from selfmodel import models
 from selfmodel.cli import build_parser
 from selfmodel.pipeline.stages import STAGES
+from selfmodel.records.contract import STATUSES
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
@@ -94,3 +95,28 @@ def test_mapping_doc_lists_exactly_the_parsers_keys() -> None:
     assert _doc_keys(doc, "### `normalize` steps") == set(spec.NORMALIZE_STEPS)
     assert _doc_keys(doc, "### `type` values") == set(spec.VALUE_TYPES)
     assert _doc_keys(doc, "## `[join]`: predictions in one log") == set(spec.JOIN_KEYS)
+
+
+def test_records_mapping_doc_lists_exactly_the_parsers_keys() -> None:
+    """Every table of a ``format = "records"`` mapping in docs/mapping.md is the parser's: the
+    key lists of ``records_spec`` are the fields its TOML models accept, and the doc's."""
+    from selfmodel.records.importers.mapping import records_spec as rs
+
+    doc = (DOCS / "mapping.md").read_text()
+    tables = {
+        "## Top-level keys of a records mapping": (rs.RECORDS_KEYS, rs._File),
+        "## `[confidence]`": (rs.CONFIDENCE_KEYS, rs._Confidence),
+        "## `[answered]`": (rs.ANSWERED_KEYS, rs._Answered),
+        "## `[prediction]`": (rs.PREDICTION_KEYS, rs._Prediction),
+        "## `[join]` of a records mapping": (rs.JOIN_KEYS, rs._Join),
+        "## `[path]`: fields from each file's path": (rs.PATH_KEYS, rs._Path),
+        "## `[melt]`: a wide table": (rs.MELT_KEYS, rs._Melt),
+        "## `[[rule]]`: a status, or leaving rows out": (rs.RULE_KEYS, rs._Rule),
+    }
+    for heading, (keys, model) in tables.items():
+        assert set(model.model_fields) == set(keys), heading
+        assert _doc_keys(doc, heading) == set(keys), heading
+    section = doc.split("## `[[rule]]`: a status, or leaving rows out", 1)[1]
+    actions = section.split("\n\n", 3)[2]
+    assert set(re.findall(r"^\| `([^`]+)` \|", actions, flags=re.M)) == set(rs.RULE_ACTIONS)
+    assert set(rs.RULE_ACTIONS) - {"excluded"} <= set(STATUSES)

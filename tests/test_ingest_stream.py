@@ -335,3 +335,24 @@ def test_a_parquet_file_counts_its_rows_not_its_compressed_bytes(
     assert ingest([path]).streamed
     monkeypatch.setenv(stream.STREAM_ENV, "400K")
     assert not ingest([path]).streamed
+
+
+def test_a_mappings_row_positions_count_across_batches(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """``item_id = "@row"``: a row's position in its file, whatever batch it is read in
+    (unreadable rows count too)."""
+    from selfmodel.records.importers.mapping.records_apply import load_transform
+
+    mapping = tmp_path / "m.toml"
+    mapping.write_text('format = "records"\nmodel = "m1"\ntask = "t"\nitem_id = "@row"\n')
+    rows = ["prediction,outcome"] + [f"{'yes' if i % 3 else 'no'},yes" for i in range(30)]
+    rows[12] = "yes,yes,extra"  # unreadable: wrong number of fields, still a position
+    path = tmp_path / "r.csv"
+    path.write_text("\n".join(rows) + "\n")
+    whole = ingest([path], transform=load_transform(mapping), stream=False)
+    monkeypatch.setattr(readers, "BATCH_BYTES", 40)
+    monkeypatch.setattr(readers, "CSV_BATCH_RECORDS", 4)
+    batched = ingest([path], transform=load_transform(mapping), stream=True)
+    assert whole.records.equals(batched.records)
+    ids = sorted(int(i) for i in batched.records.get_column("item_id").to_list())
+    assert ids == [i for i in range(1, 31) if i != 12]

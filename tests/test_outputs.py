@@ -79,6 +79,17 @@ def _fake_pipeline(monkeypatch: pytest.MonkeyPatch, *, fit: str = "pooled-new.js
         monkeypatch.setattr(pipeline, "render_report", render)
 
 
+def _stale_pdf(out: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``report.pdf`` selfmodel wrote (``selfmodel report --format pdf``, renderer faked)."""
+
+    def fake(out_dir, fmt="html", progress=None, force=False, into=None):
+        atomic.write_text(Path(into or out_dir) / f"report.{fmt}", "stale pdf of the old results")
+        return Path(out_dir) / f"report.{fmt}"
+
+    monkeypatch.setattr(report, "render_report", fake)
+    assert main(["report", "--format", "pdf", "--out", str(out)]) == 0
+
+
 @pytest.fixture
 def previous(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """``--out`` holding a complete set from an earlier run, a stale PDF and a user's note."""
@@ -110,7 +121,7 @@ def _unchanged(out: Path, before: dict[str, bytes], *, new_fits: tuple[str, ...]
 def test_rerun_replaces_the_whole_set(previous: Path, tmp_path: Path,
                                       monkeypatch: pytest.MonkeyPatch) -> None:
     out = previous
-    (out / "report.pdf").write_text("stale pdf of the old results")
+    _stale_pdf(out, monkeypatch)
     out.chmod(0o750)
     _fake_pipeline(monkeypatch, fit="pooled-new.json")
     assert main(["run", str(_new_data(tmp_path)), "--out", str(out)]) == 0
@@ -250,10 +261,12 @@ def test_a_second_command_into_a_busy_out_stops_with_one_line(
 def test_lock_is_exclusive_within_one_process_too(tmp_path: Path) -> None:
     out = tmp_path / "out"
     with outputs.locked(out):
-        assert outputs.lock_path(out).read_text() == f"pid {os.getpid()}"
-        with pytest.raises(outputs.InputError, match="is writing into it"):
+        assert outputs.lock_path(out).read_text() == ""  # never written (issue 50)
+        with pytest.raises(outputs.InputError, match="is writing into it") as info:
             with outputs.locked(out):
                 pass
+        if Path("/proc/locks").is_file():  # the holder, named from the kernel's table
+            assert f"(pid {os.getpid()})" in str(info.value)
     with outputs.locked(out):  # released on exit
         pass
 
@@ -395,7 +408,7 @@ def test_rerun_where_out_cannot_be_swapped(
         _fake_pipeline(monkeypatch, fit="pooled-old.json")
         assert main(["run", str(OLD_DATA), "--out", str(out)]) == 0
         (out / "notes.txt").write_text("my notes")
-        (out / "report.pdf").write_text("stale")
+        _stale_pdf(out, monkeypatch)
         if where == "cwd inside out":
             monkeypatch.chdir(out)
         _fake_pipeline(monkeypatch, fit="pooled-new.json")

@@ -80,9 +80,8 @@ def _check_contract(results: dict) -> None:
     assert eff["decision"] in DECISIONS
     assert all(v["decision"] in DECISIONS for v in eff["per_task"].values())
     d = results["data"]
-    assert (
-        d["records_read"] == d["records_used"] + d["records_quarantined"] + d["records_duplicate"]
-    )
+    assert d["records_read"] == (d["records_used"] + d["records_quarantined"]
+                                 + d["records_duplicate"] + d["records_excluded"])
 
 
 @pytest.mark.e2e
@@ -270,7 +269,11 @@ def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_buil
     assert rows["dprime_overall"]["decision"] == results["sdt_effect"]["sensitivity"]["decision"]
     for r in hyp["rows"]:
         assert r["decision"] in DECISIONS
-        assert r["supported"] == (r["decision"] == "improves")
+        # a row whose fit failed its gate is not decided: the rule's word and 'supported' kept apart
+        said = r.get("decision_if_passed", r["decision"])
+        assert r.get("supported_if_passed", r["supported"]) == (said == "improves")
+        if r["decision"] == "not_decided":
+            assert r["supported"] is None and r["finding"] is False
         assert r["finding"] == results["model_zoo"][r["model"]]["diagnostics"]["passed"]
         assert r["bayes_factor_10"] is None or r["bayes_factor_10"] > 0
     loo = hyp["scale_term_loo"]

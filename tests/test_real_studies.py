@@ -234,7 +234,8 @@ def test_hard_easy_question_is_a_decided_contrast_matching_the_hand_numbers() ->
     for key, h in hand.items():
         g = groups[key]
         assert g["n"] == h["n"]
-        for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"), ("ece", "ece"),
+        for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"),
+                             ("ece_stated_probability", "ece"),
                              ("mean_stated", "mean_confidence"), ("frequency", "accuracy")):
             assert g[ours] == pytest.approx(h[theirs], abs=1e-12), (key, ours)
     over = _over_contrasts(table)
@@ -312,18 +313,21 @@ def test_per_option_study_matches_hand_computation() -> None:
     logs = sorted(PER_OPTION.glob("*/*.csv"))  # one folder per model
     res = ingest(logs, transform=load_transform(PER_OPTION / "study.toml"))
     s = res.summary
-    assert (s["records_read"], s["records_used"], s["records_quarantined"]) == (150, 148, 2)
+    # the two replies the authors' parser could not read (coerce False) are unparsed by the
+    # mapping's rule (issue 53), not quarantined as rows with no outcome
+    assert (s["records_read"], s["records_used"], s["records_quarantined"]) == (150, 150, 0)
+    assert s["statuses"] == {"ok": 148, "unparsed": 2}
     hand, unanswered = _per_option_by_hand()
     assert unanswered == [("Meta-Llama-3.1-8B-Instruct", 106),
                           ("Meta-Llama-3.1-8B-Instruct", 315)]
-    q = res.quarantine
+    unparsed = res.records.filter(pl.col("status") == "unparsed")
     assert sorted((Path(f).parent.name, int(line)) for f, line in
-                  q.select("source_file", "source_line").rows()) == unanswered
-    assert q["reason"].to_list() == ["no outcome and no correct (nothing to check the "
-                                     "prediction against)"] * 2
+                  unparsed.select("source_file", "source_line").rows()) == unanswered
+    assert s["study_mapping"]["rules"] == [{"rule": "coerce = false -> unparsed", "rows": 2}]
     assert s["study_mapping"]["counts"]["joined"] == 150
     for model, h in hand.items():
-        _compare(h, _package(res.records.filter(pl.col("model") == model)))
+        _compare(h, _package(res.records.filter((pl.col("model") == model)
+                                                & (pl.col("status") == "ok"))))
     g = hand["gpt-4o"]
     assert (g["n"], g["accuracy"], g["mean_confidence"]) == (50, 0.94, 0.882)
     assert (round(g["brier"], 4), round(g["ece"], 4)) == (0.0451, 0.082)
@@ -342,7 +346,7 @@ def test_per_option_folder_through_the_cli(tmp_path: Path, capsys) -> None:
                  "--registry", str(PER_OPTION / "registry.csv"), "--out", str(out)])
     assert code == 0, capsys.readouterr().err
     summary = json.loads((out / "ingest.json").read_text())
-    assert (summary["records_read"], summary["records_used"]) == (150, 148)
+    assert (summary["records_read"], summary["records_used"]) == (150, 150)
     assert sorted(summary["models"]) == ["Meta-Llama-3.1-8B-Instruct",
                                          "claude-3-haiku-20240307", "gpt-4o"]
     not_read = {Path(f["path"]).name: f["reason"] for f in summary["files_not_read"]}
@@ -526,7 +530,7 @@ def test_confidence_formats_calibration_by_model_and_format_matches_the_hand_num
     assert set(groups) == set(hand)
     for key, h in hand.items():
         for ours, theirs in (("overconfidence", "overconfidence"), ("brier", "brier"),
-                             ("ece", "ece"), ("mean_stated", "mean_confidence"),
+                             ("ece_stated_probability", "ece"), ("mean_stated", "mean_confidence"),
                              ("frequency", "accuracy")):
             assert groups[key][ours] == pytest.approx(h[theirs], abs=1e-12), (key, ours)
     over = {(c["factor"], tuple(c["within"].values()), c["contrast"]): c

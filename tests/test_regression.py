@@ -202,6 +202,24 @@ above for them alone, and so did adding the family's coverage arm
 criterion rows turned ``checked``), and shipping that coverage arm at 44, at 68 and at 100 data
 sets (its target), and shipping the family's clustered arm (``default:confirmatory:clustered``)
 at 161 and at 200 data sets (its target).
+
+It was edited for issue 53 (statuses, one ECE per name, the decision field; ``schema_version``
+2.0) at the keys that change alone, copied from a cold run of the new code on this machine
+(``selfmodel run data_raw --out OUT --no-report --jobs 1``, about 25 minutes beside other
+work): ``schema_version`` ``"2.0"``; ``data`` gains ``statuses`` (ok 16,471, unparsed 329),
+``records_excluded`` (0), ``excluded_reasons``, ``carried`` and ``carried_not_trusted``
+(empty: the default data are no ingested records.parquet); every row of ``by_model_task``,
+``tasks`` and ``skill`` gains ``n_not_asked`` and ``n_unanswered`` (0), ``skill`` rows and
+``calibration.cells``/``calibration.models`` gain ``ece_prediction_confidence`` (equal to
+their ``ece``, checked on every row), and ``calibration`` gains ``measure``. Every fit of the
+default run passes its gate, so no decision became ``not_decided``. Those sections, and
+``models``, ``status``, ``settings`` and ``calibration_map``, equal the run's; every other
+value of the run differed from the fixture only by its fits' draws (same cache keys and data
+hash: the cross-machine effect described above), among them three decisions on a boundary
+in ``sensitivity.effects`` (the d' refusal slope of the prior-x2 variant, the within-family
+word-association slope of the prior-x2 variant, and the d' word-association slope with active
+parameters: ``no_credible_effect`` in the fixture, ``credibly_positive`` in the run) and the
+scale slope, 0.197 [0.067, 0.322] against the fixture's 0.197 [0.074, 0.324].
 """
 
 from __future__ import annotations

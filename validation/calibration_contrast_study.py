@@ -52,7 +52,10 @@ if str(ROOT) not in sys.path:
 import jsonl_records  # noqa: E402
 from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the scale arms)
 
-from selfmodel.analyses.calibration_contrasts import calibration_table  # noqa: E402
+from selfmodel.analyses.calibration_contrasts import METRICS, calibration_table  # noqa: E402
+
+#: Metric names of records made before issue 53 named both ECEs by what they bin.
+LEGACY = {"ece": "ece_stated_probability"}
 from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS  # noqa: E402
@@ -121,7 +124,7 @@ def truths(arm: str, n: int = 400_000, seed: int = 0) -> dict[tuple[str, str], d
                         0.0, 1.0)
             idx = np.clip(np.floor(p * 10 + 1e-9).astype(int), 0, 9)
             gap = np.bincount(idx, weights=p - q, minlength=10)
-            out[(m, cond)] = {"ece": float(np.abs(gap).sum() / n),
+            out[(m, cond)] = {"ece_stated_probability": float(np.abs(gap).sum() / n),
                               "brier": float(np.mean(p * p - 2 * p * q + q)),
                               "overconfidence": float(np.mean(p - q))}
     return out
@@ -172,8 +175,9 @@ def summarise(runs: list[dict[str, Any]]) -> dict[str, Any]:
         k_cred = sum(any(c["decision"] in credible for c in r["contrasts"]) for r in mine)
         k_imp = sum(any(c["decision"] == "improves" for c in r["contrasts"]) for r in mine)
         per_metric = {}
-        for metric in ("ece", "brier", "overconfidence"):
-            cs = [c for r in mine for c in r["contrasts"] if c["metric"] == metric]
+        for metric in METRICS:
+            # records made before issue 53 name the ECE of the stated probability 'ece'
+            cs = [c for r in mine for c in r["contrasts"] if LEGACY.get(c["metric"], c["metric"]) == metric]
             k = sum(c["covered"] for c in cs)
             per_metric[metric] = {"contrasts": len(cs), "covered": k, "rate": k / len(cs),
                                   "ci95": clopper_pearson(k, len(cs)),

@@ -7,14 +7,27 @@ probability that the prediction is right). In a "will I get this right?" study (
 mapping with ``[prediction] threshold``) :math:`p` is the stated chance of answering right
 and the outcome is whether the answer was right, so the numbers are the field's:
 
-``ece``
-    expected calibration error: the record-weighted mean of :math:`|\bar p - \bar y|` over
-    10 equal-width bins of :math:`p` (``selfmodel.analyses.skill.calibration_curve``);
+``ece_stated_probability`` ("ECE of the stated probability")
+    expected calibration error of :math:`p`: the record-weighted mean of
+    :math:`|\bar p - \bar y|` over 10 equal-width bins of :math:`p` (edges 0, 0.1, ..., 1;
+    a bin is :math:`[b/10, (b+1)/10)`, the last one closed: the bins of
+    ``selfmodel.analyses.skill.calibration_curve``);
+``ece_prediction_confidence`` ("ECE of the prediction's confidence")
+    the ECE of the skill table (``selfmodel.analyses.skill``): the same bins over
+    :math:`q` = ``confidence``, the stated probability that the *prediction* is right
+    (:math:`q = p` for a prediction ``true``, :math:`1 - p` for ``false``), against whether
+    it was right. In a "will I get this right?" study it bins the confidence of the
+    thresholded prediction (the figure such studies' authors report), where the first ECE
+    bins the stated chance of success; the two differ, so each has its name;
 ``brier``
-    :math:`\overline{(p - y)^2}`;
+    :math:`\overline{(p - y)^2}` (equal to :math:`\overline{(q - \text{correct})^2}`);
 ``overconfidence``
     mean stated probability minus the observed frequency, :math:`\bar p - \bar y`
     (positive: overconfident).
+
+Every metric has its interval; contrasts are decided on :data:`METRICS` (the ECE of the
+stated probability, Brier, overconfidence: the three the shipped calibration study of these
+decisions covers), the ECE of the prediction's confidence is shown with its interval only.
 
 Every group is one model (never pooled within a family: pooling hid an ECE of 0.32
 against 0.70 in issue 29's study), or one model x condition. Intervals are an item
@@ -40,7 +53,7 @@ from typing import Any, Final
 import numpy as np
 import polars as pl
 
-from selfmodel.analyses.skill import DEFAULT_BINS, calibration_curve
+from selfmodel.analyses.skill import DEFAULT_BINS, bin_edges, calibration_curve
 from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.records.cells import NO_CONDITION, self_predictions
@@ -50,7 +63,13 @@ CALIBRATION_ROPE: Final = 0.02
 #: Bootstrap replicates.
 N_BOOT: Final = 1000
 N_BINS: Final = DEFAULT_BINS
-METRICS: Final = ("ece", "brier", "overconfidence")
+#: The metrics whose contrasts are decided (the shipped calibration study's metrics).
+METRICS: Final = ("ece_stated_probability", "brier", "overconfidence")
+#: Every metric of a group, each with its interval.
+SHOWN: Final = (*METRICS, "ece_prediction_confidence")
+#: What each ECE bins, in the report's words.
+ECE_NAMES: Final = {"ece_stated_probability": "ECE of the stated probability",
+                    "ece_prediction_confidence": "ECE of the prediction's confidence"}
 
 
 #: The calibration study of these contrasts (``validation/calibration_contrast_study.py --ship``).
@@ -65,7 +84,8 @@ def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
 def forecasts(records: pl.DataFrame) -> pl.DataFrame:
     """Readable binary self-predictions with a confidence, as forecasts ``p`` of outcome ``y``.
 
-    Columns ``model, condition, task, item`` (``task|item_id``), ``p``, ``y``.
+    Columns ``model, condition, task, item`` (``task|item_id``), ``p``, ``y``, and ``q``
+    (the confidence as stated: that the prediction is right) with ``hit`` (it was).
 
     Examples
     --------
@@ -91,28 +111,50 @@ def forecasts(records: pl.DataFrame) -> pl.DataFrame:
         pl.format("{}|{}", "task", "item_id").alias("item"),
         pl.when(pl.col("prediction") == "true").then(conf).otherwise(1.0 - conf).alias("p"),
         (pl.col("outcome") == "true").alias("y"),
+        conf.alias("q"),
+        pl.col("correct").cast(pl.Boolean).alias("hit"),
     )
 
 
-def metrics(p: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> dict[str, float]:
-    """ECE (10 equal-width bins), Brier and overconfidence of forecasts ``p`` of ``y``.
+def binned_ece(x: np.ndarray, hit: np.ndarray, w: np.ndarray) -> float:
+    r"""ECE of probabilities ``x`` of events ``hit``: 10 equal-width bins of ``x``, weights ``w``.
 
-    ``w`` are record weights (bootstrap multiplicities); default 1 each.
+    :math:`\sum_b |\sum_{i \in b} w_i x_i - \sum_{i \in b} w_i h_i| / \sum_i w_i`, i.e.
+    :math:`\sum_b \frac{n_b}{n} |\bar x_b - \bar h_b|`; the bins of
+    ``selfmodel.analyses.skill.calibration_curve``.
+    """
+    idx = np.clip(np.floor(x * N_BINS + 1e-9).astype(int), 0, N_BINS - 1)
+    xb = np.bincount(idx, weights=w * x, minlength=N_BINS)
+    hb = np.bincount(idx, weights=w * hit, minlength=N_BINS)
+    return float(np.abs(xb - hb).sum() / w.sum())
+
+
+def metrics(p: np.ndarray, y: np.ndarray, w: np.ndarray | None = None, *,
+            q: np.ndarray | None = None, hit: np.ndarray | None = None) -> dict[str, float]:
+    """The :data:`METRICS` of forecasts ``p`` of ``y``; with ``q`` and ``hit``, the other ECE too.
+
+    ``w`` are record weights (bootstrap multiplicities); default 1 each. ``q`` is the stated
+    confidence that the prediction is right and ``hit`` whether it was
+    (``ece_prediction_confidence``).
 
     Examples
     --------
     >>> m = metrics(np.array([0.9, 0.9, 0.6, 0.6]), np.array([1, 0, 1, 1]))
     >>> {k: round(v, 3) for k, v in m.items()}
-    {'ece': 0.4, 'brier': 0.285, 'overconfidence': 0.0}
+    {'ece_stated_probability': 0.4, 'brier': 0.285, 'overconfidence': 0.0}
+    >>> m = metrics(np.array([0.9, 0.1]), np.array([1, 1]), q=np.array([0.9, 0.9]),
+    ...             hit=np.array([1, 0]))
+    >>> round(m["ece_stated_probability"], 3), round(m["ece_prediction_confidence"], 3)
+    (0.5, 0.4)
     """
     w = np.ones_like(p) if w is None else w
     total = w.sum()
-    idx = np.clip(np.floor(p * N_BINS + 1e-9).astype(int), 0, N_BINS - 1)
-    pb = np.bincount(idx, weights=w * p, minlength=N_BINS)
-    yb = np.bincount(idx, weights=w * y, minlength=N_BINS)
-    ece = float(np.abs(pb - yb).sum() / total)  # sum_b n_b/N |mean p_b - mean y_b|
-    return {"ece": ece, "brier": float((w * (p - y) ** 2).sum() / total),
-            "overconfidence": float((w * (p - y)).sum() / total)}
+    out = {"ece_stated_probability": binned_ece(p, y, w),
+           "brier": float((w * (p - y) ** 2).sum() / total),
+           "overconfidence": float((w * (p - y)).sum() / total)}
+    if q is not None and hit is not None:
+        out["ece_prediction_confidence"] = binned_ece(q, hit, w)
+    return out
 
 
 def reliability(p: np.ndarray, y: np.ndarray) -> dict[str, list[Any]]:
@@ -126,7 +168,7 @@ def reliability(p: np.ndarray, y: np.ndarray) -> dict[str, list[Any]]:
 
 def _replicates(frame: pl.DataFrame, keys: list[tuple[str, ...]], by: list[str],
                 n_boot: int, seed: int) -> dict[tuple[str, ...], np.ndarray]:
-    """Bootstrap metrics per group: group -> array (n_boot, len(METRICS)); items resampled."""
+    """Bootstrap metrics per group: group -> array (n_boot, len(SHOWN)); items resampled."""
     items = sorted(frame["item"].unique().to_list())
     code = {it: i for i, it in enumerate(items)}
     rng = np.random.default_rng(seed)
@@ -135,12 +177,14 @@ def _replicates(frame: pl.DataFrame, keys: list[tuple[str, ...]], by: list[str],
     for key in keys:
         g = frame.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(by, key, strict=True)]))
         p, y = g["p"].to_numpy(), g["y"].to_numpy().astype(float)
+        q, hit = g["q"].to_numpy(), g["hit"].to_numpy().astype(float)
         item_idx = np.array([code[i] for i in g["item"].to_list()])
-        reps = np.full((n_boot, len(METRICS)), np.nan)
+        reps = np.full((n_boot, len(SHOWN)), np.nan)
         for r in range(n_boot):
             w = counts[r, item_idx].astype(float)
             if w.sum() > 0:
-                reps[r] = list(metrics(p, y, w).values())
+                m = metrics(p, y, w, q=q, hit=hit)
+                reps[r] = [m[k] for k in SHOWN]
         out[key] = reps
     return out
 
@@ -164,15 +208,28 @@ def calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",)
     Returns
     -------
     dict
-        ``by``, ``interval``, ``rope``, ``groups`` (one per group: the keys of ``by``, ``n``,
-        each metric with ``<metric>_low``/``_high``, and the reliability diagram) and
-        ``contrasts`` (list of ``{factor, within, contrast, metric, **decision}``).
+        ``by``, ``interval``, ``rope``, ``bins`` and ``bin_edges`` (of both ECEs and the
+        reliability diagram), ``measures`` (what each ECE bins, :data:`ECE_NAMES`),
+        ``groups`` (one per group: the keys of ``by``, ``n``, each metric of :data:`SHOWN`
+        with ``<metric>_low``/``_high``, and the reliability diagram) and ``contrasts``
+        (list of ``{factor, within, contrast, metric, **decision}``, ``metric`` one of
+        :data:`METRICS`).
     """
     rule = replace(rule or DecisionRule(), rope=CALIBRATION_ROPE)
     frame = forecasts(records)
     base = {"by": list(by), "rope": CALIBRATION_ROPE, "n_boot": n_boot,
             "interval": f"item bootstrap ({n_boot} replicates), {rule.hdi_prob:.0%} HDI of the "
-                        "replicates", "bins": N_BINS}
+                        "replicates", "bins": N_BINS,
+            "bin_edges": bin_edges(N_BINS).tolist(),
+            "binning": f"{N_BINS} equal-width bins over [0, 1], each [b/{N_BINS}, (b+1)/{N_BINS}), "
+                       "the last one closed",
+            "measures": {
+                "ece_stated_probability": "ECE of the stated probability: bins of p, the stated "
+                                          "probability of the outcome (of success), against the "
+                                          "outcome",
+                "ece_prediction_confidence": "ECE of the prediction's confidence: bins of the "
+                                             "confidence that the prediction is right, against "
+                                             "whether it was (the skill table's ECE)"}}
     if frame.height == 0:
         return {**base, "groups": [], "contrasts": [],
                 "reason": "no readable binary self-prediction with a confidence"}
@@ -182,12 +239,13 @@ def calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",)
     for key in keys:
         g = frame.filter(pl.all_horizontal([pl.col(c) == v for c, v in zip(by, key, strict=True)]))
         p, y = g["p"].to_numpy(), g["y"].to_numpy().astype(float)
+        point = metrics(p, y, q=g["q"].to_numpy(), hit=g["hit"].to_numpy().astype(float))
         row: dict[str, Any] = {**dict(zip(by, key, strict=True)), "n": g.height,
                                "mean_stated": float(p.mean()), "frequency": float(y.mean())}
-        for j, (name, value) in enumerate(metrics(p, y).items()):
+        for j, name in enumerate(SHOWN):
             lo, hi = np.nanquantile(reps[key][:, j], [(1 - rule.hdi_prob) / 2,
                                                       (1 + rule.hdi_prob) / 2])
-            row |= {name: value, f"{name}_low": float(lo), f"{name}_high": float(hi)}
+            row |= {name: point[name], f"{name}_low": float(lo), f"{name}_high": float(hi)}
         groups.append(row | reliability(p, y))
     return {**base, "groups": groups, "contrasts": _contrasts(keys, reps, list(by), rule),
             "reason": None}
@@ -208,6 +266,6 @@ def _contrasts(keys: list[tuple[str, ...]], reps: dict[tuple[str, ...], np.ndarr
             diff = (np.abs(ra) - np.abs(rb)) if name == "overconfidence" else ra - rb
             diff = diff[np.isfinite(diff)]
             out.append({"factor": by[i], "within": within, "contrast": f"{b[i]} - {a[i]}",
-                        "metric": name, "quantity": f"reduction of {name} from {a[i]} to {b[i]}",
+                        "metric": name, "quantity": f"reduction of {ECE_NAMES.get(name, name)} from {a[i]} to {b[i]}",
                         **decide(diff, rule, n_models=rule.min_models)})
     return out

@@ -1,7 +1,9 @@
 """Descriptive statistics per model x task, against the right baselines.
 
 ``accuracy`` excludes unreadable predictions; ``accuracy_strict`` counts them as wrong
-(what most papers report). ``baseline_accuracy`` is the *mode baseline*: the accuracy of
+(what most papers report). Rows with nothing to score (status ``not_asked``: no prediction
+was asked, by design; ``unanswered``: no outcome) are in neither: ``n_not_asked`` and
+``n_unanswered`` count them. ``baseline_accuracy`` is the *mode baseline*: the accuracy of
 always predicting the cell's most common outcome. A model that always says "yes, the word
 will appear" is not skilled just because words usually appear; ``skill_over_baseline`` is
 accuracy minus that baseline.
@@ -67,6 +69,8 @@ def by_model_task(cells: pl.DataFrame) -> list[dict[str, Any]]:
                 "n": int(c["n"]),
                 "n_total": int(c["n_total"]),
                 "n_unreadable": int(c["n_unreadable"]),
+                "n_not_asked": int(c["n_not_asked"]),
+                "n_unanswered": int(c["n_unanswered"]),
                 "accuracy": _num(acc),
                 "ci_low": _num(lo[i]),
                 "ci_high": _num(hi[i]),
@@ -96,6 +100,8 @@ def by_task(cells: pl.DataFrame) -> list[dict[str, Any]]:
             pl.col("n").sum().alias("n"),
             pl.col("k").sum().alias("k"),
             pl.col("n_unreadable").sum().alias("n_unreadable"),
+            pl.col("n_not_asked").sum().alias("n_not_asked"),
+            pl.col("n_unanswered").sum().alias("n_unanswered"),
             pl.col("n_signal").sum().alias("n_signal"),
             pl.col("binary").all().alias("binary"),
         )
@@ -108,6 +114,8 @@ def by_task(cells: pl.DataFrame) -> list[dict[str, Any]]:
             "n_total": int(r["n_total"]),
             "n": int(r["n"]),
             "n_unreadable": int(r["n_unreadable"]),
+            "n_not_asked": int(r["n_not_asked"]),
+            "n_unanswered": int(r["n_unanswered"]),
             "accuracy": _num(r["k"] / r["n"]) if r["n"] else None,
             "outcome_base_rate": _num(r["n_signal"] / r["n"]) if r["binary"] and r["n"] else None,
         }

@@ -71,11 +71,17 @@ AUROC of confidence for correctness (``auroc_type2``)
     it is right?). Both are the Mann-Whitney statistic
     :math:`U / (n_1 n_0)` with mid-ranks, so ties count one half (Hanley & McNeil 1982,
     *Radiology* 143:29); ``None`` when one class is empty.
-calibration curve and ECE
-    equal-width bins of :math:`q` over :math:`[0, 1]` (``n_bins``, default 10; the last
-    bin is closed); per bin the mean confidence, the observed accuracy and the count.
+calibration curve and the ECE of the prediction's confidence
+    equal-width bins of :math:`q` over :math:`[0, 1]` (``n_bins``, default 10: edges 0,
+    0.1, ..., 1, bin :math:`b` is :math:`[b/10, (b+1)/10)`, the last bin closed); per bin
+    the mean confidence, the observed accuracy and the count.
     :math:`\mathrm{ECE} = \sum_b \frac{n_b}{n} |\bar q_b - \bar a_b|` (Naeini, Cooper &
-    Hauskrecht 2015, AAAI; Guo et al. 2017, ICML). ECE is biased upwards in small cells
+    Hauskrecht 2015, AAAI; Guo et al. 2017, ICML), named ``ece_prediction_confidence``
+    ("ECE of the prediction's confidence"; ``ece`` is the same number under its first
+    name). It bins the confidence in the prediction, not the implied probability :math:`s`
+    of the outcome: the ECE of :math:`s` ("ECE of the stated probability") is another
+    measure, computed per model with intervals in
+    :mod:`selfmodel.analyses.calibration_contrasts`. ECE is biased upwards in small cells
     (sampling noise alone makes it positive); compare cells of similar size.
     ``overconfidence`` is mean confidence minus accuracy (calibration-in-the-large).
 
@@ -95,6 +101,12 @@ from selfmodel.records.cells import CELL_KEY, self_predictions, to_cells
 
 #: Default number of equal-width confidence bins.
 DEFAULT_BINS: Final = 10
+
+#: What the ECE of this module bins (``calibration.measure``; the report's words).
+ECE_PREDICTION_CONFIDENCE: Final = (
+    "ECE of the prediction's confidence: bins of the stated confidence that the prediction is "
+    "right, against whether it was (ece_prediction_confidence; ece is the same number)"
+)
 
 #: What ``confidence`` is taken to mean (copied into outputs).
 CONFIDENCE_SEMANTICS: Final = (
@@ -382,8 +394,9 @@ def calibration_curve(
     Returns
     -------
     dict
-        ``n``, ``ece``, ``mean_confidence``, ``accuracy``, ``overconfidence``,
-        ``bin_edges`` (``n_bins + 1`` values) and per bin, as lists of length ``n_bins``:
+        ``n``, ``ece`` (of the first argument's bins), ``mean_confidence``, ``accuracy``,
+        ``overconfidence``, ``bin_edges`` (``n_bins + 1`` values) and per bin, as lists of
+        length ``n_bins``:
         ``bin_n``, ``bin_confidence`` (mean stated confidence) and ``bin_accuracy``
         (observed accuracy); ``None`` in empty bins.
 
@@ -452,7 +465,8 @@ def confidence_metrics(
     -------
     dict
         ``n_confidence``, ``brier``, ``brier_baseline``, ``auroc``, ``auroc_type2``,
-        ``ece``, ``mean_confidence``, ``overconfidence``.
+        ``ece_prediction_confidence`` (and ``ece``, the same number), ``mean_confidence``,
+        ``overconfidence``.
 
     Examples
     --------
@@ -465,8 +479,8 @@ def confidence_metrics(
     q = np.asarray(confidence, dtype=float)
     n = int(q.size)
     if n == 0:
-        keys = ("brier", "brier_baseline", "auroc", "auroc_type2", "ece", "mean_confidence",
-                "overconfidence")
+        keys = ("brier", "brier_baseline", "auroc", "auroc_type2", "ece",
+                "ece_prediction_confidence", "mean_confidence", "overconfidence")
         return {"n_confidence": 0, **dict.fromkeys(keys)}
     correct = yhat == y
     s = np.where(yhat, q, 1.0 - q)
@@ -479,6 +493,7 @@ def confidence_metrics(
         "auroc": auroc(s, y),
         "auroc_type2": auroc(q, correct),
         "ece": cal["ece"],
+        "ece_prediction_confidence": cal["ece"],
         "mean_confidence": cal["mean_confidence"],
         "overconfidence": cal["overconfidence"],
     }
@@ -502,6 +517,33 @@ def _binary_frame(records: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: Why a cell with no readable prediction has no skill (``sdt_note``).
+NOT_BINARY: Final = "not a binary cell: predictions or outcomes are not all true/false"
+
+
+def unscored_note(n_total: int, n_not_asked: int, n_unanswered: int) -> str:
+    """Why a cell without a readable self-prediction has nothing to score, from its counts.
+
+    ``n_total`` counts the cell's self-predictions to score (readable or not); rows with
+    nothing to score (status ``not_asked``, ``unanswered``) are counted apart.
+
+    Examples
+    --------
+    >>> unscored_note(0, 40, 0)
+    'no self-prediction to score: no prediction was asked (40 rows not_asked, by design)'
+    >>> unscored_note(3, 0, 2)
+    'no self-prediction to score: no readable prediction (3 unreadable); 2 rows unanswered (no outcome)'
+    """
+    parts = []
+    if n_not_asked:
+        parts.append(f"no prediction was asked ({n_not_asked} rows not_asked, by design)")
+    if n_total:
+        parts.append(f"no readable prediction ({n_total} unreadable)")
+    if n_unanswered:
+        parts.append(f"{n_unanswered} rows unanswered (no outcome)")
+    return "no self-prediction to score: " + ("; ".join(parts) if parts else "no records")
+
+
 def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
     """Count-based skill metrics from the cells of :func:`selfmodel.records.cells.to_cells`.
 
@@ -516,7 +558,10 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
     list of dict
         ``model``, ``task``, ``binary`` and the keys of :func:`binary_metrics`. Non-binary
         cells keep ``n``, ``accuracy`` and ``mode_baseline`` (from ``mode_outcome_share``)
-        and ``None`` for the binary metrics.
+        and ``None`` for the binary metrics. A cell without a readable self-prediction
+        (``n`` 0: every row unreadable, not asked or unanswered) says so in ``sdt_note``
+        (:func:`unscored_note`), never "not a binary cell". ``n_not_asked`` and
+        ``n_unanswered`` count the rows with nothing to score.
     """
     rows = []
     for c in cells.sort(list(CELL_KEY)).iter_rows(named=True):
@@ -526,7 +571,8 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
             m = binary_metrics(h, int(c["n_signal"]) - h, fa, int(c["n_noise"]) - fa)
         else:
             m = binary_metrics(0, 0, 0, 0)
-            m["sdt_note"] = "not a binary cell: predictions or outcomes are not all true/false"
+            m["sdt_note"] = NOT_BINARY if c["n"] else unscored_note(
+                int(c["n_total"]), int(c.get("n_not_asked") or 0), int(c.get("n_unanswered") or 0))
             n = int(c["n"])
             m["n"] = n
             if n:
@@ -536,7 +582,9 @@ def skill_from_cells(cells: pl.DataFrame) -> list[dict[str, Any]]:
                 if base is not None:
                     m["skill_over_mode"] = acc - base
                     m["skill_score"] = (acc - base) / (1 - base) if base < 1 else None
-        rows.append({"model": c["model"], "task": c["task"], "binary": binary, **_clean(m)})
+        rows.append({"model": c["model"], "task": c["task"], "binary": binary, **_clean(m),
+                     "n_not_asked": int(c.get("n_not_asked") or 0),
+                     "n_unanswered": int(c.get("n_unanswered") or 0)})
     return rows
 
 
@@ -600,9 +648,10 @@ def calibration(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> dict[st
     Returns
     -------
     dict
-        ``semantics`` (what confidence is taken to mean), ``bin_edges``, ``cells`` (list of
-        ``{model, task, **calibration_curve}``) and ``models`` (pooled over tasks, list of
-        ``{model, **calibration_curve}``); the curves share the top-level ``bin_edges``.
+        ``semantics`` (what confidence is taken to mean), ``measure`` (what its ECE bins),
+        ``binning``, ``bin_edges``, ``cells`` (list of ``{model, task, **calibration_curve,
+        ece_prediction_confidence}``) and ``models`` (pooled over tasks, list of ``{model,
+        ...}``); the curves share the top-level ``bin_edges``.
         Cells without confidence are absent.
     """
     frame = _binary_frame(records).filter(pl.col("confidence").is_not_null())
@@ -611,6 +660,7 @@ def calibration(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> dict[st
         correct = (g["yhat"] == g["y"]).to_numpy()
         c = calibration_curve(g["confidence"].to_numpy(), correct, n_bins=n_bins)
         del c["bin_edges"]
+        c["ece_prediction_confidence"] = c["ece"]
         return c
 
     cells = [
@@ -623,6 +673,7 @@ def calibration(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> dict[st
     ]
     return {
         "semantics": CONFIDENCE_SEMANTICS,
+        "measure": ECE_PREDICTION_CONFIDENCE,
         "binning": f"{n_bins} equal-width bins over [0, 1]; last bin closed",
         "bin_edges": bin_edges(n_bins).tolist(),
         "cells": cells,

@@ -1,88 +1,100 @@
-"""All outputs of a run belong together: built in a staging folder, then swapped in whole.
+"""Output folders: what a command may write into ``--out``, one writer at a time, whole.
 
-``selfmodel run``, ``fit`` and ``ingest`` write nothing into ``--out`` while they work.
-:func:`staged` gives them a staging folder beside it (``<parent>/.<name>.staging``) that
-starts with the saved fits and checks of ``--out/fits`` (hard links, so nothing is copied
-and the old folder is never touched). When the command finishes, the staging folder and
-``--out`` trade places in one atomic ``renameat2(RENAME_EXCHANGE)``, and the old outputs are
-removed. So, whatever stops a run (Ctrl-C, ``kill -9``, a full disk, an error in any stage
-or in the renderer), ``--out`` holds either the previous complete set of outputs or the new
-complete set, never a mixture:
+Every command that writes (``run``, ``fit``, ``ingest``, ``describe``, ``report``,
+``import``, ``simulate``, ``power``, ``reduce``) goes through this module:
 
-* A run stopped by an error or Ctrl-C leaves ``--out`` as it was, apart from ``fits/``:
-  the fits and checks it finished are added there (each file is content-hashed and named
-  by its key, so adding one never changes what an old result reads), and a rerun reuses
-  them.
-* A run killed outright leaves its staging folder behind; the next run removes it after
-  moving its finished fits into ``--out/fits``.
-* ``--out`` must be a new folder, an empty one, or one that ``selfmodel`` made (it holds
-  the marker file ``.selfmodel-out``, or only files ``selfmodel`` writes). Any other folder
-  is refused with one line before anything is written, so a user's folder (a repository,
-  a home folder, the working folder) is never changed.
-* Entries of ``--out`` that no command writes (notes added to it later, other tools' files)
-  are never moved, renamed, overwritten or removed: the new outputs are then moved in one
-  by one (below) instead of swapping the folder. Outputs of earlier commands that this one
-  does not write (``report.pdf`` after a run, ``results.json`` after an ``ingest``) are
-  stale and are removed.
-
-Two commands never write into one ``--out`` at once: :func:`staged` holds an exclusive
-lock (``flock``) on ``<parent>/.<name>.lock`` for the whole command, and a second command
-stops at once with one line naming the process that holds it. The operating system drops
-the lock when its holder ends, however it ends (``kill -9`` included), so a stale lock never
-blocks a later run; the empty lock file stays (removing it would let two commands lock two
-different files of one name).
-
-Where the exchange is impossible (the file system refuses it, ``--out`` is a mount point,
-the working directory is inside ``--out``, or ``--out`` holds entries that are not
-``selfmodel``'s) the new files are moved in one by one with
-``results.json`` and then the report last, after the stale results and reports were
-removed: the folder may then briefly hold new data files beside no results at all, never
-a report of other results.
+* **Ownership by proof.** ``--out`` must be a new folder, an empty one, or one that
+  ``selfmodel`` made: it holds the manifest ``.selfmodel-out``, which lists every file
+  ``selfmodel`` wrote there with the SHA-256 of its bytes
+  (:mod:`selfmodel.common.manifest`). A file the manifest does not list, or whose bytes
+  changed, is the user's. Before any work (:func:`check_out`) and again before anything is
+  replaced, a command that would overwrite or remove such a file stops with one line naming
+  it; a folder without a manifest that is not empty is refused before anything in it is
+  touched (no probe, no lock, no staging folder). Entries of the user's beside
+  ``selfmodel``'s files are never overwritten, moved or removed.
+* **One writer per folder.** :func:`locked` holds an exclusive ``flock`` on
+  ``<parent>/.<name>.lock`` of the *resolved* folder, so ``--out out`` and ``--out latest``
+  (a link to ``out``) take the same lock. The lock file is opened with ``O_NOFOLLOW``,
+  created only when absent and never written: a link of that name, or anything that is not
+  a regular file of one name, is refused with one line, so no lock can be aimed at a file.
+  A second command stops at once naming the process that holds the lock (from
+  ``/proc/locks``); the operating system drops the lock when its holder ends, however it
+  ends (``kill -9`` included).
+* **All or nothing.** :func:`staged` gives the command a staging folder beside ``--out``
+  (``<parent>/.<name>.staging``, with a token file) that starts with the saved fits of
+  ``--out/fits`` (hard links). When the command finishes, its files are published
+  (:mod:`selfmodel.common.publish`): the two folders trade places in one step when every
+  entry of ``--out`` is ``selfmodel``'s, else the files are moved in one by one following a
+  journal (data first, index files and the manifest last), which the next command completes
+  if this one is killed. Ctrl-C and SIGTERM wait for a publish to end (it takes
+  milliseconds). Whatever stops a command before that (Ctrl-C, SIGTERM, ``kill -9``, a full
+  disk, an error), ``--out`` is as it was, apart from the fits that finished (added to
+  ``fits/``, which a rerun reuses), and the next command clears the leftovers by itself.
+* Outputs of earlier commands that describe other data are stale and removed with the set
+  they belong to (``results.json`` and the reports when ``ingest`` writes new records;
+  see :data:`RUN`); other commands' files (``power.json`` beside a run's outputs) stay.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
-import ctypes.util
-import errno
 import fcntl
 import os
 import re
-import shutil
+import signal
 import stat
-from collections.abc import Callable, Iterator
+import tempfile
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
+from selfmodel.common import manifest
 from selfmodel.common.errors import InputError
+from selfmodel.common.manifest import FITS, MARKER, Manifest
+from selfmodel.common.publish import (
+    PROBE_PREFIX,
+    TOKEN,
+    Writes,
+    discard_new,
+    link_fits,
+    new_staging,
+    publish,
+    staging_of,
+    unproven,
+)
+from selfmodel.common.publish import (
+    recover as _recover,
+)
 
-#: Files and folders the commands write into ``--out``; any other entry is the user's.
+__all__ = ["FITS", "MARKER", "TOKEN", "Writes"]
+
+#: Files and folders ``run``, ``fit`` and ``ingest`` write into ``--out``.
 RUN_OUTPUTS: Final = frozenset({
     "records.parquet", "quarantine.parquet", "ingest.json", "cells.parquet", "results.json",
-    "run.json", "report.html", "report.pdf", "describe.json", "fits",
+    "run.json", "report.html", "report.pdf", "describe.json", FITS,
 })
-#: The marker file in every ``--out`` that ``selfmodel`` made: only such a folder, an empty
-#: one, or one holding nothing but its outputs is written into.
-MARKER: Final = ".selfmodel-out"
-_MARKER_TEXT: Final = ("This folder holds outputs of selfmodel (its commands write only into a "
-                       "folder with this file, an empty one or a new one).\n")
-#: What a ``run``, ``fit`` or ``ingest`` swaps in or out as a whole: the outputs, the marker,
-#: the rerun record and the keys of the rendered reports.
-SWAPPED: Final = RUN_OUTPUTS | {MARKER, "run-key.json", ".report.html.key", ".report.pdf.key"}
-#: Every name a ``selfmodel`` command writes into ``--out`` (``import``, ``simulate``,
-#: ``power`` and ``reduce`` too): any other entry is the user's.
-OWN_NAMES: Final = SWAPPED | {".selfmodel-write-probe", "registry.csv", "records.csv",
-                              "truth.json", "power.json", "power.png", "design.toml",
-                              "reduce.json"}
-#: A temporary file of :mod:`selfmodel.common.atomic` for one of those names (``.results.json.x1.tmp``).
-_OWN_TEMPORARY: Final = re.compile(r"^\.(?P<name>.+)\.[^.]+\.tmp$")
-#: Written last when files must be moved one by one (a report never precedes its results).
-LAST: Final = ("run.json", "results.json", "report.html", "report.pdf")
-FITS: Final = "fits"
-_RENAME_EXCHANGE: Final = 2
-_AT_FDCWD: Final = -100
+#: ... with the rerun record and the keys of the rendered reports.
+RUN_WRITES: Final = RUN_OUTPUTS | {"run-key.json", ".report.html.key", ".report.pdf.key"}
+#: One set of records and what describes it: a command that writes a new one removes the
+#: rest of the old one (an ``ingest.json`` or ``results.json`` of other records).
+RECORDS_SET: Final = (RUN_WRITES | {"import.json", "reduce.json"}) - {FITS}
+RUN: Final = Writes(RUN_WRITES, RECORDS_SET)
+IMPORT: Final = Writes(frozenset({"records.parquet", "registry.csv", "import.json"}), RECORDS_SET)
+REDUCE: Final = Writes(frozenset({"cells.parquet", "reduce.json"}), RECORDS_SET)
+SIMULATE: Final = Writes(frozenset({"records.csv", "registry.csv", "truth.json"}))
+POWER: Final = Writes(frozenset({"power.json", "power.png", "design.toml"}))
+DESCRIBE: Final = Writes(frozenset({"describe.json"}))
+
+
+def report_writes(fmt: str) -> Writes:
+    """What ``selfmodel report --format fmt`` writes: the report and its key."""
+    return Writes(frozenset({f"report.{fmt}", f".report.{fmt}.key"}))
+
+
+#: The resolved folders whose new outputs this process published (for the interrupted line).
+PUBLISHED: set[Path] = set()
 
 
 def out_folder(text: str) -> Path:
@@ -93,72 +105,148 @@ def out_folder(text: str) -> Path:
     return Path(text)
 
 
-def staging_path(out: Path) -> Path:
-    """The staging folder of ``out``: a hidden sibling (``<parent>/.<name>.staging``)."""
-    out = out.absolute()
-    return out.parent / f".{out.name}.staging"
+def real_path(out: Path | str) -> Path:
+    """``out`` resolved: links followed, as far as it exists (one folder, one spelling)."""
+    return Path(os.path.realpath(Path(out).absolute()))
 
 
-def lock_path(out: Path) -> Path:
-    """The lock file of ``out``: a hidden sibling (``<parent>/.<name>.lock``)."""
-    out = out.absolute()
-    return out.parent / f".{out.name}.lock"
+def staging_path(out: Path | str) -> Path:
+    """The staging folder of ``out``: a hidden sibling of the resolved folder."""
+    return staging_of(real_path(out))
+
+
+def lock_path(out: Path | str) -> Path:
+    """The lock file of ``out``: ``<parent>/.<name>.lock`` of the resolved folder."""
+    real = real_path(out)
+    return real.parent / f".{real.name}.lock"
+
+
+# --------------------------------------------------------------------------- the lock
 
 
 @contextlib.contextmanager
-def locked(out: Path) -> Iterator[None]:
+def locked(out: Path | str) -> Iterator[None]:
     """Hold the exclusive lock of ``out`` (one command writing into it at a time).
 
-    Raises :class:`InputError` (one line, exit 2) when another process holds it.
+    Raises :class:`InputError` (one line, exit 2) when another process holds it, or when the
+    lock path is a link or not a regular file of one name.
     """
-    path = lock_path(out)
+    real = _usable(Path(out))
+    path = lock_path(real)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _open_lock(path, out)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "another process"
             raise InputError(
-                f"--out {out}: another selfmodel command ({holder}) is writing into it. "
+                f"--out {out}: another selfmodel command ({_holder(fd)}) is writing into it. "
                 "Wait for it to finish, or choose another --out.") from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}".encode(), 0)
-        try:
-            yield
-        finally:
-            with contextlib.suppress(OSError):
-                os.ftruncate(fd, 0)
+        yield
     finally:
         os.close(fd)  # releases the lock
 
 
-def is_own(name: str, names: frozenset[str] = OWN_NAMES) -> bool:
-    """Whether an entry of ``--out`` called ``name`` is one ``selfmodel`` writes (of ``names``)."""
-    if name in names:
-        return True
-    found = _OWN_TEMPORARY.match(name)
-    return found is not None and found.group("name") in names
-
-
-def foreign_entries(out: Path, names: frozenset[str] = OWN_NAMES) -> list[str]:
-    """Names of the entries of the folder ``out`` not among ``names`` (sorted)."""
+def _open_lock(path: Path, out: Path | str) -> int:
+    """Open the lock file: never through a link, created only when absent, never written."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        return sorted(e.name for e in out.iterdir() if not is_own(e.name, names))
-    except FileNotFoundError:
-        return []
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:  # made just now by another command, or a dangling link
+                fd = os.open(path, flags)
+    except OSError as exc:
+        if path.is_symlink():
+            raise _bad_lock(path, out, "is a link") from None
+        raise exc
+    st = os.fstat(fd)
+    why = ("is not a regular file" if not stat.S_ISREG(st.st_mode)
+           else "is a hard link (a lock file of selfmodel has one name)" if st.st_nlink != 1
+           else None)
+    if why is not None:
+        os.close(fd)
+        raise _bad_lock(path, out, why)
+    return fd
 
 
-def check_owned(out: Path) -> None:
-    """Stop with one line when ``out`` is a folder of the user's, not one ``selfmodel`` made.
+def _bad_lock(path: Path, out: Path | str, why: str) -> InputError:
+    return InputError(
+        f"--out {out}: its lock file {path} {why}; selfmodel did not make it and will not "
+        "use it. Remove it (selfmodel makes a new one), or choose another --out.")
 
-    Written into: a folder that does not exist yet, an empty one, one with the marker file
-    :data:`MARKER`, or one holding only entries ``selfmodel`` writes (made before the
-    marker existed). Anything else is refused before anything is written.
-    """
-    if not out.is_dir() or (out / MARKER).is_file():
+
+_LOCK_LINE: Final = re.compile(r"^\d+:\s+FLOCK\s+\S+\s+WRITE\s+(\d+)\s+(\S+):(\d+)\s")
+
+
+def _holder(fd: int) -> str:
+    """``pid N`` of the process that holds the lock on ``fd``'s file (Linux), if it can tell."""
+    st = os.fstat(fd)
+    device = f"{os.major(st.st_dev):02x}:{os.minor(st.st_dev):02x}"
+    try:
+        lines = Path("/proc/locks").read_text().splitlines()
+    except OSError:
+        return "another process"
+    exact: list[str] = []
+    same_inode: list[str] = []
+    for line in lines:
+        found = _LOCK_LINE.match(line)
+        if found is None or int(found.group(3)) != st.st_ino:
+            continue
+        (exact if found.group(2) == device else same_inode).append(found.group(1))
+    pids = exact or same_inode
+    return f"pid {pids[0]}" if pids else "another process"
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _usable(out: Path) -> Path:
+    """The resolved ``out``; one line when it is the root, a file, or lies under a file."""
+    real = real_path(out)
+    if real == real.parent:
+        raise InputError(f"--out {out}: the root folder is not an output folder. Choose a new "
+                         "folder for --out, e.g. --out build.")
+    for p in (real, *real.parents):
+        if p.exists():
+            if not p.is_dir():
+                what = "is a file" if p == real else f"lies under the file {p}"
+                raise InputError(f"--out {out}: {what}. Choose a folder for --out.")
+            break
+    return real
+
+
+def _probe(out: Path, real: Path) -> None:
+    """Create and remove a file of a new name in ``real`` (catches ``chattr +i`` too)."""
+    try:
+        fd, name = tempfile.mkstemp(prefix=PROBE_PREFIX, dir=real)
+        os.close(fd)
+        with contextlib.suppress(FileNotFoundError):  # a command swapping the folder took it
+            os.unlink(name)  # along (its next recovery removes it): it could be written
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise InputError(f"--out {out}: cannot write into it ({why}). Check its permissions "
+                         "(chattr -i if it is immutable) or choose another --out.") from exc
+
+
+def _read_manifest(out: Path, real: Path) -> Manifest | None:
+    try:
+        return manifest.read(real)
+    except manifest.MarkerError:
+        raise InputError(
+            f"--out {out}: its {MARKER} is not a manifest selfmodel wrote, so selfmodel cannot "
+            "tell which files there are its own. Choose a new folder for --out.") from None
+
+
+def _not_a_folder_of_ours(out: Path, real: Path) -> None:
+    """Refuse a folder with no manifest that is not empty (nothing is touched, no lock made)."""
+    if not real.is_dir() or os.path.lexists(real / MARKER):
         return
-    foreign = foreign_entries(out)
+    if os.path.lexists(staging_of(real)):
+        return  # perhaps a first publish stopped short: settled under the lock
+    foreign = sorted(e.name for e in real.iterdir())
     if foreign:
         shown = ", ".join(repr(n) for n in foreign[:3]) + (" ..." if len(foreign) > 3 else "")
         raise InputError(
@@ -168,107 +256,167 @@ def check_owned(out: Path) -> None:
             "new folder for --out.")
 
 
-def claim(out: Path) -> None:
-    """Check that ``out`` may be written into (:func:`check_out`) and make it.
+def _prechecks(out: Path) -> Path:
+    """What needs no lock: usable, not a folder of the user's, writable. The resolved ``out``."""
+    real = _usable(out)
+    if real.is_dir():
+        marked = _read_manifest(out, real) is not None
+        _not_a_folder_of_ours(out, real)
+        if marked or not any(real.iterdir()):  # else settled under the lock first
+            _probe(out, real)
+    return real
 
-    A new or empty folder gets the marker file; one already holding outputs is left as
-    it is (``selfmodel simulate --out data_raw`` adds nothing to the data it rewrites).
+
+def _owned(out: Path, real: Path, writes: Writes, say: Callable[[str], None]) -> None:
+    """Under the lock: clear a killed command's leftovers, then prove what will be touched."""
+    _recover(real, say)
+    if not real.is_dir():
+        return
+    found = _read_manifest(out, real)
+    _not_a_folder_of_ours(out, real)
+    if found is None:
+        return
+    bad = unproven(real, writes.touched, found)
+    if bad:
+        raise InputError(_not_ours(out, bad, found))
+
+
+def _not_ours(out: Path, bad: list[str], found: Manifest) -> str:
+    shown = ", ".join(repr(n) for n in bad[:3]) + (" ..." if len(bad) > 3 else "")
+    if found.legacy:
+        return (f"--out {out}: this folder was made by an earlier version of selfmodel, which "
+                "did not record what it wrote, so selfmodel cannot tell its files from yours "
+                f"({shown}), and this command would replace or remove them. Move away what "
+                "you keep and remove the folder, or choose a new --out.")
+    name = bad[0]
+    more = f" (and {len(bad) - 1} more: {shown})" if len(bad) > 1 else ""
+    if name == FITS:
+        why = "'fits' is not a folder selfmodel made"
+    elif name not in found.files:
+        why = f"{name!r} is not a file selfmodel wrote (its manifest {MARKER} does not list it)"
+    else:
+        why = f"{name!r} is not the file selfmodel wrote there (its bytes changed since)"
+    return (f"--out {out}: {why}{more}, so it is yours, and this command would replace or "
+            "remove it. Move it away, or choose another --out.")
+
+
+def check_out(out: Path | str, writes: Writes = RUN,
+              say: Callable[[str], None] = lambda _m: None) -> None:
+    """Stop with one line when ``out`` cannot or may not be written into; before any work.
+
+    That is: it is the root, a file, lies under a file, cannot be written, is a folder
+    without a manifest that is not empty, or holds a file of the user's where this command
+    (``writes``) would write or remove one. A killed command's leftovers are cleared first
+    (under the lock, which a busy ``out`` refuses at once).
     """
     out = Path(out)
-    check_out(out)
-    out.mkdir(parents=True, exist_ok=True)
-    if not any(out.iterdir()):
-        mark(out)
+    real = _prechecks(out)
+    if os.path.lexists(real / MARKER) or os.path.lexists(staging_of(real)):
+        with locked(out):
+            _owned(out, real, writes, say)
 
 
-def mark(folder: Path) -> None:
-    """Write the marker file :data:`MARKER` into ``folder`` (kept when it is there)."""
-    marker = folder / MARKER
-    if not marker.is_file():
-        marker.write_text(_MARKER_TEXT, encoding="utf-8")
+def check_writable(out: Path | str) -> None:
+    """Stop with one line when ``out`` is the root, a file, under a file or not writable."""
+    out = Path(out)
+    real = _usable(out)
+    if real.is_dir():
+        _probe(out, real)
 
 
-def check_out(out: Path) -> None:
-    """Stop with one line when ``--out`` cannot or may not be written into.
+def check_apart(out: Path | str, inputs: Iterable[Path | str | None]) -> None:
+    """Stop with one line when an input is ``out`` or lies inside it (outputs are never inputs).
 
-    That is: it is a file, lies under one, cannot be written, or is a folder of the user's
-    (see :func:`check_owned`).
-
-    A folder that exists is probed by creating and removing a file in it, which also
-    catches an immutable folder (``chattr +i``), where root ignores permissions.
+    ``out`` inside an input folder is fine: the files of ``out`` are not read from there
+    (:func:`selfmodel.records.ingest.discover.walk_folder`), and the inputs found are
+    checked here too.
     """
-    for p in (out, *out.parents):
-        if p.exists():
-            if not p.is_dir():
-                what = "is a file" if p == out else f"lies under the file {p}"
-                raise InputError(f"--out {out}: {what}. Choose a folder for --out.")
-            break
-    if out.is_dir():
-        check_owned(out)  # before the probe: a user's folder is not touched at all
-        probe = out / ".selfmodel-write-probe"
-        try:
-            probe.touch()
-            probe.unlink()
-        except OSError as exc:
-            why = exc.strerror or type(exc).__name__
-            raise InputError(f"--out {out}: cannot write into it ({why}). Check its "
-                             "permissions (chattr -i if it is immutable) or choose another "
-                             "--out.") from exc
+    real = real_path(out)
+    for given in inputs:
+        if given is None:
+            continue
+        path = real_path(given)
+        if path == real:
+            raise InputError(
+                f"--out {out} is also an input of this command ({given}), and outputs are "
+                "never inputs: writing there would replace what is read. Choose another --out.")
+        if real in path.parents:
+            raise InputError(
+                f"{given}: lies inside --out {out}, which this command writes into, and outputs "
+                "are never inputs. Copy it elsewhere, or choose another --out.")
+
+
+# --------------------------------------------------------------------------- staging
 
 
 @contextlib.contextmanager
-def staged(out: Path | str, say: Callable[[str], None] = lambda _m: None) -> Iterator[Path]:
-    """Yield a staging folder for a command's outputs; put them into ``out`` on success.
+def staged(out: Path | str, say: Callable[[str], None] = lambda _m: None, *,
+           writes: Writes = RUN, then: Callable[[Path], Any] | None = None) -> Iterator[Path]:
+    """Yield a staging folder for a command's outputs; publish them into ``out`` on success.
 
-    On any exception (``KeyboardInterrupt`` included) ``out`` is left as it was, except
-    that the fits finished in the staging folder are added to ``out/fits``; the exception
-    propagates.
+    ``writes``: what the command writes (checked before it starts and again before anything
+    is replaced). ``then``: called after the publish, still holding the lock, with a new
+    staging folder for files made from the published outputs (the rerun record); they are
+    published in turn. On any exception (``KeyboardInterrupt`` included) ``out`` is left as
+    it was, except that the fits finished in the staging folder are added to ``out/fits``;
+    the exception propagates.
     """
-    out = Path(out).absolute()
-    check_out(out)
+    out = Path(out)
+    real = _prechecks(out)
     with locked(out):  # so the staging folder found by recover() is never a live command's
-        staging = staging_path(out)
-        recover(out, say)
-        staging.mkdir(parents=True)
+        _owned(out, real, writes, say)
+        PUBLISHED.discard(real)
+        staging = staging_of(real)
+        new_staging(staging, real)
         try:
-            mark(staging)
-            _link_fits(out / FITS, staging / FITS)
+            if FITS in writes.names:
+                found = _read_manifest(out, real) if real.is_dir() else None
+                own = found is not None and found.proves_folder(real, FITS)
+                link_fits(real / FITS if own else None, staging / FITS)
             yield staging
         except BaseException as exc:
-            _discard(staging, out)
+            with contextlib.suppress(OSError):
+                discard_new(staging, real)
             os_error = as_os_error(exc, out)
             if os_error is not None:
                 raise os_error from exc
             raise
-        try:
-            publish(staging, out)
-        except BaseException:
-            _discard(staging, out)
-            raise
+        with _signals_deferred():
+            publish(staging, real, writes)
+            PUBLISHED.add(real)
+            if then is not None:
+                new_staging(staging, real)
+                try:
+                    then(staging)
+                except BaseException:
+                    discard_new(staging, real)
+                    raise
+                made = frozenset(e.name for e in staging.iterdir() if e.name != TOKEN)
+                publish(staging, real, Writes(made))
 
 
-def recover(out: Path, say: Callable[[str], None] = lambda _m: None) -> None:
-    """Clean up after a command that was killed: keep its fits, remove its staging folder.
-
-    The staging folder is then an unfinished new set (killed before the swap) or the
-    previous set (killed just after it); in both cases ``out`` is complete. Its finished
-    fits and the user's own entries missing from ``out`` are moved there; the rest goes.
-    """
-    staging = staging_path(out)
-    if not (staging.exists() or staging.is_symlink()):
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Ctrl-C and SIGTERM wait until the block ends (a publish is never cut in two)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
         return
-    if staging.is_symlink() or not staging.is_dir() or not (staging / MARKER).is_file():
-        raise InputError(
-            f"--out {out}: {staging} is in the way and selfmodel did not make it (it keeps "
-            "its unfinished outputs there). Move it away, or choose another --out.")
-    _discard(staging, out)
-    if staging.exists():
-        left = sorted(e.name for e in staging.iterdir() if e.name != MARKER)
-        raise InputError(
-            f"--out {out}: {staging} holds {', '.join(map(repr, left[:3]))} that selfmodel "
-            f"did not write and could not move back into {out} (the name is taken there, or "
-            "it cannot be moved). Move them yourself and remove that folder, then rerun.")
-    say(f"removed the unfinished outputs of an interrupted run ({staging})")
+    got: list[int] = []
+    kinds = (signal.SIGINT, signal.SIGTERM)
+    previous = {s: signal.signal(s, lambda signum, _frame: got.append(signum)) for s in kinds}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler if handler is not None else signal.SIG_DFL)
+    if got:
+        signal.raise_signal(got[0])
+
+
+def recover(out: Path | str, say: Callable[[str], None] = lambda _m: None) -> None:
+    """Finish or clear what a killed command left (holding the lock of ``out``)."""
+    with locked(out):
+        _recover(real_path(out), say)
 
 
 #: How libraries that wrap an operating-system error report it: polars and other Rust code
@@ -295,154 +443,12 @@ def relabel(say: Callable[[str], None], staging: Path, out: Path) -> Callable[[s
     return lambda message: say(message.replace(inside, shown))
 
 
-def interrupted_message(out: Path) -> str:
-    """What an interrupted ``run``, ``fit`` or ``ingest`` left in ``out`` (one line)."""
+def interrupted_message(out: Path, *, fits: bool = True) -> str:
+    """What an interrupted command left in ``out`` (one line)."""
+    if real_path(out) in PUBLISHED:
+        return (f"interrupted after {out} was complete: it holds the new outputs of this "
+                "command.")
+    kept = "; fits that finished were added to its fits/ and a rerun reuses them" if fits else ""
     return (f"interrupted; {out} is as it was before this command (its new outputs are "
-            "built in a staging folder and swapped in only when complete; fits that "
-            "finished were added to its fits/ and a rerun reuses them). Rerun to finish.")
-
-
-def publish(staging: Path, out: Path) -> None:
-    """Make the staging folder's files the contents of ``out`` (atomically when possible)."""
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        os.rename(staging, out)
-    elif (not foreign_entries(out, SWAPPED) and _swappable(out) and _same_owner_and_mode(staging, out)
-          and _exchange(staging, out)):
-        _discard(staging, out)  # now the previous outputs, selfmodel's files only
-    else:  # entries of the user's stay where they are, untouched
-        _move_in(staging, out)
-
-
-def _discard(staging: Path, out: Path) -> None:
-    """Remove a staging folder: its finished fits go to ``out``, then selfmodel's own files.
-
-    Only entries ``selfmodel`` writes are removed. Anything else (a file the user put into
-    ``out`` just as the folders were swapped) is moved back into ``out`` when its name is
-    free there; if that fails, the staging folder is left in place with it, and the next
-    command says so instead of removing it.
-    """
-    if out.is_dir() and (staging / FITS).is_dir():
-        with contextlib.suppress(OSError):
-            _merge_fits(staging / FITS, out / FITS)
-    for entry in list(staging.iterdir()) if staging.is_dir() else []:
-        try:
-            if entry.name == MARKER:
-                continue  # removed last: a folder left behind is still known as ours
-            if is_own(entry.name, SWAPPED):
-                _remove(entry)
-            elif out.is_dir() and not (out / entry.name).exists() and \
-                    not (out / entry.name).is_symlink():
-                os.rename(entry, out / entry.name)  # same file system: one step, nothing copied
-        except OSError:
-            continue  # left in the staging folder, which is then kept
-    with contextlib.suppress(OSError):
-        if [e.name for e in staging.iterdir()] == [MARKER]:
-            (staging / MARKER).unlink()
-        staging.rmdir()  # only when empty: never removes an entry that is not selfmodel's
-
-
-def _swappable(out: Path) -> bool:
-    """Whether ``out`` can be renamed: not a mount point, not holding the working folder."""
-    if out.is_symlink() or os.path.ismount(out):
-        return False
-    try:
-        cwd = Path.cwd().resolve()
-    except OSError:
-        return True
-    real = out.resolve()
-    return not (cwd == real or real in cwd.parents)
-
-
-def _same_owner_and_mode(staging: Path, out: Path) -> bool:
-    """Give the staging folder ``out``'s permissions and owner, so the swap keeps them."""
-    st = out.stat()
-    try:
-        os.chmod(staging, stat.S_IMODE(st.st_mode))
-        if (staging.stat().st_uid, staging.stat().st_gid) != (st.st_uid, st.st_gid):
-            os.chown(staging, st.st_uid, st.st_gid)
-    except OSError:
-        return False  # then the files are moved into ``out`` itself
-    return True
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Swap two folders in one step (Linux ``renameat2``); ``False`` when not possible."""
-    name = ctypes.util.find_library("c")
-    try:
-        libc = ctypes.CDLL(name, use_errno=True)
-        renameat2 = libc.renameat2
-    except (OSError, AttributeError, TypeError):
-        return False
-    renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                          ctypes.c_uint]
-    code = renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE)
-    return code == 0
-
-
-def _move_in(staging: Path, out: Path) -> None:
-    """Move the staged files into ``out`` one by one: stale results first out, report last."""
-    for name in LAST:
-        (out / name).unlink(missing_ok=True)
-    for entry in out.iterdir():
-        if entry.name in RUN_OUTPUTS and entry.name != FITS and not (staging / entry.name).exists():
-            _remove(entry)  # a stale output this command does not write
-    names = sorted(p.name for p in staging.iterdir())
-    for name in [n for n in names if n not in LAST] + [n for n in LAST if n in names]:
-        src, dst = staging / name, out / name
-        if name == FITS and dst.is_dir():
-            _merge_fits(src, dst)
-            continue
-        if dst.is_dir() and not dst.is_symlink():
-            shutil.rmtree(dst)
-        _put(src, dst)
-    _discard(staging, out)  # what is left: the emptied fits folder
-
-
-
-def _link_fits(src: Path, dst: Path) -> None:
-    """``dst`` starts with every saved fit and check of ``src`` (hard links, else copies)."""
-    dst.mkdir(parents=True, exist_ok=True)
-    if not src.is_dir():
-        return
-    for entry in src.iterdir():
-        if entry.is_file() and not entry.name.startswith("."):
-            try:
-                os.link(entry, dst / entry.name)
-            except OSError:
-                shutil.copy2(entry, dst / entry.name)
-
-
-def _merge_fits(src: Path, dst: Path) -> None:
-    """Move finished cache files (not temporaries) from ``src`` into ``dst`` atomically."""
-    dst.mkdir(parents=True, exist_ok=True)
-    for entry in src.iterdir():
-        if entry.is_file() and not entry.name.startswith("."):
-            target = dst / entry.name
-            if not (target.exists() and os.path.samefile(entry, target)):
-                _put(entry, target)
-
-
-def _remove(entry: Path) -> None:
-    if entry.is_dir() and not entry.is_symlink():
-        shutil.rmtree(entry)
-    else:
-        entry.unlink(missing_ok=True)
-
-
-def _put(src: Path, dst: Path) -> None:
-    """Move ``src`` onto ``dst`` in one rename; across file systems, copy beside it first."""
-    try:
-        os.replace(src, dst)
-        return
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-    tmp = dst.parent / f".{dst.name}.incoming"
-    _remove(tmp)
-    if src.is_dir() and not src.is_symlink():
-        shutil.copytree(src, tmp, symlinks=True)
-    else:
-        shutil.copy2(src, tmp, follow_symlinks=False)
-    os.replace(tmp, dst)
-    _remove(src)
+            f"built in a staging folder and swapped in only when complete{kept}). Rerun to "
+            "finish.")

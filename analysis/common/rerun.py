@@ -4,16 +4,21 @@ A run's results are a function of what it reads: the bytes of its record files, 
 ``truth.json``, hypotheses and config files, its command-line options, the selfmodel code
 (every file of ``analysis/`` and ``models/``) and the versions of the numerical packages.
 :func:`run_key` hashes all of them. After a finished run :func:`record` writes
-``OUT/run-key.json`` with that key, the SHA-256 of ``results.json`` and a manifest (size
-and modification time) of every other file the run left in ``OUT`` (records, cells, saved
-fits and derived results). A later run with the same key whose outputs are all still there,
-unmodified, is the same run: :func:`unchanged` says so and the command stops there, without
-importing the numerical stack, so it costs a fraction of a second plus hashing the inputs.
+``OUT/run-key.json`` with that key, the SHA-256 of ``results.json`` and a manifest (size,
+modification time and SHA-256) of every other file the run left in ``OUT`` (records, cells,
+saved fits and derived results), sealed with the user's key (:mod:`selfmodel.common.seal`):
+a record edited with its hashes recomputed, or written by someone else (a results folder
+copied from a colleague), is not trusted, and the run runs. A later run with the same key
+whose outputs are all still there, unmodified, is the same run: :func:`unchanged` says so
+and the command stops there, without importing the numerical stack, so it costs a fraction
+of a second plus hashing the inputs and outputs.
 
 The report is keyed separately (:func:`report_key`): the files it reads (``results.json``,
 ``run.json``, ``cells.parquet``, the saved fit named in ``results.json``), the report's
 sources (``reports/``), the renderer's code and the versions of the packages that draw it.
-An unchanged run whose report is missing or out of date renders the report only.
+Its stamp (``OUT/.report.html.key``) holds that key and the SHA-256 of the rendered file,
+sealed too. An unchanged run whose report is missing, out of date, replaced or stamped by
+someone else renders the report only.
 
 Anything else -- a changed byte in an input, another option, edited code, a deleted or
 touched output file, ``--no-cache`` -- runs the pipeline as usual (whose saved fits are
@@ -27,18 +32,22 @@ import json
 import os
 import platform
 import shutil
+import sys
 from collections.abc import Iterable, Mapping
 from importlib import metadata, util
 from pathlib import Path
 from typing import Any, Final
 
-from selfmodel.common import atomic
+from selfmodel.common import atomic, seal
+from selfmodel.common.manifest import MARKER
 
 #: The file ``record`` writes into OUT; bump :data:`FORMAT` when its meaning changes.
+#: 2: sealed, and the manifest holds each output's SHA-256.
 KEY_FILE: Final = "run-key.json"
-FORMAT: Final = 1
-#: Outputs that are not part of the manifest: this file, and the report (keyed on its own).
-NOT_IN_MANIFEST: Final = frozenset({KEY_FILE, "report.html", "report.pdf"})
+FORMAT: Final = 2
+#: Outputs that are not part of the manifest: this file, the report (keyed on its own) and
+#: the folder's own manifest (:mod:`selfmodel.common.manifest`, rewritten as files are added).
+NOT_IN_MANIFEST: Final = frozenset({KEY_FILE, "report.html", "report.pdf", MARKER})
 
 _PACKAGES: Final = (
     "selfmodel", "pymc", "pytensor", "arviz", "arviz-base", "arviz-stats", "nutpie", "numpy",
@@ -109,9 +118,9 @@ def run_key(options: Mapping[str, Any], files: Iterable[Path | str]) -> str:
     return h.hexdigest()
 
 
-def _manifest(out: Path) -> dict[str, list[int]]:
+def _manifest(out: Path) -> dict[str, list[int | str | None]]:
     return {
-        f.relative_to(out).as_posix(): [f.stat().st_size, f.stat().st_mtime_ns]
+        f.relative_to(out).as_posix(): [f.stat().st_size, f.stat().st_mtime_ns, _sha256(f)]
         for f in _files_under(out)
         if f.relative_to(out).as_posix() not in NOT_IN_MANIFEST
         and not (f.parent == out and f.name.startswith(".report."))
@@ -169,44 +178,77 @@ def report_key_file(target: Path) -> Path:
     return target.with_name(f".{target.name}.key")
 
 
+def _sealed(what: str, record: Mapping[str, Any]) -> dict[str, Any]:
+    """``record`` with its seal (under the user's key) added."""
+    body = {k: v for k, v in record.items() if k != "seal"}
+    return {**body, "seal": seal.seal(what, json.dumps(body, sort_keys=True).encode())}
+
+
+def _verified(what: str, record: Any) -> bool:
+    if not isinstance(record, dict):
+        return False
+    body = {k: v for k, v in record.items() if k != "seal"}
+    return seal.verify(what, json.dumps(body, sort_keys=True).encode(), record.get("seal"))
+
+
 def report_is_current(out: Path, fmt: str = "html") -> bool:
-    """``OUT/report.<fmt>`` exists and was rendered from what ``out`` holds now."""
+    """``OUT/report.<fmt>`` exists, is the file rendered, and from what ``out`` holds now."""
     target = out / f"report.{fmt}"
     stamp = report_key_file(target)
     if not target.is_file() or not stamp.is_file():
         return False
+    try:
+        saved = json.loads(stamp.read_text())
+    except (OSError, ValueError):
+        return False
+    if not _verified("report", saved) or saved.get("report_sha256") != _sha256(target):
+        return False
     key = report_key(out, fmt)
-    return key is not None and stamp.read_text().strip() == key
+    return key is not None and saved.get("report_key") == key
 
 
-def mark_report(out: Path, fmt: str = "html") -> None:
-    """Record that ``OUT/report.<fmt>`` was just rendered from what ``out`` holds."""
+def mark_report(out: Path, fmt: str = "html", *, into: Path | None = None) -> None:
+    """Record that ``OUT/report.<fmt>`` was just rendered from what ``out`` holds.
+
+    With ``into`` (a staging folder, published into ``out`` next) the report is there, and
+    its stamp is written there too.
+    """
     key = report_key(out, fmt)
     if key is not None:
-        atomic.write_text(report_key_file(out / f"report.{fmt}"), key + "\n")
+        target = (into or out) / f"report.{fmt}"
+        atomic.write_json(report_key_file(target), _sealed(
+            "report", {"format": FORMAT, "report_key": key, "report_sha256": _sha256(target)}))
 
 
-def record(out: Path, key: str) -> None:
-    """After a finished run: save its key, the results' hash and the outputs' manifest."""
-    atomic.write_json(out / KEY_FILE, {
+def record(out: Path, key: str, *, into: Path | None = None) -> None:
+    """After a finished run: save its key, the results' hash and the outputs' manifest, sealed.
+
+    Written into ``into`` (a staging folder, published into ``out`` next) when given.
+    """
+    atomic.write_json((into or out) / KEY_FILE, _sealed("run", {
         "format": FORMAT,
         "run_key": key,
         "results_sha256": _sha256(out / "results.json"),
         "outputs": _manifest(out),
-    })
+    }))
 
 
 def unchanged(out: Path, key: str) -> dict[str, Any] | None:
     """The saved results when the run in ``out`` had this key and its outputs are intact.
 
-    ``None`` (run again) when there is no record, the key differs, ``results.json`` was
-    changed, or any other output is missing, added, resized or touched.
+    ``None`` (run again) when there is no record, its seal does not verify (a note says
+    so), the key differs, ``results.json`` was changed, or any other output is missing,
+    added, changed or touched.
     """
     try:
         saved = json.loads((out / KEY_FILE).read_text())
     except (OSError, ValueError):
         return None
     if not isinstance(saved, dict) or saved.get("format") != FORMAT or saved.get("run_key") != key:
+        return None
+    if not _verified("run", saved):
+        sys.stderr.write(f"selfmodel: note: {out / KEY_FILE}: the record of the run that wrote "
+                         f"{out} is not used: {seal.why_not()}; running again\n")
         return None
     if saved.get("results_sha256") is None or saved["results_sha256"] != _sha256(out / "results.json"):
         return None

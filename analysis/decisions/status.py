@@ -5,7 +5,8 @@ screen) say, in this order and only when it applies:
 
 ``low_yield``
     fewer than :data:`LOW_YIELD_SHARE` of the records read were kept, with the top
-    quarantine reasons (the run stops before this unless ``--allow-low-yield``);
+    quarantine reasons (the run stops before this unless ``--allow-low-yield``); rows a
+    records mapping's filter left out (``records_excluded``) are not counted as read here;
 ``exploratory``
     the sampler ran the exploratory preset (``--preset exploratory``): "Exploratory
     settings: not for findings";
@@ -21,7 +22,13 @@ screen) say, in this order and only when it applies:
 ``correct_only``
     records that give only ``correct`` were read as *self-prediction* right or wrong;
 ``repeats``
-    repeats told apart only by an ignored column (map it to ``sample``).
+    repeats told apart only by an ignored column (map it to ``sample``);
+``carried``
+    the accounting of the ingests whose ``records.parquet`` was read is part of the counts
+    (their quarantine is in the ``quarantine.parquet`` beside each);
+``carried_not_trusted``
+    an ``ingest.json`` beside a ``records.parquet`` read does not describe it (changed
+    since), so its accounting is not carried.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from selfmodel.decisions.verdict import failed_checks, was_fitted
+from selfmodel.records.snippets import snippet
 
 __all__ = ["EXPLORATORY", "LOW_YIELD_SHARE", "contrast_status", "low_yield_sentence", "status_lines"]
 
@@ -40,7 +48,8 @@ EXPLORATORY: Final = {"draws": 300, "tune": 300, "chains": 2}
 EXPLORATORY_WORDS: Final = "Exploratory settings: not for findings"
 
 _SCALE_HINT: Final = (" If the confidence is on another scale (0-10, 0-100), declare it in a "
-                      "mapping file: [confidence] scale = [0, 10] (docs/mapping.md).")
+                      "mapping file: " + snippet("scale = [0, 10]", table="confidence")
+                      + " (docs/mapping.md).")
 
 
 def low_yield_sentence(summary: Mapping[str, Any]) -> str | None:
@@ -55,9 +64,10 @@ def low_yield_sentence(summary: Mapping[str, Any]) -> str | None:
     on another scale (0-10, 0-100), declare it in a mapping file: [confidence] scale = [0, 10]
     (docs/mapping.md).
     """
-    read = int(summary.get("records_read") or 0)
+    # rows a mapping's rules left out were left out on purpose: the yield is of the rest
+    read = int(summary.get("records_read") or 0) - int(summary.get("records_excluded") or 0)
     used = int(summary.get("records_used") or 0)
-    if read == 0 or used >= LOW_YIELD_SHARE * read:
+    if read <= 0 or used >= LOW_YIELD_SHARE * read:
         return None
     reasons = dict(summary.get("quarantine_reasons") or {})
     if summary.get("records_duplicate"):
@@ -189,4 +199,38 @@ def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
                     "(correct_means = \"task\") with the stated confidence."))
     for hint in data.get("hints") or []:
         out.append(("repeats", str(hint)))
+    for warning in (data.get("study_mapping") or {}).get("warnings") or []:
+        out.append(("mapping", "Mapping: " + str(warning)))
+    if (text := carried_sentence(data)) is not None:
+        out.append(("carried", text))
+    for bad in data.get("carried_not_trusted") or []:
+        out.append(("carried_not_trusted", f"{bad['path']}: {bad['reason']}; its rows count as "
+                    "read here, and the rows that ingest left out are not counted."))
     return [{"key": k, "text": t} for k, t in out]
+
+
+def carried_sentence(data: Mapping[str, Any]) -> str | None:
+    """What the counts carry from the ingests whose ``records.parquet`` was read, or ``None``.
+
+    Examples
+    --------
+    >>> print(carried_sentence({"carried": [{"path": "a/records.parquet", "records_read": 1000,
+    ...     "records_used": 759, "records_quarantined": 241, "records_duplicate": 0,
+    ...     "records_excluded": 0, "accounting": "a/ingest.json"}]}))  # doctest: +NORMALIZE_WHITESPACE
+    The counts include the ingest that made a/records.parquet (a/ingest.json: read 1,000, used 759,
+    quarantined 241, duplicate 0; its quarantined rows are in the quarantine.parquet beside it).
+    """
+    carried = data.get("carried") or []
+    if not carried:
+        return None
+    parts = [f"{c['path']} ({c['accounting']}: read {c['records_read']:,}, used "
+             f"{c['records_used']:,}, quarantined {c['records_quarantined']:,}, duplicate "
+             f"{c['records_duplicate']:,}"
+             + (f", excluded {c['records_excluded']:,}" if c.get("records_excluded") else "") + ")"
+             for c in carried]
+    what = "the ingest" if len(carried) == 1 else f"the {len(carried)} ingests"
+    return (f"The counts include {what} that made " + "; ".join(parts)[:-1]
+            + "; its quarantined rows are in the quarantine.parquet beside it)."
+            if len(carried) == 1 else
+            f"The counts add up {what} that made " + "; ".join(parts)
+            + "; each one's quarantined rows are in the quarantine.parquet beside it.")

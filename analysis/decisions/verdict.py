@@ -74,7 +74,8 @@ def _exploratory(R: Results) -> bool:
 
 
 #: What the report shows instead of a decision word for a fit that failed its diagnostics
-NOT_DECIDED = "not decided (its fit failed the diagnostics gate)"
+#: (results.json's ``not_decided``: ``selfmodel.decisions.gate``)
+NOT_DECIDED = DECISION_MEANING["not_decided"]
 
 
 def failed_gate(R: Results, fit_model: str | None = None) -> str | None:

@@ -48,7 +48,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import os
 import re
 import threading
 from collections import OrderedDict
@@ -57,6 +56,8 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
+
+from selfmodel.common import caches
 
 __all__ = [
     "compiled_model",
@@ -81,14 +82,13 @@ _stats = {"hits": 0, "misses": 0}
 def default_cache_dir() -> Path:
     """Folder for compiled code: ``$SELFMODEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/selfmodel``.
 
-    Falls back to ``~/.cache/selfmodel``. Compiled code is machine-specific (numba keys it
-    by CPU and library versions), so it belongs in a user cache, not in ``--out``.
+    Falls back to ``~/.cache/selfmodel``; when that folder cannot be used, the command's
+    private temporary one (:func:`selfmodel.common.caches.folder`, which says so). Compiled
+    code is machine-specific (numba keys it by CPU and library versions), so it belongs in
+    a user cache, not in ``--out``. PyTensor's compile folder is already in it
+    (:func:`selfmodel.common.caches.export_environment`).
     """
-    env = os.environ.get("SELFMODEL_CACHE_DIR")
-    if env:
-        return Path(env)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "selfmodel"
+    return caches.folder() or caches.chosen()[0]
 
 
 def configure_cache(cache_dir: Path | str) -> Path:
@@ -248,7 +248,7 @@ def compiled_model(
         The ``pymc.Model`` to sample.
     cache_dir
         Folder for PyTensor's on-disk numba cache (``cache_dir/numba``); ``None`` keeps
-        PyTensor's own folder (``~/.pytensor``). See :func:`default_cache_dir`.
+        PyTensor's folder (``<cache folder>/pytensor/numba``, :func:`default_cache_dir`).
     share_data
         Replace the model's data constants by shared variables first
         (:func:`data_as_shared`) so compiled code is reused for new data of the same shape.

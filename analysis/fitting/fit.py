@@ -2,12 +2,13 @@
 
 A fit is sampled with nutpie (numba backend; see ``bench/`` for the measurements behind
 the choice), checked against named diagnostic thresholds, and saved as netCDF with its
-provenance in ``idata.attrs``. A saved fit is reused only when the data hash, model,
-options, priors, sampler settings, seed and package versions all match; anything else
-refits.
+provenance in ``idata.attrs``, sealed with the user's key (:mod:`selfmodel.common.seal`).
+A saved fit is reused only when its seal verifies and the data hash, model, options,
+priors, sampler settings, seed and package versions all match; anything else refits.
 
-A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache
-makes a later compile of the same model in a new process cheaper). ``fit(...,
+A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache, in
+selfmodel's cache folder (:mod:`selfmodel.common.caches`), makes a later compile of the
+same model in a new process cheaper). ``fit(...,
 reuse_compiled=True)`` compiles through :func:`selfmodel.fitting.compile_cache.compiled_model`
 instead, for callers that fit one design many times in one process (calibration studies,
 simulation-based calibration, power by simulation): each later fit of the same structure
@@ -18,24 +19,20 @@ more, the sdt model's compile 27% more (``bench/results/compile_fit.json``). Its
 differ from a plain compile's at Monte Carlo level (same seed, log density equal to
 ~1e-12, but NUTS trajectories diverge), so it is part of the cache key.
 
-Results derived from a fit (its diagnostics here, the checks of ``analysis/fitting/checks.py``, the
-power simulation of ``analysis/power/``) are saved beside it as JSON by
-:func:`cached_json`, keyed on everything they depend on.
+Results derived from a fit (the checks of ``analysis/fitting/checks.py``, the power
+simulation of ``analysis/power/``) are saved beside it as JSON by :func:`cached_json`, keyed
+on everything they depend on and sealed the same way; diagnostics are computed from the
+draws on every read.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
-import hmac
 import json
 import math
-import os
 import platform
-import secrets
 import sys
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping
@@ -49,9 +46,9 @@ import numpy as np
 import polars as pl
 
 from selfmodel import models as model_registry
-from selfmodel.common import arviz_ops, atomic, progress
+from selfmodel.common import arviz_ops, atomic, progress, seal
 from selfmodel.fitting import fitpool
-from selfmodel.fitting.compile_cache import compiled_model, default_cache_dir
+from selfmodel.fitting.compile_cache import compiled_model
 from selfmodel.models.spec import SamplingNeeds
 
 #: Diagnostic thresholds (Vehtari et al. 2021, "Rank-normalization, folding, and
@@ -364,9 +361,9 @@ def fit(
     idata = _sample(pm_model, settings, seed, reuse_compiled="compile" in prov, label=model_name)
     seconds = time.perf_counter() - t0
     prov["sampling_seconds"] = round(seconds, 2)
-    idata.attrs["selfmodel_provenance"] = json.dumps(prov, sort_keys=True)
+    idata.attrs[PROVENANCE_ATTR] = json.dumps(prov, sort_keys=True)
     _text_stats_as_str(idata)
-    idata.attrs[CONTENT_ATTR] = content_sha256(idata)
+    idata.attrs[SEAL_ATTR] = seal.seal("fit", _sealed_payload(idata, idata.attrs[PROVENANCE_ATTR]))
     if path is not None:
 
         def _save(p: Path) -> None:
@@ -396,24 +393,40 @@ def _diagnostics(
     return diagnose(idata)
 
 
-#: Attribute of a saved fit holding :func:`content_sha256` of its draws.
-CONTENT_ATTR: Final = "selfmodel_content_sha256"
+#: Attribute of a saved fit holding its provenance (JSON).
+PROVENANCE_ATTR: Final = "selfmodel_provenance"
+#: Attribute of a saved fit holding its seal (:func:`_sealed_payload` under the user's key).
+SEAL_ATTR: Final = "selfmodel_seal"
+
+
+def _values_bytes(values: np.ndarray) -> bytes:
+    """The bytes of an array's values; text (names, messages) as UTF-8, however it is stored."""
+    if values.dtype.kind in "biufc":
+        return f"{values.dtype.str}/{values.shape}".encode() + values.tobytes()
+    return f"text/{values.shape}".encode() + "\0".join(map(str, values.ravel())).encode()
 
 
 def content_sha256(idata: arviz_ops.InferenceData) -> str:
-    """SHA-256 of the draws (numeric posterior and sampler statistics: names, dtypes, shapes, bytes)."""
+    """SHA-256 of a fit's content: every group's variables and coordinates.
+
+    Names, dimensions, dtypes, shapes and values (numbers as bytes, text as UTF-8), so
+    draws, sampler statistics and which label each draw belongs to. Anyone can recompute
+    it: what makes a saved fit trusted is its seal (:func:`_sealed_payload`).
+    """
     h = hashlib.sha256()
-    for group in ("posterior", "sample_stats"):
-        if group not in idata.children:
-            continue
-        ds = idata[group]
-        for name in sorted(str(v) for v in ds.data_vars):
-            values = np.ascontiguousarray(ds[name].values)
-            if values.dtype.kind not in "biufc":  # e.g. nutpie's divergence messages: text,
-                continue  # which netCDF does not keep as it was (None -> NaN); not draws
-            h.update(f"{group}/{name}/{values.dtype.str}/{values.shape}".encode())
-            h.update(values.tobytes())
+    for group in sorted(idata.children):
+        ds = idata[group].to_dataset()
+        for kind, names in (("var", ds.data_vars), ("coord", ds.coords)):
+            for name in sorted(str(v) for v in names):
+                values = np.ascontiguousarray(ds[name].values)
+                h.update(f"\0{group}/{kind}/{name}/{ds[name].dims}\0".encode())
+                h.update(_values_bytes(values))
     return h.hexdigest()
+
+
+def _sealed_payload(idata: arviz_ops.InferenceData, provenance: str) -> bytes:
+    """What a fit's seal covers: its content (:func:`content_sha256`) and its provenance."""
+    return f"{content_sha256(idata)}\0{provenance}".encode()
 
 
 def _text_stats_as_str(idata: arviz_ops.InferenceData) -> None:
@@ -438,23 +451,25 @@ def note(message: str) -> None:
 def _read_saved_fit(
     path: Path, key: str
 ) -> tuple[arviz_ops.InferenceData | None, dict[str, Any]]:
-    """The saved fit at ``path`` if it is readable, has this key and its draws are intact.
+    """The saved fit at ``path`` if it is readable, sealed by this user and has this key.
 
-    A truncated or corrupt file, or one whose draws do not match the hash saved with them
-    (edited after sampling), is not used: the fit is sampled again (and the file replaced),
-    with a note saying why.
+    A truncated or corrupt file, or one whose seal does not verify (draws or provenance
+    edited after sampling, even with a hash recomputed; a fit made by another user, on
+    another machine or with no key file to check it by: :mod:`selfmodel.common.seal`), is
+    not used: the fit is sampled again (and the file replaced), with a note saying why.
     """
     try:
         cached = arviz_ops.load(path)
-        saved = json.loads(cached.attrs.get("selfmodel_provenance", "{}"))
-    except (OSError, ValueError, KeyError, RuntimeError) as exc:
+        prov_text = cached.attrs.get(PROVENANCE_ATTR, "{}")
+        saved = json.loads(prov_text)
+        intact = seal.verify("fit", _sealed_payload(cached, prov_text), cached.attrs.get(SEAL_ATTR))
+    except (OSError, ValueError, KeyError, RuntimeError, TypeError) as exc:
         note(f"{path}: saved fit unreadable ({type(exc).__name__}); sampling it again")
         return None, {}
-    if saved.get("cache_key") != key or _cache_key(saved) != key:
+    if not intact:
+        note(f"{path}: saved fit not used: {seal.why_not()}; sampling it again")
         return None, {}
-    if cached.attrs.get(CONTENT_ATTR) != content_sha256(cached):
-        note(f"{path}: saved draws do not match their content hash (edited, or saved by an "
-             "older version); sampling the fit again")
+    if not isinstance(saved, dict) or saved.get("cache_key") != key or _cache_key(saved) != key:
         return None, {}
     return cached, saved
 
@@ -462,7 +477,8 @@ def _read_saved_fit(
 # --------------------------------------------------------------------------- derived results
 
 #: Bump to invalidate every saved derived result (format or meaning changed).
-DERIVED_CACHE_VERSION: Final = 1
+#: 2: sealed with :func:`selfmodel.common.seal.seal` (was ``sha256``, a seal of another form).
+DERIVED_CACHE_VERSION: Final = 2
 
 
 @functools.cache
@@ -483,49 +499,9 @@ def source_sha256(paths: Iterable[Path | str]) -> str:
     return h.hexdigest()
 
 
-#: Name of the file, in the user's selfmodel cache folder, that holds the secret of
-#: :func:`_value_sha256` (made on first use, readable by its owner only).
-SEAL_FILE: Final = "derived-results.key"
-
-
-@functools.cache
-def _seal_key() -> bytes:
-    """The user's secret for sealing saved results; ``b""`` when no cache folder is usable.
-
-    Made complete under a temporary name and linked into place, so processes starting at
-    once all read the same whole key.
-    """
-    folder = default_cache_dir()
-    path = folder / SEAL_FILE
-    try:
-        if not path.is_file():
-            folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{SEAL_FILE}.", dir=folder)  # mode 0600
-            try:
-                with os.fdopen(fd, "wb") as fh:
-                    fh.write(secrets.token_hex(32).encode())
-                with contextlib.suppress(FileExistsError):
-                    os.link(tmp, path)  # the first process to get here wins
-            finally:
-                os.unlink(tmp)
-        key = path.read_bytes().strip()
-    except OSError:
-        return b""
-    return key if len(key) >= 32 else b""
-
-
-def _value_sha256(value: Any) -> str:
-    """Seal of a saved result's canonical JSON (checked when it is read back).
-
-    An HMAC-SHA-256 under this user's secret (:data:`SEAL_FILE`), so a value edited with
-    its hash recomputed, or a file brought from elsewhere, fails the check and is
-    recomputed with a note; a plain SHA-256 where no cache folder can hold the secret.
-    """
-    text = json.dumps(value, sort_keys=True).encode()
-    key = _seal_key()
-    if not key:
-        return hashlib.sha256(text).hexdigest()
-    return hmac.new(key, text, hashlib.sha256).hexdigest()
+def _json_bytes(value: Any) -> bytes:
+    """The canonical JSON of a saved result (what its seal covers)."""
+    return json.dumps(value, sort_keys=True).encode()
 
 
 def cached_json(
@@ -566,19 +542,18 @@ def cached_json(
     if path.exists():
         try:
             saved = json.loads(path.read_text(encoding="utf-8"))
-            if (
-                isinstance(saved, dict)
-                and saved.get("key") == key
-                and "value" in saved
-                and saved.get("sha256") == _value_sha256(saved["value"])
-            ):
+            if not (isinstance(saved, dict) and saved.get("key") == key and "value" in saved):
+                note(f"{path}: saved result fails its content check; computing it again")
+            elif not seal.verify("derived", _json_bytes(saved["value"]), saved.get("seal")):
+                note(f"{path}: saved result not used: {seal.why_not()}; computing it again")
+            else:
                 return saved["value"]
-            note(f"{path}: saved result fails its content check; computing it again")
         except (OSError, ValueError) as exc:
             note(f"{path}: saved result unreadable ({type(exc).__name__}); computing it again")
     value = compute()
     try:
-        text = json.dumps({"key": key, "value": value, "sha256": _value_sha256(value)})
+        text = json.dumps({"key": key, "value": value,
+                           "seal": seal.seal("derived", _json_bytes(value))})
     except (TypeError, ValueError):
         return value
     try:

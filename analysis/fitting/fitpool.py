@@ -36,7 +36,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Any
 
-from selfmodel.common import progress
+from selfmodel.common import progress, seal
 
 __all__ = ["active", "concurrently", "default_jobs", "run_in_worker", "waiting", "workers"]
 
@@ -68,7 +68,9 @@ def active() -> bool:
     return _pool is not None
 
 
-def _init_worker(report: bool) -> None:
+def _init_worker(report: bool, key: bytes | None) -> None:
+    if key is not None:  # the parent seals with a key no file holds: the worker must too
+        seal.adopt(key)
     if report:  # plain lines: a worker never redraws the terminal line this process may own
         progress.reporting(progress.Reporter(sys.stderr, live=False)).__enter__()
 
@@ -84,7 +86,11 @@ def workers(jobs: int, *, report: bool = True) -> Iterator[None]:
         yield
         return
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker, initargs=(report,))
+    # a worker inherits this process's environment (os.environ when it starts): the cache
+    # folders of selfmodel.common.caches, a private temporary one included; a key for seals
+    # that no file holds is handed over explicitly
+    pool = ProcessPoolExecutor(jobs, mp_context=ctx, initializer=_init_worker,
+                               initargs=(report, seal.ephemeral()))
     with _pool_lock:
         _pool = pool
     try:

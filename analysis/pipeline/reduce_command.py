@@ -11,8 +11,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from selfmodel.common import atomic
-from selfmodel.common.outputs import claim, out_folder
+from selfmodel.common import atomic, outputs
+from selfmodel.common.outputs import out_folder
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
 from selfmodel.records.engines import ENGINES, reduce_records
 from selfmodel.records.ingest import parse_map_options
@@ -56,7 +56,10 @@ def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     """Run ``selfmodel reduce``; returns the exit status."""
     from selfmodel.records.cells import derived_models, join_registry, scale_values
 
+    outputs.check_out(args.out, outputs.REDUCE, say)  # before any reading: refused at once
+    outputs.check_apart(args.out, [*args.paths, args.registry, args.config])
     inputs = resolve_inputs(args.paths, args.registry)
+    outputs.check_apart(args.out, [*inputs.record_paths, inputs.registry])
     options: dict[str, Any] = {}
     if args.engine == "spark" and args.spark_master:
         options["master"] = args.spark_master
@@ -78,9 +81,9 @@ def run_reduce(args: argparse.Namespace, say: Any = print) -> int:
     summary = {**res.summary, "files_not_read": inputs.not_read,
                "registry": str(inputs.registry) if inputs.registry else None,
                "scale": args.scale, "cells": cells.height}
-    claim(args.out)
-    atomic.write_parquet(args.out / "cells.parquet", cells)
-    atomic.write_json(args.out / "reduce.json", summary)
+    with outputs.staged(args.out, say, writes=outputs.REDUCE) as folder:
+        atomic.write_parquet(folder / "cells.parquet", cells)
+        atomic.write_json(folder / "reduce.json", summary)
     s = res.summary
     print(f"records read {s['records_read']}, used {s['records_used']}, quarantined "
           f"{s['records_quarantined']}, duplicate {s['records_duplicate']}; "

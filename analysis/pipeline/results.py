@@ -21,6 +21,7 @@ from selfmodel.analyses.training import study_calibration as training_study_cali
 from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
 from selfmodel.decisions.calibration_map import Studies, calibration_map
+from selfmodel.decisions.gate import gate_decisions
 from selfmodel.decisions.status import status_lines
 from selfmodel.decisions.verdict import findings
 from selfmodel.pipeline.state import RunState
@@ -34,7 +35,12 @@ DATA_KEYS = (
     "records_used",
     "records_quarantined",
     "records_duplicate",
+    "records_excluded",
+    "excluded_reasons",
     "unreadable_predictions",
+    "statuses",
+    "carried",
+    "carried_not_trusted",
     "models",
     "tasks",
     "files",
@@ -142,6 +148,9 @@ def build_results(state: RunState) -> dict[str, Any]:
             "calibration_contrasts": state.calibration_contrasts_section,
         }
     )
+    # a fit that failed its diagnostics gate decides nothing: its decisions say not_decided
+    # (the rule's word in decision_if_passed), as the report does (analysis/decisions/gate.py)
+    gate_decisions(out)
     # which kinds of decision above have a calibration study, and of which checks
     out["calibration_map"] = rounded(calibration_map(out, shipped_studies()))
     # the first screen's sentences, chosen from the numbers above (analysis/decisions/verdict.py)

@@ -35,7 +35,7 @@ from selfmodel.analyses.training import SCALE_EXCLUSION_REASON, training_effect,
 from selfmodel.common import atomic
 from selfmodel.common import progress as progress_lines
 from selfmodel.common.jsonable import rounded
-from selfmodel.common.outputs import check_out
+from selfmodel.common.outputs import check_writable
 from selfmodel.common.paths import DEFAULT_DATA, PACKAGE, PACKAGE_DIR, REPORT_QMD
 from selfmodel.common.progress import counter, step_prefix
 from selfmodel.decisions.effects import scale_effect
@@ -116,7 +116,8 @@ def _models_table(
     per_model = (
         cells.group_by("model")
         .agg(
-            pl.col("n_total").sum(),
+            # every self-prediction record, those with nothing to score (not_asked, unanswered) too
+            (pl.col("n_total") + pl.col("n_not_asked") + pl.col("n_unanswered")).sum().alias("n_total"),
             pl.col("family").first(),
             pl.col("scale_raw").first(),
             pl.col("x").first(),
@@ -185,9 +186,10 @@ def stage_ingest(state: RunState, say: Progress) -> None:
     say(f"ingesting {len(state.inputs.record_paths)} file(s)")
     state.ingest = run_ingest(state.config, state.inputs, say)
     s = state.ingest.summary
+    excluded = f", excluded {s['records_excluded']}" if s.get("records_excluded") else ""
     say(
         f"records read {s['records_read']}, used {s['records_used']}, "
-        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}"
+        f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}{excluded}"
     )
     for note in s.get("registry_contradictions", []):
         say(note["text"])
@@ -207,6 +209,8 @@ def stage_cells(state: RunState, say: Progress) -> None:
     state.tasks = sorted(cells["task"].unique().to_list())
     # a trained_tasks entry the records do not have stops the run here, before any sampling
     validate_design(state.registry, state.inputs.registry, state.tasks)
+    if cfg.calibration_contrasts is not None:  # so does --calibration-by on a design without it
+        calibration_groups(state.ingest.records, cfg.calibration_contrasts)
     state.models_section = _models_table(cells, state.registry, cfg.scale)
     state.tasks_section = describe.by_task(cells)
     state.by_model_task_section = describe.by_model_task(cells)
@@ -309,31 +313,58 @@ def stage_fits(state: RunState, say: Progress) -> None:
     stage_contrasts(state, say)
 
 
+def calibration_groups(records: pl.DataFrame, asked: str = "auto") -> tuple[str, ...]:
+    """The groups of the calibration table: ``asked`` (``--calibration-by``), or by the design.
+
+    ``auto``: conditions within a model when the records have two or more; else tasks within
+    a model (a study whose question sets are its tasks: e.g. hard against easy questions);
+    else models. Asking for conditions or tasks that the records do not have is an error.
+    """
+    n_conditions = records["condition"].drop_nulls().n_unique() if "condition" in records.columns else 0
+    n_tasks = records["task"].drop_nulls().n_unique()
+    if asked == "condition" and n_conditions < 2:
+        raise InputError(f"--calibration-by condition: the records have {n_conditions} condition(s); "
+                         "compare conditions within a model only with two or more (a 'condition' "
+                         "column), or use --calibration-by model or task.")
+    if asked == "task" and n_tasks < 2:
+        raise InputError("--calibration-by task: the records have one task; use --calibration-by "
+                         "model.")
+    if asked == "auto":
+        asked = "condition" if n_conditions >= 2 else "task" if n_tasks >= 2 else "model"
+    return ("model",) if asked == "model" else ("model", asked)
+
+
 def stage_contrasts(state: RunState, say: Progress) -> None:
     """Stage 4c (``contrasts``, ``calibration_contrasts``): what such a study can decide.
 
     Fitted when the verdict model was not (closed models without sizes) or the records have
     two or more conditions; otherwise both stay ``None``. With ``--no-contrasts`` the model
-    is not fitted and ``contrasts`` says so where it would have been.
+    is not fitted and ``contrasts`` says so where it would have been. The calibration table
+    (no fit: an item bootstrap) comes with the contrast model, and beside any model when
+    asked (``--calibration-contrasts``, ``--calibration-by``); ``why`` says which.
     """
     assert state.ingest is not None
     cfg = state.config
     records = state.ingest.records
     n_conditions = records["condition"].drop_nulls().n_unique() if "condition" in records.columns else 0
     unfit = state.verdict is None or state.verdict.fit is None
-    if not (unfit or n_conditions >= 2):
-        return
+    fit_contrasts = unfit or n_conditions >= 2
     why = "the scale model was not fitted" if unfit else f"the records have {n_conditions} conditions"
+    asked = cfg.calibration_contrasts
+    if asked is not None or (fit_contrasts and cfg.contrasts):
+        by = calibration_groups(records, asked or "auto")
+        say(f"calibration per {' x '.join(by)} (item bootstrap)")
+        state.calibration_contrasts_section = calibration_table(records, by=by, rule=cfg.rule,
+                                                                seed=cfg.seed)
+        state.calibration_contrasts_section["why"] = (
+            "requested (--calibration-contrasts)" if asked is not None
+            else f"computed with the contrast model: {why}")
+    if not fit_contrasts:
+        return
     if not cfg.contrasts:
         state.contrasts_section = not_fitted_section(
             f"not requested (--no-contrasts), although {why}")
         return
-    n_tasks = records["task"].drop_nulls().n_unique()
-    # groups compared: conditions within a model; without conditions, tasks within a model (a
-    # study whose question sets are its tasks: e.g. hard against easy questions)
-    by = ("model", "condition") if n_conditions >= 2 else ("model", "task") if n_tasks >= 2 else ("model",)
-    state.calibration_contrasts_section = calibration_table(records, by=by, rule=cfg.rule,
-                                                            seed=cfg.seed)
     state.contrasts_section = contrast_section(records, rule=cfg.rule, fitter=cfg.fitter(say))
     state.contrasts_section["why_fitted"] = why
 
@@ -709,7 +740,7 @@ def run(
     rule, hypotheses, source = one_rule(hypotheses, cfg.rule, rope_given=cfg.rope_given,
                                         path=cfg.hypotheses)
     cfg = replace(cfg, rule=rule, rule_source=source)
-    check_out(cfg.out)  # a file, under a file, or not writable: one line
+    check_writable(cfg.out)  # a file, under a file, or not writable: one line
     cfg.out.mkdir(parents=True, exist_ok=True)
     inputs = resolve_inputs(cfg.paths, cfg.registry)
     _remove_stale_outputs(cfg.out)

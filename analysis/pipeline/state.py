@@ -49,6 +49,10 @@ class RunConfig:
     power: bool = True
     #: fit ``models/contrast.py`` when the verdict model is not fitted or records have conditions
     contrasts: bool = True
+    #: ``--calibration-contrasts [BY]``: calibration per model (``model``, ``condition``: per
+    #: model x condition, ``task``: per model x task, ``auto``) with intervals and contrasts,
+    #: beside any model; ``None``: only where the contrast model is fitted
+    calibration_contrasts: str | None = None
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
     holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)

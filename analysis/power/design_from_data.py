@@ -14,7 +14,7 @@ from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.power.design import Design, Task, default_design
 from selfmodel.power.design_file import RULE_KEYS
 from selfmodel.records.cells import build_cells, derived_models
-from selfmodel.records.contract import SCALE_COLUMNS, InputError
+from selfmodel.records.contract import NOT_SCORED_STATUSES, SCALE_COLUMNS, InputError
 from selfmodel.records.ingest import ingest
 from selfmodel.records.registry import load_registry
 
@@ -104,7 +104,9 @@ def design_from_template(
         (r["model"], r["family"], float(np.log10(r["scale_raw"]) if log else r["scale_raw"]))
         for r in per_model.iter_rows(named=True)
     )
-    recs = res.records.filter(pl.col("model").is_in(per_model["model"].to_list()))
+    # rows with nothing to score (not_asked, unanswered) are no items or repeats of the design
+    recs = res.records.filter(pl.col("model").is_in(per_model["model"].to_list())
+                              & ~pl.col("status").is_in(list(NOT_SCORED_STATUSES)))
     per_task = (
         recs.group_by("task")
         .agg(

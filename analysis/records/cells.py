@@ -8,13 +8,19 @@ Cell columns
 model, task, predictor-agnostic (self-predictions only: ``predictor == model``)
 
 ``n_total``
-    records in the cell (readable or not).
+    self-predictions in the cell to score, readable or not: every record but those with
+    nothing to score (status ``not_asked`` or ``unanswered``, counted apart below).
 ``n`` / ``k``
     readable predictions (``status == "ok"`` and ``correct`` known) and how many were correct.
 ``k_strict``
     correct predictions counting unreadable ones as wrong (denominator ``n_total``).
 ``n_unreadable``
-    records whose prediction could not be read.
+    records whose prediction could not be read (status ``unparsed``, ``refused``,
+    ``error``): wrong in strict accuracy.
+``n_not_asked``
+    records of a prediction that was not asked, by design (a control condition).
+``n_unanswered``
+    records whose question the model did not answer (no outcome to check against).
 ``binary``
     every readable prediction and outcome is ``"true"``/``"false"``.
 ``n_signal`` / ``n_noise``

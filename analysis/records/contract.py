@@ -22,7 +22,8 @@ confidence      Float64      stated probability that the prediction is right, 0.
 cluster         Utf8         item group sharing context
 condition       Utf8         the study condition the record was made under (prompting,
                              reasoning on/off, temperature); null when the study has one
-status          Utf8         ``ok``, ``unparsed``, ``refused`` or ``error``
+status          Utf8         ``ok``; ``unparsed``, ``refused`` or ``error`` (an unreadable
+                             prediction); ``not_asked`` or ``unanswered`` (nothing to score)
 run_id          Utf8         provenance
 sample          Int64        repeat index (0 when absent)
 source_file     Utf8         file the record came from
@@ -69,8 +70,27 @@ RECORD_SCHEMA: Final[dict[str, pl.DataType]] = {
 #: is two records (null when the study has one condition).
 KEY: Final = ("model", "predictor", "task", "condition", "item_id", "run_id", "sample")
 
-#: Allowed values of ``status``. Anything but ``ok`` is an unreadable prediction.
-STATUSES: Final = ("ok", "unparsed", "refused", "error")
+#: Allowed values of ``status`` (``docs/records.md``; :data:`STATUS_MEANING`).
+STATUSES: Final = ("ok", "unparsed", "refused", "error", "not_asked", "unanswered")
+#: Statuses of an unreadable prediction: wrong in ``accuracy_strict``, left out of ``accuracy``.
+UNREADABLE_STATUSES: Final = ("unparsed", "refused", "error")
+#: Statuses of a row with no self-prediction to score: in neither accuracy, counted by name.
+NOT_SCORED_STATUSES: Final = ("not_asked", "unanswered")
+#: What each status means (``docs/records.md``, the report's accounting).
+STATUS_MEANING: Final[dict[str, str]] = {
+    "ok": "a readable prediction, checked against the outcome",
+    "unparsed": "the prediction could not be read (unreadable: wrong in strict accuracy)",
+    "refused": "the model refused to predict (unreadable: wrong in strict accuracy)",
+    "error": "the run failed (unreadable: wrong in strict accuracy)",
+    "not_asked": "no prediction was asked, by design (a control condition): not a prediction, "
+                 "in neither accuracy",
+    "unanswered": "the model gave no answer to the question, so there is no outcome to check "
+                  "the prediction against: in neither accuracy",
+}
+#: Accounting name of the rows a records mapping's row filter leaves out. Not a status: such
+#: rows are no records; ingest counts them (``records_excluded``, ``excluded_reasons``) so
+#: that ``read = used + quarantined + duplicate + excluded``.
+EXCLUDED: Final = "excluded"
 
 #: Quarantine table columns.
 QUARANTINE_SCHEMA: Final[dict[str, pl.DataType]] = {
@@ -113,6 +133,7 @@ Decision = Literal[
     "worsens",
     "no_credible_effect",
     "not_estimable",
+    "not_decided",
 ]
 #: The decision vocabulary of ``results.json`` (DESIGN.md), direction and size separated.
 DECISIONS: Final[tuple[str, ...]] = get_args(Decision)
@@ -125,7 +146,11 @@ DECISION_MEANING: Final[dict[str, str]] = {
     "worsens": "credibly negative and larger than the ROPE",
     "no_credible_effect": "inconclusive (the sign is not credible)",
     "not_estimable": "not estimable from these data",
+    "not_decided": "not decided (its fit failed the diagnostics gate)",
 }
+#: The decision of an effect whose fit failed its diagnostics gate (issue 53): the rule's word
+#: for its numbers is kept beside it as ``decision_if_passed`` (``selfmodel.decisions.gate``).
+UNDECIDED: Final = "not_decided"
 #: Decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
 POSITIVE_DECISIONS: Final = frozenset({"improves", "credibly_positive"})
 NEGATIVE_DECISIONS: Final = frozenset({"worsens", "credibly_negative"})
@@ -138,8 +163,8 @@ SCALE_COLUMNS: Final[dict[str, str]] = {
     "capability": "capability",
 }
 
-#: Version of the ``results.json`` layout.
-RESULTS_SCHEMA_VERSION: Final = "1.0"
+#: Version of the ``results.json`` layout (``docs/results.md``, "Versions").
+RESULTS_SCHEMA_VERSION: Final = "2.0"
 
 
 #: What ``json.loads`` raises on text it cannot turn into data: a syntax error or an integer

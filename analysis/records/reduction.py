@@ -46,6 +46,7 @@ from selfmodel.records.contract import (
     FALSE_STRINGS,
     KEY,
     MISSING_STRINGS,
+    NOT_SCORED_STATUSES,
     REQUIRED,
     STATUSES,
     TRUE_STRINGS,
@@ -130,7 +131,8 @@ CONDITION_CELL_KEY: Final = ("model", "task", "condition")
 #: Cell columns and dtypes, in the order :func:`selfmodel.records.cells.to_cells` returns them.
 CELL_SCHEMA: Final[dict[str, pl.DataType]] = {
     "model": pl.Utf8(), "task": pl.Utf8(), "n_total": pl.Int64(), "n": pl.Int64(),
-    "k": pl.Int64(), "n_unreadable": pl.Int64(), "binary": pl.Boolean(),
+    "k": pl.Int64(), "n_unreadable": pl.Int64(), "n_not_asked": pl.Int64(),
+    "n_unanswered": pl.Int64(), "binary": pl.Boolean(),
     "n_signal": pl.Int64(), "n_noise": pl.Int64(), "hits": pl.Int64(),
     "false_alarms": pl.Int64(), "n_pred_yes": pl.Int64(), "k_strict": pl.Int64(),
     "mode_outcome_share": pl.Float64(),
@@ -286,7 +288,8 @@ def rules(tasks: tuple[str, ...] | None = None) -> list[Rule]:
         out.append(("unknown task", ~col("task").is_in(list(tasks)),
                     _says("unknown task '", shown("task"), f"' (configured tasks: {', '.join(tasks)})")))
     out += [
-        # a row declared unreadable (unparsed/refused/error) is kept without an outcome
+        # a row declared unreadable (unparsed/refused/error) or with nothing to score
+        # (not_asked/unanswered) is kept without an outcome
         ("no outcome", col("_out").is_null() & corr.is_null() & (col("_status") == "ok"),
          _says("no outcome and no correct (nothing to check the prediction against)")),
         ("correct disagrees",
@@ -417,26 +420,31 @@ def cell_rows(records: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.La
     """Used records -> the rows :func:`cells` adds up (self-predictions only).
 
     ``readable``: status ``ok`` and ``correct`` known; ``correct`` as 0/1. ``keys`` are the
-    cell key's columns (:data:`CELL_KEY`, or :data:`CONDITION_CELL_KEY`).
+    cell key's columns (:data:`CELL_KEY`, or :data:`CONDITION_CELL_KEY`). ``status`` is
+    kept for the counts of rows with nothing to score (``not_asked``, ``unanswered``).
     """
     return records.filter(col("predictor").is_null() | (col("predictor") == col("model"))).select(
         *keys, "prediction", "outcome", col("correct").cast(nw.Int64),
-        ((col("status") == "ok") & ~col("correct").is_null()).alias("readable"))
+        ((col("status") == "ok") & ~col("correct").is_null()).alias("readable"), "status")
 
 
 def cells(rows: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame:
     """The GROUP BY to cells (see :mod:`selfmodel.records.cells` for the columns).
 
     ``rows`` has the ``keys`` columns (default model x task), ``prediction, outcome,
-    correct`` (0/1) and ``readable``: :func:`cell_rows` of records. Returns the sums and ``mode_n`` (rows of the most common outcome among
+    correct`` (0/1), ``readable`` and ``status``: :func:`cell_rows` of records. Returns the sums and ``mode_n`` (rows of the most common outcome among
     readable ones); :func:`finish_cells` makes the table of
-    :func:`selfmodel.records.cells.to_cells`.
+    :func:`selfmodel.records.cells.to_cells`. A row with nothing to score (status
+    ``not_asked`` or ``unanswered``) is counted in ``n_not_asked`` / ``n_unanswered`` alone:
+    it is in neither ``n_total`` (so not wrong in strict accuracy) nor ``n_unreadable``.
 
     Two GROUP BYs, the first per cell and outcome, the second per cell (the mode is the
     largest readable count of an outcome), and no join: a null key (``condition`` of a
     study with one condition) groups as one value on every engine.
     """
     r = col("readable").fill_null(False)
+    not_asked, unanswered = col("status") == "not_asked", col("status") == "unanswered"
+    scored = ~col("status").is_in(list(NOT_SCORED_STATUSES)).fill_null(False)
     out_t, out_f, pred_t = col("outcome") == "true", col("outcome") == "false", col("prediction") == "true"
     both = (col("prediction").is_in(list(BOOLEAN_TEXT))
             & col("outcome").is_in(list(BOOLEAN_TEXT))).fill_null(True)
@@ -444,12 +452,13 @@ def cells(rows: nw.LazyFrame, *, keys: Sequence[str] = CELL_KEY) -> nw.LazyFrame
     def csum(cond: nw.Expr) -> nw.Expr:
         return nw.when(cond.fill_null(False)).then(1).otherwise(0).sum()
 
-    summed = ("n_total", "n", "k", "n_unreadable", "n_signal", "n_noise", "hits",
-              "false_alarms", "n_pred_yes")
+    summed = ("n_total", "n", "k", "n_unreadable", "n_not_asked", "n_unanswered", "n_signal",
+              "n_noise", "hits", "false_alarms", "n_pred_yes")
     per_outcome = rows.group_by(*keys, "outcome", drop_null_keys=False).agg(
-        nw.len().alias("n_total"), csum(r).alias("n"),
+        csum(scored).alias("n_total"), csum(r).alias("n"),
         nw.when(r).then(col("correct")).otherwise(0).sum().alias("k"),
-        csum(~r).alias("n_unreadable"),
+        csum(~r & scored).alias("n_unreadable"), csum(not_asked).alias("n_not_asked"),
+        csum(unanswered).alias("n_unanswered"),
         nw.when(~r | both).then(1).otherwise(0).min().alias("binary"),
         csum(r & out_t).alias("n_signal"), csum(r & out_f).alias("n_noise"),
         csum(r & out_t & pred_t).alias("hits"), csum(r & out_f & pred_t).alias("false_alarms"),

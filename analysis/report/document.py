@@ -25,8 +25,14 @@ def render_report(
     fmt: Literal["html", "pdf"] = "html",
     progress: Callable[[str], None] | None = None,
     force: bool = False,
+    into: Path | None = None,
 ) -> Path:
-    """Render the report for the results in ``out``; returns the written file."""
+    """Render the report for the results in ``out``; returns ``out/report.<fmt>``.
+
+    With ``into`` (a staging folder, published into ``out`` next) the report and its key
+    are written there instead of into ``out``; nothing is written when ``out``'s report is
+    up to date.
+    """
     out = Path(out).resolve()
     if not (out / "results.json").is_file():
         raise InputError(
@@ -37,15 +43,16 @@ def render_report(
         if progress is not None:
             progress(f"{target.name} is up to date with the results: reused")
         return target
+    written = (into or out) / target.name
     try:
         render(
             REPORT_QMD,
-            out_file=target,
+            out_file=written,
             params={"results_dir": str(out)},
             fmt=fmt,
             progress=progress,
         )
     except RenderError as e:
         raise InputError(f"report rendering failed: {e}") from None
-    rerun.mark_report(out, fmt)
+    rerun.mark_report(out, fmt, into=into)
     return target

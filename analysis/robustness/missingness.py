@@ -4,9 +4,14 @@ The models treat unreadable and absent predictions as missing at random: accurac
 computed on the readable records. That is safe only if missingness does not depend on scale.
 Per model x task this module counts
 
-* ``n_expected``: the task's items (every item any model has a record for);
-* ``n_missing``: expected items the model has no record of;
-* ``n_unreadable``: records whose prediction could not be read (``status != "ok"``);
+* ``n_expected``: the task's items (every item any model has a record to score for);
+* ``n_missing``: expected items the model has no record to score of;
+* ``n_unreadable``: records whose prediction could not be read (status ``unparsed``,
+  ``refused``, ``error``);
+
+Records with nothing to score (status ``not_asked``: not asked by design; ``unanswered``: no
+outcome) are not predictions and count in none of these: an item the model has only such
+records of is missing for it.
 * ``unusable_share`` = (missing items + unreadable records) / (records + missing items),
 
 and fits, per task, the cluster-robust binomial GLM of the unusable share on the scale
@@ -34,6 +39,7 @@ from selfmodel.decisions.effects import rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.records.contract import NOT_SCORED_STATUSES
 from selfmodel.robustness.sensitivity import summarise_fit
 
 #: Two-sided level below which the missingness slope is said to depend on scale.
@@ -43,7 +49,8 @@ ALPHA: Final = 0.05
 def missingness_cells(records: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
     """One row per model x task of ``cells`` with the counts of the module docstring."""
     self_rows = records.filter(
-        pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model"))
+        (pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model")))
+        & ~pl.col("status").is_in(list(NOT_SCORED_STATUSES)).fill_null(False)
     )
     expected = self_rows.group_by("task").agg(pl.col("item_id").n_unique().alias("n_expected"))
     present = self_rows.group_by("model", "task").agg(

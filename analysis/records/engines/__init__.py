@@ -29,7 +29,7 @@ from typing import Any, Final, Protocol
 import narwhals as nw
 import polars as pl
 
-from selfmodel.records.contract import REQUIRED, InputError
+from selfmodel.records.contract import REQUIRED, UNREADABLE_STATUSES, InputError
 from selfmodel.records.ingest import IngestConfig
 from selfmodel.records.ingest.columns import column_sources
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
@@ -319,7 +319,7 @@ def _summary(
         "models": sorted(count(used_rows, "model", "keys")),
         "tasks": sorted(count(used_rows, "task", "keys")),
         "statuses": statuses,
-        "unreadable_predictions": sum(n for s, n in statuses.items() if s != "ok"),
+        "unreadable_predictions": sum(n for s, n in statuses.items() if s in UNREADABLE_STATUSES),
         "mapping": dict(options.mapping),
         "defaults": dict(sorted(options.defaults.items())),
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,

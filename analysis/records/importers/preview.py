@@ -110,18 +110,55 @@ def ingest_preview_text(result, status: list[str], *, rows: int = 10) -> str:
         first, quarantined = str(shown), str(bad)
     reasons = ", ".join(f"{k} {v}" for k, v in sorted(
         (s.get("quarantine_reasons") or {}).items(), key=lambda kv: -kv[1]))
+    excluded = int(s.get("records_excluded") or 0)
+    statuses = ", ".join(f"{k} {v}" for k, v in (s.get("statuses") or {}).items())
     out = [*status,
            f"records read {s['records_read']}, used {s['records_used']}, quarantined "
            f"{s['records_quarantined']}, duplicate {s['records_duplicate']}"
+           + (f", excluded by the mapping's rules {excluded}" if excluded else "")
            + (f" (quarantine reasons: {reasons})" if reasons else ""),
+           f"statuses of the records used: {statuses}" if statuses else "",
            f"models: {', '.join(s['models'])}; tasks: {', '.join(s['tasks'])}",
            f"first {shown.height} of {recs.height} records:", first]
     if bad.height:
         out += [f"first {bad.height} of {result.quarantine.height} quarantined rows:",
                 quarantined]
-    counts = (s.get("study_mapping") or {}).get("counts")
+    out += mapping_lines(s.get("study_mapping") or {})
+    out.append("preview only: nothing written, nothing fitted.")
+    return "\n".join(line for line in out if line)
+
+
+def mapping_lines(study: dict) -> list[str]:
+    """What a records mapping did, as lines: counts, melt, item ids, rules, relabels, warnings.
+
+    Examples
+    --------
+    >>> mapping_lines({"counts": {"rows_mapped": 2}, "rules": [{"rule": "c = x -> excluded",
+    ...                                                          "rows": 1}]})
+    ['mapping: rows mapped 2', 'rule c = x -> excluded: 1 rows']
+    """
+    out = []
+    counts = study.get("counts")
     if counts:
         out.append("mapping: " + ", ".join(f"{k.replace('_', ' ')} {v}"
                                            for k, v in counts.items()))
-    out.append("preview only: nothing written, nothing fitted.")
-    return "\n".join(out)
+    melt = study.get("melt")
+    if melt:
+        groups = list(melt.get("groups") or {})
+        out.append(f"melted: columns {melt['columns']!r} give {len(groups)} groups ("
+                   + ", ".join(groups[:8]) + (", ..." if len(groups) > 8 else "") + ")")
+    if study.get("item_id"):
+        out.append(f"item_id: {study['item_id']}")
+    if study.get("path_pattern"):
+        out.append(f"fields from each file's path: {study['path_pattern']!r}")
+    absent = study.get("options_absent") or {}
+    if absent:
+        files = sorted(absent)
+        out.append("option columns absent (rows choosing them are quarantined): "
+                   + "; ".join(f"{f}: {', '.join(absent[f])}" for f in files[:4])
+                   + (f"; and {len(files) - 4} more files" if len(files) > 4 else ""))
+    out += [f"rule {r['rule']}: {r['rows']} rows" for r in study.get("rules") or []]
+    for field, pairs in (study.get("relabelled") or {}).items():
+        out.append(f"relabelled {field}: " + ", ".join(f"{k} ({v})" for k, v in pairs.items()))
+    out += [f"warning: {w}" for w in study.get("warnings") or []]
+    return out

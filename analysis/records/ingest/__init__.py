@@ -3,8 +3,9 @@ r"""Ingest logged self-prediction records: read, map, validate, deduplicate, acc
 :func:`ingest` reads JSONL (``.jsonl``/``.ndjson``), CSV (``.csv``) and Parquet
 (``.parquet``) files, or folders of them (searched recursively, hidden files skipped),
 into the canonical record table of :mod:`selfmodel.records.contract`. Every row read ends in exactly
-one of three places, so that ``records_read == records_used + records_quarantined +
-records_duplicate`` always holds:
+one of three places (four with a records mapping whose ``[[rule]]`` leaves rows out,
+``records_excluded``), so that ``records_read == records_used + records_quarantined +
+records_duplicate + records_excluded`` always holds:
 
 * ``records`` -- valid rows, one per :data:`~selfmodel.records.contract.KEY`;
 * ``quarantine`` -- rows that cannot be used, each with its file, line, a reason and the
@@ -78,7 +79,8 @@ Text values are stripped of surrounding white space; an empty string is null, an
 5. ``correct`` must be a boolean (true/false/1/0/yes/no, any case) (``invalid correct``).
 6. With a config listing ``tasks``, ``task`` must be one of them (``unknown task``).
 7. A row with status ``ok`` needs an ``outcome`` or a ``correct`` (``no outcome``); a row
-   declared ``unparsed``, ``refused`` or ``error`` is kept without one (it is unreadable).
+   declared ``unparsed``, ``refused`` or ``error`` is kept without one (it is unreadable), and
+   so is one declared ``not_asked`` or ``unanswered`` (it has nothing to score).
 8. A given ``correct`` must agree with ``prediction == outcome`` when both are present
    and the status is ``ok`` (``correct disagrees``).
 

@@ -16,6 +16,7 @@ from selfmodel.records.ingest.config import INPUT_COLUMNS
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.readers import LINE, FileRead
 from selfmodel.records.registry import format_input_error
+from selfmodel.records.snippets import snippet
 
 # --------------------------------------------------------------------------- columns
 
@@ -105,18 +106,34 @@ def column_sources(
                 todo = f"Drop --map {canonical}={mapped} to use the file's own '{canonical}' column"
             else:
                 guess = closest(mapped, unused, frame, kind=canonical)
-                todo = f"Fix the mapping, e.g. --map {canonical}={guess}" if guess else "Fix it"
+                todo = ("Fix the mapping, e.g. " + snippet(f"--map {canonical}={guess}", kind="cli")
+                        if guess else "Fix it")
             raise InputError(format_input_error(
                 inp.name, f"mapped column '{mapped}' (--map {canonical}={mapped}) is not in the "
                 f"file (present: {shown or 'none'})", todo, line=line, column=mapped))
         guess = closest(canonical, unused, frame)
         raise InputError(format_input_error(
             inp.name, f"required column '{canonical}' is missing (present: {shown or 'none'})",
-            f"Map it with --map {canonical}={guess}" if guess
-            else f"Add a '{canonical}' column, map one with --map {canonical}=COLUMN, or give "
-            f"one value for every row ({canonical} = \"...\" in a --mapping file, or "
-            "[defaults] in --config)", line=line, column=canonical))
+            "Map it with " + snippet(f"--map {canonical}={guess}", kind="cli") if guess
+            else f"Add a '{canonical}' column, map one with "
+            + snippet(f"--map {canonical}=COLUMN", kind="cli") + _missing_hint(canonical),
+            line=line, column=canonical))
     return sources, unused
+
+
+def _missing_hint(canonical: str) -> str:
+    """The rest of the hint for a missing required column: what a mapping file may say.
+
+    A mapping can give one value for every row of ``model`` and ``task``, and the row's
+    position as the ``item_id`` (every snippet is one the parsers accept).
+    """
+    if canonical == "item_id":
+        return (", or in a --mapping file " + snippet('item_id = "<column>"', table="map")
+                + ", or " + snippet('item_id = "@row"') + " when the file has no id column "
+                "(the row's position)")
+    return (", or give one value for every row: " + snippet(f'{canonical} = "<name>"')
+            + " in a --mapping file, or " + snippet(f'{canonical} = "<name>"', table="defaults",
+                                                     kind="config") + " in --config")
 
 
 def resolve_columns(

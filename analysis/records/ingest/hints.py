@@ -15,6 +15,7 @@ from collections.abc import Iterable
 import polars as pl
 
 from selfmodel.records.contract import KEY
+from selfmodel.records.snippets import snippet
 
 #: At most this many ignored columns are examined per file.
 MAX_COLUMNS = 20
@@ -76,4 +77,10 @@ def repeat_hint(counts: dict[str, int]) -> str | None:
     col, n = max(counts.items(), key=lambda kv: (kv[1], kv[0]))
     return (f"{n} rows share model, task and item_id and are told apart only by the ignored "
             f"column '{col}': if they are repeats of an item, map it to sample "
-            f"(--map sample={col}, or [map] sample = \"{col}\" in a mapping file).")
+            f"({snippet(f'--map sample={col}', kind='cli')}, or "
+            f"{snippet(f'sample = {_quoted(col)}', table='map')} in a mapping file).")
+
+
+def _quoted(text: str) -> str:
+    """``text`` as a TOML basic string."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -14,11 +15,13 @@ import polars as pl
 
 from selfmodel.common import atomic
 from selfmodel.records.contract import (
+    EXCLUDED,
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
     REQUIRED,
     InputError,
 )
+from selfmodel.records.ingest.carried import carry, file_sha256
 from selfmodel.records.ingest.columns import resolve_columns
 from selfmodel.records.ingest.config import (
     INPUT_COLUMNS,
@@ -55,6 +58,7 @@ from selfmodel.records.ingest.tables import (
     summary_of,
 )
 from selfmodel.records.registry import format_input_error, load_registry, registry_report
+from selfmodel.records.snippets import snippet
 
 __all__ = ["IngestResult", "binary_task_rule", "ingest", "merge_options", "no_records",
            "write_ingest"]
@@ -192,11 +196,13 @@ def ingest(
     -------
     IngestResult
         ``summary`` keys: ``records_read``, ``records_used``, ``records_quarantined``,
-        ``records_duplicate`` (read == used + quarantined + duplicate), ``files``
-        (``[{path, format, rows, sha256}]``), ``sha256`` (see the module docstring),
+        ``records_duplicate``, ``records_excluded`` (rows a records mapping's filter left
+        out; read == used + quarantined + duplicate + excluded) and ``excluded_reasons``,
+        ``files`` (``[{path, format, rows, sha256}]``), ``sha256`` (see the module docstring),
         ``models``, ``tasks`` (sorted, of used records), ``quarantine_reasons``
-        (``{category: count}``), ``unreadable_predictions`` (used records whose status
-        is not ``ok``), ``statuses`` (``{status: count}``), ``mapping``, ``defaults``,
+        (``{category: count}``), ``unreadable_predictions`` (used records whose status is
+        ``unparsed``, ``refused`` or ``error``), ``statuses`` (``{status: count}``, every
+        used record under its status's name), ``mapping``, ``defaults``,
         ``allowed_tasks`` (list or null), ``ignored_columns``,
         ``registry_columns_in_records`` and ``registry_contradictions`` (registry columns
         such as ``family`` found in the records: compared with the registry, never read;
@@ -247,7 +253,9 @@ def ingest(
             raw.close()
         summary = _summary(reading, tables, options)
         if tables.stats.n == 0:
-            raise no_records(paths, reading.n_read, tables.reasons, tables.n_copies)
+            raise no_records(paths, reading.n_read, tables.reasons, tables.n_copies,
+                             sum(reading.excluded.values()))
+        carry(summary, inputs, reading.files)  # the accounting of ingested records.parquet read
         check_lookalike_names(tables.stats, registry_frame, registry)
         if registry_frame is not None:
             summary["registry_report"] = registry_report(
@@ -309,6 +317,8 @@ class _Reading:
     files: list[dict[str, Any]] = field(default_factory=list)
     ignored: set[str] = field(default_factory=set)
     registry_values: list[pl.DataFrame] = field(default_factory=list)
+    #: rows a records mapping's ``[[rule]]`` left out (``then = "excluded"``), by rule
+    excluded: Counter[str] = field(default_factory=Counter)
     n_read: int = 0
     sha256: str = ""
     spill: Spill | None = None
@@ -345,15 +355,15 @@ def _read_files(inputs: Sequence[InputFile], options: IngestConfig, wanted: set[
             rows = 0
             try:
                 for read in read_batches(inp, scanning.result, wanted, critical):
-                    rows += read.rows
+                    before, rows = rows, rows + read.rows
                     raw.records_span_lines |= bool(read.spans)
                     raw.present = read.present
-                    _batch(reading, index, inp, read, options, repeats)
+                    _batch(reading, index, inp, read, options, repeats, before)
+                    reading.n_read += read.rows  # a mapping's wide table: more records than rows
                 info = scanning.result()
             except BaseException:
                 scanning.cancel()
                 raise
-            reading.n_read += rows
             reading.files.append(
                 {"path": inp.name, "format": inp.format, "rows": rows, "sha256": info.sha256})
     finally:
@@ -364,13 +374,26 @@ def _read_files(inputs: Sequence[InputFile], options: IngestConfig, wanted: set[
 
 
 def _batch(reading: _Reading, index: int, inp: InputFile, read: FileRead,
-           options: IngestConfig, repeats: dict[str, int]) -> None:
-    """Map and validate one batch of a file; its rows go to ``reading``."""
+           options: IngestConfig, repeats: dict[str, int], before: int) -> None:
+    """Map and validate one batch of a file; its rows go to ``reading``.
+
+    ``before``: the file's rows in the batches before this one (a row's position in its
+    file, for a mapping's ``item_id = "@row"``).
+    """
     if read.bad:
         reading.bad(_unreadable_rows(index, read.bad))
     if options.transform is not None and read.frame.height:
-        read.frame, mapped_bad = options.transform(inp.name, read.frame, read.present)
+        # a wide table melts into more records than rows; a mapping's rule may leave
+        # rows out (counted as excluded, never gone silently)
+        mapped = options.transform(inp.name, read.frame, read.present,
+                                   [b[0] for b in read.bad], offset=before)
+        read.rows += mapped.records - read.frame.height
+        reading.excluded.update(mapped.excluded)
+        read.frame, mapped_bad = mapped.frame, mapped.quarantined
         read.present = [c for c in read.frame.columns if c != LINE]
+        left_out = [b for b in mapped_bad if b[1] == EXCLUDED]
+        reading.excluded.update(str(b[2]) for b in left_out)
+        mapped_bad = [b for b in mapped_bad if b[1] != EXCLUDED]
         if mapped_bad:
             reading.bad(_unreadable_rows(index, mapped_bad))
     if read.frame.height == 0:
@@ -416,14 +439,17 @@ def _summary(reading: _Reading, tables: Tables, options: IngestConfig) -> dict[s
     counts = summary_of(tables)
     n_used, n_bad, n_copies = (counts["records_used"], counts["records_quarantined"],
                                counts["records_duplicate"])
-    if reading.n_read != n_used + n_bad + n_copies:  # pragma: no cover - invariant
+    n_excluded = sum(reading.excluded.values())
+    if reading.n_read != n_used + n_bad + n_copies + n_excluded:  # pragma: no cover
         raise RuntimeError(
             f"ingest accounting broken: read {reading.n_read} != used {n_used} + quarantined "
-            f"{n_bad} + duplicate {n_copies}"
+            f"{n_bad} + duplicate {n_copies} + excluded {n_excluded}"
         )
     return {
         "records_read": reading.n_read,
         **{k: counts[k] for k in ("records_used", "records_quarantined", "records_duplicate")},
+        "records_excluded": n_excluded,
+        "excluded_reasons": dict(sorted(reading.excluded.items())),
         "files": reading.files,
         "sha256": reading.sha256,
         **{k: counts[k] for k in ("models", "tasks", "quarantine_reasons",
@@ -445,7 +471,10 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
     Each file is written atomically (see :mod:`selfmodel.common.atomic`); ``out`` is created if
     needed. The tables are written in row groups of
     :data:`~selfmodel.records.ingest.stream.ROW_GROUP` rows, in memory or streamed alike
-    (a streamed result's files are moved there).
+    (a streamed result's files are moved there). ``ingest.json`` (and ``result.summary``)
+    gets ``records_sha256``, the SHA-256 of the ``records.parquet`` written: a later run that
+    reads that file carries this accounting only while the file is unchanged
+    (:mod:`selfmodel.records.ingest.carried`).
 
     Parameters
     ----------
@@ -465,10 +494,12 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
         else:
             with atomic.atomic_path(target) as tmp:
                 write_table(tmp, getattr(result, name), schema)
+    result.summary["records_sha256"] = file_sha256(out / "records.parquet")
     atomic.write_json(out / "ingest.json", result.summary)
 
 
-def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: int) -> InputError:
+def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: int,
+               excluded: int = 0) -> InputError:
     """The error of a reading that kept no record: the counts and the top three reasons.
 
     Reasons are ordered by count, then by name (so that every engine says the same); the
@@ -478,10 +509,11 @@ def no_records(paths: Any, n_read: int, reasons: Mapping[str, int], n_copies: in
     top = ", ".join(f"{cat} {n}" for cat, n in ranked[:3])
     label = paths if isinstance(paths, str | Path) else ", ".join(str(p) for p in paths)
     scale = (" (a confidence on another scale, 0-10 or 0-100, is declared in a --mapping "
-             "file: [confidence] scale = [0, 10])"
+             "file: " + snippet("scale = [0, 10]", table="confidence") + ")"
              if ranked and ranked[0][0] == "invalid confidence" else "")
     return InputError(format_input_error(
         label,
         f"no records to analyse ({n_read} read, {sum(reasons.values())} quarantined"
-        + (f": {top}" if top else "") + f", {n_copies} duplicate)",
+        + (f": {top}" if top else "") + f", {n_copies} duplicate"
+        + (f", {excluded} excluded by the mapping's rules" if excluded else "") + ")",
         "Check that the files hold records with model, task, item_id and an outcome" + scale))

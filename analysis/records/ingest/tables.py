@@ -22,6 +22,7 @@ import polars as pl
 from selfmodel.records.contract import (
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
+    UNREADABLE_STATUSES,
     InputError,
     name_key,
     shown,
@@ -77,8 +78,8 @@ class RecordStats:
 
     @property
     def unreadable(self) -> int:
-        """Used records whose status is not ``ok``."""
-        return sum(n for s, n in self.statuses.items() if s != "ok")
+        """Used records whose prediction could not be read (``unparsed``, ``refused``, ``error``)."""
+        return sum(n for s, n in self.statuses.items() if s in UNREADABLE_STATUSES)
 
 
 class BinaryTasks:

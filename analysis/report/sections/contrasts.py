@@ -13,6 +13,7 @@ from matplotlib.figure import Figure
 
 from selfmodel.decisions.verdict import NOT_DECIDED, failed_checks
 from selfmodel.report.sections.common import Report, esc, md_table, num, panels
+from selfmodel.report.sections.skill import ECE_OF_CONFIDENCE, ECE_OF_STATED, binning_words
 
 __all__ = ["calibration", "contrasts", "reliability_figure", "reliability_series"]
 
@@ -56,31 +57,46 @@ def contrasts(rep: Report) -> str:
 
 
 def _interval(g: Mapping[str, Any], m: str) -> str:
+    if m not in g:  # results of an older selfmodel: its 'ece' was the ECE of the stated probability
+        m = {"ece_stated_probability": "ece"}.get(m, m)
+    if m not in g:
+        return "n/a"
     return (f"{num(g[m], '+.3f' if m == 'overconfidence' else '.3f')} "
             f"[{num(g[m + '_low'], '.3f')}, {num(g[m + '_high'], '.3f')}]")
 
 
+#: The column of each calibration metric (both ECEs by what they bin).
+METRIC_WORDS = {"ece_stated_probability": ECE_OF_STATED, "ece": ECE_OF_STATED,
+                "ece_prediction_confidence": ECE_OF_CONFIDENCE, "brier": "Brier",
+                "overconfidence": "overconfidence"}
+
+
 def calibration(rep: Report) -> str:
-    """Per model (and condition): ECE, Brier, overconfidence with intervals; decided contrasts."""
+    """Per model (and condition): both ECEs, Brier, overconfidence with intervals; decided contrasts."""
     R = rep.results
     if "calibration_contrasts" not in R:
         return "No calibration per model in these results (the fitting stage did not run)."
     cal = R["calibration_contrasts"]
     if not cal:
         return ("No calibration per model: it is computed with the contrast model, which was not "
-                "fitted (no reliability diagram).")
+                "fitted, or beside any model when asked for with `selfmodel run "
+                "--calibration-contrasts` (no reliability diagram).")
     if cal.get("reason"):
         return f"Calibration per model: {esc(cal['reason'])} (no reliability diagram)."
     by = cal["by"]
+    metrics = ("ece_stated_probability", "ece_prediction_confidence", "brier", "overconfidence")
     rows = [[*(esc(g[k]) for k in by), g["n"], num(g["mean_stated"], ".3f"),
-             num(g["frequency"], ".3f"), _interval(g, "ece"), _interval(g, "brier"),
-             _interval(g, "overconfidence")] for g in cal["groups"]]
-    text = (f"Intervals: {esc(cal['interval'])}. Contrasts are the reduction of the error "
+             num(g["frequency"], ".3f"), *(_interval(g, m) for m in metrics)] for g in cal["groups"]]
+    why = f"Computed because {esc(cal['why'])}. " if cal.get("why") else ""
+    text = (f"{why}Intervals: {esc(cal['interval'])}. The {ECE_OF_STATED} bins the stated probability of "
+            f"the outcome (of success) against the outcome; the {ECE_OF_CONFIDENCE} bins the stated "
+            "confidence that the prediction is right against whether it was (the skill table's "
+            f"measure); both in {esc(binning_words(R))}. Contrasts are the reduction of the error "
             f"from the first to the second level (positive: better calibrated), ROPE "
-            f"±{cal['rope']:g}.\n\n"
-            + md_table([*by, "n", "mean stated", "observed", "ECE", "Brier", "overconfidence"],
-                       rows, ["---"] * len(by) + ["---:"] * 6) + "\n")
-    decided = [[esc(c["metric"]), esc(c["contrast"]),
+            f"±{cal['rope']:g}, decided on the {ECE_OF_STATED}, Brier and overconfidence.\n\n"
+            + md_table([*by, "n", "mean stated", "observed", *(METRIC_WORDS[m] for m in metrics)],
+                       rows, ["---"] * len(by) + ["---:"] * 7) + "\n")
+    decided = [[esc(METRIC_WORDS.get(c["metric"], c["metric"])), esc(c["contrast"]),
                 esc(", ".join(f"{k} {v}" for k, v in c["within"].items()) or "-"),
                 esc(c["decision"]), num(c["mean"], "+.3f"),
                 f"[{num(c['hdi_low'], '+.3f')}, {num(c['hdi_high'], '+.3f')}]"]

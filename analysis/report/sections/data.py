@@ -2,19 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
+from selfmodel.records.contract import STATUS_MEANING
 from selfmodel.report.sections.common import Out, Report, esc, md_table, num
 
-__all__ = ["accounting", "models_table", "tasks_table"]
+__all__ = ["accounting", "models_table", "status_counts", "tasks_table"]
 
 
 def accounting(rep: Report) -> str:
-    """Input hash, records read/used/quarantined/duplicate, quarantine reasons, source files."""
+    """Input hash, records read/used/quarantined/duplicate/excluded, statuses, reasons, files."""
     D, out = rep.results["data"], Out()
     out(f"Input SHA-256: `{D['sha256']}`.\n")
+    excluded = int(D.get("records_excluded") or 0)
     out(f"Records read **{D['records_read']}**, used **{D['records_used']}**, quarantined "
-        f"**{D['records_quarantined']}**, duplicates counted once **{D['records_duplicate']}** "
-        f"(read = used + quarantined + duplicate). Unreadable predictions kept as "
-        f"`status != ok`: {D['unreadable_predictions']}.\n")
+        f"**{D['records_quarantined']}**, duplicates counted once **{D['records_duplicate']}**"
+        + (f", excluded by the mapping's rules **{excluded}**" if excluded else "")
+        + f" (read = used + quarantined + duplicate{' + excluded' if excluded else ''}). "
+        f"Unreadable predictions kept (status `unparsed`, `refused` or `error`): "
+        f"{D['unreadable_predictions']}.\n")
+    carried = D.get("carried") or []
+    if carried:
+        out("These counts include the accounting of the ingest that made each `records.parquet` read "
+            "(its quarantined rows are in the `quarantine.parquet` beside it; this run's own in "
+            "`quarantine.parquet` here):\n")
+        out(md_table(["records.parquet", "read", "used", "quarantined", "duplicate", "excluded"],
+                     [[esc(c["path"]), c["records_read"], c["records_used"], c["records_quarantined"],
+                       c["records_duplicate"], c.get("records_excluded", 0)] for c in carried],
+                     ["---"] + ["---:"] * 5))
+        out()
+    for bad in D.get("carried_not_trusted") or []:
+        out(f"Not carried: {esc(bad['path'])}: {esc(bad['reason'])}.\n")
+    out(status_counts(D))
+    if D.get("excluded_reasons"):
+        out("Rows left out by the records mapping's rules:\n")
+        out(md_table(["reason", "rows"], [[esc(k), v] for k, v in D["excluded_reasons"].items()]))
+        out()
     if D.get("quarantine_reasons"):
         out("Quarantine reasons (see `quarantine.parquet` for file and line):\n")
         reasons = sorted(D["quarantine_reasons"].items(), key=lambda kv: -kv[1])
@@ -27,6 +51,17 @@ def accounting(rep: Report) -> str:
     return str(out)
 
 
+def status_counts(D: Mapping[str, Any]) -> str:
+    """The used records by status, each under its own name, with what it means ("" if all ok)."""
+    statuses = {k: int(v) for k, v in (D.get("statuses") or {}).items() if v}
+    if set(statuses) <= {"ok"}:
+        return ""
+    rows = [[f"`{k}`" if k in STATUS_MEANING else esc(k), v, esc(STATUS_MEANING.get(k, ""))]
+            for k, v in sorted(statuses.items(), key=lambda kv: (kv[0] != "ok", kv[0]))]
+    return ("Used records by status:\n\n" + md_table(["status", "records", "meaning"], rows,
+                                                     ["---", "---:", "---"]) + "\n")
+
+
 def models_table(rep: Report) -> str:
     """Models: family, size, records and whether each is in the slope."""
     return md_table(["model", "family", "params (B)", "active (B)", "records", "in slope"],
@@ -36,8 +71,17 @@ def models_table(rep: Report) -> str:
 
 
 def tasks_table(rep: Report) -> str:
-    """Tasks: models, records, unreadable predictions, outcome base rate and pooled accuracy."""
-    return md_table(["task", "models", "records", "unreadable", "outcome base rate", "accuracy"],
-                    [[esc(t["task"]), t["models"], t["n_total"], t["n_unreadable"], num(t["outcome_base_rate"]),
-                      num(t["accuracy"])] for t in rep.results["tasks"]],
-                    ["---", "---:", "---:", "---:", "---:", "---:"])
+    """Tasks: models, records, unreadable predictions, outcome base rate and pooled accuracy.
+
+    Rows with nothing to score (``not asked``, ``unanswered``) get their own columns when
+    any task has them; ``records`` are the self-predictions to score.
+    """
+    tasks = rep.results["tasks"]
+    extra = [(k, label) for k, label in (("n_not_asked", "not asked"), ("n_unanswered", "unanswered"))
+             if any(t.get(k) for t in tasks)]
+    return md_table(["task", "models", "records", "unreadable", *(label for _, label in extra),
+                     "outcome base rate", "accuracy"],
+                    [[esc(t["task"]), t["models"], t["n_total"], t["n_unreadable"],
+                      *(t.get(k, 0) for k, _ in extra), num(t["outcome_base_rate"]),
+                      num(t["accuracy"])] for t in tasks],
+                    ["---", "---:", "---:", "---:", *(["---:"] * len(extra)), "---:", "---:"])

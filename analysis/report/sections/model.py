@@ -8,6 +8,7 @@ import arviz as az
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from selfmodel.records.contract import UNDECIDED
 from selfmodel.report.methods import model_markdown, prior_rows
 from selfmodel.report.sections.common import Out, Report, code, esc, md_table, num, pct
 
@@ -121,7 +122,8 @@ def richer_models(rep: Report) -> str:
         e = Z.get(name)
         if e and e.get("fitted") and e.get(key):
             x = e[key]
-            same = "same" if x["decision"] == EFF["decision"] else "**changed**"
+            same = ("not compared" if UNDECIDED in (x["decision"], EFF["decision"])  # a failed fit
+                    else "same" if x["decision"] == EFF["decision"] else "**changed**")
             rows.append([code(name), esc(label), num(x["mean"]), f"[{num(x['hdi_low'])}, {num(x['hdi_high'])}]",
                          code(x["decision"]), same, "yes" if e["diagnostics"]["passed"] else "**no**",
                          num(secs.get(name), ".0f")])

@@ -49,7 +49,8 @@ def effects(rep: Report) -> str:
         f"in {esc(TR['units'])}. Trained and held-out tasks are decided separately and never pooled; the ROPE is "
         f"{esc(TR['rope_meaning'])}. Derived checkpoints are not points on the scale axis: "
         f"{esc(TR['design']['scale_models'])}."
-        + ("" if TR["finding"] else " **Diagnostics failed: these are not findings.**") + "\n")
+        + ("" if TR["finding"] else " **Diagnostics failed: these are not findings** (each decision reads "
+           "`not_decided` unless the run is exploratory; the estimates are as computed).") + "\n")
     out(md_table(["checkpoint", "base", "intervention", "trained on", "held out"],
                  [[code(c["model"]), code(c["base_model"]), code(c["intervention"]),
                    ", ".join(c["trained_tasks"]), ", ".join(c["held_out_tasks"])] for c in TR["design"]["checkpoints"]]))

@@ -41,6 +41,7 @@ from selfmodel.records.importers.mapping.spec import (
 )
 from selfmodel.records.reduction import binary_text
 from selfmodel.records.reduction import text as ingest_text
+from selfmodel.records.snippets import snippet
 
 
 @dataclass
@@ -255,6 +256,8 @@ class _Applier:
     reader: _Reader = field(init=False)
     records: list[dict[str, Any]] = field(default_factory=list)
     skipped_where: int = 0
+    relabelled: dict[str, dict[str, int]] = field(default_factory=dict)  # key: {"a -> b": n}
+    own: dict[str, dict[str, str]] = field(default_factory=dict)  # key: {log's own: first log}
     value_stats: dict[str, int] = field(default_factory=dict)
     join_counts: dict[str, int] = field(
         default_factory=lambda: {"object_only": 0, "hypothetical_only": 0, "duplicate_keys": 0}
@@ -276,6 +279,8 @@ class _Applier:
     def finish(self, values: dict[str, Any], sample: LogSample, readable: bool) -> dict[str, Any]:
         mapping = self.mapping
         for key, value in mapping.constants.items():
+            if key not in values:
+                self.check_constant(key, value, sample)
             values.setdefault(key, value)
         # status: mapped > the reader's (e.g. an errored sample) > unreadable > ok
         if values.get("status") is not None:
@@ -289,6 +294,33 @@ class _Applier:
         else:
             status = "ok"
         return _record(values, sample, status, self.value_stats)
+
+    def check_constant(self, key: str, value: Any, sample: LogSample) -> None:
+        """A constant ``task`` or ``model`` where the log names its own.
+
+        A log's own name given another is relabelled, and counted (``relabelled`` in the
+        counts, a note). Logs of two or more tasks (or models) given one constant would
+        become one: an error.
+        """
+        own = sample.meta.get(key)
+        if key not in ("task", "model") or own is None:
+            return
+        seen = self.own.setdefault(key, {})
+        seen.setdefault(str(own), sample.source_file)
+        if len(seen) > 1:
+            (a, log_a), (b, log_b) = list(seen.items())[:2]
+            raise InputError(
+                f"{sample.source_file}: the mapping {self.mapping.source} sets {key} = "
+                f"{value!r} for logs of {key} {a!r} ({log_a}) and {b!r} ({log_b}): they would "
+                f"become one {key}. Read the logs of one {key} only with "
+                + snippet(f'"@{key}" = "{a}"', table="where", kind="import")
+                + f", or drop the constant to keep each log's own {key} (rename them with "
+                + snippet(f'{key} = {{ path = "@{key}", map = {{ "{a}" = "{value}" }} }}',
+                          table="fields", kind="import") + ").")
+        if str(own) != str(value):
+            pair = f"{own} -> {value}"
+            self.relabelled.setdefault(key, {})
+            self.relabelled[key][pair] = self.relabelled[key].get(pair, 0) + 1
 
     def single_logs(
         self, samples: Sequence[LogSample], name: Callable[[Sequence[LogSample]], str]
@@ -384,9 +416,12 @@ def _checked_frame(mapping: Mapping, records: list[dict[str, Any]]) -> tuple[pl.
     for required in ("model", "task", "item_id"):
         missing = frame[required].null_count()
         if missing:
+            constant = ("" if required == "item_id" else " or give it as a constant ("
+                        + snippet(f'{required} = "<name>"', kind="import") + ")")
             raise InputError(
-                f"{mapping.source}: {missing} record(s) have no {required}; map it in [fields] "
-                f'or give it as a constant ({required} = "...").'
+                f"{mapping.source}: {missing} record(s) have no {required}; map it ("
+                + snippet(f'{required} = "<path in a sample>"', table="fields", kind="import")
+                + ")" + constant + "."
             )
     bad_status = sorted(set(frame["status"].drop_nulls().to_list()) - set(STATUSES))
     if bad_status:
@@ -455,6 +490,12 @@ def _summarise(
             f"sample(s) with no object-level sample were dropped; "
             f"{join_counts['duplicate_keys']} repeated key(s) kept first."
         )
+    if run.relabelled:
+        counts["relabelled"] = {k: dict(sorted(v.items())) for k, v in run.relabelled.items()}
+        for key, pairs in sorted(run.relabelled.items()):
+            shown = ", ".join(f"{k} ({n})" for k, n in sorted(pairs.items()))
+            notes.append(f"the mapping's {key} = {mapping.constants.get(key)!r} relabelled "
+                         f"records of logs that name another {key}: {shown}.")
     for what, n in sorted(value_stats.items()):
         notes.append(f"{n} record(s): {what.replace('_', ' ')}; set to null (or the default).")
     counts["value_problems"] = dict(sorted(value_stats.items()))

@@ -16,6 +16,7 @@ from selfmodel.common.toml_errors import did_you_mean
 from selfmodel.common.toml_errors import loads as toml_loads
 from selfmodel.records.contract import InputError
 from selfmodel.records.importers.result import ImportResult
+from selfmodel.records.snippets import snippet
 
 Format = Literal["lmeval", "inspect"]
 Side = Literal["object", "hypothetical"]
@@ -268,7 +269,8 @@ def parse_mapping(
     fmt = data.get("format")
     if fmt not in FORMATS:
         raise InputError(
-            f'{source}: \'format\' is {fmt!r}; write format = "lmeval" or format = "inspect".'
+            f"{source}: 'format' is {fmt!r}; write " + snippet('format = "lmeval"', kind="import")
+            + " or " + snippet('format = "inspect"', kind="import") + "."
         )
     raw_fields = data.get("fields", {})
     if not isinstance(raw_fields, dict):
@@ -291,10 +293,14 @@ def parse_mapping(
         fields["item_id"] = FieldSpec(DEFAULT_ITEM_ID[fmt])
     if not {"prediction", "confidence", "correct"} & set(fields):
         raise InputError(
-            f'{source}: nothing to score; add fields.prediction = "path" (or fields.correct).'
+            f"{source}: nothing to score; add "
+            + snippet('prediction = "<path>"', table="fields", kind="import")
+            + " (or fields.correct)."
         )
     if "outcome" not in fields and "correct" not in fields:
-        raise InputError(f'{source}: no outcome; add fields.outcome = "path" (or fields.correct).')
+        raise InputError(f"{source}: no outcome; add "
+                         + snippet('outcome = "<path>"', table="fields", kind="import")
+                         + " (or fields.correct).")
     return Mapping(
         format=fmt,
         constants=constants,
