@@ -18,9 +18,12 @@ run, so that the figures are comparable:
   this branch left ``main``: the code before issue 50; its ``analysis/`` and ``models/``
   unpacked from ``git archive`` and imported as ``selfmodel``), up to ``--in-memory-max``
   records;
-* ``run`` (``--run N``): ``selfmodel run FILE --no-power --no-robustness --no-contrasts
-  --no-report --models scale --preset exploratory --jobs 1``, with the peak of each stage
-  (the progress lines) and the peak before the first fit.
+* ``run`` (``--run N``): ``selfmodel run FILE --registry REG --no-power --no-robustness
+  --no-contrasts --no-report --models scale --preset exploratory --jobs 1`` (``REG``: the 50
+  models in 5 families, 1 to 512 billion parameters), with the peak of each stage (the
+  progress lines), the peak before the first fit, and the stage it was in if it was stopped
+  after ``--run-timeout`` seconds (the record-level analyses after the fits grow with the
+  records too).
 
 Peak memory is measured two ways: the largest resident set of any one process
 (``/usr/bin/time -f %M``: the kernel's high-water mark, exact) and the largest sum of the
@@ -104,8 +107,13 @@ class TreeMonitor:
         self._thread.join()
 
 
-def measure(args: list[str], env: dict[str, str]) -> dict[str, Any]:
-    """Run ``selfmodel ARGS`` under ``/usr/bin/time``; peaks, times and stderr lines."""
+def measure(args: list[str], env: dict[str, str], timeout: float | None = None
+            ) -> dict[str, Any]:
+    """Run ``selfmodel ARGS`` under ``/usr/bin/time``; peaks, times and stderr lines.
+
+    After ``timeout`` seconds the process tree is stopped: ``completed`` is then false and
+    the peaks are those until then (the tree's high-water marks, read before stopping it).
+    """
     cmd = ["/usr/bin/time", "-f", "@@TIME %e %U %S %M", PYTHON, "-c", CLI, *args]
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=ROOT, env={**os.environ, **env}, stdout=subprocess.PIPE,
@@ -120,20 +128,65 @@ def measure(args: list[str], env: dict[str, str]) -> dict[str, Any]:
 
     reader = threading.Thread(target=read_err, daemon=True)
     reader.start()
-    out = proc.stdout.read() if proc.stdout else ""
-    proc.wait()
+    stdout: list[str] = []
+    out_reader = threading.Thread(
+        target=lambda: stdout.append(proc.stdout.read() if proc.stdout else ""), daemon=True)
+    out_reader.start()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return _stopped(proc, monitor, lines, reader, t0)
     reader.join()
+    out_reader.join()
+    out = "".join(stdout)
     monitor.stop()
     timing = [ln for _, ln in lines if ln.startswith("@@TIME ")]
     if proc.returncode != 0 or not timing:
         tail = "\n".join(ln for _, ln in lines[-20:])
         raise SystemExit(f"{' '.join(args)} failed (exit {proc.returncode}):\n{tail}\n{out[-2000:]}")
     wall, user, system, maxrss_kb = timing[-1].split()[1:]
-    return {"wall_s": round(float(wall), 1), "cpu_s": round(float(user) + float(system), 1),
+    return {"completed": True,
+            "wall_s": round(float(wall), 1), "cpu_s": round(float(user) + float(system), 1),
             "peak_process_mib": round(int(maxrss_kb) / 1024, 1),
             "peak_tree_mib": round(monitor.peak / MIB, 1),
             "stderr": [(round(t, 2), ln) for t, ln in lines if not ln.startswith("@@TIME ")],
             "samples": monitor.samples, "stdout_tail": out[-500:]}
+
+
+def _stopped(proc: subprocess.Popen, monitor: TreeMonitor, lines: list[tuple[float, str]],
+             reader: threading.Thread, t0: float) -> dict[str, Any]:
+    """Stop a process tree that ran out of time; what was measured until then."""
+    tree = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+    hwm, cpu = 0, 0.0
+    for p in tree:
+        try:
+            with open(f"/proc/{p.pid}/status") as fh:
+                hwm = max([hwm] + [int(ln.split()[1]) for ln in fh if ln.startswith("VmHWM:")])
+            times = p.cpu_times()
+            cpu += times.user + times.system
+        except (OSError, psutil.Error):
+            pass
+    for p in reversed(tree):
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    proc.wait()
+    reader.join(timeout=5)
+    monitor.stop()
+    return {"completed": False, "wall_s": round(time.perf_counter() - t0, 1),
+            "cpu_s": round(cpu, 1), "peak_process_mib": round(hwm / 1024, 1),
+            "peak_tree_mib": round(monitor.peak / MIB, 1),
+            "stderr": [(round(t, 2), ln) for t, ln in lines], "samples": monitor.samples,
+            "stdout_tail": ""}
+
+
+def registry_for(path: Path) -> Path:
+    """A registry of the 50 models of ``bench/gen_records.py``: 5 families, 1 to 512 B."""
+    reg = path.with_name("registry_large.csv")
+    reg.write_text("model,family,params_b\n" + "".join(
+        f"model-{i},family-{i % 5},{2 ** (i % 10)}\n" for i in range(50)))
+    return reg
 
 
 def stage_peaks(res: dict[str, Any]) -> list[dict[str, Any]]:
@@ -155,6 +208,8 @@ def main() -> None:
     ap.add_argument("--baseline", default=None,
                     help="commit to compare with (default: where this branch left main)")
     ap.add_argument("--run", type=int, default=None, metavar="N")
+    ap.add_argument("--run-timeout", type=float, default=1800.0, metavar="S",
+                    help="stop the run after S seconds and report what it measured until then")
     ap.add_argument("--quick", action="store_true", help="100k records only, no run")
     ap.add_argument("--name", default="ingest_large")
     args = ap.parse_args()
@@ -187,15 +242,19 @@ def main() -> None:
     if args.run and not args.quick:
         path = gen_records.write(args.run, ["jsonl"])["jsonl"]
         shutil.rmtree(out_dir, ignore_errors=True)
-        res = measure(["run", str(path), "--out", str(out_dir), *RUN_OPTIONS], {})
+        res = measure(["run", str(path), "--registry", str(registry_for(path)), "--out",
+                       str(out_dir), *RUN_OPTIONS], {}, timeout=args.run_timeout)
         stages = stage_peaks(res)
         fit_at = next((s["from_s"] for s in stages if "fit" in s["line"].lower()
                        or "sampl" in s["line"].lower() or "compil" in s["line"].lower()), None)
         before = [s["peak_tree_mib"] for s in stages if fit_at is None or s["from_s"] < fit_at]
         run_result = {"records": args.run, "file_mib": round(path.stat().st_size / MIB, 1),
-                      "options": RUN_OPTIONS,
-                      **{k: res[k] for k in ("wall_s", "cpu_s", "peak_process_mib",
-                                             "peak_tree_mib")},
+                      "options": ["--registry", "REG", *RUN_OPTIONS],
+                      "timeout_s": args.run_timeout,
+                      "stopped_in": None if res["completed"] else (stages[-1]["line"]
+                                                                   if stages else None),
+                      **{k: res[k] for k in ("completed", "wall_s", "cpu_s",
+                                             "peak_process_mib", "peak_tree_mib")},
                       "peak_before_fits_mib": max(before) if before else None,
                       "stages": stages}
         print({k: v for k, v in run_result.items() if k != "stages"}, flush=True)

@@ -274,13 +274,19 @@ def section_ingest_large(res: dict[str, Any] | None, run_res: dict[str, Any] | N
         out.append(load_note(run_res))
     if run:
         top = sorted(run["stages"], key=lambda s: -s["peak_tree_mib"])[:5]
+        stopped = ("" if run.get("completed", True) else
+                   f" It was stopped after {run['wall_s']:,.0f} s (`--run-timeout`) in the "
+                   f"stage that began with `{run.get('stopped_in')}`: the peaks are those "
+                   "until then.")
+        before = run.get("peak_before_fits_mib")
         out.append(
             f"`selfmodel run` on {run['records']:,} records ({run['file_mib']:,.0f} MiB of JSONL, "
             f"`{' '.join(run['options'])}`): peak of the process tree "
-            f"{run['peak_tree_mib']:,.0f} MiB ({run['peak_before_fits_mib']:,.0f} MiB before the "
-            f"first fit), largest single process {run['peak_process_mib']:,.0f} MiB, "
-            f"{run['cpu_s']:,.0f} CPU-s, {run['wall_s']:,.0f} s wall. The stages with the "
-            "highest peaks (from the progress line that starts them to the next):\n")
+            f"{run['peak_tree_mib']:,.0f} MiB"
+            + (f" ({before:,.0f} MiB before the first fit)" if before is not None else "")
+            + f", largest single process {run['peak_process_mib']:,.0f} MiB, "
+            f"{run['cpu_s']:,.0f} CPU-s, {run['wall_s']:,.0f} s wall.{stopped} The stages "
+            "with the highest peaks (from the progress line that starts them to the next):\n")
         out.append(md_table(top, ["from_s", "line", "peak_tree_mib"],
                             {"peak_tree_mib": fmt_int}))
     return "\n".join(out)
