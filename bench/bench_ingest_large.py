@@ -14,10 +14,10 @@ run, so that the figures are comparable:
   streamed ingest of ``selfmodel.records.ingest.stream``; above 256 MiB it is the default);
 * ``in_memory``: the same command with ``SELFMODEL_STREAM_ABOVE=1T`` (every row at once), up
   to ``--in-memory-max`` records;
-* ``baseline``: the same command on the code of ``--baseline`` (a commit, by default where
-  this branch left ``main``: the code before issue 50; its ``analysis/`` and ``models/``
-  unpacked from ``git archive`` and imported as ``selfmodel``), up to ``--in-memory-max``
-  records;
+* ``baseline``: the same command on the code of ``--baseline`` (a commit, by default the
+  merge base of ``main`` and this branch: ``main``'s ingest, which held every row in memory;
+  its ``analysis/`` and ``models/`` unpacked from ``git archive`` and imported as
+  ``selfmodel``), up to ``--in-memory-max`` records;
 * ``run`` (``--run N``): ``selfmodel run FILE --registry REG --no-power --no-robustness
   --no-contrasts --no-report --models scale --preset exploratory --jobs 1`` (``REG``: the 50
   models in 5 families, 1 to 512 billion parameters), with the peak of each stage (the

@@ -238,7 +238,8 @@ def section_ingest_large(res: dict[str, Any] | None, run_res: dict[str, Any] | N
     cols = ["records", "file_mib", "mode", "cpu_s", "wall_s", "peak_process_mib",
             "peak_tree_mib", "peak_per_file_byte"]
     base = res.get("baseline", {}).get("ref", "?")[:7]
-    out = [load_note(res).rstrip() + f" `baseline` is the code at {base} (before issue 50).\n",
+    out = [load_note(res).rstrip() + f" `baseline` is the code at {base} (`main` with its "
+           "ingest as it was before the batches and the streamed ingest).\n",
            md_table(rows, cols, {"records": fmt_int, "peak_process_mib": fmt_int,
                                  "peak_tree_mib": fmt_int})]
     streamed = sorted((r for r in rows if r["mode"] == "streamed"), key=lambda r: r["records"])
