@@ -201,6 +201,12 @@ def stage_peaks(res: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def clear(out_dir: Path) -> None:
+    """Remove an output folder and what a stopped command may have left beside it."""
+    for path in (out_dir, out_dir.with_name(f".{out_dir.name}.staging")):
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sizes", type=int, nargs="*", default=[1_000_000, 4_000_000, 14_500_000])
@@ -229,7 +235,7 @@ def main() -> None:
             modes.append(("in_memory", {"SELFMODEL_STREAM_ABOVE": "1T"}))
             modes.append(("baseline", {"PYTHONPATH": str(tree)}))
         for mode, env in modes:
-            shutil.rmtree(out_dir, ignore_errors=True)
+            clear(out_dir)
             res = measure(["ingest", str(path), "--out", str(out_dir)], env)
             row = {"records": n, "file_mib": round(path.stat().st_size / MIB, 1), "mode": mode,
                    **{k: res[k] for k in ("wall_s", "cpu_s", "peak_process_mib",
@@ -237,11 +243,11 @@ def main() -> None:
             row["peak_per_file_byte"] = round(row["peak_tree_mib"] / row["file_mib"], 3)
             rows.append(row)
             print(row, flush=True)
-        shutil.rmtree(out_dir, ignore_errors=True)
+        clear(out_dir)
     run_result = None
     if args.run and not args.quick:
         path = gen_records.write(args.run, ["jsonl"])["jsonl"]
-        shutil.rmtree(out_dir, ignore_errors=True)
+        clear(out_dir)
         res = measure(["run", str(path), "--registry", str(registry_for(path)), "--out",
                        str(out_dir), *RUN_OPTIONS], {}, timeout=args.run_timeout)
         stages = stage_peaks(res)
@@ -258,7 +264,7 @@ def main() -> None:
                       "peak_before_fits_mib": max(before) if before else None,
                       "stages": stages}
         print({k: v for k, v in run_result.items() if k != "stages"}, flush=True)
-        shutil.rmtree(out_dir, ignore_errors=True)
+        clear(out_dir)
     cols = ["records", "file_mib", "mode", "wall_s", "cpu_s", "peak_process_mib",
             "peak_tree_mib", "peak_per_file_byte"]
     table = md_table(rows, cols)
