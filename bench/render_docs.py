@@ -240,8 +240,8 @@ def section_ingest_large(res: dict[str, Any] | None, run_res: dict[str, Any] | N
     base = res.get("baseline", {}).get("ref", "?")[:7]
     out = [load_note(res).rstrip() + f" `baseline` is the code at {base} (`main` with its "
            "ingest as it was before the batches and the streamed ingest).\n",
-           md_table(rows, cols, {"records": fmt_int, "peak_process_mib": fmt_int,
-                                 "peak_tree_mib": fmt_int})]
+           md_table(rows, cols, {"records": fmt_int, "file_mib": fmt_int,
+                                 "peak_process_mib": fmt_int, "peak_tree_mib": fmt_int})]
     streamed = sorted((r for r in rows if r["mode"] == "streamed"), key=lambda r: r["records"])
     lines = []
     if len(streamed) >= 2:
@@ -266,7 +266,7 @@ def section_ingest_large(res: dict[str, Any] | None, run_res: dict[str, Any] | N
                     f"CPU streamed / in memory {s['cpu_s'] / m['cpu_s']:.2f}x")
             if "baseline" in got:
                 b = got["baseline"]
-                text += (f"; before issue 50 {b['peak_tree_mib']:,.0f} MiB "
+                text += (f"; main's ingest {b['peak_tree_mib']:,.0f} MiB "
                          f"({b['peak_tree_mib'] / s['peak_tree_mib']:.1f}x the streamed peak)")
             lines.append(text)
     out.append("\n".join(lines) + "\n")
