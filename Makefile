@@ -110,6 +110,8 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 	rm -rf /tmp/selfmodel-bench/profile
 	PYTENSOR_FLAGS=base_compiledir=/tmp/selfmodel-bench/profile/pytensor $(BIN)/python bench/profile_run.py data_raw --out /tmp/selfmodel-bench/profile/out --name run_profile_cold
 	$(BIN)/python bench/profile_records.py
+	$(BIN)/python bench/bench_ingest_large.py --sizes 1000000 4000000 14500000
+	$(BIN)/python bench/bench_ingest_large.py --sizes --run 14500000 --name run_large
 	$(BIN)/python bench/render_docs.py
 
 validate: $(STAMP)  ## statistical validation (hours): calibration study of the decision rule, power fast-fit vs NUTS

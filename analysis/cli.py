@@ -525,7 +525,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
         from selfmodel.records.cells import build_cells
 
         inputs = inputs_apart(args)
-        res = _ingest_inputs(args, inputs)
+        res = _ingest_inputs(args, inputs, say)
         reg = load_registry(inputs.registry) if inputs.registry else None
         cells = build_cells(res.records, reg)
         rows = describe.by_model_task(cells)
@@ -547,7 +547,7 @@ def _dispatch_command(args: argparse.Namespace, argv: Sequence[str], say) -> int
     raise AssertionError(args.command)  # pragma: no cover
 
 
-def _ingest_inputs(args: argparse.Namespace, inputs):
+def _ingest_inputs(args: argparse.Namespace, inputs, say=None):
     """Ingest the inputs with the command's ``--map``, ``--config`` and ``--mapping``."""
     transform = None
     if getattr(args, "mapping", None) is not None:
@@ -559,6 +559,7 @@ def _ingest_inputs(args: argparse.Namespace, inputs):
         config=args.config,
         registry=inputs.registry,
         transform=transform,
+        say=say,
     )
     res.summary["files_not_read"] = inputs.not_read + key_file
     return res
@@ -572,13 +573,14 @@ def _ingest(args: argparse.Namespace, say) -> int:
         outputs.check_out(args.out, outputs.RUN, say)  # before reading: refused at once
         inputs = inputs_apart(args)
         with outputs.staged(args.out, say) as staging:
-            res = _ingest_inputs(args, inputs)
+            res = _ingest_inputs(args, inputs, say)
             write_ingest(res, staging)
     else:
         inputs = resolve_inputs(list(args.paths) or [DEFAULT_DATA], args.registry)
-        res = _ingest_inputs(args, inputs)
+        res = _ingest_inputs(args, inputs, say)
     s = res.summary
     lines = [x["text"] for x in status_lines({"data": s, "diagnostics": {"max_rhat": 1.0}})]
+    lines += [note["text"] for note in s["registry_contradictions"]]
     if args.preview:
         print(ingest_preview_text(res, lines))
         return 0
@@ -596,10 +598,11 @@ def _not_a_records_mapping(path: Path, fmt: str) -> None:
     """A ``format = "records"`` mapping given to ``import`` says where it belongs (exit 2)."""
     import tomllib
 
+    from selfmodel.common.toml_errors import loads as toml_loads
 
     try:
         text = path.read_text(encoding="utf-8-sig")
-        doc = tomllib.loads(text)
+        doc = toml_loads(text)  # the guarded reader: nesting too deep is a TOMLDecodeError
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return  # the importer's own reader reports it in its words
     if doc.get("format") == "records":

@@ -5,9 +5,11 @@
 
 Each run is a child process (a fresh interpreter, like ``bench/bench_ingest.py``'s) that
 runs ``selfmodel.records.ingest.ingest([file])`` on the synthetic file of ``bench/gen_records.py``
-(JSONL, CSV or Parquet) with its stages wrapped: the file reader and, inside it, polars'
-read and (JSONL) the duplicate-key check; then column resolution, validation,
-ordering/de-duplication, the quarantine's raw texts, the binary-task rule and the summary.
+(JSONL, CSV or Parquet; in memory, as ingest works up to 256 MiB of input) with its stages
+wrapped: reading every batch and, inside it, polars' read, (JSONL) the duplicate-key check,
+column resolution and validation, once per batch; then ordering/de-duplication, the
+quarantine's raw texts, the binary-task rule and the summary. The peak of a streamed ingest
+of large files is measured by ``bench/bench_ingest_large.py``.
 For each stage it records the resident memory (``VmRSS``) before and after it and the peak
 (``VmHWM``) while it ran, all minus the process's resident memory after imports (the
 baseline ``bench_ingest.py`` subtracts too); the peak is reset (``/proc/self/clear_refs``)
@@ -128,19 +130,19 @@ def child_stages(path: str) -> None:
     _imports()
     import polars as pl
 
-    from selfmodel.records.ingest import readers, run
+    from selfmodel.records.ingest import readers, run, tables
 
     stages = _Stages()
     fmt = Path(path).suffix.lstrip(".")
-    stages.wrap(run, f"read_{fmt}_file", "read file (total)")
+    stages.wrap(run, "_read_files", "read and validate every batch (total)")
     polars_read = {"jsonl": "read_ndjson"}.get(fmt, f"read_{fmt}")
     stages.wrap(pl, polars_read, f"polars {polars_read}")
     stages.wrap(readers, "split_duplicate_keys", "duplicate-key check")
     stages.wrap(run, "resolve_columns", "resolve columns")
     stages.wrap(run, "validate", "validate")
-    stages.wrap(run, "order_and_deduplicate", "order and deduplicate")
-    stages.wrap(run, "_fill_raw", "quarantine raw texts")
-    stages.wrap(run, "binary_task_rule", "binary-task rule")
+    stages.wrap(tables, "order_and_deduplicate", "order and deduplicate")
+    stages.wrap(tables, "fill_raw", "quarantine raw texts")
+    stages.wrap(tables, "binary_task_rule", "binary-task rule")
     stages.wrap(run, "_summary", "summary")
     stages.wrap(run, "ingest", "ingest (total)")
     _reset_peak()

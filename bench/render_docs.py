@@ -226,6 +226,73 @@ def section_ingest(ing, base) -> str:
     return note + "\n" + table + "\n" + ingest_ratios(ing)
 
 
+#: Issue 50's bound: ``ingest`` of a 2 GB JSONL under this peak (the whole process tree).
+LARGE_INGEST_BOUND_MIB = 1024
+
+
+def section_ingest_large(res: dict[str, Any] | None, run_res: dict[str, Any] | None) -> str:
+    """Issue 50: ingest's peak memory, streamed and in memory, as the input grows; ``run``."""
+    if not res:
+        return missing("bench/bench_ingest_large.py --sizes 1000000 4000000 14500000 --run 14500000")
+    rows = res["rows"]
+    cols = ["records", "file_mib", "mode", "cpu_s", "wall_s", "peak_process_mib",
+            "peak_tree_mib", "peak_per_file_byte"]
+    base = res.get("baseline", {}).get("ref", "?")[:7]
+    out = [load_note(res).rstrip() + f" `baseline` is the code at {base} (`main` with its "
+           "ingest as it was before the batches and the streamed ingest).\n",
+           md_table(rows, cols, {"records": fmt_int, "file_mib": fmt_int,
+                                 "peak_process_mib": fmt_int, "peak_tree_mib": fmt_int})]
+    streamed = sorted((r for r in rows if r["mode"] == "streamed"), key=lambda r: r["records"])
+    lines = []
+    if len(streamed) >= 2:
+        small, big = streamed[0], streamed[-1]
+        lines.append(
+            f"- streamed: the file grows {big['file_mib'] / small['file_mib']:.1f}x "
+            f"({small['file_mib']:,.0f} -> {big['file_mib']:,.0f} MiB), the peak of the "
+            f"process tree {big['peak_tree_mib'] / small['peak_tree_mib']:.2f}x "
+            f"({small['peak_tree_mib']:,.0f} -> {big['peak_tree_mib']:,.0f} MiB); CPU "
+            f"{big['cpu_s'] / small['cpu_s']:.1f}x")
+        ok = big["file_mib"] >= 1900 and big["peak_tree_mib"] < LARGE_INGEST_BOUND_MIB
+        lines.append(
+            f"- the bound (`ingest` of a 2 GB JSONL under {LARGE_INGEST_BOUND_MIB:,} MiB, "
+            f"issue 50): {verdict(ok)} -- {big['peak_tree_mib']:,.0f} MiB for "
+            f"{big['file_mib']:,.0f} MiB ({big['records']:,} records)")
+    for n in sorted({r["records"] for r in rows}):
+        got = {r["mode"]: r for r in rows if r["records"] == n}
+        if "streamed" in got and "in_memory" in got:
+            s, m = got["streamed"], got["in_memory"]
+            text = (f"- {n:,} records: in memory {m['peak_tree_mib']:,.0f} MiB, streamed "
+                    f"{s['peak_tree_mib']:,.0f} MiB ({m['peak_tree_mib'] / s['peak_tree_mib']:.1f}x); "
+                    f"CPU streamed / in memory {s['cpu_s'] / m['cpu_s']:.2f}x")
+            if "baseline" in got:
+                b = got["baseline"]
+                text += (f"; main's ingest {b['peak_tree_mib']:,.0f} MiB "
+                         f"({b['peak_tree_mib'] / s['peak_tree_mib']:.1f}x the streamed peak)")
+            lines.append(text)
+    out.append("\n".join(lines) + "\n")
+    run = (run_res or {}).get("run") or res.get("run")
+    if run_res and run_res.get("run"):
+        out.append(load_note(run_res))
+    if run:
+        top = sorted(run["stages"], key=lambda s: -s["peak_tree_mib"])[:5]
+        stopped = ("" if run.get("completed", True) else
+                   f" It was stopped after {run['wall_s']:,.0f} s (`--run-timeout`) in the "
+                   f"stage that began with `{run.get('stopped_in')}`: the peaks are those "
+                   "until then.")
+        before = run.get("peak_before_fits_mib")
+        out.append(
+            f"`selfmodel run` on {run['records']:,} records ({run['file_mib']:,.0f} MiB of JSONL, "
+            f"`{' '.join(run['options'])}`): peak of the process tree "
+            f"{run['peak_tree_mib']:,.0f} MiB"
+            + (f" ({before:,.0f} MiB before the first fit)" if before is not None else "")
+            + f", largest single process {run['peak_process_mib']:,.0f} MiB, "
+            f"{run['cpu_s']:,.0f} CPU-s, {run['wall_s']:,.0f} s wall.{stopped} The stages "
+            "with the highest peaks (from the progress line that starts them to the next):\n")
+        out.append(md_table(top, ["from_s", "line", "peak_tree_mib"],
+                            {"peak_tree_mib": fmt_int}))
+    return "\n".join(out)
+
+
 def ingest_ratios(ing) -> str:
     """Ingest against a plain polars read of the same file (same run), and against before."""
     before = load("ingest_before")
@@ -625,7 +692,8 @@ def _memory_cause(fmt: str, old: dict[str, Any] | None) -> str:
     total, total0 = stages[0], live[0]
     nested = any(r["depth"] >= 2 for r in stages)
     rising = [r for r in stages[1:] if r["depth"] >= 1
-              and not (nested and r["stage"] == "read file (total)")
+              and not (nested and r["stage"] in ("read file (total)",
+                                                  "read and validate every batch (total)"))
               and r["peak_mib"] - r["rss_before_mib"] >= 0.1 * total["peak_mib"]]
     steps = ", ".join(f"{r['stage']} {r['rss_before_mib']:.0f} -> {r['peak_mib']:.0f} "
                       f"({r['rss_after_mib']:.0f})" for r in rising)
@@ -842,6 +910,7 @@ def main() -> None:
         "INGEST": section_ingest(ing, load("ingest_baselines")),
         "INGEST_PROFILE": section_profile(),
         "REDUCE": section_reduce(red),
+        "INGEST_LARGE": section_ingest_large(load("ingest_large"), load("run_large")),
         "SAMPLING": section_sampling(samp),
         "COMPILE": section_compile(comp),
         "PIPELINE": section_pipeline(pipe),

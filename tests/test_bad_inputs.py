@@ -231,14 +231,25 @@ GENERATED: dict[str, tuple[dict[str, str | bytes], dict[str, Any]]] = {
     "defaults_status_unknown": _defaults('status = "maybe"'),
     "defaults_task_blank": _defaults('task = "  "'),
     "defaults_model_missing_spelling": _defaults('model = "None"'),
-    # class 6: a bare NaN is a missing value in every column (prediction: unreadable)
+    "defaults_model_with_a_nul": _defaults('model = "m\\u00001"'),
+    "defaults_cluster_zero_width_space": _defaults('cluster = "\\u200b"'),
+    # class 6: a bare NaN is a missing value in a text column (prediction: unreadable) and
+    # no number in a numeric one (confidence, sample: quarantined, never read as missing)
     "bare_nan_prediction_jsonl": (
-        {"n.jsonl": _jsonl_with(_row(prediction="NaN", confidence="NaN"))},
+        {"n.jsonl": _jsonl_with(_row(prediction="NaN"))},
         {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 1}),
+    "bare_nan_confidence_jsonl": (
+        {"n.jsonl": _jsonl_with(_row(prediction="NaN", confidence="NaN"))},
+        {"reasons": ["invalid confidence 'nan' (not a finite number"], "lines": ["n.jsonl:2"]}),
     "nan_prediction_csv": (
+        {"n.csv": f"{HEADER},confidence\nm1,refusal,q1,NaN,true,\nm1,refusal,q2,nan,true,\n"
+                  "m1,refusal,q3,true,true,0.5\n"},
+        {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 2}),
+    "nan_confidence_csv": (
         {"n.csv": f"{HEADER},confidence\nm1,refusal,q1,NaN,true,nan\nm1,refusal,q2,nan,true,\n"
                   "m1,refusal,q3,true,true,NAN\n"},
-        {"reasons": [], "quarantined": 0, "used": 3, "unreadable": 2}),
+        {"reasons": ["invalid confidence 'nan' (not a finite", "invalid confidence 'NAN' (not a"],
+         "quarantined": 2, "used": 1, "lines": ["n.csv:2", "n.csv:4"]}),
 
     # class 2: nesting deeper than Python reads, numbers longer than it converts
     "deep_array_in_extra_column_5000": (
@@ -265,7 +276,7 @@ GENERATED: dict[str, tuple[dict[str, str | bytes], dict[str, Any]]] = {
         {"r.jsonl": _jsonl_with(_row()),
          "reg.toml": '[[model]]\nmodel = "m1"\nfamily = ' + _arrays(50_000) + "\n"},
         {"expect": "exit2", "registry": "reg.toml",
-         "message": "reg.toml: invalid TOML (nested too deeply, over about 1,000 levels (at "
+         "message": "reg.toml: invalid TOML (nested too deeply, over 256 levels (at "
                     "line 3))"}),
     "deep_config_toml": (
         {"r.jsonl": _jsonl_with(_row()),
@@ -377,7 +388,7 @@ def test_deep_mapping_toml_is_one_line_with_its_line(where: str, tmp_path: Path)
     with pytest.raises(InputError) as info:
         load_mapping(path)
     line = 2 if where == "top" else 3
-    assert f"nested too deeply, over about 1,000 levels (at line {line})" in str(info.value)
+    assert f"nested too deeply, over 256 levels (at line {line})" in str(info.value)
     assert "\n" not in str(info.value)
 
 
@@ -542,3 +553,53 @@ def test_the_regex_of_the_issue_finishes_at_once(tmp_path: Path) -> None:
     res = import_lmeval(path, mapping=mapping)
     assert res.records.get_column("prediction").to_list() == ["aaaa", None]
     assert res.counts["unreadable_values"] == {"prediction": 1}
+
+
+# --------------------------------------------------------------------------- deep TOML, every reader
+# A TOML file nested 50,000 deep (line 2) given to each command and option that reads TOML:
+# one line naming the file and the line, exit 2, never a RecursionError (issue 50: `import`
+# read the mapping once more before the guarded reader).
+
+#: (argv before the TOML file, the option, the file's first line). ``{rec}``: a records file.
+DEEP_TOML_COMMANDS: dict[str, tuple[list[str], str, str]] = {
+    "import lmeval --mapping": (["import", "lmeval", "{src}"], "--mapping", 'format = "lmeval"'),
+    "import inspect --mapping": (["import", "inspect", "{src}"], "--mapping", 'format = "inspect"'),
+    "import mapped --mapping": (["import", "mapped", "{src}"], "--mapping", 'format = "lmeval"'),
+    "ingest --mapping": (["ingest", "{rec}"], "--mapping", 'format = "records"'),
+    "ingest --config": (["ingest", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "ingest --registry": (["ingest", "{rec}"], "--registry", "[[model]]"),
+    "run --mapping": (["run", "{rec}"], "--mapping", 'format = "records"'),
+    "run --config": (["run", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "run --registry": (["run", "{rec}"], "--registry", "[[model]]"),
+    "run --hypotheses": (["run", "{rec}"], "--hypotheses", "[[hypothesis]]"),
+    "fit --hypotheses": (["fit", "{rec}"], "--hypotheses", "[[hypothesis]]"),
+    "describe --config": (["describe", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "reduce --config": (["reduce", "{rec}"], "--config", 'tasks = ["refusal"]'),
+    "reduce --registry": (["reduce", "{rec}"], "--registry", "[[model]]"),
+    "power --design": (["power"], "--design", "[design]"),
+}
+
+
+@pytest.mark.parametrize("command", list(DEEP_TOML_COMMANDS))
+def test_deep_toml_is_one_line_in_every_command(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    before, option, first = DEEP_TOML_COMMANDS[command]
+    monkeypatch.setenv("SELFMODEL_JOBS", "1")
+    rec = tmp_path / "r.jsonl"
+    rec.write_text(_jsonl_with(_row()), encoding="utf-8")
+    src = tmp_path / "logs"
+    src.mkdir()
+    deep = tmp_path / "deep.toml"
+    deep.write_text(f"{first}\nx = {_arrays(50_000)}\n", encoding="utf-8")
+    out = tmp_path / "out"
+    argv = [a.format(rec=rec, src=src) for a in before] + [option, str(deep), "--out", str(out)]
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and "RecursionError" not in err, err[-2000:]
+    errors = [line for line in err.splitlines() if line.startswith("selfmodel: error:")]
+    assert code == 2 and len(errors) == 1, err[-2000:]
+    assert "deep.toml" in errors[0] and "nested too deeply" in errors[0], errors[0]
+    assert "line 2" in errors[0], errors[0]
+    assert not out.exists()

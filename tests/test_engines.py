@@ -325,49 +325,83 @@ def test_conditions_are_separate_records(tmp_path, engine):
 
 
 def test_value_spellings(tmp_path, engine):
-    """1.0/0.0 are booleans; null/NaN/nan/None in any case are missing in every column."""
+    """1.0/0.0 are booleans; null/NaN/nan/None in any case are missing in a text column;
+    null/None are missing in a numeric one, where NaN is no number (quarantined)."""
     p = tmp_path / "v.csv"
     p.write_text("model,task,item_id,prediction,outcome,confidence,sample,status,predictor\n"
-                 "m,t,1,1.0,TRUE,NaN,nan,,None\n"
+                 "m,t,1,1.0,TRUE,None,null,,None\n"
                  "m,t,2, 0.0 ,false,none,NULL,NaN,\n"
                  "m,t,3,NaN,true,0.5,,,\n"
                  "m,t,4, nULL ,false,,,,\n"
                  "None,t,5,yes,true,,,,\n"
                  "m,nan,6,yes,true,,,,\n"
-                 "m,u,1,lion,NaN,,,,\n")
+                 "m,u,1,lion,NaN,,,,\n"
+                 "m,t,7,yes,true,NaN,,,\n"
+                 "m,t,8,yes,true,, nan ,,\n")
     got = _assert_same([p], engine)
     s = got.summary
-    assert s["quarantine_reasons"] == {"missing value": 2, "no outcome": 1}
+    assert s["quarantine_reasons"] == {"missing value": 2, "no outcome": 1,
+                                       "invalid confidence": 1, "invalid sample": 1}
     assert s["statuses"] == {"ok": 2, "unparsed": 2}
     row = got.cells.row(0, named=True)
     assert (row["n"], row["k"], row["hits"]) == (2, 2, 1)
 
 
-def test_typed_nan_confidence_and_sample_are_missing(tmp_path, engine):
-    """A NaN double confidence is no confidence (not quarantined); a NaN sample is sample 0."""
+def test_typed_nan_confidence_and_sample_are_quarantined(tmp_path, engine):
+    """A NaN or infinite double confidence or sample is no number: quarantined, not missing;
+    a NaN prediction is a missing one (unreadable)."""
     p = tmp_path / "t.parquet"
+    nan, inf = float("nan"), float("inf")
     pl.DataFrame({
-        "model": ["m", "m", "m", "m"], "task": ["t"] * 4, "item_id": ["1", "2", "3", "1"],
-        "prediction": [1.0, 0.0, float("nan"), 1.0], "outcome": ["true", "true", "true", "true"],
-        "confidence": [float("nan"), 0.5, 1.5, None], "sample": [float("nan"), 1.0, 0.0, 0.0],
+        "model": ["m"] * 6, "task": ["t"] * 6, "item_id": ["1", "2", "3", "1", "5", "6"],
+        "prediction": [1.0, 0.0, nan, 1.0, 1.0, 1.0], "outcome": ["true"] * 6,
+        "confidence": [nan, 0.5, 0.5, None, 0.5, -inf], "sample": [0.0, 1.0, 0.0, 0.0, nan, 0.0],
     }).write_parquet(p)
     got = _assert_same([p], engine)
     s = got.summary
-    assert s["quarantine_reasons"] == {"invalid confidence": 1}
-    assert (s["records_used"], s["records_duplicate"]) == (2, 1)
+    assert s["quarantine_reasons"] == {"invalid confidence": 2, "invalid sample": 1}
+    assert (s["records_used"], s["records_duplicate"]) == (3, 0)
+    assert s["statuses"] == {"ok": 2, "unparsed": 1}
 
 
 def test_json_nan_and_infinity_literals(tmp_path, engine):
-    """NaN written as a JSON literal is missing (confidence, prediction, sample); Infinity fails."""
+    """A JSON NaN is missing in a text column (prediction) and no number in a numeric one
+    (confidence, sample: quarantined, as Infinity is)."""
     p = tmp_path / "n.jsonl"
     head = '{"model": "m", "task": "t", "outcome": "true", '
     p.write_text(head + '"item_id": "1", "prediction": "yes", "confidence": NaN}\n'
                  + head + '"item_id": "2", "prediction": "yes", "confidence": Infinity}\n'
-                 + head + '"item_id": "3", "prediction": NaN, "sample": NaN}\n'
-                 + head + '"item_id": "4", "prediction": "no", "confidence": -Infinity}\n')
+                 + head + '"item_id": "3", "prediction": "yes", "sample": NaN}\n'
+                 + head + '"item_id": "4", "prediction": "no", "confidence": -Infinity}\n'
+                 + head + '"item_id": "5", "prediction": NaN}\n'
+                 + head + '"item_id": "6", "prediction": "no", "confidence": 0.5}\n')
     got = _assert_same([p], engine)
-    assert got.summary["quarantine_reasons"] == {"invalid confidence": 2}
+    assert got.summary["quarantine_reasons"] == {"invalid confidence": 3, "invalid sample": 1}
     assert got.summary["statuses"] == {"ok": 1, "unparsed": 1}
+
+
+def test_identifiers_values_and_numbers_issue50(tmp_path, engine):
+    """Every engine quarantines what ingest does (issue 50): an identifier holding a control
+    character (a NUL, a C1 control) or no visible character (a zero-width space, a word
+    joiner), a list or object in a value column, NaN and infinity in confidence and sample;
+    a tab inside a name and NaN in a prediction are kept."""
+    head = "model,task,item_id,prediction,outcome,confidence,sample,cluster,run_id\n"
+    (tmp_path / "a.csv").write_text(
+        head + "m,t,1,yes,true,,,,\nm,t,2,yes,true,NaN,,,\nm,t,3,yes,true,,inf,,\n"
+        "m,t,4,yes,true,,,\u2060,\nm,t,5,\"[\"\"yes\"\"]\",true,,,,\nm,t,6,NaN,true,,,,\n"
+        "m,t,7,yes,true,,,a\tb,\nm,t,8,yes,true,,, ,r\u0085x\n", encoding="utf-8")
+    rows = [{"model": "m\u0000", "task": "t", "item_id": "9", "outcome": True},
+            {"model": "m", "task": "\u200b", "item_id": "10", "outcome": True},
+            {"model": "m", "task": "t", "item_id": "11", "outcome": {"v": 1}},
+            {"model": "m", "task": "t", "item_id": "12", "outcome": True, "run_id": "r\u009b"},
+            {"model": "m", "task": "t", "item_id": "13", "outcome": True, "prediction": "yes"}]
+    (tmp_path / "b.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows) +
+                                      '{"model": "m", "task": "t", "item_id": "14", '
+                                      '"outcome": true, "confidence": -Infinity}\n')
+    got = _assert_same([tmp_path / "a.csv", tmp_path / "b.jsonl"], engine)
+    assert got.summary["quarantine_reasons"] == {
+        "invalid confidence": 2, "invalid identifier": 4, "invalid sample": 1,
+        "invalid value": 2}
 
 
 def test_row_with_only_correct_keeps_it(tmp_path, engine):
@@ -628,11 +662,11 @@ def test_a_rule_defined_once_is_applied_by_every_engine(tmp_path, engine, monkey
                  "evil,t,1,yes,true,,,\n"           # the new rule
                  "evil,t,2,yes,true,2,,\n"          # an earlier rule names the reason
                  " evil ,t,3,no,true,,,\n"          # read as ingest reads it: stripped
-                 "m,t,1,yes,true,,,\nm,t,2,[1],true,,-1,\nm,t,3,no,,,,\n"
-                 "m,t,4,no,true,,,weird\n{\"a\": 1},t,5,no,true,,,\n")
+                 "m,t,1,yes,true,,,\nm,t,2,no,true,,-1,\nm,t,3,no,,,,\n"
+                 "m,t,4,no,true,,,weird\n{\"a\": 1},t,5,no,true,,,\nm,t,6,[1],true,,,\n")
     res = ingest([p])
     expected = {"banned model": 2, "invalid confidence": 1, "invalid identifier": 1,
-                "invalid sample": 1, "invalid status": 1, "no outcome": 1}
+                "invalid sample": 1, "invalid status": 1, "no outcome": 1, "invalid value": 1}
     assert res.summary["quarantine_reasons"] == expected
     assert "model 'evil' is banned" in res.quarantine["reason"].to_list()
     got = _assert_same([p], engine)

@@ -68,12 +68,15 @@ def test_out_read_only(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> No
 def test_full_disk_during_ingest(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Fault injection: every write of a data frame fails as on a full disk."""
+    """Fault injection: every write of a data frame fails as on a full disk (polars' writer,
+    and Arrow's, which writes records.parquet and quarantine.parquet in row groups)."""
+    import pyarrow.parquet as pq
 
-    def full(self, file, *a, **k):
+    def full(self, file=None, *a, **k):
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(file))
 
     monkeypatch.setattr(pl.DataFrame, "write_parquet", full)
+    monkeypatch.setattr(pq.ParquetWriter, "write_table", full)
     out = tmp_path / "out"
     assert main(["ingest", str(VALID), "--out", str(out)]) == 2
     _one_line_error(capsys, "No space left on device", "Free disk space")

@@ -83,37 +83,80 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f" Did you mean '{close[0]}'?" if close else ""
 
 
+#: Arrays and inline tables nested deeper than this are refused before parsing: tomllib
+#: recurses once per level and runs out of stack a few hundred levels down.
+MAX_NESTING = 256
+
+
 def loads(text: str) -> dict[str, Any]:
     """``tomllib.loads``, with nesting too deep for it a ``TOMLDecodeError`` naming the line.
+
+    The nesting is measured first, without recursion (:func:`nesting_line`), so that a
+    file nested 50,000 deep never reaches the parser's recursion at all.
 
     Examples
     --------
     >>> loads("x = " + "[" * 50_000 + "]" * 50_000)
     Traceback (most recent call last):
     ...
-    tomllib.TOMLDecodeError: nested too deeply, over about 1,000 levels (at line 1)
+    tomllib.TOMLDecodeError: nested too deeply, over 256 levels (at line 1)
     """
+    line = nesting_line(text, MAX_NESTING)
+    if line is not None:
+        raise tomllib.TOMLDecodeError(f"nested too deeply, over {MAX_NESTING} levels (at line {line})")
     try:
         return tomllib.loads(text)
-    except RecursionError:
+    except RecursionError:  # pragma: no cover - nesting_line finds it first
         raise tomllib.TOMLDecodeError(
-            f"nested too deeply, over about 1,000 levels (at line {_deep_line(text)})") from None
+            f"nested too deeply, over {MAX_NESTING} levels (at line 1)") from None
 
 
-def _deep_line(text: str, depth: int = 500) -> int:
-    """The first line where brackets outside strings nest ``depth`` deep (else line 1)."""
-    level, quote, line = 0, "", 1
-    for ch in text:
+def nesting_line(text: str, depth: int) -> int | None:
+    r"""The first line where arrays or inline tables nest more than ``depth`` deep, else ``None``.
+
+    Brackets inside strings (basic, literal, multi-line) and comments are not counted.
+
+    >>> nesting_line('a = "[[[["\nb = [[1]]  # [[[', 1), nesting_line("a = [\n[1]]", 1)
+    (2, 2)
+    """
+    level, line, i, n = 0, 1, 0, len(text)
+    while i < n:
+        ch = text[i]
         if ch == "\n":
             line += 1
-        elif quote:
-            quote = "" if ch == quote else quote
+        elif ch == "#":
+            end = text.find("\n", i)
+            i = n if end < 0 else end
+            continue
         elif ch in "\"'":
-            quote = ch
+            end = _string_end(text, i)
+            line += text.count("\n", i, end)
+            i = end
+            continue
         elif ch in "[{":
             level += 1
-            if level >= depth:
+            if level > depth:
                 return line
         elif ch in "]}":
             level -= 1
-    return 1
+        i += 1
+    return None
+
+
+def _string_end(text: str, start: int) -> int:
+    """The index just after the string that opens at ``start`` (the end of text if unclosed)."""
+    quote = text[start]
+    close = quote * 3 if text.startswith(quote * 3, start) else quote
+    i = start + len(close)
+    while True:
+        end = text.find(close, i)
+        if end < 0:
+            return len(text)
+        if quote == "\"":  # a basic string: a backslash escapes the next character
+            slashes = len(text[i:end]) - len(text[i:end].rstrip("\\"))
+            if slashes % 2:
+                i = end + 1
+                continue
+        if len(close) == 1 and "\n" in text[i - 1:end]:
+            return text.index("\n", i)  # a one-line string never crosses a line end
+        return end + len(close)

@@ -144,8 +144,12 @@ def _models_table(
     ]
 
 
-def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
-    """Read, validate and account for every record; write OUT/records.parquet etc."""
+def run_ingest(cfg: RunConfig, inputs: Inputs, say: Progress | None = None) -> IngestResult:
+    """Read, validate and account for every record; write OUT/records.parquet etc.
+
+    Inputs larger than memory are ingested in bounded memory (streamed, said by ``say``);
+    the stages after this one read the used records in memory (``docs/performance.md``).
+    """
     transform = load_transform(cfg.study_mapping) if cfg.study_mapping else None
     paths, key_file = without_join_file(inputs.record_paths, transform)
     result = ingest(
@@ -154,10 +158,12 @@ def run_ingest(cfg: RunConfig, inputs: Inputs) -> IngestResult:
         config=cfg.config,
         registry=inputs.registry,
         transform=transform,
+        say=say,
     )
     result.summary["files_not_read"] = inputs.not_read + key_file
     check_yield(result.summary, allow=cfg.allow_low_yield)
     write_ingest(result, cfg.out)
+    _ = result.records  # a streamed result's records, read now from where they were written
     return result
 
 
@@ -178,13 +184,15 @@ def check_yield(summary: Mapping[str, Any], *, allow: bool) -> None:
 def stage_ingest(state: RunState, say: Progress) -> None:
     """Stage 1 (``data``): ingest the records, load the registry."""
     say(f"ingesting {len(state.inputs.record_paths)} file(s)")
-    state.ingest = run_ingest(state.config, state.inputs)
+    state.ingest = run_ingest(state.config, state.inputs, say)
     s = state.ingest.summary
     excluded = f", excluded {s['records_excluded']}" if s.get("records_excluded") else ""
     say(
         f"records read {s['records_read']}, used {s['records_used']}, "
         f"quarantined {s['records_quarantined']}, duplicate {s['records_duplicate']}{excluded}"
     )
+    for note in s.get("registry_contradictions", []):
+        say(note["text"])
     for line in status_lines({"data": s, "diagnostics": {"passed": True, "max_rhat": 1.0}}):
         say(line["text"])
     state.data_section = data_section(s)

@@ -85,8 +85,15 @@ INPUT_COLUMNS: Final = ("model", "task", "item_id", "prediction", "outcome", "co
 COMPARED: Final = ("prediction", "outcome", "correct", "confidence", "status")
 #: Identifier columns: a value that is a list or an object is not an identifier.
 ID_COLUMNS: Final = ("model", "predictor", "task", "item_id", "run_id", "cluster", "condition")
-#: Quarantine category of an identifier that is a list or an object.
+#: Quarantine category of an identifier that is a list or an object, holds a control
+#: character or has no visible character.
 NOT_AN_ID: Final = "invalid identifier"
+#: The other input columns: a list or an object is not one value there either.
+VALUE_COLUMNS: Final = ("prediction", "outcome", "correct", "confidence", "status", "sample")
+#: Quarantine category of a value that is a list or an object.
+NOT_A_VALUE: Final = "invalid value"
+#: Numeric columns: ``NaN`` and infinity (any spelling) are not numbers there, never missing.
+NUMERIC_COLUMNS: Final = ("confidence", "sample")
 #: An object's text: ``{`` then (after white space) a quoted key or the closing ``}``.
 OBJECT_START: Final = r'^\{\s*["}]'
 
@@ -96,6 +103,16 @@ WHITE_SPACE: Final = (
     + "".join(chr(c) for c in range(0x2000, 0x200B))
     + "\u2028\u2029\u202f\u205f\u3000"
 )
+#: Control characters that are not white space: C0 but tab, line feed, vertical tab, form
+#: feed, carriage return; DEL; C1 but next line (U+0085). An identifier never holds one (a
+#: NUL cannot even be saved in a fit). The white-space ones follow the white-space rule.
+CONTROL: Final = "[\\x00-\\x08\\x0e-\\x1f\\x7f-\\x84\\x86-\\x9f]"
+#: Text with no visible character: only invisible format characters (Unicode category Cf:
+#: zero-width space, joiners, word joiner, soft hyphen, byte-order mark ...) and white space.
+#: :func:`selfmodel.records.contract.name_key` of such a name is empty.
+INVISIBLE: Final = "^[\\p{Cf}" + "".join(f"\\x{{{ord(ch):04X}}}" for ch in WHITE_SPACE) + "]+$"
+#: ``NaN`` and infinity in any case and sign (``nan``, ``-inf``, ``Infinity``): no number.
+NOT_FINITE: Final = "(?i)^[+-]?(nan|inf|infinity)$"
 #: Integers of at most 18 digits: cast to a 64-bit integer on every engine without overflow.
 INT_PATTERN: Final = "^[+-]?[0-9]{1,18}$"
 #: Integers of 19 digits, read as integers when not above the largest 64-bit integer.
@@ -137,16 +154,21 @@ def case_variants(words: Iterable[str]) -> list[str]:
 TRUE_SPELLINGS: Final = case_variants(TRUE_STRINGS)
 FALSE_SPELLINGS: Final = case_variants(FALSE_STRINGS)
 MISSING_SPELLINGS: Final = case_variants(MISSING_STRINGS)
+#: Spellings of a missing value in a numeric column: ``NaN`` is not one there (it is no number).
+NUMBER_MISSING_SPELLINGS: Final = case_variants(MISSING_STRINGS - {"nan"})
 
 
-def text(c: str, ns: Any = nw) -> Any:
+def text(c: str, ns: Any = nw, *, numeric: bool = False) -> Any:
     """Ingest's text of a text column: stripped; empty and null/NaN/None (any case) are null.
 
     ``ns`` is narwhals (the engines) or polars (the records mapping, on eager frames): the
-    three value readers here are the one definition both use.
+    three value readers here are the one definition both use. In a ``numeric`` column
+    (:data:`NUMERIC_COLUMNS`) ``NaN`` is kept, for its rule to quarantine: a NaN confidence
+    is a mistake, not a missing one.
     """
     t = ns.col(c).str.strip_chars(WHITE_SPACE)
-    return ns.when((t != "") & ~t.is_in(MISSING_SPELLINGS)).then(t)
+    missing = NUMBER_MISSING_SPELLINGS if numeric else MISSING_SPELLINGS
+    return ns.when((t != "") & ~t.is_in(missing)).then(t)
 
 
 def boolean(t: Any, ns: Any = nw) -> Any:
@@ -188,7 +210,8 @@ def parsed(frame: nw.LazyFrame, clean: Collection[str] = ()) -> nw.LazyFrame:
     ``clean`` columns are already their own text (no value empty, a spelling of a missing
     value, or with surrounding white space): a shortcut ingest finds from distinct values.
     """
-    texts = [text(c).alias(c) for c in INPUT_COLUMNS if c not in clean]
+    texts = [text(c, numeric=c in NUMERIC_COLUMNS).alias(c) for c in INPUT_COLUMNS
+             if c not in clean]
     frame = frame.with_columns(*texts) if texts else frame
     frame = frame.with_columns(
         binary_text(col("prediction")).alias("_pred"),
@@ -233,13 +256,29 @@ def rules(tasks: tuple[str, ...] | None = None) -> list[Rule]:
     out += [(NOT_AN_ID, looks_nested(col(c)), _says(
         f"invalid {c} '", shown(c), "' (a list or object is not an identifier; flatten it to text)"))
         for c in ID_COLUMNS]
+    out += [(NOT_AN_ID, col(c).str.contains(CONTROL), _says(
+        f"invalid {c} '", col(c).str.replace_all(CONTROL, "\ufffd"), "' (it holds a control "
+        "character, shown as \ufffd, such as a NUL byte: an identifier never does; remove it)"))
+        for c in ID_COLUMNS]
+    out += [(NOT_AN_ID, col(c).str.contains(INVISIBLE), _says(
+        f"invalid {c} (no visible character, only invisible format characters such as a "
+        "zero-width space and white space; write the name)")) for c in ID_COLUMNS]
+    out += [(NOT_A_VALUE, looks_nested(col(c)), _says(
+        f"invalid {c} '", shown(c), "' (a list or object is not one value; write the value "
+        "itself)")) for c in VALUE_COLUMNS]
     out += [
         ("invalid status", ~col("_status").is_in(list(STATUSES)),
          _says("invalid status '", shown("status"), f"' (allowed: {', '.join(STATUSES)})")),
+        ("invalid confidence", col("confidence").str.contains(NOT_FINITE),
+         _says("invalid confidence '", shown("confidence"), "' (not a finite number: NaN and "
+               "infinity are never a confidence; leave it empty or write null for none)")),
         ("invalid confidence",
          (~col("confidence").is_null() & conf.is_null())
          | (~conf.is_null() & (~conf.is_finite() | (conf < 0) | (conf > 1))),
          _says("invalid confidence '", shown("confidence"), "' (must be a finite number in [0, 1])")),
+        ("invalid sample", col("sample").str.contains(NOT_FINITE),
+         _says("invalid sample '", shown("sample"), "' (not a number: NaN and infinity are "
+               "never a sample index; leave it empty for sample 0)")),
         ("invalid sample", (~col("sample").is_null() & smp.is_null()) | (smp < 0),
          _says("invalid sample '", shown("sample"), "' (must be a non-negative integer)")),
         ("invalid correct", ~col("correct").is_null() & corr.is_null(),

@@ -50,12 +50,14 @@ from selfmodel.common.atomic import FORMULA_STARTS
 from selfmodel.common.toml_errors import did_you_mean
 from selfmodel.common.toml_errors import loads as toml_loads
 from selfmodel.records.contract import REGISTRY_SCHEMA, InputError, name_key, parse_bool, shown
+from selfmodel.records.reduction import CONTROL
 
 __all__ = [
     "did_you_mean",
     "format_input_error",
     "load_registry",
     "model_lines",
+    "parse_value",
     "registry_report",
 ]
 
@@ -63,6 +65,8 @@ _SIZE_COLUMNS = ("params_b", "active_params_b")
 _NUMBER_COLUMNS = ("params_b", "active_params_b", "capability")
 _BOOL_COLUMNS = ("open_weights", "reasoning")
 _TEXT_COLUMNS = ("model", "family", "base_model", "intervention", "trained_tasks")
+#: Control characters that are not white space: never in a name (as in the records).
+_CONTROL = re.compile(CONTROL)
 
 
 def format_input_error(
@@ -111,8 +115,12 @@ def format_input_error(
     return re.sub(r"\s*[\r\n]+\s*", " ", message)
 
 
-def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
-    """Parse one registry value; return ``(value, None)`` or ``(None, problem)``."""
+def parse_value(column: str, value: object) -> tuple[Any, str | None]:
+    """Parse one registry value; return ``(value, None)`` or ``(None, problem)``.
+
+    The one reading of a registry column's value: the registry's, and the comparison of a
+    records column of the same name with it (``selfmodel.records.ingest.registry_columns``).
+    """
     if isinstance(value, str):
         value = value.strip()
         if value == "":
@@ -124,6 +132,13 @@ def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
             return None, f"'{value}' is not text"
         if value.startswith("'") and value[1:].startswith(FORMULA_STARTS):
             value = value[1:]  # neutralised by selfmodel.common.atomic.write_csv
+        control = _CONTROL.search(value)
+        if control is not None:  # the records' rule (selfmodel.records.reduction.CONTROL)
+            return None, (f"{shown(value)} holds a control character "
+                          f"(U+{ord(control.group()):04X}), which a name never does")
+        if name_key(value) == "":
+            return None, (f"{shown(value)} has no visible character (only invisible format "
+                          "characters and white space)")
         return value, None
     if column in _BOOL_COLUMNS:
         parsed = parse_bool(value)
@@ -146,6 +161,8 @@ def _parse_value(column: str, value: object) -> tuple[Any, str | None]:
 
 
 def _fix_hint(column: str) -> str:
+    if column in _TEXT_COLUMNS:
+        return "Write it in visible characters, without control characters"
     if column in _SIZE_COLUMNS:
         return "Write a positive number of billions of parameters, or leave it empty if unknown"
     if column == "capability":
@@ -197,7 +214,7 @@ def _build_rows(
     for line, values, key_lines in entries:
         parsed: dict[str, Any] = {}
         for col in REGISTRY_SCHEMA:
-            value, problem = _parse_value(col, values.get(col))
+            value, problem = parse_value(col, values.get(col))
             where = key_lines.get(col, line)
             if problem is not None:
                 raise InputError(

@@ -37,7 +37,6 @@ from selfmodel.records.ingest.readers import json_keys, read_csv_header
 from selfmodel.records.ingest.run import merge_options, no_records
 from selfmodel.records.reduction import (
     CELL_KEY,
-    ID_COLUMNS,
     INPUT_COLUMNS,
     accounting,
     cell_rows,
@@ -149,8 +148,8 @@ def count(eng: Engine, inp: InputFile, types: Mapping[str, pl.DataType],
 
 
 def nested(types: Mapping[str, pl.DataType]) -> set[str]:
-    """The columns that do not hold scalars (lists, structs, bytes): ingest's rule."""
-    return {c for c, t in types.items() if t.is_nested() or t == pl.Binary}
+    """The columns that hold lists or structs: read as JSON text, as ingest reads them."""
+    return {c for c, t in types.items() if t.is_nested()}
 
 
 def _resolve(
@@ -177,11 +176,11 @@ def _resolve(
     if inp.format == "jsonl":  # canonical keys are always read (null when absent)
         sources = {c: s or (None if c in mapping or c in defaults else c)
                    for c, s in sources.items()}
-    for c, s in sources.items():
-        if c not in ID_COLUMNS and s in nested(types):  # an ID: quarantined by its rule
+    for s in sources.values():  # a list or struct: each value quarantined by its rule
+        if s is not None and types.get(s) == pl.Binary:
             raise InputError(format_input_error(
-                inp.name, f"column '{s}' holds {types[s]} values, not scalars",
-                "Flatten it to text or numbers before reducing", column=s))
+                inp.name, f"column '{s}' holds {types[s]} values, not text or numbers",
+                "Decode it to text before reducing", column=s))
     return sources, types, set(unused)
 
 

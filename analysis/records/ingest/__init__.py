@@ -16,12 +16,16 @@ records_duplicate + records_excluded`` always holds:
 
 Reading
 -------
-Files are read in sorted path order; a path given twice is read once. The fast path is
-vectorised polars: a JSONL file is parsed whole with every key read as text, a CSV file
-with every column as text, a Parquet file as stored. Only when that fails (a truncated
-line, a non-object line, invalid UTF-8, fields spanning lines, too many fields) does the
-file go line by line -- and for JSONL even then the good stretches are parsed by polars in
-chunks, with Python's :mod:`json` used only on small chunks that contain a bad line.
+Files are read in sorted path order; a path given twice is read once. Each file is read in
+batches (:func:`selfmodel.records.ingest.readers.read_batches`: about 16 MiB of whole lines,
+250,000 Parquet rows; a smaller file is one batch). The fast path is vectorised polars: a
+JSONL batch is parsed with every key read as text, a CSV batch with every column as text, a
+Parquet batch as stored. Only when that fails (a truncated line, a non-object line, invalid
+UTF-8, fields spanning lines, too many fields) does the batch go line by line -- and for
+JSONL even then the good stretches are parsed by polars in chunks, with Python's
+:mod:`json` used only on small chunks that contain a bad line. Inputs larger than 256 MiB
+are streamed (:mod:`selfmodel.records.ingest.stream`): the same batches, their rows sorted
+and de-duplicated on disk, the same outputs.
 
 * A UTF-8 byte-order mark is dropped; CRLF line ends are accepted.
 * Blank lines are skipped and not counted as read.
@@ -53,17 +57,25 @@ Columns that are not used are listed in ``ignored_columns``.
 
 Validation (first failing rule names the reason)
 ------------------------------------------------
-Text values are stripped of surrounding white space; an empty string is null.
+Text values are stripped of surrounding white space; an empty string is null, and so are
+``null``/``None`` (any case) and, except in the numeric columns ``confidence`` and
+``sample``, ``NaN``.
 
 1. ``model``, ``task``, ``item_id`` must be non-empty (``missing value``); no identifier
-   (``model``, ``predictor``, ``task``, ``item_id``, ``run_id``, ``cluster``) may be a list
-   or an object: a JSON array/object, a Parquet list/struct, or text written like one
-   (``invalid identifier``, see :func:`selfmodel.records.ingest.rules.looks_nested`).
+   (``model``, ``predictor``, ``task``, ``item_id``, ``run_id``, ``cluster``,
+   ``condition``) may be a list or an object: a JSON array/object, a Parquet list/struct,
+   or text written like one (see :func:`selfmodel.records.reduction.looks_nested`), hold
+   a control character that is not white space
+   (:data:`selfmodel.records.reduction.CONTROL`: a NUL byte ...) or have no visible
+   character (:data:`selfmodel.records.reduction.INVISIBLE`: only a zero-width space ...)
+   (``invalid identifier``); no other column may hold a list or an object
+   (``invalid value``).
 2. ``status`` (case-insensitive, default ``ok``) must be one of
    :data:`~selfmodel.records.contract.STATUSES` (``invalid status``).
-3. ``confidence`` must be a finite number in [0, 1] (``invalid confidence``).
-4. ``sample`` must be a non-negative integer (``1``, ``"1"``, ``1.0``); default 0
-   (``invalid sample``).
+3. ``confidence`` must be a finite number in [0, 1]; NaN and infinity in any spelling
+   are not (``invalid confidence``).
+4. ``sample`` must be a non-negative integer (``1``, ``"1"``, ``1.0``); default 0; NaN is
+   not one (``invalid sample``).
 5. ``correct`` must be a boolean (true/false/1/0/yes/no, any case) (``invalid correct``).
 6. With a config listing ``tasks``, ``task`` must be one of them (``unknown task``).
 7. A row with status ``ok`` needs an ``outcome`` or a ``correct`` (``no outcome``); a row
@@ -112,6 +124,12 @@ Modules
     The validation rules a record must pass, and the normalisation of its values.
 ``dedup``
     Ordering and de-duplication of records on the record key.
+``tables``
+    From validated rows to the record and quarantine tables, in memory or streamed.
+``stream``
+    Ingest of inputs larger than memory: batches spilled to disk, sorted in buckets, written in row groups.
+``registry_columns``
+    Registry columns found in the records (``family``, ``params_b`` ...): compared, said, not read.
 ``run``
     The ingest stage: read, validate and account for every record; write ``records.parquet`` and friends.
 """

@@ -15,7 +15,6 @@ from selfmodel.records.contract import (
 from selfmodel.records.ingest.config import INPUT_COLUMNS
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.readers import LINE, FileRead
-from selfmodel.records.reduction import ID_COLUMNS
 from selfmodel.records.registry import format_input_error
 from selfmodel.records.snippets import snippet
 
@@ -151,15 +150,15 @@ def resolve_columns(
         source = sources[canonical]
         if source is not None:
             dtype = schema[source]
-            if dtype.is_nested() and canonical in ID_COLUMNS:
-                exprs.append(_json_text(source).alias(canonical))  # quarantined by the ID rule
+            if dtype.is_nested():  # each value quarantined (invalid identifier or value)
+                exprs.append(_json_text(source).alias(canonical))
                 continue
-            if dtype.is_nested() or dtype == pl.Binary:
+            if dtype == pl.Binary:
                 raise InputError(
                     format_input_error(
                         inp.name,
-                        f"column '{source}' holds {dtype} values, not scalars",
-                        "Flatten it to text or numbers before ingesting",
+                        f"column '{source}' holds {dtype} values, not text or numbers",
+                        "Decode it to text before ingesting",
                         column=source,
                     )
                 )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +18,10 @@ from selfmodel.records.contract import (
     RECORD_SCHEMA,
     STATUSES,
     InputError,
+    name_key,
     parse_bool,
 )
+from selfmodel.records.reduction import CONTROL, ID_COLUMNS
 from selfmodel.records.registry import format_input_error
 from selfmodel.records.toml_model import Bad, Table
 
@@ -139,6 +142,10 @@ def _default_problem(column: str, value: object) -> str | None:
     if text == "" or text.lower() in MISSING_STRINGS or (
             isinstance(value, float) and not math.isfinite(value)):
         return "is empty or a missing value, which is no default"
+    if column in ID_COLUMNS and re.search(CONTROL, text):
+        return "holds a control character, which an identifier never does"
+    if column in ID_COLUMNS and name_key(text) == "":
+        return "has no visible character, which an identifier needs"
     if column == "correct" and parse_bool(value) is None:
         return "is not true/false/1/0/yes/no"
     if column == "confidence":

@@ -149,9 +149,17 @@ def gunzip_limit(compressed: int) -> int:
     >>> gunzip_limit(1 << 20) == 256 << 20, gunzip_limit(10 << 20) == 1000 << 20
     (True, True)
     """
-    text = os.environ.get(GUNZIP_ENV, "").strip().upper().removesuffix("B").removesuffix("I")
+    return env_size(GUNZIP_ENV, max(GUNZIP_FLOOR, GUNZIP_RATIO * compressed))
+
+
+def env_size(name: str, default: int) -> int:
+    """A size in bytes from the environment variable ``name`` (``20G``, ``500M``), else ``default``.
+
+    A value that is no size is an :class:`InputError` naming the variable.
+    """
+    text = os.environ.get(name, "").strip().upper().removesuffix("B").removesuffix("I")
     if not text:
-        return max(GUNZIP_FLOOR, GUNZIP_RATIO * compressed)
+        return default
     unit = text[-1] if text[-1] in _UNITS and not text[-1].isdigit() else ""
     try:
         value = float(text[: len(text) - len(unit)])
@@ -159,8 +167,8 @@ def gunzip_limit(compressed: int) -> int:
         value = -1.0
     if not 0 <= value < 1e18:
         raise InputError(format_input_error(
-            None, f"{GUNZIP_ENV}={os.environ[GUNZIP_ENV]!r} is not a size",
-            f"Set it to a number of bytes, e.g. {GUNZIP_ENV}=20G, or unset it"))
+            None, f"{name}={os.environ[name]!r} is not a size",
+            f"Set it to a number of bytes, e.g. {name}=20G, or unset it"))
     return int(value * _UNITS[unit])
 
 

@@ -1,4 +1,13 @@
-"""Readers of JSONL, CSV and Parquet record files, with line numbers and raw text for the quarantine."""
+"""Readers of JSONL, CSV and Parquet record files, with line numbers and raw text for the quarantine.
+
+A file is read in *batches* (:func:`read_batches`) so that memory does not grow with its
+size: a JSONL file in runs of whole lines of about :data:`BATCH_BYTES` bytes, a CSV file
+likewise (cut only at line ends that end a record: when every line of the file is one
+record, else record by record with Python's :mod:`csv`), a Parquet file in slices of
+:data:`PARQUET_BATCH_ROWS` rows. A file smaller than one batch is one batch, read as a whole
+file always was. Every batch is read the same way whether the records are then kept in
+memory or streamed to disk (:mod:`selfmodel.records.ingest.run`), so both give the same rows.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +16,7 @@ import hashlib
 import io
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -22,6 +31,14 @@ from selfmodel.records.registry import format_input_error
 #: Maximum length of the ``raw`` text kept in the quarantine table.
 RAW_MAX: Final = 500
 
+#: Bytes of a JSONL or CSV file read as one batch (whole lines; a longer line is one batch).
+BATCH_BYTES: Final = 16 * 2**20
+#: Records of a CSV file read as one batch by Python's csv reader (a file with line breaks
+#: inside quoted fields).
+CSV_BATCH_RECORDS: Final = 100_000
+#: Rows of a Parquet file read as one batch.
+PARQUET_BATCH_ROWS: Final = 250_000
+
 _JSON_SAMPLE_LINES: Final = 1000
 _JSON_CHUNK_MIN: Final = 64
 _CHUNK: Final = 1 << 24  # bytes per read when hashing and counting lines
@@ -34,13 +51,13 @@ LINE: Final = "__line"
 
 @dataclass
 class FileRead:
-    """One file after reading: text-ish columns plus ``__line``, and read-level failures."""
+    """One batch of a file: text-ish columns plus ``__line``, and read-level failures."""
 
     frame: pl.DataFrame
     rows: int
-    present: list[str]  # columns (keys) the file has, in file order
+    present: list[str]  # columns (keys) the batch has, in file order
     bad: list[tuple[int, str, str, str]] = field(default_factory=list)  # line, cat, reason, raw
-    raw: Callable[[Sequence[int]], dict[int, str]] = lambda lines: {}
+    spans: dict[int, int] = field(default_factory=dict)  # a CSV record's first line -> last
 
 
 def _clip(text: str) -> str:
@@ -60,24 +77,93 @@ def _printable(text: str) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _line_raw(path: Path, spans: Mapping[int, int] | None = None) -> Callable:
-    """Return a lookup ``lines -> {line: raw text}`` that re-reads ``path`` when needed."""
+class RawTexts:
+    """The raw text of a file's rows by line (row) number, read when first asked.
 
-    def lookup(lines: Sequence[int]) -> dict[int, str]:
+    Lines must be asked for in ascending order (over any number of calls): the file is read
+    forward once, never held in memory whole. In a CSV file whose records span lines
+    (``records_span_lines``), a record's text is all its lines, found by reading the file
+    with Python's csv reader alongside (the lines of each record are not kept while
+    reading: in such a file every record may span lines). A Parquet file's row is shown as
+    JSON.
+    """
+
+    def __init__(self, inp: InputFile) -> None:
+        self.inp = inp
+        self.records_span_lines = False
+        self.present: list[str] = []  # a Parquet file's columns
+        self._handle: Any = None
+        self._line = 0  # physical lines consumed
+        self._records: Any = None  # the csv reader of a CSV file whose records span lines
+        self._stream: Any = None  # the text it reads
+        self._record = (0, 0)  # the first and last line of the last record it read
+
+    def __call__(self, lines: Sequence[int]) -> dict[int, str]:
+        """``{line: raw text}`` of ``lines`` (ascending, each at least the last one asked)."""
         if not lines:
             return {}
-        data = path.read_bytes()
-        if data.startswith(_BOM):
-            data = data[len(_BOM) :]
-        physical = data.split(b"\n")
-        out = {}
+        if self.inp.format == "parquet":
+            return self._rows(lines)
+        out: dict[int, str] = {}
         for line in lines:
-            end = (spans or {}).get(line, line)
-            chunk = b"\n".join(p.rstrip(b"\r") for p in physical[line - 1 : end])
-            out[line] = _clip(chunk.decode("utf-8", "replace"))
+            end = self._record_end(line) if self.records_span_lines else line
+            parts = self._physical(line, end)
+            out[line] = _clip(b"\n".join(parts).decode("utf-8", "replace"))
         return out
 
-    return lookup
+    def _physical(self, first: int, last: int) -> list[bytes]:
+        """Physical lines ``first..last`` (1-based), each without its line end."""
+        if self._handle is None or first <= self._line:  # asked again: read from the start
+            self.close()
+            self._handle = self.inp.path.open("rb")
+            self._line = 0
+        got: list[bytes] = []
+        while self._line < last:
+            raw = self._handle.readline()
+            self._line += 1
+            if self._line == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+            if self._line >= first:
+                got.append((raw[:-1] if raw.endswith(b"\n") else raw).rstrip(b"\r"))
+            if not raw:  # past the end: nothing more to read
+                break
+        return got
+
+    def _record_end(self, line: int) -> int:
+        """The last line of the CSV record that starts on ``line`` (``line`` if none does)."""
+        if self._records is None or line < self._record[0]:  # asked again: from the start
+            self._close_records()
+            raw = self.inp.path.open("rb")
+            if raw.read(len(_BOM)) != _BOM:
+                raw.seek(0)
+            self._stream = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape",
+                                            newline="")
+            self._records, self._record = csv.reader(self._stream), (0, 0)
+        while self._record[0] < line:
+            if next(self._records, None) is None:
+                return line
+            self._record = (self._record[1] + 1, self._records.line_num)
+        return self._record[1] if self._record[0] == line else line
+
+    def _rows(self, lines: Sequence[int]) -> dict[int, str]:
+        wanted = pl.Series(lines, dtype=pl.Int64).implode()
+        rows = (pl.scan_parquet(self.inp.path).with_row_index("__row", offset=1)
+                .filter(pl.col("__row").cast(pl.Int64).is_in(wanted))
+                .select(self.present).collect(engine="streaming").to_dicts())
+        return {n: _clip(json.dumps(row, ensure_ascii=False, default=str))
+                for n, row in zip(lines, rows, strict=True)}
+
+    def _close_records(self) -> None:
+        if self._stream is not None:
+            self._stream.close()
+        self._stream = self._records = None
+
+    def close(self) -> None:
+        """Close the file, if open."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
+        self._close_records()
 
 
 def _empty_read(present: list[str] | None = None) -> FileRead:
@@ -203,17 +289,37 @@ def _check_encoding(inp: InputFile, head: bytes) -> None:
             "that copy", line=1))
 
 
-def _source(inp: InputFile, bom: bool) -> Path | io.BytesIO:
-    """What polars reads: the path (memory-mapped), or the bytes after a byte-order mark."""
-    if bom:
-        return io.BytesIO(inp.path.read_bytes()[len(_BOM) :])
-    return inp.path
+def line_batches(inp: InputFile, bom: bool, start: int = 0) -> Iterator[tuple[int, bytes]]:
+    """``(number of the first line, bytes)`` of runs of whole lines, about :data:`BATCH_BYTES` each.
+
+    From byte ``start`` after the byte-order mark, if any (line 1 is the line there); a
+    batch ends with a line end unless it is
+    the file's last line. A line longer than a batch is one batch. A file that fits in one
+    batch is one batch, so it is read exactly as a whole file.
+    """
+    size = BATCH_BYTES
+    with inp.path.open("rb") as handle:
+        handle.seek(start + (len(_BOM) if bom else 0))
+        line, rest = 1, b""
+        while True:
+            block = handle.read(size)
+            if not block:
+                if rest:
+                    yield line, rest
+                return
+            data = rest + block if rest else block
+            end = data.rfind(b"\n") + 1
+            if end == 0:
+                rest = data
+                continue
+            batch, rest = (data, b"") if end == len(data) else (data[:end], data[end:])
+            yield line, batch
+            line += batch.count(b"\n")
 
 
-def _file_bytes(inp: InputFile) -> bytes:
-    """The whole file without its byte-order mark (the line-by-line paths only)."""
-    data = inp.path.read_bytes()
-    return data[len(_BOM) :] if data.startswith(_BOM) else data
+def _physical_lines(data: bytes) -> int:
+    """Physical lines of ``data``: line ends, plus one for a last line without one."""
+    return data.count(b"\n") + (0 if not data or data.endswith(b"\n") else 1)
 
 
 def json_keys(path: Path) -> list[str]:
@@ -235,52 +341,94 @@ def json_keys(path: Path) -> list[str]:
     return list(keys)
 
 
-def read_jsonl_file(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str]) -> FileRead:
-    """Read a JSONL file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
+def read_jsonl_batches(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str],
+                       critical: set[str]) -> Iterator[FileRead]:
+    """Read a JSONL file in batches; ``scan()`` waits for its hash and line count.
+
+    ``critical``: keys whose presence in the file (some line gives a value) decides its
+    columns (a required, mapped or defaulted column): when the file is more than one batch
+    and such a key is not among the sampled keys, the whole file is looked at for it first,
+    so that every batch resolves its columns as the whole file would.
+    """
     bom, filled = _peek(inp)
     if not filled and scan().blank:
-        return _empty_read()
+        return
     # Keys: the first lines, plus every canonical/mapped name (read as text, null if absent).
     sample_keys = dict.fromkeys(json_keys(inp.path))
     keys = [*sample_keys, *sorted(set(wanted) - set(sample_keys))]
     schema: dict[str, pl.DataType] = {k: pl.Utf8() for k in keys}
+    late = sorted(set(critical) - set(sample_keys))
+    forced: set[str] = set()
+    if late and inp.path.stat().st_size > BATCH_BYTES:
+        forced = _keys_with_values(inp, bom, late)
+    for first, data in line_batches(inp, bom):
+        yield _jsonl_batch(data, first, schema, sample_keys, forced)
+
+
+def _keys_with_values(inp: InputFile, bom: bool, keys: list[str]) -> set[str]:
+    """Which of ``keys`` some line of the file gives a (non-null) value."""
+    found: set[str] = set()
+    schema = {k: pl.Utf8() for k in keys}
+    for _, data in line_batches(inp, bom):
+        try:
+            frame = pl.read_ndjson(io.BytesIO(data), schema=schema)
+            found |= {k for k in keys if frame[k].null_count() < frame.height}
+        except Exception:  # noqa: BLE001 - a bad line: look line by line
+            for line in data.decode("utf-8", "replace").split("\n"):
+                try:
+                    obj = json.loads(line)
+                except JSON_ERRORS:
+                    continue
+                if isinstance(obj, dict):
+                    found |= {k for k in keys if obj.get(k) is not None}
+        if len(found) == len(keys):
+            break
+    return found
+
+
+def _jsonl_batch(data: bytes, first: int, schema: dict[str, pl.DataType],
+                 sample_keys: Mapping[str, None], forced: set[str]) -> FileRead:
+    """One batch of whole JSONL lines starting at line ``first``."""
+    keys = list(schema)
 
     def seen(frame: pl.DataFrame, extra: Mapping[str, None]) -> list[str]:
-        """Keys of the file: sampled ones, later ones, and read ones with any value."""
-        late = [k for k in keys if k not in sample_keys and frame[k].null_count() < frame.height]
+        """Keys of the batch: sampled ones, later ones with a value, and unknown ones."""
+        late = [k for k in keys if k not in sample_keys
+                and (k in forced or frame[k].null_count() < frame.height)]
         return [*sample_keys, *late, *(k for k in extra if k not in schema)]
 
-    # Fast path: polars parses the whole file. It fails on invalid UTF-8 and invalid JSON,
+    # Fast path: polars parses the batch. It fails on invalid UTF-8 and invalid JSON,
     # and a blank line makes its row count differ from the line count: all go line by line.
+    n_lines = _physical_lines(data)
     try:
-        frame = pl.read_ndjson(_source(inp, bom), schema=schema)
-    except Exception:  # noqa: BLE001 - any parse failure sends the file line by line
+        frame = pl.read_ndjson(io.BytesIO(data), schema=schema)
+    except Exception:  # noqa: BLE001 - any parse failure sends the batch line by line
         frame = None
-    n_lines = scan().lines
     if frame is not None and frame.height == n_lines:
-        frame = frame.with_columns(pl.int_range(1, n_lines + 1, dtype=pl.Int64).alias(LINE))
-        frame, dup = split_duplicate_keys(frame, LINE, lambda: _jsonl_texts(inp), _clip)
-        return FileRead(frame, n_lines, seen(frame, {}), bad=dup, raw=_line_raw(inp.path))
+        frame = frame.with_columns(
+            pl.int_range(first, first + n_lines, dtype=pl.Int64).alias(LINE))
+        frame, dup = split_duplicate_keys(frame, LINE, lambda: _batch_texts(data, first), _clip)
+        return FileRead(frame, n_lines, seen(frame, {}), bad=dup)
     del frame
 
     # Line by line: skip blanks, quarantine invalid UTF-8, parse the rest in chunks.
-    data = _file_bytes(inp)
     try:
         data.decode("utf-8")
         valid = True
     except UnicodeDecodeError:
         valid = False
     text_lines = data.decode("utf-8", "surrogateescape").split("\n")
-    del data
     bad: list[tuple[int, str, str, str]] = []
     items: list[tuple[int, str]] = []
-    for number, line in enumerate(text_lines, start=1):
+    for number, line in enumerate(text_lines, start=first):
+        line = line.rstrip("\r")  # a CRLF line end: the raw text is shown without it
         if not line.strip():
             continue
         if not valid and _has_surrogates(line):
             bad.append((number, "invalid UTF-8", "invalid UTF-8", _clip(_printable(line))))
             continue
         items.append((number, line))
+    del text_lines
     frames: list[pl.DataFrame] = []
     extra: dict[str, None] = {}
     _parse_json_chunks(items, schema, frames, bad, extra)
@@ -292,20 +440,19 @@ def read_jsonl_file(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[s
     )
     frame, dup = split_duplicate_keys(frame, LINE, lambda: _item_texts(items), _clip)
     bad += dup
-    return FileRead(frame, rows, seen(frame, extra), bad=bad, raw=_line_raw(inp.path))
+    return FileRead(frame, rows, seen(frame, extra), bad=bad)
 
 
-def _jsonl_texts(inp: InputFile) -> pl.LazyFrame:
-    """``(__line, __text)`` of every line of a JSONL file the fast path read whole (lazily).
+def _batch_texts(data: bytes, first: int) -> pl.LazyFrame:
+    """``(__line, __text)`` of every line of a batch the fast path read (lazily).
 
     Read as one-column CSV split at U+001F: polars' JSON reader rejects a raw U+001F
-    anywhere in a line, so a file that took the fast path has none.
+    anywhere in a line, so a batch that took the fast path has none.
     """
-    lines = pl.scan_csv(inp.path, has_header=False, separator="\x1f", quote_char=None,
+    lines = pl.read_csv(io.BytesIO(data), has_header=False, separator="\x1f", quote_char=None,
                         schema={"__text": pl.Utf8()})
-    return lines.with_row_index(LINE, offset=1).select(
-        pl.col(LINE).cast(pl.Int64), pl.col("__text").str.strip_chars_start(_BOM.decode())
-    )
+    return lines.lazy().with_row_index(LINE, offset=first).select(
+        pl.col(LINE).cast(pl.Int64), pl.col("__text"))
 
 
 def _item_texts(items: list[tuple[int, str]]) -> pl.LazyFrame:
@@ -440,79 +587,150 @@ def _drop_blank_rows(frame: pl.DataFrame, columns: list[str]) -> pl.DataFrame:
     return frame.filter(~pl.col(LINE).is_in(blank.implode())) if blank.len() else frame
 
 
-def read_csv_file(inp: InputFile, scan: Callable[[], _FileInfo]) -> FileRead:
-    """Read a CSV file; ``scan()`` waits for its hash and line count (see :func:`scan_file`)."""
+def read_csv_batches(inp: InputFile, scan: Callable[[], _FileInfo]) -> Iterator[FileRead]:
+    """Read a CSV file in batches; ``scan()`` waits for its hash and line count.
+
+    A file of one batch is read whole, as always: by polars, or, when polars' rows are not
+    its lines (a line break inside a quoted field, a ragged or non-UTF-8 row), record by
+    record. A longer file is cut at line ends when every line of it is one record (polars
+    counts as many rows as data lines); otherwise it is read record by record throughout.
+    """
     bom, filled = _peek(inp)
     if not filled and scan().blank:
-        return _empty_read()
+        return
     header = read_csv_header(inp)
+    size = inp.path.stat().st_size
+    with inp.path.open("rb") as handle:
+        if bom:
+            handle.read(len(_BOM))
+        header_line = handle.readline()
+    start = len(header_line)  # after the byte-order mark
+    if size <= BATCH_BYTES:
+        text = inp.path.read_bytes()
+        yield _csv_batch(inp, header, header_line, text[len(_BOM) + start if bom else start:], 2,
+                         whole=True)
+        return
+    if not _one_record_per_line(inp, scan):
+        yield from _read_csv_slow(inp, header)
+        return
+    for first, data in line_batches(inp, bom, start):
+        yield _csv_batch(inp, header, header_line, data, first + 1, whole=False)
+
+
+def _one_record_per_line(inp: InputFile, scan: Callable[[], _FileInfo]) -> bool:
+    """Whether polars reads as many rows as the file has data lines (no line inside a field)."""
     try:
-        frame = pl.read_csv(_source(inp, bom), infer_schema=False, has_header=True)
+        rows = pl.scan_csv(inp.path, infer_schema=False, has_header=True).select(
+            pl.len()).collect(engine="streaming").item()
+    except Exception:  # noqa: BLE001 - a file polars cannot read is read record by record
+        return False
+    return int(rows) == scan().lines - 1
+
+
+def _csv_batch(inp: InputFile, header: list[str], header_line: bytes, data: bytes, first: int,
+               *, whole: bool) -> FileRead:
+    """Data lines ``data`` (first one: line ``first``) of a CSV file whose header is ``header``."""
+    n_lines = _physical_lines(data)
+    try:
+        frame = pl.read_csv(io.BytesIO(header_line + data), infer_schema=False, has_header=True)
     except Exception:  # noqa: BLE001 - malformed rows and invalid UTF-8 go line by line
         frame = None
-    n_lines = scan().lines
-    if frame is not None and frame.width == len(header) and frame.height == n_lines - 1:
+    if frame is not None and frame.width == len(header) and frame.height == n_lines:
         frame.columns = header
-        frame = frame.with_columns(pl.int_range(2, n_lines + 1, dtype=pl.Int64).alias(LINE))
+        frame = frame.with_columns(
+            pl.int_range(first, first + n_lines, dtype=pl.Int64).alias(LINE))
         frame = _drop_blank_rows(frame, header)
-        return FileRead(frame, frame.height, header, raw=_line_raw(inp.path))
+        return FileRead(frame, frame.height, header)
     del frame
-    return _read_csv_slow(inp, _file_bytes(inp).decode("utf-8", "surrogateescape"), header)
+    text = (header_line + data).decode("utf-8", "surrogateescape")
+    batches = list(_read_csv_slow(inp, header, io.StringIO(text, newline=""), first - 2,
+                                  records=None))
+    return batches[0] if batches else _empty_read(header)
 
 
-def _read_csv_slow(inp: InputFile, text: str, header: list[str]) -> FileRead:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    columns: dict[str, list[str | None]] = {h: [] for h in header}
-    lines: list[int] = []
-    bad: list[tuple[int, str, str, str]] = []
-    spans: dict[int, int] = {}
-    rows = 0
+def _read_csv_slow(inp: InputFile, header: list[str], stream: Any = None, offset: int = 0, *,
+                   records: int | None = -1) -> Iterator[FileRead]:
+    """Read CSV text record by record (Python's csv), in batches of ``records`` records.
+
+    ``stream``: the text, header first (default: the file); ``offset``: lines before its
+    first line; ``records`` ``None``: one batch, -1: :data:`CSV_BATCH_RECORDS`.
+    """
+    if stream is None:
+        raw = inp.path.open("rb")
+        if raw.read(len(_BOM)) != _BOM:
+            raw.seek(0)
+        stream = io.TextIOWrapper(raw, encoding="utf-8", errors="surrogateescape", newline="")
+    size = CSV_BATCH_RECORDS if records == -1 else records
+    reader = csv.reader(stream)
     last = 0
-    try:
-        for index, record in enumerate(reader):
-            start, last = last + 1, reader.line_num
-            if index == 0:
-                continue  # header
-            if not any(cell.strip() for cell in record):
-                continue
-            rows += 1
-            if last > start:
-                spans[start] = last
-            raw = _clip(_printable(",".join(record)))
-            if any(_has_surrogates(cell) for cell in record):
-                bad.append((start, "invalid UTF-8", "invalid UTF-8", raw))
-                continue
-            if len(record) > len(header):
-                bad.append(
-                    (
-                        start,
-                        "wrong number of fields",
-                        f"wrong number of fields (expected {len(header)}, got {len(record)})",
-                        raw,
+    with stream:
+        while True:
+            columns: dict[str, list[str | None]] = {h: [] for h in header}
+            lines: list[int] = []
+            bad: list[tuple[int, str, str, str]] = []
+            spans: dict[int, int] = {}
+            rows = 0
+            done = True
+            try:
+                for record in reader:
+                    start, last = last + 1, reader.line_num
+                    if start == 1:
+                        continue  # header
+                    if not any(cell.strip() for cell in record):
+                        continue
+                    rows += 1
+                    if last > start:
+                        spans[start + offset] = last + offset
+                    raw_text = _clip(_printable(",".join(record)))
+                    if any(_has_surrogates(cell) for cell in record):
+                        bad.append((start + offset, "invalid UTF-8", "invalid UTF-8", raw_text))
+                    elif len(record) > len(header):
+                        bad.append((start + offset, "wrong number of fields",
+                                    f"wrong number of fields (expected {len(header)}, "
+                                    f"got {len(record)})", raw_text))
+                    else:
+                        record = record + [""] * (len(header) - len(record))
+                        for name, cell in zip(header, record, strict=True):
+                            columns[name].append(cell if cell != "" else None)
+                        lines.append(start + offset)
+                    if size is not None and rows >= size:
+                        done = False
+                        break
+            except csv.Error as exc:
+                raise InputError(
+                    format_input_error(
+                        inp.name, f"malformed CSV ({exc})", "Fix the quoting of this row",
+                        line=last + 1 + offset,
                     )
-                )
-                continue
-            record = record + [""] * (len(header) - len(record))
-            for name, cell in zip(header, record, strict=True):
-                columns[name].append(cell if cell != "" else None)
-            lines.append(start)
-    except csv.Error as exc:
-        raise InputError(
-            format_input_error(
-                inp.name, f"malformed CSV ({exc})", "Fix the quoting of this row", line=last + 1
+                ) from exc
+            frame = pl.DataFrame(
+                {**columns, LINE: lines},
+                schema={**{h: pl.Utf8() for h in header}, LINE: pl.Int64()},
             )
-        ) from exc
-    frame = pl.DataFrame(
-        {**columns, LINE: lines}, schema={**{h: pl.Utf8() for h in header}, LINE: pl.Int64()}
-    )
-    return FileRead(frame, rows, header, bad=bad, raw=_line_raw(inp.path, spans))
+            yield FileRead(frame, rows, header, bad=bad, spans=spans)
+            if done:
+                return
 
 
-def read_parquet_file(inp: InputFile) -> FileRead:
-    """Read a Parquet record file as stored (an unreadable file is an InputError)."""
+def read_parquet_batches(inp: InputFile) -> Iterator[FileRead]:
+    """Read a Parquet record file as stored, :data:`PARQUET_BATCH_ROWS` rows at a time.
+
+    An unreadable file is an :class:`InputError`.
+    """
     try:
-        frame = pl.read_parquet(inp.path)
+        scan = pl.scan_parquet(inp.path)
+        present = list(scan.collect_schema().names())
+        n = int(scan.select(pl.len()).collect().item())
+        step = PARQUET_BATCH_ROWS
+        for offset in range(0, max(n, 1), step):
+            frame = (pl.read_parquet(inp.path) if n <= step
+                     else scan.slice(offset, step).collect())
+            yield FileRead(frame.with_columns(
+                pl.int_range(offset + 1, offset + frame.height + 1, dtype=pl.Int64).alias(LINE)),
+                frame.height, present)
     except Exception as exc:  # noqa: BLE001 - any failure is the file's fault
+        if isinstance(exc, InputError):
+            raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         raise InputError(
             format_input_error(
@@ -521,16 +739,13 @@ def read_parquet_file(inp: InputFile) -> FileRead:
                 "Check that the file is a complete Parquet file",
             )
         ) from exc
-    present = list(frame.columns)
-    frame = frame.with_columns(pl.int_range(1, frame.height + 1, dtype=pl.Int64).alias(LINE))
 
-    def lookup(lines: Sequence[int]) -> dict[int, str]:
-        if not lines:
-            return {}
-        rows = pl.read_parquet(inp.path).select(present)[[n - 1 for n in lines]].to_dicts()
-        return {
-            n: _clip(json.dumps(row, ensure_ascii=False, default=str))
-            for n, row in zip(lines, rows, strict=True)
-        }
 
-    return FileRead(frame, frame.height, present, raw=lookup)
+def read_batches(inp: InputFile, scan: Callable[[], _FileInfo], wanted: set[str],
+                 critical: set[str]) -> Iterator[FileRead]:
+    """The batches of one record file, whatever its format (see the module docstring)."""
+    if inp.format == "jsonl":
+        return read_jsonl_batches(inp, scan, wanted, critical)
+    if inp.format == "csv":
+        return read_csv_batches(inp, scan)
+    return read_parquet_batches(inp)

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import narwhals as nw
 import polars as pl
 
 from selfmodel.common import atomic
@@ -18,10 +18,8 @@ from selfmodel.records.contract import (
     EXCLUDED,
     QUARANTINE_SCHEMA,
     RECORD_SCHEMA,
-    UNREADABLE_STATUSES,
+    REQUIRED,
     InputError,
-    name_key,
-    shown,
 )
 from selfmodel.records.ingest.carried import carry, file_sha256
 from selfmodel.records.ingest.columns import resolve_columns
@@ -31,25 +29,41 @@ from selfmodel.records.ingest.config import (
     check_canonical,
     load_config,
 )
-from selfmodel.records.ingest.dedup import order_and_deduplicate
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.hints import repeat_columns, repeat_hint
 from selfmodel.records.ingest.readers import (
     LINE,
     FileRead,
-    read_csv_file,
-    read_jsonl_file,
-    read_parquet_file,
+    RawTexts,
+    read_batches,
     scan_file,
 )
-from selfmodel.records.ingest.rules import GOOD_SCHEMA, validate
-from selfmodel.records.reduction import binary_task_rule as binary_task_rule_exprs
-from selfmodel.records.reduction import binary_tasks, not_boolean
+from selfmodel.records.ingest.registry_columns import contradictions, registry_values
+from selfmodel.records.ingest.rules import validate
+from selfmodel.records.ingest.stream import (
+    STREAM_ENV,
+    Spill,
+    input_size,
+    move_table,
+    stream_limit,
+    write_table,
+)
+from selfmodel.records.ingest.tables import (
+    WORK_QUARANTINE,
+    Tables,
+    binary_task_rule,
+    check_lookalike_names,
+    in_memory,
+    streamed,
+    summary_of,
+)
 from selfmodel.records.registry import format_input_error, load_registry, registry_report
 from selfmodel.records.snippets import snippet
 
+__all__ = ["IngestResult", "binary_task_rule", "ingest", "merge_options", "no_records",
+           "write_ingest"]
 
-@dataclass(frozen=True)
+
 class IngestResult:
     """What :func:`ingest` returns.
 
@@ -64,11 +78,47 @@ class IngestResult:
         ``reason``, ``raw`` (the row as text, at most 500 characters), in reading order.
     summary
         JSON-serialisable accounting (see :func:`ingest`).
+
+    A streamed ingest holds its two tables as Parquet files (in a private temporary folder
+    until :func:`write_ingest` moves them into the output folder); they are read into memory
+    only when ``records`` or ``quarantine`` is asked for.
     """
 
-    records: pl.DataFrame
-    quarantine: pl.DataFrame
-    summary: dict[str, Any]
+    def __init__(self, records: pl.DataFrame | None = None,
+                 quarantine: pl.DataFrame | None = None,
+                 summary: dict[str, Any] | None = None, *,
+                 tables: dict[str, Path] | None = None, spill: Spill | None = None) -> None:
+        self._frames = {"records": records, "quarantine": quarantine}
+        self.summary: dict[str, Any] = summary if summary is not None else {}
+        self.tables = tables  # streamed: where records.parquet and quarantine.parquet are
+        self._spill = spill
+        if spill is not None:
+            weakref.finalize(self, spill.remove)
+
+    @property
+    def records(self) -> pl.DataFrame:
+        """The used records (read from ``records.parquet`` when streamed)."""
+        return self._frame("records")
+
+    @property
+    def quarantine(self) -> pl.DataFrame:
+        """The quarantined rows (read from ``quarantine.parquet`` when streamed)."""
+        return self._frame("quarantine")
+
+    def _frame(self, name: str) -> pl.DataFrame:
+        frame = self._frames[name]
+        if frame is None:
+            assert self.tables is not None
+            frame = self._frames[name] = pl.read_parquet(self.tables[name])
+        return frame
+
+    @property
+    def streamed(self) -> bool:
+        """Whether the tables were built on disk (see :mod:`selfmodel.records.ingest.stream`)."""
+        return self.tables is not None
+
+    def __repr__(self) -> str:
+        return f"IngestResult(streamed={self.streamed}, summary={self.summary!r})"
 
 
 # --------------------------------------------------------------------------- ingest
@@ -113,6 +163,8 @@ def ingest(
     config: Path | str | IngestConfig | None = None,
     registry: Path | str | None = None,
     transform: Any = None,
+    stream: bool | None = None,
+    say: Callable[[str], None] | None = None,
 ) -> IngestResult:
     r"""Read, validate and deduplicate self-prediction records, accounting for every row.
 
@@ -132,6 +184,13 @@ def ingest(
     transform
         A records mapping (``--mapping``; see :class:`IngestConfig`) applied to each file's
         rows before validation; the summary gets its ``study_mapping`` account.
+    stream
+        Build the tables on disk in bounded memory (:mod:`selfmodel.records.ingest.stream`);
+        ``None`` (the default): when the record files are larger than
+        :func:`~selfmodel.records.ingest.stream.stream_limit` (256 MiB), and then ``say``
+        says so. Both ways give the same tables and summary (but ``streamed``).
+    say
+        Where a switch to streaming is said (a progress line).
 
     Returns
     -------
@@ -144,8 +203,11 @@ def ingest(
         (``{category: count}``), ``unreadable_predictions`` (used records whose status is
         ``unparsed``, ``refused`` or ``error``), ``statuses`` (``{status: count}``, every
         used record under its status's name), ``mapping``, ``defaults``,
-        ``allowed_tasks`` (list or null), ``ignored_columns`` and, with a registry,
-        ``registry_report``.
+        ``allowed_tasks`` (list or null), ``ignored_columns``,
+        ``registry_columns_in_records`` and ``registry_contradictions`` (registry columns
+        such as ``family`` found in the records: compared with the registry, never read;
+        :mod:`selfmodel.records.ingest.registry_columns`), ``streamed`` and, with a
+        registry, ``registry_report``.
 
     Raises
     ------
@@ -172,74 +234,67 @@ def ingest(
     wanted = set(INPUT_COLUMNS) | set(options.mapping.values())
     if options.transform is not None:
         wanted |= options.transform.read_columns
-
-    total = hashlib.sha256()
-    excluded: Counter[str] = Counter()
-    goods, bads, reads, files, ignored = _read_files(inputs, options, wanted, total, excluded)
-    bad_schema = _WORK_QUARANTINE
-    names = pl.Series("source_file", [i.name for i in inputs], dtype=pl.Utf8)
-    all_good = (
-        pl.concat(goods, how="vertical", rechunk=False)  # reading order: files, then lines
-        if goods
-        else pl.DataFrame(schema={**GOOD_SCHEMA, "__file_idx": pl.Int64()})
-    )
-    del goods
-    kept, conflicts, n_copies = order_and_deduplicate(all_good)
-    del all_good
-    if conflicts.height:
-        bads.append(_conflict_rows(conflicts, names))
-    quarantine_full = (
-        pl.concat(bads, how="vertical").sort("__file_idx", "source_line")
-        if bads
-        else pl.DataFrame(schema=bad_schema)
-    )
-    quarantine_full = _fill_raw(quarantine_full, reads)
-    records = kept.with_columns(
-        names.gather(kept.get_column("__file_idx")).alias("source_file")
-    ).select(list(RECORD_SCHEMA))
-    del kept
-    records, not_boolean = binary_task_rule(records)
-    quarantine = quarantine_full.select(
-        pl.col("__file_idx")
-        .replace_strict(list(range(len(inputs))), [i.name for i in inputs], return_dtype=pl.Utf8)
-        .alias("source_file"),
-        "source_line",
-        "reason",
-        "raw",
-    ).cast(pl.Schema(QUARANTINE_SCHEMA))
-
-    n_read = sum(r.rows for r in reads)
-    n_excluded = sum(excluded.values())
-    if n_read != records.height + quarantine.height + n_copies + n_excluded:  # pragma: no cover
-        raise RuntimeError(
-            f"ingest accounting broken: read {n_read} != used {records.height} + quarantined "
-            f"{quarantine.height} + duplicate {n_copies} + excluded {n_excluded}"
-        )
-    reasons = Counter(quarantine_full.get_column("__cat").to_list())
-    if records.height == 0:
-        raise no_records(paths, n_read, reasons, n_copies, n_excluded)
-    summary = _summary(records, quarantine, n_read, n_copies, files, total.hexdigest(),
-                       reasons, options, ignored)
-    summary["records_excluded"] = n_excluded
-    summary["excluded_reasons"] = dict(sorted(excluded.items()))
-    carry(summary, inputs, files)  # the accounting of ingests whose records.parquet is read
-    summary["predictions_not_boolean"] = not_boolean
-    check_lookalike_names(records, registry_frame, registry)
-    summary.update(_study_summary(records, options))
-    if registry_frame is not None:
-        summary["registry_report"] = registry_report(records, registry_frame)
-    return IngestResult(records=records, quarantine=quarantine, summary=summary)
+    size = input_size(inputs)
+    if stream is None:
+        stream = size > stream_limit()
+        if stream and say is not None:
+            say(f"{_size(size)} of records (more than {_size(stream_limit())}, "
+                f"{STREAM_ENV}): validated in batches and sorted on disk, so that memory stays "
+                "bounded (docs/performance.md)")
+    spill = Spill() if stream else None
+    try:
+        reading = _read_files(inputs, options, wanted, _critical(options), spill)
+        names = pl.Series("source_file", [i.name for i in inputs], dtype=pl.Utf8)
+        if spill is None:
+            tables = in_memory(reading.goods, reading.bads, names, reading.raws)
+        else:
+            tables = streamed(spill, names, reading.raws)
+        for raw in reading.raws:
+            raw.close()
+        summary = _summary(reading, tables, options)
+        if tables.stats.n == 0:
+            raise no_records(paths, reading.n_read, tables.reasons, tables.n_copies,
+                             sum(reading.excluded.values()))
+        carry(summary, inputs, reading.files)  # the accounting of ingested records.parquet read
+        check_lookalike_names(tables.stats, registry_frame, registry)
+        if registry_frame is not None:
+            summary["registry_report"] = registry_report(
+                pl.DataFrame({"model": sorted(tables.stats.models)}, schema={"model": pl.Utf8}),
+                registry_frame)
+        in_records, notes = contradictions(reading.registry_values, list(names),
+                                           registry_frame, registry)
+        summary["registry_columns_in_records"] = in_records
+        summary["registry_contradictions"] = notes
+        summary["streamed"] = spill is not None
+    except BaseException:
+        if spill is not None:
+            spill.remove()
+        raise
+    return IngestResult(tables.records, tables.quarantine, summary, tables=tables.paths,
+                        spill=spill)
 
 
-def _study_summary(records: pl.DataFrame, options: IngestConfig) -> dict[str, Any]:
-    """What a study needs said: ``correct``-only records, repeat hints, the records mapping."""
+def _size(n: int) -> str:
+    return f"{n / 2**30:.1f} GiB" if n >= 2**30 else f"{n / 2**20:.0f} MiB"
+
+
+def _critical(options: IngestConfig) -> set[str]:
+    """Keys whose presence in a JSONL file decides its columns (see ``read_jsonl_batches``).
+
+    Required columns (or their mapped names), mapped columns, columns with a default and
+    the columns a records mapping reads.
+    """
+    keys = {options.mapping.get(c, c) for c in REQUIRED} | set(options.mapping.values())
+    keys |= {c for c in options.defaults if c not in options.mapping}
+    if options.transform is not None:
+        keys |= options.transform.read_columns
+    return keys
+
+
+def _study_summary(options: IngestConfig) -> dict[str, Any]:
+    """What a study needs said: repeat hints, the records mapping."""
     hint = repeat_hint(options.hints)
     out: dict[str, Any] = {
-        # read as "the self-prediction was right"; task accuracy needs a mapping to say so
-        "correct_only_records": records.filter(
-            pl.col("prediction").is_null() & pl.col("outcome").is_null()
-            & pl.col("correct").is_not_null()
-        ).height,
         "repeat_columns": dict(sorted(options.hints.items())),
         "hints": [hint] if hint else [],
     }
@@ -248,139 +303,124 @@ def _study_summary(records: pl.DataFrame, options: IngestConfig) -> dict[str, An
     return out
 
 
-def check_lookalike_names(
-    records: pl.DataFrame, registry: pl.DataFrame | None, registry_path: Path | str | None
-) -> None:
-    """Stop when two spellings of one model name meet (:func:`selfmodel.records.contract.name_key`).
+@dataclass
+class _Reading:
+    """What reading every file gave.
 
-    Two spellings in the records (``model`` or ``predictor``), or a record's spelling and
-    the registry's, that differ only by invisible characters, Unicode normal form or white
-    space would be two models, or a model without its registry row: one line names both
-    spellings (escaped) and where they are, instead of a silent mismatch.
+    The valid and quarantined rows (in memory, else spilled), the files' raw-text lookups
+    and their accounts.
     """
-    names: dict[str, str] = {}  # spelling -> column it was found in
-    for column in ("model", "predictor"):
-        for name in records.get_column(column).drop_nulls().unique().sort().to_list():
-            names.setdefault(name, column)
-    by_key: dict[str, list[str]] = {}
-    for name in names:
-        by_key.setdefault(name_key(name), []).append(name)
-    known = {name_key(m): m for m in registry.get_column("model").to_list()} if (
-        registry is not None) else {}
 
-    def where(name: str) -> str:
-        col = names[name]
-        row = records.filter(pl.col(col) == name).select("source_file", "source_line").row(0)
-        return f"{row[0]}: line {row[1]}, column '{col}'"
+    goods: list[pl.DataFrame] = field(default_factory=list)
+    bads: list[pl.DataFrame] = field(default_factory=list)
+    raws: list[RawTexts] = field(default_factory=list)
+    files: list[dict[str, Any]] = field(default_factory=list)
+    ignored: set[str] = field(default_factory=set)
+    registry_values: list[pl.DataFrame] = field(default_factory=list)
+    #: rows a records mapping's ``[[rule]]`` left out (``then = "excluded"``), by rule
+    excluded: Counter[str] = field(default_factory=Counter)
+    n_read: int = 0
+    sha256: str = ""
+    spill: Spill | None = None
 
-    for key, spellings in by_key.items():
-        if len(spellings) > 1:
-            a, b = spellings[:2]
-            raise InputError(
-                f"{where(b)}: model {shown(b)} is also written {shown(a)} ({where(a)}); the "
-                "two differ only by invisible characters, Unicode normal form or white space. "
-                "Spell one model one way (or give two models names that differ visibly).")
-        if key in known and known[key] != spellings[0]:
-            raise InputError(
-                f"{where(spellings[0])}: model {shown(spellings[0])} is written "
-                f"{shown(known[key])} in the registry {registry_path}; the two differ only by "
-                "invisible characters, Unicode normal form or white space. Spell it the same "
-                "way in both.")
+    def good(self, frame: pl.DataFrame) -> None:
+        if self.spill is not None:
+            self.spill.add("good", frame)
+        else:
+            self.goods.append(frame)
+
+    def bad(self, frame: pl.DataFrame) -> None:
+        if self.spill is not None:
+            self.spill.add("bad", frame)
+        else:
+            self.bads.append(frame)
 
 
-def _read_files(
-    inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str], total: Any,
-    excluded: Counter[str],
-) -> tuple[
-    list[pl.DataFrame], list[pl.DataFrame], list[FileRead], list[dict[str, Any]], set[str]
-]:
-    """Read, map and validate every file in reading order; ``total`` hashes all bytes.
+def _read_files(inputs: Sequence[InputFile], options: IngestConfig, wanted: set[str],
+                critical: set[str], spill: Spill | None) -> _Reading:
+    """Read, map and validate every file, batch by batch, in reading order.
 
-    Returns the valid rows and the quarantined rows of each file (with ``__file_idx``), the
-    reads (for the raw text of quarantined lines), the file list and the ignored columns.
-    A records mapping's rows left out by its ``[[rule]]`` (``then = "excluded"``) are no
-    records and not quarantined: ``excluded`` counts them by rule.
+    Each file is hashed (and its lines counted) in a second thread while polars parses it:
+    hashlib and polars both release the GIL. One file at a time, in reading order.
     """
-    goods: list[pl.DataFrame] = []
-    bads: list[pl.DataFrame] = []
-    reads: list[FileRead] = []
-    files: list[dict[str, Any]] = []
-    ignored: set[str] = set()
+    reading = _Reading(spill=spill)
+    total = hashlib.sha256()
     repeats: dict[str, int] = {}
-    # Each file is hashed (and its lines counted) in a second thread while polars parses
-    # it: hashlib and polars both release the GIL. One file at a time, in reading order.
     pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-hash")
-    for index, inp in enumerate(inputs):
-        scanning = pool.submit(scan_file, inp, total)
-        try:
-            if inp.format == "jsonl":
-                read = read_jsonl_file(inp, scanning.result, wanted)
-            elif inp.format == "csv":
-                read = read_csv_file(inp, scanning.result)
-            else:
-                read = read_parquet_file(inp)
-            info = scanning.result()
-        except BaseException:
-            scanning.cancel()
-            pool.shutdown(wait=True)
-            raise
-        reads.append(read)
-        files.append(
-            {"path": inp.name, "format": inp.format, "rows": read.rows, "sha256": info.sha256}
-        )
-        if read.bad:
-            bads.append(_unreadable_rows(index, read.bad))
-        if options.transform is not None and read.frame.height:
-            # a wide table melts into more records than rows; a mapping's rule may leave
-            # rows out (counted as excluded, never gone silently)
-            mapped = options.transform(inp.name, read.frame, read.present,
-                                       [b[0] for b in read.bad])
-            read.rows += mapped.records - read.frame.height
-            excluded.update(mapped.excluded)
-            read.frame, mapped_bad = mapped.frame, mapped.quarantined
-            read.present = [c for c in read.frame.columns if c != LINE]
-            left_out = [b for b in mapped_bad if b[1] == EXCLUDED]
-            excluded.update(str(b[2]) for b in left_out)
-            mapped_bad = [b for b in mapped_bad if b[1] != EXCLUDED]
-            if mapped_bad:
-                bads.append(_unreadable_rows(index, mapped_bad))
-        if read.frame.height == 0:
-            continue
-        canonical, unused = resolve_columns(inp, read, options.mapping, options.defaults)
-        for col, n in repeat_columns(canonical, read.frame, unused).items():
-            repeats[col] = repeats.get(col, 0) + n
-        read.frame = read.frame.clear()  # the canonical columns are all that is needed now
-        ignored |= unused
-        good, bad = validate(canonical, tasks=options.tasks)
-        del canonical
-        goods.append(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
-        if bad.height:
-            bads.append(
-                bad.select(
-                    pl.lit(index, dtype=pl.Int64).alias("__file_idx"),
-                    pl.col(LINE).alias("source_line"),
-                    pl.col("__cat"),
-                    pl.col("__reason").alias("reason"),
-                    pl.lit(None, dtype=pl.Utf8).alias("raw"),
-                )
-            )
-
-    pool.shutdown(wait=True)
+    try:
+        for index, inp in enumerate(inputs):
+            scanning = pool.submit(scan_file, inp, total)
+            raw = RawTexts(inp)
+            reading.raws.append(raw)
+            rows = 0
+            try:
+                for read in read_batches(inp, scanning.result, wanted, critical):
+                    before, rows = rows, rows + read.rows
+                    raw.records_span_lines |= bool(read.spans)
+                    raw.present = read.present
+                    _batch(reading, index, inp, read, options, repeats, before)
+                    reading.n_read += read.rows  # a mapping's wide table: more records than rows
+                info = scanning.result()
+            except BaseException:
+                scanning.cancel()
+                raise
+            reading.files.append(
+                {"path": inp.name, "format": inp.format, "rows": rows, "sha256": info.sha256})
+    finally:
+        pool.shutdown(wait=True)
     options.hints.update(repeats)
-    return goods, bads, reads, files, ignored
+    reading.sha256 = total.hexdigest()
+    return reading
 
 
-#: The quarantine table while ingesting (file index and reason category kept for sorting).
-_WORK_QUARANTINE: dict[str, pl.DataType] = {
-    "__file_idx": pl.Int64(),
-    "source_line": pl.Int64(),
-    "__cat": pl.Utf8(),
-    "reason": pl.Utf8(),
-    "raw": pl.Utf8(),
-}
+def _batch(reading: _Reading, index: int, inp: InputFile, read: FileRead,
+           options: IngestConfig, repeats: dict[str, int], before: int) -> None:
+    """Map and validate one batch of a file; its rows go to ``reading``.
+
+    ``before``: the file's rows in the batches before this one (a row's position in its
+    file, for a mapping's ``item_id = "@row"``).
+    """
+    if read.bad:
+        reading.bad(_unreadable_rows(index, read.bad))
+    if options.transform is not None and read.frame.height:
+        # a wide table melts into more records than rows; a mapping's rule may leave
+        # rows out (counted as excluded, never gone silently)
+        mapped = options.transform(inp.name, read.frame, read.present,
+                                   [b[0] for b in read.bad], offset=before)
+        read.rows += mapped.records - read.frame.height
+        reading.excluded.update(mapped.excluded)
+        read.frame, mapped_bad = mapped.frame, mapped.quarantined
+        read.present = [c for c in read.frame.columns if c != LINE]
+        left_out = [b for b in mapped_bad if b[1] == EXCLUDED]
+        reading.excluded.update(str(b[2]) for b in left_out)
+        mapped_bad = [b for b in mapped_bad if b[1] != EXCLUDED]
+        if mapped_bad:
+            reading.bad(_unreadable_rows(index, mapped_bad))
+    if read.frame.height == 0:
+        return
+    canonical, unused = resolve_columns(inp, read, options.mapping, options.defaults)
+    for col, n in repeat_columns(canonical, read.frame, unused).items():
+        repeats[col] = repeats.get(col, 0) + n
+    found = registry_values(canonical.get_column("model"), read.frame, unused, index, LINE)
+    if found is not None:
+        reading.registry_values.append(found)
+    read.frame = read.frame.clear()  # the canonical columns are all that is needed now
+    reading.ignored |= unused
+    good, bad = validate(canonical, tasks=options.tasks)
+    del canonical
+    reading.good(good.with_columns(pl.lit(index, dtype=pl.Int64).alias("__file_idx")))
+    if bad.height:
+        reading.bad(bad.select(
+            pl.lit(index, dtype=pl.Int64).alias("__file_idx"),
+            pl.col(LINE).alias("source_line"),
+            pl.col("__cat"),
+            pl.col("__reason").alias("reason"),
+            pl.lit(None, dtype=pl.Utf8).alias("raw"),
+        ))
 
 
-def _unreadable_rows(index: int, bad: Sequence[tuple[int, str, str, str]]) -> pl.DataFrame:
+def _unreadable_rows(index: int, bad: Sequence[tuple[int, str, str, str | None]]
+                     ) -> pl.DataFrame:
     """Quarantine rows of the lines a reader could not read (line, category, reason, raw)."""
     return pl.DataFrame(
         {
@@ -390,103 +430,51 @@ def _unreadable_rows(index: int, bad: Sequence[tuple[int, str, str, str]]) -> pl
             "reason": [b[2] for b in bad],
             "raw": [b[3] for b in bad],
         },
-        schema=_WORK_QUARANTINE,
+        schema=WORK_QUARANTINE,
     )
 
 
-def _conflict_rows(conflicts: pl.DataFrame, names: pl.Series) -> pl.DataFrame:
-    """Quarantine rows of conflicting duplicates, each naming the first other copy."""
-    return conflicts.select(
-        pl.col("__file_idx"),
-        pl.col("source_line"),
-        pl.lit("conflicting duplicate").alias("__cat"),
-        pl.format(
-            "conflicting duplicate of {}:{}",
-            pl.col("__ref_file").map_elements(lambda i: names[i], return_dtype=pl.Utf8),
-            pl.col("__ref_line"),
-        ).alias("reason"),
-        pl.lit(None, dtype=pl.Utf8).alias("raw"),
-    )
-
-
-def _summary(
-    records: pl.DataFrame,
-    quarantine: pl.DataFrame,
-    n_read: int,
-    n_copies: int,
-    files: list[dict[str, Any]],
-    sha256: str,
-    reasons: Counter[str],
-    options: IngestConfig,
-    ignored: set[str],
-) -> dict[str, Any]:
+def _summary(reading: _Reading, tables: Tables, options: IngestConfig) -> dict[str, Any]:
     """``ingest.json``: the accounting of every row, the files and the options used."""
-    statuses = records.group_by("status").len().sort("status").rows()
+    counts = summary_of(tables)
+    n_used, n_bad, n_copies = (counts["records_used"], counts["records_quarantined"],
+                               counts["records_duplicate"])
+    n_excluded = sum(reading.excluded.values())
+    if reading.n_read != n_used + n_bad + n_copies + n_excluded:  # pragma: no cover
+        raise RuntimeError(
+            f"ingest accounting broken: read {reading.n_read} != used {n_used} + quarantined "
+            f"{n_bad} + duplicate {n_copies} + excluded {n_excluded}"
+        )
     return {
-        "records_read": n_read,
-        "records_used": records.height,
-        "records_quarantined": quarantine.height,
-        "records_duplicate": n_copies,
-        "files": files,
-        "sha256": sha256,
-        "models": sorted(records.get_column("model").unique().to_list()),
-        "tasks": sorted(records.get_column("task").unique().to_list()),
-        "quarantine_reasons": dict(sorted(reasons.items())),
-        "unreadable_predictions": int(
-            records.filter(pl.col("status").is_in(list(UNREADABLE_STATUSES))).height),
-        "statuses": {str(s): int(n) for s, n in statuses},
+        "records_read": reading.n_read,
+        **{k: counts[k] for k in ("records_used", "records_quarantined", "records_duplicate")},
+        "records_excluded": n_excluded,
+        "excluded_reasons": dict(sorted(reading.excluded.items())),
+        "files": reading.files,
+        "sha256": reading.sha256,
+        **{k: counts[k] for k in ("models", "tasks", "quarantine_reasons",
+                                  "unreadable_predictions", "statuses")},
         "mapping": dict(options.mapping),
         "defaults": dict(sorted(options.defaults.items())),
         "allowed_tasks": list(options.tasks) if options.tasks is not None else None,
-        "ignored_columns": sorted(ignored),
+        "ignored_columns": sorted(reading.ignored),
+        "predictions_not_boolean": counts["predictions_not_boolean"],
+        # read as "the self-prediction was right"; task accuracy needs a mapping to say so
+        "correct_only_records": counts["correct_only_records"],
+        **_study_summary(options),
     }
-
-
-def binary_task_rule(records: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, int]]:
-    """:func:`selfmodel.records.reduction.binary_task_rule` on ingest's records.
-
-    Returns the records and ``{task: rows made unreadable}``.
-    """
-    frame = nw.from_native(records)
-    binary = binary_tasks(frame.lazy(), nw.lit(True)).collect().get_column("task").to_list()
-    marked = frame.with_columns(not_boolean(nw.col("task").is_in(binary), nw.lit(True)))
-    flagged = marked.filter(nw.col("not_boolean")).to_native()
-    if flagged.height == 0:
-        return records, {}
-    counts = dict(sorted(flagged.group_by("task").len().rows()))
-    out = marked.with_columns(*binary_task_rule_exprs()).drop("not_boolean").to_native()
-    return out, {str(k): int(v) for k, v in counts.items()}
-
-
-def _fill_raw(quarantine: pl.DataFrame, reads: Sequence[FileRead]) -> pl.DataFrame:
-    """Fill missing ``raw`` texts by asking each file's lookup for its quarantined lines."""
-    missing = quarantine.filter(pl.col("raw").is_null())
-    if missing.height == 0:
-        return quarantine
-    fills: list[tuple[int, int, str]] = []
-    for (file_idx,), part in missing.group_by(["__file_idx"], maintain_order=True):
-        lines = part.get_column("source_line").to_list()
-        found = reads[int(file_idx)].raw(lines)
-        fills.extend((int(file_idx), n, found.get(n, "")) for n in lines)
-    fill = pl.DataFrame(
-        fills,
-        schema={"__file_idx": pl.Int64(), "source_line": pl.Int64(), "__fill": pl.Utf8()},
-        orient="row",
-    ).unique(["__file_idx", "source_line"], keep="first")
-    return (
-        quarantine.join(fill, on=["__file_idx", "source_line"], how="left", maintain_order="left")
-        .with_columns(pl.coalesce("raw", "__fill").alias("raw"))
-        .drop("__fill")
-    )
 
 
 def write_ingest(result: IngestResult, out: Path | str) -> None:
     """Write ``records.parquet``, ``quarantine.parquet`` and ``ingest.json`` into ``out``.
 
     Each file is written atomically (see :mod:`selfmodel.common.atomic`); ``out`` is created if
-    needed. ``ingest.json`` (and ``result.summary``) gets ``records_sha256``, the SHA-256 of
-    the ``records.parquet`` written: a later run that reads that file carries this accounting
-    only while the file is unchanged (:mod:`selfmodel.records.ingest.carried`).
+    needed. The tables are written in row groups of
+    :data:`~selfmodel.records.ingest.stream.ROW_GROUP` rows, in memory or streamed alike
+    (a streamed result's files are moved there). ``ingest.json`` (and ``result.summary``)
+    gets ``records_sha256``, the SHA-256 of the ``records.parquet`` written: a later run that
+    reads that file carries this accounting only while the file is unchanged
+    (:mod:`selfmodel.records.ingest.carried`).
 
     Parameters
     ----------
@@ -497,8 +485,15 @@ def write_ingest(result: IngestResult, out: Path | str) -> None:
     """
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    atomic.write_parquet(out / "records.parquet", result.records)
-    atomic.write_parquet(out / "quarantine.parquet", result.quarantine)
+    schemas = {"records": RECORD_SCHEMA, "quarantine": QUARANTINE_SCHEMA}
+    for name, schema in schemas.items():
+        target = out / f"{name}.parquet"
+        if result.tables is not None:
+            move_table(result.tables[name], target)
+            result.tables[name] = target
+        else:
+            with atomic.atomic_path(target) as tmp:
+                write_table(tmp, getattr(result, name), schema)
     result.summary["records_sha256"] = file_sha256(out / "records.parquet")
     atomic.write_json(out / "ingest.json", result.summary)
 

@@ -186,17 +186,18 @@ class RecordsTransform:
     # ------------------------------------------------------------------ the steps
 
     def __call__(self, name: str, frame: pl.DataFrame, present: list[str],
-                 skipped: Sequence[int] = ()) -> Mapped:
-        """Map one file's rows (see the module docstring).
+                 skipped: Sequence[int] = (), *, offset: int = 0) -> Mapped:
+        """Map one file's rows, or one batch of them (see the module docstring).
 
         ``present`` are the columns the file has (a JSONL key only when some line gives
         it a value); ``skipped`` the lines of rows the reader could not read (they still
-        count in a row's position).
+        count in a row's position); ``offset`` the file's rows before this batch
+        (:mod:`selfmodel.records.ingest.readers` reads large files in batches).
         """
         m = self.mapping
         rows_in = frame.height
         if m.item_from_row:
-            frame = _positions(frame, skipped)
+            frame = _positions(frame, skipped, offset)
         parts = {c: _constant(v, name) for c, v in m.constants.items()}
         parts |= self._path_parts(name)
         present = list(present)
@@ -686,15 +687,17 @@ def _search(pattern: rx.Pattern[str], value: str, mapping: str | None, what: str
             "(nested repeats backtrack without end)", "Simplify the pattern")) from None
 
 
-def _positions(frame: pl.DataFrame, skipped: Sequence[int]) -> pl.DataFrame:
+def _positions(frame: pl.DataFrame, skipped: Sequence[int], offset: int = 0) -> pl.DataFrame:
     """``__position``: each row's 1-based position among the file's rows (unread ones too).
 
+    ``offset``: the rows of the file before these (earlier batches).
+
     >>> f = pl.DataFrame({LINE: [2, 3, 5]})
-    >>> _positions(f, [4])[_POS].to_list()
-    ['1', '2', '4']
+    >>> _positions(f, [4])[_POS].to_list(), _positions(f, [4], 10)[_POS].to_list()
+    (['1', '2', '4'], ['11', '12', '14'])
     """
     lines = sorted(set(frame.get_column(LINE).to_list()) | set(skipped))
-    index = {line: str(i + 1) for i, line in enumerate(lines)}
+    index = {line: str(offset + i + 1) for i, line in enumerate(lines)}
     return frame.with_columns(pl.col(LINE).replace_strict(
         list(index), list(index.values()), return_dtype=pl.Utf8).alias(_POS))
 
