@@ -377,7 +377,7 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
 def run_config(args: argparse.Namespace, *, report: bool):
     """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``selfmodel.api``)."""
     from selfmodel.decisions.hypotheses import DecisionRule
-    from selfmodel.fitting.fit import SamplerSettings
+    from selfmodel.fitting.sampling import SamplerSettings
     from selfmodel.pipeline.stages import RunConfig
 
     if getattr(args, "model", None) is not None:

@@ -8,7 +8,7 @@ another: ``cold`` (empty cache), ``same`` (same data again) and ``new_data`` (an
 set of the same shape: 16 models x 3 tasks). Configurations:
 
 * ``plain``  -- ``nutpie.compile_pymc_model(model)`` with PyTensor's numba cache in the
-  empty folder (what ``analysis/fitting/fit.py`` does today);
+  empty folder (what ``analysis/fitting/sampling.py`` does today);
 * ``shared`` -- ``selfmodel.fitting.compile_cache.compiled_model(model, cache_dir)``.
 
 A last child compiles twice in one process with ``compiled_model`` (second call with new
@@ -76,7 +76,7 @@ def default_cells(model: str):
     import polars as pl
 
     from bench._util import ROOT
-    from selfmodel.analyses.tables import sdt_cells
+    from selfmodel.analyses.model_inputs import sdt_cells
     from selfmodel.records.cells import build_cells
     from selfmodel.records.ingest import ingest
     from selfmodel.records.registry import load_registry
@@ -93,7 +93,7 @@ def fit_child(mode: str, model: str, cache: str) -> None:
 
     from selfmodel import models
     from selfmodel.fitting import compile_cache
-    from selfmodel.fitting.fit import SamplerSettings
+    from selfmodel.fitting.sampling import SamplerSettings
 
     compile_cache.configure_cache(cache)
     module = models.get(model)

@@ -63,7 +63,7 @@ def sample_case(models: int, tasks: int, per_cell: int, draws: int,
            "divergences": int(idata.sample_stats["diverging"].sum()),
            "ess_bulk_beta": round(ess, 1), "ess_per_s": round(ess / ts.wall, 1)}
     if cell_effect:
-        from selfmodel.fitting.fit import diagnose
+        from selfmodel.fitting.sampling import diagnose
 
         d = diagnose(idata)
         n_centred = int(scale.centred_cells(cells["n"].to_numpy(), cells["k"].to_numpy(),

@@ -148,7 +148,7 @@ def measure(label: str, pm_model: Any, effect: str, *, sampler: str = "nutpie",
             shift: tuple[np.ndarray, np.ndarray] | None = None) -> dict[str, Any]:
     import arviz as az
 
-    from selfmodel.fitting.fit import diagnose
+    from selfmodel.fitting.sampling import diagnose
 
     row: dict[str, Any] = {"case": label, "sampler": sampler, "draws": draws, "tune": tune,
                            "chains": CHAINS}
@@ -274,7 +274,7 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
     """The default data's sdt fit in the plain and the decorrelated slope basis, per seed.
 
     Pipeline settings (4 chains x ``draws`` after 1000 tuning, ``target``); for each fit
-    the divergences, max R-hat and slowest bulk ESS (``selfmodel.fitting.fit.diagnose``), bulk ESS
+    the divergences, max R-hat and slowest bulk ESS (``selfmodel.fitting.sampling.diagnose``), bulk ESS
     and R-hat of ``beta_criterion`` and ``beta_dprime``, the E-BFMI of the slowest chain and
     the posterior correlation of each slope with the component of its family and model
     intercepts along the slope's trade-off direction (``selfmodel.models.decorrelation.shift_direction``).
@@ -284,7 +284,7 @@ def sdt_bases(seeds: list[int], draws: int = 2000, target: float = 0.99) -> list
 
     import selfmodel.models.sdt as sdt
     from bench.bench_compile import default_cells
-    from selfmodel.fitting.fit import diagnose
+    from selfmodel.fitting.sampling import diagnose
     from selfmodel.models.decorrelation import shift_direction
     from selfmodel.models.graph import factorize
 

@@ -66,7 +66,7 @@ def _seed_spread(new_dir: Path, seeds: list[int], new_post: Any) -> dict[tuple[s
     """
     import polars as pl
 
-    from selfmodel.fitting.fit import fit
+    from selfmodel.fitting.sampling import fit
 
     cells = pl.read_parquet(new_dir / "cells.parquet").filter(pl.col("x").is_not_null())
     posts = [new_post]

@@ -14,7 +14,7 @@ script measures those parts alone, in one benchmark run:
 2. ``cold`` -- a new process, empty compile cache, compiles the five structures one after
    another on the default data (``nutpie.compile_pymc_model``, as the pipeline does), and
    samples each once with the run's ``SamplerSettings`` as the model's ``SPEC.sampling``
-   raises them (``selfmodel.fitting.fit.for_model``; the SDT model: 3000 draws after 1500
+   raises them (``selfmodel.fitting.sampling.for_model``; the SDT model: 3000 draws after 1500
    tuning, target_accept 0.995): compile and sampling seconds of each;
 3. ``warm`` -- a second new process does the same with the cache the first one left: what
    the on-disk cache cannot save (PyTensor's graph rewrites and nutpie's ``numba.cfunc``
@@ -63,7 +63,7 @@ def structure_data() -> dict[str, object]:
     """Each structure's data as the pipeline builds it from ``data_raw/``."""
     import polars as pl
 
-    from selfmodel.analyses.tables import sdt_cells
+    from selfmodel.analyses.model_inputs import sdt_cells
     from selfmodel.analyses.training import training_table
     from selfmodel.records.cells import build_cells
     from selfmodel.records.ingest import ingest
@@ -86,7 +86,7 @@ def child(cache: str, sample: str) -> None:
         import nutpie
 
         from selfmodel import models
-        from selfmodel.fitting.fit import SamplerSettings, for_model, sample_nutpie
+        from selfmodel.fitting.sampling import SamplerSettings, for_model, sample_nutpie
     data = structure_data()
     out: dict[str, object] = {"import_s": round(ti.wall, 2), "cache": cache}
     for name in STRUCTURES:

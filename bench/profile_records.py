@@ -66,7 +66,7 @@ def _fit_row(cells: Any) -> dict[str, Any]:
     import polars as pl
 
     from selfmodel.common import arviz_ops
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
 
     data = cells.filter(pl.col("x").is_not_null())
     with Timer() as t:

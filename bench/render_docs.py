@@ -830,7 +830,7 @@ def sdt_gate_line() -> str:
     res = load("sampling_sdt_basis")
     if not res:
         return ""
-    from selfmodel.fitting.fit import THRESHOLDS as T
+    from selfmodel.fitting.sampling import THRESHOLDS as T
 
     def passes(r: dict[str, Any]) -> bool:
         return (r["max_rhat"] <= T["r_hat"] and r["min_ess_bulk"] >= T["ess_bulk"]

@@ -20,8 +20,8 @@ import nutpie
 import polars as pl
 
 from selfmodel import models
-from selfmodel.analyses.tables import Tables
-from selfmodel.fitting.fit import SamplerSettings, diagnose, for_model
+from selfmodel.analyses.model_inputs import Tables
+from selfmodel.fitting.sampling import SamplerSettings, diagnose, for_model
 from selfmodel.records.cells import build_cells
 from selfmodel.records.ingest import ingest
 from selfmodel.records.registry import load_registry

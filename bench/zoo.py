@@ -23,7 +23,7 @@ import polars as pl
 from selfmodel import models
 from selfmodel.common import arviz_ops
 from selfmodel.fitting import checks
-from selfmodel.fitting.fit import Fit, SamplerSettings, diagnose
+from selfmodel.fitting.sampling import Fit, SamplerSettings, diagnose
 from selfmodel.records.cells import build_cells, join_registry, scale_values, to_item_cells
 from selfmodel.records.ingest import ingest
 from selfmodel.records.registry import load_registry

@@ -113,7 +113,7 @@ in ``z_slope_shift``). It needs a ``Normal`` task-slope prior and independent ta
 otherwise (or when :math:`x` does not vary) the plain basis is used.
 ``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis; the
 coordinates are named ``z_*`` like the other sampler coordinates, so the diagnostics
-(``selfmodel.fitting.fit.diagnose``) judge the model's own quantities, not them.
+(``selfmodel.fitting.sampling.diagnose``) judge the model's own quantities, not them.
 
 Measured on the 50 x 10 benchmark in one run (``bench/bench_sampling.py --cases plain
 scale group_centred --name sampling_decorrelated``, ``bench/results/sampling_decorrelated.json``;

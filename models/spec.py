@@ -16,7 +16,7 @@ from typing import Any, Literal
 #: A prior: (PyMC distribution name, keyword arguments).
 Prior = tuple[str, dict[str, float]]
 
-#: The data tables a model can be fitted to (built by ``analysis/analyses/tables.py``):
+#: The data tables a model can be fitted to (built by ``analysis/analyses/model_inputs.py``):
 #: ``cells`` model x task counts of the models with the scale variable; ``binary_cells`` the
 #: cells of binary tasks with signal/noise counts; ``item_cells`` model x item counts;
 #: ``pair_cells`` predictor x target x task counts; ``training_pairs`` the discordant-item

@@ -44,7 +44,7 @@ os.environ["SELFMODEL_JOBS"] = "1"
 SLOW_LAYERS = ("slow", "ci", "e2e")
 
 #: (module, attribute) of every entry point that compiles or samples a model or runs a
-#: report's notebook kernel. ``selfmodel.fitting.fit`` reaches nutpie and PyMC through these
+#: report's notebook kernel. ``selfmodel.fitting.sampling`` reaches nutpie and PyMC through these
 #: module attributes (``import nutpie; nutpie.compile_pymc_model(...)``).
 GUARDED = (
     ("nutpie", "compile_pymc_model"),
@@ -166,7 +166,7 @@ def build_copy(quick_build, tmp_path) -> Path:
 def fake_nutpie(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     """nutpie's compile and sample replaced by prior draws shaped as a posterior (tests/fakes.py).
 
-    ``selfmodel.fitting.fit.fit`` then runs whole (cache, provenance, diagnostics) in the fast layer
+    ``selfmodel.fitting.sampling.fit`` then runs whole (cache, provenance, diagnostics) in the fast layer
     without compiling; the returned counters say how often it compiled and sampled.
     """
     from fakes import install_fake_nutpie

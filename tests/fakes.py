@@ -11,7 +11,7 @@ code is generated.
 
 - :func:`prior_as_posterior` -- a fit tree (``posterior`` and ``sample_stats``) for a model;
 - :func:`posterior_tree` -- a fit tree from numpy draws you choose;
-- :func:`install_fake_nutpie` -- make ``selfmodel.fitting.fit.fit`` sample through the above (the
+- :func:`install_fake_nutpie` -- make ``selfmodel.fitting.sampling.fit`` sample through the above (the
   ``fake_nutpie`` fixture in ``conftest.py``).
 """
 
@@ -122,8 +122,8 @@ def install_fake_nutpie(monkeypatch: pytest.MonkeyPatch) -> dict[str, int]:
     monkeypatch.setattr(nutpie, "sample", sample)
     # fit(..., reuse_compiled=True) compiles through selfmodel.fitting.compile_cache.compiled_model
     import selfmodel.fitting.compile_cache
-    import selfmodel.fitting.fit
+    import selfmodel.fitting.sampling
 
     monkeypatch.setattr(selfmodel.fitting.compile_cache, "compiled_model", compile_pymc_model)
-    monkeypatch.setattr(selfmodel.fitting.fit, "compiled_model", compile_pymc_model, raising=False)
+    monkeypatch.setattr(selfmodel.fitting.sampling, "compiled_model", compile_pymc_model, raising=False)
     return calls

@@ -18,7 +18,7 @@ from scipy.stats import norm
 
 from selfmodel.common import arviz_ops
 from selfmodel.fitting import checks
-from selfmodel.fitting.fit import _cache_key, package_versions
+from selfmodel.fitting.sampling import _cache_key, package_versions
 
 
 def _post_ll(seed: int, n_obs: int = 40) -> tuple[xr.Dataset, xr.Dataset]:

@@ -524,9 +524,9 @@ def test_a_regex_that_backtracks_without_end_is_stopped_with_one_line(
     pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from selfmodel.records.importers.lmeval import import_lmeval
-    from selfmodel.records.importers.mapping import apply, parse_mapping, paths
+    from selfmodel.records.importers.mapping import logs_apply, logs_paths, parse_mapping
 
-    for module in (apply, paths):  # 2 s by default; these patterns would run for years
+    for module in (logs_apply, logs_paths):  # 2 s by default; these patterns would run for years
         monkeypatch.setattr(module, "REGEX_TIMEOUT", 0.2)
 
     path = _lmeval_with_answers(tmp_path, ["aaa", "a" * 40 + "!"])

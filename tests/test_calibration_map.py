@@ -15,7 +15,7 @@ from selfmodel.analyses.contrasts import calibration as contrast_calibration
 from selfmodel.analyses.privileged import calibration as privileged_calibration
 from selfmodel.analyses.training import null_calibration
 from selfmodel.decisions.calibration_map import CHECKS, KINDS, calibration_map
-from selfmodel.fitting.fit import SamplerSettings
+from selfmodel.fitting.sampling import SamplerSettings
 from selfmodel.report.sections import calibration as section
 from selfmodel.report.sections.common import Report
 from selfmodel.robustness.stage import calibration_study
@@ -163,7 +163,7 @@ def test_an_sdt_arm_is_at_the_pipeline_settings_only_as_the_sdt_model_samples():
     made before that existed (no model_sampler) is at other settings; one whose records state
     the model's own settings is not."""
     from selfmodel import models
-    from selfmodel.fitting.fit import for_model
+    from selfmodel.fitting.sampling import for_model
 
     old = _arm(200, 200)
     new = _arm(200, 200) | {"model_sampler": [asdict(for_model(SamplerSettings(), models.get("sdt").SPEC.sampling))],

@@ -1,4 +1,4 @@
-"""Saved derived results: ``selfmodel.fitting.fit.cached_json`` and the checks of ``selfmodel.pipeline.model_stage``.
+"""Saved derived results: ``selfmodel.fitting.sampling.cached_json`` and the checks of ``selfmodel.pipeline.model_stage``.
 
 An unchanged second run must reuse the prior/posterior predictive checks and LOO of a
 reused fit (they cost more than loading the fit), recompute them when anything they depend
@@ -15,7 +15,7 @@ import pytest
 
 from selfmodel.common import arviz_ops, seal
 from selfmodel.fitting import checks
-from selfmodel.fitting.fit import Fit, cached_json
+from selfmodel.fitting.sampling import Fit, cached_json
 from selfmodel.pipeline import model_stage as zoo
 
 
@@ -257,7 +257,7 @@ def small_fit_dir(
 
 
 def _refit(folder: Path, data: pl.DataFrame) -> Fit:
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
 
     settings = SamplerSettings(draws=100, tune=100, chains=2, cores=2)
     return fit("pooled", data, seed=1, settings=settings, cache_dir=folder)

@@ -21,7 +21,7 @@ from scipy.special import expit, gammaln
 from selfmodel import models
 from selfmodel.common import arviz_ops
 from selfmodel.fitting import checks
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.sampling import Fit, SamplerSettings, fit
 from selfmodel.records.simulate import simulate_scale_cells
 
 pytestmark = pytest.mark.filterwarnings(

@@ -119,7 +119,7 @@ def test_memo_swaps_data_without_recompiling(tmp_path):
 @pytest.mark.slow
 def test_fit_reuse_compiled_is_opt_in_keyed_and_deterministic():
     """``fit(reuse_compiled=True)``: memo hit on the second fit, its own cache key, same draws."""
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
 
     tiny = SamplerSettings(draws=30, tune=30, chains=1, cores=1)
     cc.memo_info(clear=True)

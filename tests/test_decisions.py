@@ -17,7 +17,7 @@ from fakes import posterior_tree, prior_as_posterior
 from selfmodel import models
 from selfmodel.decisions.effects import scale_effect, slope_decisions
 from selfmodel.decisions.hypotheses.rule import DecisionRule
-from selfmodel.fitting.fit import Fit, diagnose
+from selfmodel.fitting.sampling import Fit, diagnose
 from selfmodel.fitting.summaries import diagnostics_section, variance_components
 from selfmodel.records.simulate import simulate_scale_cells
 

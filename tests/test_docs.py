@@ -86,7 +86,7 @@ def _doc_keys(doc: str, heading: str) -> set[str]:
 
 
 def test_mapping_doc_lists_exactly_the_parsers_keys() -> None:
-    from selfmodel.records.importers.mapping import spec
+    from selfmodel.records.importers.mapping import logs_spec as spec
 
     doc = (DOCS / "mapping.md").read_text()
     assert _doc_keys(doc, "## Top-level keys") == set(spec.TOP_KEYS)

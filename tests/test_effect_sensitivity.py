@@ -11,8 +11,8 @@ import pytest
 @pytest.mark.slow
 def test_sdt_prior_refits_report_both_effects_per_task(tmp_path):
     from selfmodel.decisions.hypotheses import DecisionRule
-    from selfmodel.fitting.fit import SamplerSettings, fit
     from selfmodel.fitting.fitter import Fitter
+    from selfmodel.fitting.sampling import SamplerSettings, fit
     from selfmodel.robustness.effect_sensitivity import effect_prior_sensitivity
 
     sys.path.insert(0, str(Path(__file__).parent))

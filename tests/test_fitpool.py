@@ -91,7 +91,7 @@ def test_jobs_must_be_a_whole_number_of_at_least_one(value, capsys):
 @pytest.mark.slow
 def test_a_fit_sampled_in_a_worker_is_the_fit_of_this_process(tmp_path):
     """Same arguments, same seed: the worker's saved fit has the draws this process samples."""
-    from selfmodel.fitting.fit import SamplerSettings, content_sha256, fit
+    from selfmodel.fitting.sampling import SamplerSettings, content_sha256, fit
     from selfmodel.records.simulate import simulate_scale_cells
 
     data, _ = simulate_scale_cells(seed=3, n_families=3, sizes_per_family=2, n_tasks=2,

@@ -9,8 +9,8 @@ import polars as pl
 import pytest
 
 from selfmodel.fitting import fitter as fitter_module
-from selfmodel.fitting.fit import SamplerSettings, for_model
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import SamplerSettings, for_model
 from selfmodel.models.spec import SamplingNeeds
 from selfmodel.pipeline.state import RunConfig
 
@@ -55,8 +55,8 @@ def test_a_worker_gets_the_run_settings_so_it_saves_the_fit_under_the_same_key(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """fit() adapts the run's settings to the model once: a worker re-running fit() must not
     adapt them again (else it samples other settings and saves under another key)."""
-    from selfmodel.fitting import fit as fit_module
     from selfmodel.fitting import fitpool
+    from selfmodel.fitting import sampling as sampling_module
 
     sent: list[Any] = []
 
@@ -73,6 +73,6 @@ def test_a_worker_gets_the_run_settings_so_it_saves_the_fit_under_the_same_key(
     cells = pl.DataFrame({"model": ["a"], "family": ["f"], "task": ["t"], "x": [0.0], "n_signal": [5],
                           "n_noise": [5], "hits": [3], "false_alarms": [2]})
     with pytest.raises(Sent):
-        fit_module.fit("sdt", cells, seed=1, settings=run, cache_dir=tmp_path)
+        sampling_module.fit("sdt", cells, seed=1, settings=run, cache_dir=tmp_path)
     (job,) = sent
     assert job.keywords["settings"] == run  # not the SDT's own (1.5x draws): the worker adapts them

@@ -307,8 +307,8 @@ def test_scale_term_loo_compares_with_the_model_without_the_scale_term(tmp_path:
     from dataclasses import replace
 
     from selfmodel.decisions.hypotheses import scale_term_loo
-    from selfmodel.fitting.fit import SamplerSettings, fit
     from selfmodel.fitting.fitter import Fitter
+    from selfmodel.fitting.sampling import SamplerSettings, fit
     from selfmodel.records.simulate import simulate_scale_cells
     from selfmodel.robustness.stage import fit_without_effect
 

@@ -126,8 +126,8 @@ def test_apply_mapping_values_and_status() -> None:
 
 
 def test_value_steps_regex_normalize_map_type_and_scores() -> None:
-    from selfmodel.records.importers.mapping.paths import convert
-    from selfmodel.records.importers.mapping.spec import _field_spec
+    from selfmodel.records.importers.mapping.logs_paths import convert
+    from selfmodel.records.importers.mapping.logs_spec import _field_spec
 
     def read(value: object, **table: object) -> tuple[object, bool]:
         return convert(value, _field_spec("prediction", {"path": "p", **table}, "m"))

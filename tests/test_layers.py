@@ -33,10 +33,10 @@ def test_every_guarded_entry_point_is_wrapped(module: str, attr: str) -> None:
 
 
 def test_fit_reaches_the_guarded_compiled_model() -> None:
-    """``selfmodel.fitting.fit`` binds ``compiled_model`` at import: it must be the guarded one."""
-    import selfmodel.fitting.fit
+    """``selfmodel.fitting.sampling`` binds ``compiled_model`` at import: it must be the guarded one."""
+    import selfmodel.fitting.sampling
 
-    assert getattr(selfmodel.fitting.fit.compiled_model, "__selfmodel_guard__", False)
+    assert getattr(selfmodel.fitting.sampling.compiled_model, "__selfmodel_guard__", False)
 
 
 def test_compiling_in_the_fast_layer_fails_with_the_test_and_the_fix() -> None:
@@ -44,7 +44,7 @@ def test_compiling_in_the_fast_layer_fails_with_the_test_and_the_fix() -> None:
     import pymc as pm
 
     from selfmodel.fitting.compile_cache import compiled_model
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
     from selfmodel.records.simulate import simulate_scale_cells
 
     here = "tests/test_layers.py::test_compiling_in_the_fast_layer_fails_with_the_test_and_the_fix"

@@ -18,13 +18,13 @@ import pytest
 
 from selfmodel.cli import main
 from selfmodel.common.errors import InputError
-from selfmodel.records import toml_model
+from selfmodel.records import toml_tables
 from selfmodel.records.importers.mapping import records_apply
 from selfmodel.records.importers.mapping import records_spec as rs
+from selfmodel.records.importers.mapping.logs_spec import parse_mapping
 from selfmodel.records.importers.mapping.records_apply import load_transform
-from selfmodel.records.importers.mapping.spec import parse_mapping
 from selfmodel.records.ingest import ingest
-from selfmodel.records.ingest.config import _ConfigFile, check_canonical, parse_map_options
+from selfmodel.records.ingest.column_map import _ConfigFile, check_canonical, parse_map_options
 from selfmodel.records.snippets import built
 
 #: A complete, valid records mapping the cases change one thing of.
@@ -233,7 +233,7 @@ def _records_ok(doc: dict[str, Any], text: str) -> str | None:
     try:
         rs._File.model_validate(doc, context={"path": "m.toml"})
     except Exception as exc:  # noqa: BLE001 - a validation error of any kind is read below
-        problem = toml_model.problem_of(exc, rs._File, doc, text)  # type: ignore[arg-type]
+        problem = toml_tables.problem_of(exc, rs._File, doc, text)  # type: ignore[arg-type]
         if problem.unknown or problem.kind != "bad":
             return f"{problem.what} ({problem.key})"
     return None

@@ -59,7 +59,7 @@ def test_missingness_unrelated_to_scale_is_not_flagged(tmp_path):
 
 
 class _FakeFit:
-    """What selfmodel.fitting.fit.fit returns, with a posterior chosen per call (no sampling)."""
+    """What selfmodel.fitting.sampling.fit returns, with a posterior chosen per call (no sampling)."""
 
     def __init__(self, beta: float, model: str = "scale"):
         rng = np.random.default_rng(0)

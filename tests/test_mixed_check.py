@@ -66,7 +66,7 @@ def test_fitted_scale_model_absorbs_an_outlier_in_sample_and_the_holdout_flags_i
     """Measured: fitted to data with one family +2.5 logits out, the in-sample mixed check
     passes (sigma_family inflates to take the outlier in); refitted without that family, the
     held-out check flags it. With no outlier the held-out family passes."""
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
     from selfmodel.robustness.mixed_check import draws_from_fit, holdout_group_check
 
     settings = SamplerSettings(draws=500, tune=1000, chains=2, cores=2, target_accept=0.95)

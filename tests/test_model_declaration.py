@@ -22,7 +22,7 @@ import pytest
 import xarray as xr
 
 from selfmodel.common import arviz_ops
-from selfmodel.fitting.fit import Fit
+from selfmodel.fitting.sampling import Fit
 from selfmodel.models import scale, sdt
 from selfmodel.pipeline.model_stage import fitted_declaration
 from selfmodel.report.methods import methods_text, model_markdown, prior_rows
@@ -93,7 +93,7 @@ def test_sdt_declaration_names_the_priors_of_the_built_model(cell_effects, task_
 
 
 def _fit(options: dict | None = None, priors: dict | None = None) -> Fit:
-    """A fit as ``selfmodel.fitting.fit.fit`` records it: priors = DEFAULT_PRIORS merged with overrides."""
+    """A fit as ``selfmodel.fitting.sampling.fit`` records it: priors = DEFAULT_PRIORS merged with overrides."""
     merged = {**scale.DEFAULT_PRIORS, **(priors or {})}
     prov = {"model": "scale", "options": dict(options or {}),
             "priors": {k: [v[0], v[1]] for k, v in sorted(merged.items())}}

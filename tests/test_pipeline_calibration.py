@@ -400,7 +400,7 @@ def _family_rec(seed: int, members: dict[str, tuple[str, bool]], passed: bool = 
                   "hdi_covers_truth": cov, "mean": 0.0} for name, (d, cov) in members.items()}
     supported = passed and all(d == "improves" for d, _ in members.values())
     from selfmodel import models as model_registry
-    from selfmodel.fitting.fit import for_model
+    from selfmodel.fitting.sampling import for_model
 
     sdt = asdict(for_model(pc.SamplerSettings(), model_registry.get("sdt").SPEC.sampling))
     return {"arm": "default:confirmatory", "seed": seed, "diagnostics_passed": passed, "hdi_prob": 0.97,
@@ -480,7 +480,7 @@ def test_the_sdt_null_records_at_other_settings_are_kept_apart_from_the_shipped_
     kept in their own folder, and every shipped default d'/criterion record sampled as the
     pipeline samples the SDT model."""
     from selfmodel import models as model_registry
-    from selfmodel.fitting.fit import for_model
+    from selfmodel.fitting.sampling import for_model
 
     results = pc.ROOT / "validation" / "results"
     old = pc.read_records([results / "pipeline_calibration_other_settings"])

@@ -598,12 +598,12 @@ def test_write_power(tmp_path: Path) -> None:
 def test_fast_fit_matches_nuts_on_fresh_data() -> None:
     """Re-derive two rows of validation/results/power_validation.json (its small design point).
 
-    Each data set is fitted by the pipeline's own ``selfmodel.fitting.fit.fit`` (nutpie, 4 chains x
+    Each data set is fitted by the pipeline's own ``selfmodel.fitting.sampling.fit`` (nutpie, 4 chains x
     1000 draws) and by ``fast_fit``; tolerances are those the bench reports as typical
     (mean within 0.3 posterior sd, sd within 20%, same decision).
     """
     from selfmodel.decisions.hypotheses import decide
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
 
     design = _design(
         "abc",

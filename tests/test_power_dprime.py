@@ -19,7 +19,7 @@ import xarray as xr
 
 from selfmodel.common import arviz_ops
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.fitting.sampling import SamplerSettings, fit
 from selfmodel.power import default_design
 from selfmodel.power.dprime import DprimeDesign, _layout, simulate_sdt_counts, sweep_dprime
 from selfmodel.power.posterior_draws import (

@@ -129,7 +129,7 @@ def test_nutpie_calls_back_with_draws_chains_and_divergences() -> None:
     pm = pytest.importorskip("pymc")
     import nutpie
 
-    from selfmodel.fitting.fit import SamplerSettings, sample_nutpie
+    from selfmodel.fitting.sampling import SamplerSettings, sample_nutpie
 
     with pm.Model() as model:
         pm.Normal("x", 0, 1, shape=2)

@@ -23,7 +23,7 @@ from scipy.special import expit
 from scipy.stats import norm
 
 from selfmodel.common import arviz_ops
-from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.fitting.sampling import SamplerSettings, fit
 from selfmodel.records.cells import build_cells
 from selfmodel.records.ingest import ingest
 from selfmodel.records.simulate import simulate, simulate_scale_cells

@@ -294,7 +294,7 @@ def _stack_differences(versions: dict[str, str], pins: dict[str, str]) -> list[s
 
 def _locked() -> dict[str, str]:
     """The pinned versions in requirements.lock of the packages that determine a fit."""
-    from selfmodel.fitting.fit import _VERSIONED
+    from selfmodel.fitting.sampling import _VERSIONED
 
     pins = {}
     for line in (ROOT / "requirements.lock").read_text().splitlines():
@@ -317,7 +317,7 @@ def test_fixture_is_from_the_locked_stack() -> None:
 @pytest.mark.e2e
 def test_default_run_is_byte_identical_to_the_fixture(tmp_path: Path, monkeypatch) -> None:
     from selfmodel.cli import main
-    from selfmodel.fitting.fit import package_versions
+    from selfmodel.fitting.sampling import package_versions
 
     here = package_versions()
     fixture_versions = json.loads(FIXTURE.read_text())["fit"]["versions"]

@@ -90,7 +90,7 @@ def test_resample_keeps_shape_and_follows_weights():
 def _prior_draws_as_fit(module, data, n_chains: int = 4, n_draws: int = 2000):
     """A :class:`Fit` whose "posterior" is the model's prior (no data): a known target."""
     from selfmodel.common import arviz_ops
-    from selfmodel.fitting.fit import Fit
+    from selfmodel.fitting.sampling import Fit
 
     m = module.build(data)
     names = [v.name for v in (*m.free_RVs, *m.deterministics)]

@@ -30,7 +30,7 @@ from selfmodel.analyses.skill import (
 )
 from selfmodel.common import arviz_ops
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import Fit
+from selfmodel.fitting.sampling import Fit
 from selfmodel.pipeline.model_stage import declared_decisions
 from selfmodel.robustness.sdt_crosscheck import sdt_crosscheck, sdt_values
 

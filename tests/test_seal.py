@@ -21,7 +21,7 @@ import pytest
 
 from selfmodel.common import arviz_ops, caches, seal
 from selfmodel.fitting import fitpool
-from selfmodel.fitting.fit import Fit, SamplerSettings, cached_json, content_sha256, fit
+from selfmodel.fitting.sampling import Fit, SamplerSettings, cached_json, content_sha256, fit
 
 #: Attributes a forger sets to the plain hash: the one fits carried before issue 50, and the seal.
 HASH_ATTRS = ("selfmodel_content_sha256", "selfmodel_seal")

@@ -21,11 +21,11 @@ import polars as pl
 import pytest
 import xarray as xr
 
-from selfmodel.analyses.tables import Tables
+from selfmodel.analyses.model_inputs import Tables
 from selfmodel.common import arviz_ops
 from selfmodel.fitting import fitter as fitter_module
-from selfmodel.fitting.fit import Fit, SamplerSettings
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import Fit, SamplerSettings
 from selfmodel.models.scale import DEFAULT_PRIORS
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import SCALE_EXCLUSION_REASON

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.fitting.sampling import SamplerSettings, fit
 from selfmodel.models import scale, sdt
 from selfmodel.records.simulate import simulate_scale_cells
 

@@ -1,4 +1,4 @@
-"""``selfmodel.common.toml_errors`` and ``toml_model``: the key-to-line lookup, did-you-mean, typed TOML files."""
+"""``selfmodel.common.toml_errors`` and ``toml_tables``: the key-to-line lookup, did-you-mean, typed TOML files."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from selfmodel.common.toml_errors import did_you_mean, key_line
 from selfmodel.records.contract import InputError
-from selfmodel.records.toml_model import Bad, Table, load
+from selfmodel.records.toml_tables import Bad, Table, load
 
 TEXT = """\
 tasks = ["refusal"]
@@ -67,7 +67,7 @@ def test_did_you_mean() -> None:
     assert did_you_mean("zzz", ["rope"]) == ""
 
 
-# --------------------------------------------------------------------------- toml_model
+# --------------------------------------------------------------------------- toml_tables
 
 
 class _Inner(Table):

@@ -200,7 +200,7 @@ def test_model_likelihood_is_the_conditional_binomial():
 
 
 def _fit_table(tab, seed, draws=500, chains=2):
-    from selfmodel.fitting.fit import SamplerSettings, fit
+    from selfmodel.fitting.sampling import SamplerSettings, fit
 
     settings = dataclasses.replace(SamplerSettings(), draws=draws, tune=1000, chains=chains)
     return fit("training", tab, seed=seed, settings=settings, cache_dir=None,

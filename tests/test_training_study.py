@@ -17,7 +17,7 @@ import training_study as ts  # noqa: E402
 
 from selfmodel.analyses.training import study_calibration, training_table  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
-from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
+from selfmodel.fitting.sampling import SamplerSettings  # noqa: E402
 
 
 def test_generator_reduces_as_ingested_records_and_has_the_truth_it_claims():

@@ -77,7 +77,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from selfmodel.decisions.hypotheses import DecisionRule, decide  # noqa: E402
-from selfmodel.fitting.fit import SamplerSettings, diagnose, package_versions  # noqa: E402
+from selfmodel.fitting.sampling import SamplerSettings, diagnose, package_versions  # noqa: E402
 from selfmodel.records.contract import DECISIONS  # noqa: E402
 
 SEED = 20261130
@@ -249,7 +249,7 @@ def sdt_design() -> Any:
 
 
 def sample(compiled: Any, data: dict[str, np.ndarray], settings: SamplerSettings, seed: int) -> Any:
-    from selfmodel.fitting.fit import sample_nutpie
+    from selfmodel.fitting.sampling import sample_nutpie
 
     return sample_nutpie(compiled.with_data(**data), settings, seed)
 
@@ -517,7 +517,7 @@ def markdown(result: dict[str, Any]) -> str:
             lines.append(f"  {lo:3d}-{hi:3d} {c:4d} {'#' * round(40 * c / top)}")
         lines.append("")
     lines += ["```", "", "## Other numbers", "",
-              "Diagnostics are those of `selfmodel.fitting.fit.diagnose` on the slopes (R-hat <= 1.01, bulk ESS",
+              "Diagnostics are those of `selfmodel.fitting.sampling.diagnose` on the slopes (R-hat <= 1.01, bulk ESS",
               ">= 400, no divergences). With 500 draws per chain (a quarter of the pipeline's 2000) the",
               "bulk ESS of the slope falls short of 400 in many fits; coverage among the fits that pass",
               "is shown beside the overall coverage.", "",

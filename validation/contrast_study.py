@@ -22,7 +22,7 @@ Arms (two closed models, three conditions, one task):
   (an item x model interaction of sd 1.0 the model does not have): the same null rate.
 
 The model is compiled once per process and reused with each new data set
-(``Fitter(..., reuse_compiled=True)``, :func:`selfmodel.fitting.fit.fit`: nutpie
+(``Fitter(..., reuse_compiled=True)``, :func:`selfmodel.fitting.sampling.fit`: nutpie
 ``with_data``).
 
 At the pipeline's own sampler settings (``SamplerSettings()``: 4 x 2000 draws after 1000
@@ -50,8 +50,8 @@ import polars as pl
 from selfmodel.analyses.contrasts import contrast_section
 from selfmodel.common.binomial import clopper_pearson
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import SamplerSettings
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import SamplerSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -220,7 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ship", type=Path, metavar="SUMMARY",
                     help="copy this summary (contrast_study.json) to the package data the pipeline "
                     "reads (analysis/data/contrast_calibration.json) and stop")
-    # the pipeline's own sampler settings by default (selfmodel.fitting.fit.SamplerSettings);
+    # the pipeline's own sampler settings by default (selfmodel.fitting.sampling.SamplerSettings);
     # one core per fit, as the study runs fits one after the other
     default = SamplerSettings()
     ap.add_argument("--draws", type=int, default=default.draws)

@@ -2,8 +2,8 @@
 
 ``validation/calibration.py`` checks the models' intervals on synthetic designs with reduced
 sampler settings. This study asks what the pipeline itself would report: every data set is
-fitted by :func:`selfmodel.fitting.fit.fit` at the pipeline's sampler settings
-(:class:`selfmodel.fitting.fit.SamplerSettings`, 4 x 2000 draws, ``target_accept=0.99``), decided by
+fitted by :func:`selfmodel.fitting.sampling.fit` at the pipeline's sampler settings
+(:class:`selfmodel.fitting.sampling.SamplerSettings`, 4 x 2000 draws, ``target_accept=0.99``), decided by
 the pipeline's rule (:func:`selfmodel.decisions.hypotheses.decide` with the ROPE of
 :func:`selfmodel.decisions.effects.rope_for`), and a fit that fails the pipeline's diagnostics counts
 as what the pipeline would report: *not a finding* (so it is never a false "improves").
@@ -202,7 +202,7 @@ import jsonl_records  # noqa: E402  (validation/, on sys.path as a script's)
 from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.calibration_map import arm_components  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
-from selfmodel.fitting.fit import SamplerSettings  # noqa: E402
+from selfmodel.fitting.sampling import SamplerSettings  # noqa: E402
 
 DESIGNS = ("default", "seb")
 EFFECTS = ("accuracy", "dprime", "criterion")
@@ -508,7 +508,7 @@ def fit_records(arms: Sequence[str], i: int, settings: SamplerSettings, seed0: i
     from selfmodel import models as model_registry
     from selfmodel.decisions.effects import rope_for, x_by_model
     from selfmodel.decisions.hypotheses import decide
-    from selfmodel.fitting.fit import fit, for_model, package_versions
+    from selfmodel.fitting.sampling import fit, for_model, package_versions
 
     parsed = [parse_arm(a) for a in arms]
     design_name, variant = parsed[0][0], parsed[0][2]

@@ -11,7 +11,7 @@ P(improves) from each fit with its binomial standard error.
 The NUTS model is compiled once per design point (data shape) and re-used for every data set
 of that point, with the observed counts as a shared variable: the same ``selfmodel.models.scale.build``
 graph, only the observed data are swapped (``compiled.with_data``). The first data set of the
-first point is also fitted through ``selfmodel.fitting.fit.fit`` (a fresh compile) at three seeds to
+first point is also fitted through ``selfmodel.fitting.sampling.fit`` (a fresh compile) at three seeds to
 show the swap changes nothing beyond seed-to-seed noise; both are saved under ``swap_check``
 (``--swap-check-only`` recomputes just that entry).
 
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from selfmodel.decisions.hypotheses import decide  # noqa: E402
-from selfmodel.fitting.fit import SamplerSettings, diagnose, fit, package_versions  # noqa: E402
+from selfmodel.fitting.sampling import SamplerSettings, diagnose, fit, package_versions  # noqa: E402
 from selfmodel.power import OUTCOMES, Design, Task, default_design, fast_fit, simulate_cells  # noqa: E402
 
 SEED = 20261130
@@ -95,13 +95,13 @@ def compile_point(cells0):
 
 
 def nuts(compiled, k, settings: SamplerSettings, seed: int):
-    from selfmodel.fitting.fit import sample_nutpie
+    from selfmodel.fitting.sampling import sample_nutpie
 
     return sample_nutpie(compiled.with_data(k_observed=np.asarray(k, dtype="int64")), settings, seed)
 
 
 def swap_check(settings: SamplerSettings, seeds=(SEED, SEED + 1, SEED + 2)) -> dict:
-    """Data set 0 of the first point, fitted with the swapped-data model and by selfmodel.fitting.fit.fit.
+    """Data set 0 of the first point, fitted with the swapped-data model and by selfmodel.fitting.sampling.fit.
 
     Several seeds, because the posterior sd of one NUTS run varies by a few percent from seed
     to seed: the swap must agree within that spread, not to the last digit.

@@ -39,10 +39,10 @@ import polars as pl
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from selfmodel import models as model_registry  # noqa: E402
-from selfmodel.analyses.tables import sdt_cells  # noqa: E402
+from selfmodel.analyses.model_inputs import sdt_cells  # noqa: E402
 from selfmodel.common.atomic import write_json  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule, decide  # noqa: E402
-from selfmodel.fitting.fit import SamplerSettings, fit  # noqa: E402
+from selfmodel.fitting.sampling import SamplerSettings, fit  # noqa: E402
 from selfmodel.records.simulate import simulate_scale_cells  # noqa: E402
 
 OUT = Path(__file__).resolve().parent / "results" / "task_slopes.json"

@@ -4,7 +4,7 @@ Draws data sets from ``selfmodel.records.simulate.simulate`` with the default de
 checkpoints, one trained task, two held out) and **no** training effect on any task
 (``training_dprime`` = 0 everywhere: the checkpoints' behaviour is redrawn on half the items,
 as in the default data, but their sensitivity and criterion equal their bases'). Each data
-set is fitted with ``models/training.py`` through ``selfmodel.fitting.fit.fit`` (nutpie, compiled
+set is fitted with ``models/training.py`` through ``selfmodel.fitting.sampling.fit`` (nutpie, compiled
 once per process and reused with each new data set: ``reuse_compiled=True``) and decided by
 ``selfmodel.analyses.training.decide_training`` with the declared rule. A fit that fails its
 diagnostics is not a finding, so it counts as *not* declaring ``improves`` (and is counted
@@ -52,7 +52,7 @@ import polars as pl
 from selfmodel.analyses.training import decide_training, training_table
 from selfmodel.common.binomial import clopper_pearson
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import SamplerSettings, fit
+from selfmodel.fitting.sampling import SamplerSettings, fit
 from selfmodel.records.simulate import SimulationConfig, simulate, training_implied_truth
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -4,7 +4,7 @@ Every data set comes from ``validation/training_generator.py`` (an independent g
 records: no binomial-logit cells, a logistic readout, per-family gains from skewed laws; see
 its docstring for the arms ``null``, ``truth`` and ``misspecified``), is reduced by
 ``selfmodel.analyses.training.training_table`` as the pipeline reduces ingested records,
-fitted with ``models/training.py`` by :func:`selfmodel.fitting.fit.fit` at the pipeline's own
+fitted with ``models/training.py`` by :func:`selfmodel.fitting.sampling.fit` at the pipeline's own
 sampler settings (``SamplerSettings()`` with the model's ``SPEC.sampling``: 4 chains x 2000
 draws after 1000 tuning, ``target_accept`` 0.99; compiled once per process and reused,
 ``reuse_compiled=True``) and decided by :func:`selfmodel.analyses.training.decide_training`
@@ -53,7 +53,7 @@ from selfmodel import models as model_registry  # noqa: E402
 from selfmodel.analyses.training import decide_training, training_table  # noqa: E402
 from selfmodel.common.binomial import rate  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
-from selfmodel.fitting.fit import SamplerSettings, fit, for_model, package_versions  # noqa: E402
+from selfmodel.fitting.sampling import SamplerSettings, fit, for_model, package_versions  # noqa: E402
 from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS  # noqa: E402
 
 SHIPPED = ROOT / "analysis" / "data" / "training_calibration.json"

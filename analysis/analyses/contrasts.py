@@ -24,8 +24,8 @@ import polars as pl
 
 from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import Fit
 from selfmodel.fitting.summaries import posterior_draws
 from selfmodel.models import contrast as contrast_model
 from selfmodel.records.cells import NO_CONDITION, to_condition_cells

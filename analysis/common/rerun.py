@@ -22,7 +22,7 @@ someone else renders the report only.
 
 Anything else -- a changed byte in an input, another option, edited code, a deleted or
 touched output file, ``--no-cache`` -- runs the pipeline as usual (whose saved fits are
-then reused where their own keys match, see :mod:`selfmodel.fitting.fit`).
+then reused where their own keys match, see :mod:`selfmodel.fitting.sampling`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Every TOML file ``selfmodel`` reads (ingest ``--config``, ``hypotheses.toml``, a
 ``--design``, an importer ``--mapping``) reports a mistake as one line naming the file, the
 line of the key at fault and what to do (``selfmodel.records.registry.format_input_error``), with a
 "Did you mean ...?" for a misspelt key or name. The two helpers here are the only
-implementation of each; :mod:`selfmodel.records.toml_model` declares the files as pydantic models and
+implementation of each; :mod:`selfmodel.records.toml_tables` declares the files as pydantic models and
 maps their errors to lines with :func:`key_line`. :func:`loads` is how they parse TOML: nesting too deep for the
 parser is a ``TOMLDecodeError`` with its line like any other syntax error.
 """

@@ -32,7 +32,7 @@ from typing import Any
 
 from selfmodel import models as model_registry
 from selfmodel.common.binomial import rate
-from selfmodel.fitting.fit import SamplerSettings, for_model
+from selfmodel.fitting.sampling import SamplerSettings, for_model
 
 Results = Mapping[str, Any]
 #: the three checks a calibrated decision has

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
-from selfmodel.fitting.fit import Fit
+from selfmodel.fitting.sampling import Fit
 from selfmodel.fitting.summaries import posterior_draws
 from selfmodel.records.contract import SCALE_COLUMNS
 

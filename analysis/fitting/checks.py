@@ -38,7 +38,7 @@ Saved checks: given ``cache_dir`` (a run's fits folder), ``prior_predictive``,
 ``posterior_predictive`` and ``loo`` save their result as JSON there and reuse it while
 everything it depends on is unchanged -- the fit (its provenance ``cache_key``), the data
 (SHA-256 of the table), the arguments, the code of this module and of ``models/``, and the
-package versions (:func:`selfmodel.fitting.fit.cached_json`). An unchanged second run thus
+package versions (:func:`selfmodel.fitting.sampling.cached_json`). An unchanged second run thus
 recomputes no check; a damaged file is recomputed.
 """
 
@@ -58,7 +58,7 @@ from numpy.typing import NDArray
 
 from selfmodel import models
 from selfmodel.common import arviz_ops
-from selfmodel.fitting.fit import cached_json, frame_sha256, package_versions, source_sha256
+from selfmodel.fitting.sampling import cached_json, frame_sha256, package_versions, source_sha256
 
 #: Quantiles reported for implied prior distributions.
 QUANTILES = (0.01, 0.05, 0.25, 0.5, 0.75, 0.95, 0.99)
@@ -85,7 +85,7 @@ def _cached(
     compute: Callable[[], dict[str, Any]],
     fit: Any = None,
 ) -> dict[str, Any]:
-    """Run ``compute`` through :func:`selfmodel.fitting.fit.cached_json` (or directly).
+    """Run ``compute`` through :func:`selfmodel.fitting.sampling.cached_json` (or directly).
 
     Not saved without ``cache_dir``, for a table that is not a polars frame, or when a
     ``fit`` is involved that has no provenance ``cache_key``.
@@ -190,7 +190,7 @@ def prior_predictive(
     draws
         Number of prior draws.
     priors, options
-        Prior overrides and ``build`` options, as for ``selfmodel.fitting.fit.fit``.
+        Prior overrides and ``build`` options, as for ``selfmodel.fitting.sampling.fit``.
     cache_dir
         Save the result here and reuse it while the inputs are unchanged (module
         docstring); ``None`` computes it.
@@ -287,7 +287,7 @@ def posterior_predictive(
     Parameters
     ----------
     fit
-        An ``selfmodel.fitting.fit.Fit`` (its ``idata["posterior"]`` and the priors and options in
+        An ``selfmodel.fitting.sampling.Fit`` (its ``idata["posterior"]`` and the priors and options in
         its ``provenance``).
     module
         The model module the fit came from.
@@ -539,7 +539,7 @@ def loo(
     Parameters
     ----------
     fit
-        An ``selfmodel.fitting.fit.Fit``.
+        An ``selfmodel.fitting.sampling.Fit``.
     module
         The model module the fit came from.
     data

@@ -35,7 +35,7 @@ graph (log binomial coefficients, index gathers), so a cold compile costs more a
 gradient may too -- on the default data 28% more compile CPU and 48% more CPU per gradient
 for ``scale``, 27% more compile CPU and no gradient difference for ``sdt``
 (``bench/bench_compile.py --fit``, ``bench/results/compile_fit.json``). It pays off when
-one process fits the same structure several times; ``selfmodel.fitting.fit.fit`` uses it only with
+one process fits the same structure several times; ``selfmodel.fitting.sampling.fit`` uses it only with
 ``reuse_compiled=True``.
 
 Pickling a compiled model is not possible (nutpie holds numba ``cfunc`` objects and

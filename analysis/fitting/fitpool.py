@@ -6,7 +6,7 @@ therefore goes faster when independent fits run at once. Two pieces do that:
 
 * :func:`workers` starts a pool of worker processes (``spawn``: a fresh interpreter each,
   so numba and the threads of this process are not forked). While it is open,
-  :func:`selfmodel.fitting.fit.fit` hands every fit that is not in its cache to a worker, which runs
+  :func:`selfmodel.fitting.sampling.fit` hands every fit that is not in its cache to a worker, which runs
   the same ``fit`` with the same arguments and saves it in the cache folder; the calling
   thread then reads the saved fit. Draws depend only on the seed and the compiled code, so a
   fit sampled in a worker is the fit this process would have sampled (same cache key, same
@@ -154,7 +154,7 @@ def concurrently(*tasks: Callable[[], Any]) -> list[Any]:
 
 
 def run_in_worker(task: Callable[[], None]) -> None:
-    """Run ``task`` (picklable; ``selfmodel.fitting.fit`` passes a fit that saves itself) in a worker.
+    """Run ``task`` (picklable; ``selfmodel.fitting.sampling`` passes a fit that saves itself) in a worker.
 
     The calling thread waits for it, letting the other threads of :func:`concurrently` run.
     """

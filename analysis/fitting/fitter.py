@@ -2,7 +2,7 @@
 
 The pipeline makes one :class:`Fitter` from its configuration (``RunConfig.fitter``) and hands
 it to the code that fits, instead of passing ``seed, settings, cache_dir, progress`` by hand to
-each function that calls :func:`selfmodel.fitting.fit.fit`.
+each function that calls :func:`selfmodel.fitting.sampling.fit`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import polars as pl
 
-from selfmodel.fitting.fit import Fit, SamplerSettings, fit
+from selfmodel.fitting.sampling import Fit, SamplerSettings, fit
 
 __all__ = ["Fitter", "Progress"]
 
@@ -42,7 +42,7 @@ class Fitter:
         Progress line (default: silent).
     reuse_compiled
         Compile once and reuse the compiled model for each later fit of the same structure
-        (:func:`selfmodel.fitting.fit.fit`; for studies that refit one design many times).
+        (:func:`selfmodel.fitting.sampling.fit`; for studies that refit one design many times).
     """
 
     seed: int

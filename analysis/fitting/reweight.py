@@ -13,7 +13,7 @@ smoothing (PSIS; Vehtari, Simpson, Gelman, Yao & Gabry 2024, "Pareto smoothed im
 sampling", JMLR 25(72)), whose fitted tail shape ``k`` says whether the estimate is
 reliable: with ``S`` draws the threshold is ``min(1 - 1/log10(S), 0.7)`` (same paper,
 sec. 3). Above it -- the variant's posterior lies where the main fit has too few draws --
-the variant is refitted by :func:`selfmodel.fitting.fit.fit` as before, and the reason is recorded.
+the variant is refitted by :func:`selfmodel.fitting.sampling.fit` as before, and the reason is recorded.
 
 The reweighted draws are the main draws resampled (systematic resampling, seeded) in
 proportion to the smoothed weights, so every summary (decision, HDI, per task) is computed
@@ -38,8 +38,8 @@ from pytensor.graph.traversal import ancestors
 
 from selfmodel import models as model_registry
 from selfmodel.common import arviz_ops
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import Fit
 
 __all__ = ["k_threshold", "log_prior_ratio", "prior_variant", "resample"]
 
@@ -147,7 +147,7 @@ def prior_variant(
     ``main`` must be the fit of the same data, options, sampler settings and seed with the
     model's default priors; ``fitter`` has that seed (also the resampling's) and settings,
     and the fit cache and progress line of the refit. Returns a
-    :class:`~selfmodel.fitting.fit.Fit` whose provenance has ``prior_variant`` (module docstring).
+    :class:`~selfmodel.fitting.sampling.Fit` whose provenance has ``prior_variant`` (module docstring).
     """
     got, info = _reweighted(main, priors, data, options, fitter.seed)
     if got is not None:

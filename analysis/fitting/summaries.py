@@ -14,7 +14,7 @@ import polars as pl
 from scipy.special import expit
 
 from selfmodel.common import arviz_ops
-from selfmodel.fitting.fit import THRESHOLDS, Fit
+from selfmodel.fitting.sampling import THRESHOLDS, Fit
 
 
 def posterior_draws(fit: Fit, var: str) -> Any:

@@ -3,7 +3,7 @@
 Each model file in ``models/`` declares in ``SPEC`` (``models/spec.py``) the data table it
 is fitted to, the effects it decides, whether PSIS-LOO applies and which report sections it
 feeds. This stage never branches on a model's name: for each requested model it builds the
-declared table (``analysis/analyses/tables.py``), fits it (``selfmodel.fitting.fit.fit``, cached), decides each
+declared table (``analysis/analyses/model_inputs.py``), fits it (``selfmodel.fitting.sampling.fit``, cached), decides each
 declared effect with the declared rule (``selfmodel.decisions.effects.slope_decisions``), runs the
 prior and posterior predictive checks and, where declared, LOO; then it compares the LOO
 models. The verdict model (``SPEC.role == "verdict"``) is fitted first by
@@ -22,14 +22,14 @@ from typing import Any
 import polars as pl
 
 from selfmodel import models as model_registry
-from selfmodel.analyses.tables import Tables, models_per_task
+from selfmodel.analyses.model_inputs import Tables, models_per_task
 from selfmodel.common import arviz_ops
 from selfmodel.decisions.effects import rope_for, slope_decisions, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.fitting import checks
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import Fit
 from selfmodel.records.contract import SCALE_COLUMNS
 
 
@@ -195,7 +195,7 @@ def declared_decisions(
     unit (``selfmodel.decisions.effects.rope_for``), recorded as ``rope`` and ``rope_meaning``.
     Without a fit (``f`` None) every decision is ``not_estimable`` with ``reason``; a task
     with no cell in ``data`` is ``not_estimable`` with the reasons its cells were left out
-    (``excluded``, from :meth:`selfmodel.analyses.tables.Tables.excluded`).
+    (``excluded``, from :meth:`selfmodel.analyses.model_inputs.Tables.excluded`).
     """
     n_models = data["model"].n_unique() if "model" in data.columns else 0
     by_task = "task" in data.columns

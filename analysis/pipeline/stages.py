@@ -28,9 +28,9 @@ from selfmodel.analyses import describe
 from selfmodel.analyses.calibration_contrasts import calibration_table
 from selfmodel.analyses.contrasts import contrast_section, not_fitted_section
 from selfmodel.analyses.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
+from selfmodel.analyses.model_inputs import Tables, models_per_task
 from selfmodel.analyses.rescoring import self_vs_other_rescored
 from selfmodel.analyses.skill import calibration, skill_table
-from selfmodel.analyses.tables import Tables, models_per_task
 from selfmodel.analyses.training import SCALE_EXCLUSION_REASON, training_effect, validate_design
 from selfmodel.common import atomic
 from selfmodel.common import progress as progress_lines
@@ -44,8 +44,8 @@ from selfmodel.decisions.hypotheses import label_roles, load_hypotheses, one_rul
 from selfmodel.decisions.multiplicity import add_bayes_factor_ranges, multiplicity
 from selfmodel.decisions.status import low_yield_sentence, status_lines
 from selfmodel.fitting import fitpool
-from selfmodel.fitting.fit import for_model
 from selfmodel.fitting.fitpool import concurrently
+from selfmodel.fitting.sampling import for_model
 from selfmodel.fitting.summaries import (
     accuracy_points,
     diagnostics_section,

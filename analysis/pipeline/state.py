@@ -18,12 +18,12 @@ import polars as pl
 from selfmodel import models as model_registry
 from selfmodel.common.paths import DEFAULT_DATA, DEFAULT_HYPOTHESES_FILE, DEFAULT_SEED
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import SamplerSettings
 from selfmodel.fitting.fitter import Fitter, Progress
+from selfmodel.fitting.sampling import SamplerSettings
 from selfmodel.records.ingest.discover import Inputs
 
 if TYPE_CHECKING:  # only for annotations: the stages import this module
-    from selfmodel.analyses.tables import Tables
+    from selfmodel.analyses.model_inputs import Tables
     from selfmodel.pipeline.model_stage import ModelFits, VerdictFit
     from selfmodel.records.ingest import IngestResult
 

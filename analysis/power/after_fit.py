@@ -13,7 +13,7 @@ from selfmodel.common.paths import DEFAULT_SEED
 from selfmodel.decisions import hypotheses
 from selfmodel.decisions.effects import SCALE_UNITS, rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import cached_json, frame_sha256, package_versions, source_sha256
+from selfmodel.fitting.sampling import cached_json, frame_sha256, package_versions, source_sha256
 from selfmodel.power.approximate_fit import plugin_sd_of
 from selfmodel.power.design import TARGET_POWER, Design, Progress
 from selfmodel.power.design_from_data import design_from_results
@@ -65,7 +65,7 @@ def mde_from_fit(
         Folder to save the result in (the run's fits folder) and reuse it from while the
         design read from ``results`` (:func:`design_from_results`), ``sims``, ``seed``, the
         code of ``analysis/power/`` and of ``analysis/decisions/hypotheses/`` and the package versions are
-        unchanged (:func:`selfmodel.fitting.fit.cached_json`); ``None`` always simulates.
+        unchanged (:func:`selfmodel.fitting.sampling.cached_json`); ``None`` always simulates.
 
     Returns
     -------

@@ -9,9 +9,9 @@ from pydantic import Field, model_validator
 
 from selfmodel.decisions.hypotheses import RETIRED_RULE_KEYS, DecisionRule
 from selfmodel.power.design import Design, Task, default_design, sdt_accuracy, x_of_size
-from selfmodel.records import toml_model
+from selfmodel.records import toml_tables
 from selfmodel.records.registry import format_input_error
-from selfmodel.records.toml_model import Bad, Problem, Table
+from selfmodel.records.toml_tables import Bad, Problem, Table
 
 # --------------------------------------------------------------------------- design files
 
@@ -196,7 +196,7 @@ def load_design(path: Path | str) -> Design:
     >>> len(d.models), [t.name for t in d.tasks], round(d.tasks[0].accuracy, 3)
     (7, ['refusal'], 0.773)
     """
-    d, _ = toml_model.load(path, _DesignTable, "design", _message)
+    d, _ = toml_tables.load(path, _DesignTable, "design", _message)
     models = [(f"{fam}-{i + 1}:{s:g}b", fam, x_of_size(s))
               for fam, sizes in d.families.items() for i, s in enumerate(sizes)]
     tasks = [Task(name, t.items, round(t.implied(), 6), t.unreadable)

@@ -78,7 +78,7 @@ def simulate_cells(design: Design, slope: float, *, seed: int, sim: int = 0) -> 
     Returns
     -------
     polars.DataFrame
-        ``model, family, task, x, n, k``: the input of ``selfmodel.fitting.fit.fit("scale", ...)``
+        ``model, family, task, x, n, k``: the input of ``selfmodel.fitting.sampling.fit("scale", ...)``
         and of :func:`fast_fit`.
 
     Examples

@@ -23,10 +23,10 @@ from selfmodel.common import arviz_ops
 from selfmodel.common.progress import steps
 from selfmodel.decisions.effects import rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule, decide
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.reweight import prior_variant
+from selfmodel.fitting.sampling import Fit
 from selfmodel.models.spec import scale_priors
 
 

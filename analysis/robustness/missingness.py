@@ -34,11 +34,11 @@ import polars as pl
 from statsmodels.tools.sm_exceptions import PerfectSeparationWarning
 
 from selfmodel.analyses.frequentist.glm import NUMERICAL_ERRORS, glm_slope
-from selfmodel.analyses.tables import models_per_task
+from selfmodel.analyses.model_inputs import models_per_task
 from selfmodel.decisions.effects import rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import Fit
 from selfmodel.records.contract import NOT_SCORED_STATUSES
 from selfmodel.robustness.sensitivity import summarise_fit
 

@@ -21,7 +21,7 @@ Two refit families, each summarised with the same decision rule as the main fit
 A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
 :mod:`selfmodel.fitting.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
 variant says which. Every refit goes through the run's :class:`~selfmodel.fitting.fitter.Fitter`
-(:func:`selfmodel.fitting.fit.fit`), so it has its own
+(:func:`selfmodel.fitting.sampling.fit`), so it has its own
 cache entry (the cache key includes priors and data) and is reused by the next run. Each
 refit costs a numba compile (~35 s here) plus sampling unless it is cached.
 
@@ -41,15 +41,15 @@ from typing import Any
 import polars as pl
 
 from selfmodel import models as model_registry
-from selfmodel.analyses.tables import Tables, models_per_task
+from selfmodel.analyses.model_inputs import Tables, models_per_task
 from selfmodel.common import arviz_ops
 from selfmodel.common.progress import steps
 from selfmodel.decisions.effects import SCALE_UNITS, rope_for, x_by_model
 from selfmodel.decisions.hypotheses import DecisionRule, decide, not_estimable
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.reweight import prior_variant
+from selfmodel.fitting.sampling import Fit
 from selfmodel.models.spec import scale_priors
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import (
@@ -187,7 +187,7 @@ def prior_sensitivity(
         Seed, sampler settings and fit cache of every refit (use the main fit's); its
         progress line is told of each refit.
     options
-        As for :func:`selfmodel.fitting.fit.fit`; use the main fit's.
+        As for :func:`selfmodel.fitting.sampling.fit`; use the main fit's.
     factors
         Multipliers of every prior ``sigma`` (``0.5``: half as wide, ``2.0``: twice).
     model

@@ -2,7 +2,7 @@
 
 Called by :func:`selfmodel.pipeline.stages.run` after the model zoo is fitted. Everything here either
 reads existing fits (hypotheses, Savage-Dickey Bayes factors) or refits through
-:func:`selfmodel.fitting.fit.fit`, so every refit has its own cache entry and an unchanged second
+:func:`selfmodel.fitting.sampling.fit`, so every refit has its own cache entry and an unchanged second
 run reuses them all. The results land in ``results.json`` as
 
 ``hypotheses``
@@ -28,7 +28,7 @@ from typing import Any
 import polars as pl
 
 from selfmodel import models as model_registry
-from selfmodel.analyses.tables import models_per_task
+from selfmodel.analyses.model_inputs import models_per_task
 from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
 from selfmodel.common.paths import PACKAGE_DATA, REPO_ROOT
@@ -41,9 +41,9 @@ from selfmodel.decisions.hypotheses import (
     file_sha256,
     scale_term_loo,
 )
-from selfmodel.fitting.fit import Fit
 from selfmodel.fitting.fitpool import concurrently
 from selfmodel.fitting.fitter import Fitter
+from selfmodel.fitting.sampling import Fit
 from selfmodel.robustness.sensitivity import prior_sensitivity, scale_variable_sensitivity
 
 #: The committed calibration study (``validation/calibration.py`` writes it).

@@ -20,10 +20,10 @@ from selfmodel.decisions.hypotheses.rule import (
     DecisionRule,
     Direction,
 )
-from selfmodel.records import toml_model
+from selfmodel.records import toml_tables
 from selfmodel.records.contract import Decision, InputError
 from selfmodel.records.registry import format_input_error
-from selfmodel.records.toml_model import Bad, Problem, Table
+from selfmodel.records.toml_tables import Bad, Problem, Table
 
 Role = Literal["confirmatory", "exploratory"]
 
@@ -266,7 +266,7 @@ def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothes
     ['accuracy_overall', 'accuracy_by_task']
     """
     path = Path(path)
-    raw, text = toml_model.load(path, _File, "hypotheses", _message)
+    raw, text = toml_tables.load(path, _File, "hypotheses", _message)
     out: list[Hypothesis] = []
     for i, e in enumerate(raw.hypothesis):
         if e.name in (h.name for h in out):

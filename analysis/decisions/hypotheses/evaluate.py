@@ -52,7 +52,7 @@ def evaluate(
     hypothesis
         The declared hypothesis.
     idata
-        The fit's draws (an :class:`xarray.DataTree`, ``selfmodel.fitting.fit.Fit.idata``), of ``hypothesis.model``.
+        The fit's draws (an :class:`xarray.DataTree`, ``selfmodel.fitting.sampling.Fit.idata``), of ``hypothesis.model``.
         Its priors are read from the provenance in ``idata.attrs`` (the model's
         ``DEFAULT_PRIORS`` when absent).
     n_models
@@ -165,7 +165,7 @@ class Evidence:
     models_per_label
         Models per task (labels of the per-task effect).
     diagnostics_passed
-        The fit passed the diagnostic checks (``selfmodel.fitting.fit.diagnose``); a row's
+        The fit passed the diagnostic checks (``selfmodel.fitting.sampling.diagnose``); a row's
         ``finding`` is false otherwise (DESIGN: verdicts are gated on diagnostics).
     """
 

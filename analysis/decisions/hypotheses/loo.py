@@ -30,7 +30,7 @@ def scale_term_loo(
     Parameters
     ----------
     scale_fit, without_fit
-        The ``selfmodel.fitting.fit.Fit`` of the verdict model and of the model without its effect.
+        The ``selfmodel.fitting.sampling.Fit`` of the verdict model and of the model without its effect.
     cells
         The cells both were fitted to.
     without_label

@@ -110,8 +110,8 @@ Mapping, config and registry are not part of it.
 
 Modules
 -------
-``config``
-    The ingest configuration: ``--map`` options and the TOML ``--config`` file (line-numbered errors, did-you-mean).
+``column_map``
+    The ingest column map: ``--map`` options and the TOML ``--config`` file (line-numbered errors, did-you-mean).
 ``discover``
     Finding the record files of the input paths (file discovery, formats by suffix).
 ``readers``
@@ -136,10 +136,10 @@ Modules
 
 from __future__ import annotations
 
-from selfmodel.records.ingest.config import (
+from selfmodel.records.ingest.column_map import (
     INPUT_COLUMNS as INPUT_COLUMNS,
 )
-from selfmodel.records.ingest.config import (
+from selfmodel.records.ingest.column_map import (
     IngestConfig,
     load_config,
     parse_map_options,

@@ -12,7 +12,7 @@ from selfmodel.records.contract import (
     REQUIRED,
     InputError,
 )
-from selfmodel.records.ingest.config import INPUT_COLUMNS
+from selfmodel.records.ingest.column_map import INPUT_COLUMNS
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.readers import LINE, FileRead
 from selfmodel.records.registry import format_input_error

@@ -22,13 +22,13 @@ from selfmodel.records.contract import (
     InputError,
 )
 from selfmodel.records.ingest.carried import carry, file_sha256
-from selfmodel.records.ingest.columns import resolve_columns
-from selfmodel.records.ingest.config import (
+from selfmodel.records.ingest.column_map import (
     INPUT_COLUMNS,
     IngestConfig,
     check_canonical,
     load_config,
 )
+from selfmodel.records.ingest.columns import resolve_columns
 from selfmodel.records.ingest.discover import InputFile, discover_inputs
 from selfmodel.records.ingest.hints import repeat_columns, repeat_hint
 from selfmodel.records.ingest.readers import (

@@ -40,7 +40,7 @@ Field values
     sample). Canonical fields: ``model, task, item_id, prediction, outcome, correct,
     predictor, confidence, cluster, status, run_id, sample``. ``task`` defaults to ``@task``
     and ``item_id`` to the format's sample id. Prediction and outcome are then read by
-    ingest's rule (:func:`~selfmodel.records.importers.mapping.apply.read_values_as_ingest`) and
+    ingest's rule (:func:`~selfmodel.records.importers.mapping.logs_apply.read_values_as_ingest`) and
     ``correct`` derived from them. The reference of every key is ``docs/mapping.md``.
 
 Joined logs
@@ -59,29 +59,33 @@ Errors
 
 Modules
 -------
-``spec``
-    The importers' TOML mapping file: its fields, reading and checking it (line numbers, did-you-mean).
-``paths``
-    Resolving a mapping's dotted paths inside a log sample, and converting the values found.
-``apply``
-    Applying a mapping to log samples: canonical records, the registry, notes and counts.
+``logs_spec``
+    The log mapping of ``import lmeval|inspect``: its fields, reading and checking it (line numbers, did-you-mean).
+``logs_paths``
+    Resolving a log mapping's dotted paths inside a log sample, and converting the values found.
+``logs_apply``
+    Applying a log mapping to log samples: canonical records, the registry, notes and counts.
+``records_spec``
+    The records mapping (``format = "records"``) of ``ingest|run --mapping``: its TOML tables, reading and checking it.
+``records_apply``
+    Applying a records mapping to the rows of plain record files before validation.
 """
 
 from __future__ import annotations
 
-from selfmodel.records.importers.mapping.apply import (
+from selfmodel.records.importers.mapping.logs_apply import (
     apply_mapping,
 )
-from selfmodel.records.importers.mapping.apply import (
+from selfmodel.records.importers.mapping.logs_apply import (
     as_mapping as as_mapping,
 )
-from selfmodel.records.importers.mapping.apply import (
+from selfmodel.records.importers.mapping.logs_apply import (
     import_logs as import_logs,
 )
-from selfmodel.records.importers.mapping.paths import (
+from selfmodel.records.importers.mapping.logs_paths import (
     resolve_path,
 )
-from selfmodel.records.importers.mapping.spec import (
+from selfmodel.records.importers.mapping.logs_spec import (
     FieldSpec,
     JoinSpec,
     LogSample,

@@ -39,11 +39,11 @@ import regex as rx
 from pydantic import Field, StringConstraints, ValidationInfo, field_validator, model_validator
 
 from selfmodel.common.toml_errors import did_you_mean
-from selfmodel.records import toml_model
+from selfmodel.records import toml_tables
 from selfmodel.records.contract import InputError
 from selfmodel.records.registry import format_input_error
 from selfmodel.records.snippets import snippet
-from selfmodel.records.toml_model import Bad, Table
+from selfmodel.records.toml_tables import Bad, Table
 
 __all__ = ["RECORDS_KEYS", "RecordsMapping", "Rule", "load_records_mapping"]
 
@@ -563,7 +563,7 @@ def load_records_mapping(path: Path | str) -> RecordsMapping:
         wrong type, or a mapping that does not say what is predicted and what happened.
     """
     path = Path(path)
-    f, _ = toml_model.load(path, _File, "mapping")
+    f, _ = toml_tables.load(path, _File, "mapping")
     columns = dict(f.map)
     c, a, j = f.confidence, f.answered, f.join
     join: dict[str, Any] = {}

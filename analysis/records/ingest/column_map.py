@@ -1,4 +1,4 @@
-"""The ingest configuration: ``--map`` options and the TOML ``--config`` file (line-numbered errors, did-you-mean)."""
+"""The ingest column map: ``--map`` options and the TOML ``--config`` file (line-numbered errors, did-you-mean)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Annotated, Any, ClassVar, Final
 from pydantic import Field, StringConstraints, field_validator, model_validator
 
 from selfmodel.common.toml_errors import did_you_mean
-from selfmodel.records import toml_model
+from selfmodel.records import toml_tables
 from selfmodel.records.contract import (
     MISSING_STRINGS,
     RECORD_SCHEMA,
@@ -23,7 +23,7 @@ from selfmodel.records.contract import (
 )
 from selfmodel.records.reduction import CONTROL, ID_COLUMNS
 from selfmodel.records.registry import format_input_error
-from selfmodel.records.toml_model import Bad, Table
+from selfmodel.records.toml_tables import Bad, Table
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
@@ -257,7 +257,7 @@ def load_config(path: Path | str) -> IngestConfig:
     >>> cfg.mapping, cfg.tasks
     ({'item_id': 'qid'}, ('refusal',))
     """
-    cfg, _ = toml_model.load(path, _ConfigFile, "config")
+    cfg, _ = toml_tables.load(path, _ConfigFile, "config")
     defaults = {k: ("true" if v else "false") if isinstance(v, bool) else str(v)
                 for k, v in cfg.defaults.items()}
     return IngestConfig(mapping=dict(cfg.map), tasks=None if cfg.tasks is None else

@@ -1,4 +1,4 @@
-"""The importers' TOML mapping file: its fields, reading and checking it (line numbers, did-you-mean)."""
+"""The log mapping of ``import lmeval|inspect``: its fields, reading and checking it (line numbers, did-you-mean)."""
 
 from __future__ import annotations
 
@@ -405,7 +405,7 @@ def _regex(raw: Any, name: str, source: str) -> rx.Pattern[str] | None:
 
     A pattern that backtracks without end on some value (``^(a|aa)+$`` on 40 ``a``) is
     stopped after :data:`REGEX_TIMEOUT` seconds on one value, and the import ends with one
-    line naming it (``selfmodel.records.importers.mapping.apply``); ``regex`` also finishes many
+    line naming it (``selfmodel.records.importers.mapping.logs_apply``); ``regex`` also finishes many
     such patterns at once (``^(a+)+$``) where ``re`` would not.
     """
     if raw is None:

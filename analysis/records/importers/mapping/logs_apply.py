@@ -1,4 +1,4 @@
-"""Applying a mapping to log samples: canonical records, the registry, notes and counts."""
+"""Applying a log mapping to log samples: canonical records, the registry, notes and counts."""
 
 from __future__ import annotations
 
@@ -18,14 +18,14 @@ from selfmodel.records.contract import (
     InputError,
     parse_bool,
 )
-from selfmodel.records.importers.mapping.paths import (
+from selfmodel.records.importers.mapping.logs_paths import (
     PathError,
     convert,
     describe_of,
     resolve,
     text_of,
 )
-from selfmodel.records.importers.mapping.spec import (
+from selfmodel.records.importers.mapping.logs_spec import (
     HYPOTHETICAL_FIELDS,
     META_PREFIX,
     REGEX_TIMEOUT,

@@ -1,4 +1,4 @@
-"""Resolving a mapping's dotted paths inside a log sample, and converting the values found."""
+"""Resolving a log mapping's dotted paths inside a log sample, and converting the values found."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 from typing import Any
 
 from selfmodel.records.contract import parse_bool
-from selfmodel.records.importers.mapping.spec import (
+from selfmodel.records.importers.mapping.logs_spec import (
     REGEX_TIMEOUT,
     FieldSpec,
     normalize_text,
