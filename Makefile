@@ -20,7 +20,7 @@ TEST_WORKERS ?= $(shell nproc 2>/dev/null || echo 2)
 XDIST  = -n $(TEST_WORKERS) --dist loadfile
 
 .DEFAULT_GOAL := help
-.PHONY: help install report test test-ci test-all test-slow lint data lock clean bench bench-quick validate calibration-data pipeline-calibration
+.PHONY: help install report test test-ci test-all test-slow lint data lock clean bench bench-quick validate operating-characteristics-data pipeline-operating-characteristics
 
 help:  ## list the steps
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -114,15 +114,15 @@ bench: $(STAMP)  ## run every benchmark (2-3 h on 2 cores) and regenerate docs/p
 	$(BIN)/python bench/bench_ingest_large.py --sizes --run 14500000 --name run_large
 	$(BIN)/python bench/render_docs.py
 
-validate: $(STAMP)  ## statistical validation (hours): calibration study of the decision rule, power fast-fit vs NUTS
-	$(BIN)/python validation/calibration.py
+validate: $(STAMP)  ## statistical validation (hours): operating characteristics of the decision rule, power fast-fit vs NUTS
+	$(BIN)/python validation/operating_characteristics.py
 	$(BIN)/python validation/power_validation.py
 
-pipeline-calibration: $(STAMP)  ## calibration of this analysis at the pipeline's sampler settings (~20-40 CPU-hours; resumes)
-	$(BIN)/python validation/pipeline_calibration.py --sims 200
+pipeline-operating-characteristics: $(STAMP)  ## operating characteristics of this analysis at the pipeline's sampler settings (~20-40 CPU-hours; resumes)
+	$(BIN)/python validation/pipeline_operating_characteristics.py --sims 200
 
-calibration-data: $(STAMP)  ## rewrite analysis/data/calibration_study.json (what the report shows) from validation/results/
-	$(BIN)/python validation/calibration.py --ship
+operating-characteristics-data: $(STAMP)  ## rewrite analysis/data/operating_characteristics.json (what the report shows) from validation/results/
+	$(BIN)/python validation/operating_characteristics.py --ship
 
 bench-quick: $(STAMP)  ## smoke-test the benchmark scripts (a few minutes)
 	$(BIN)/python bench/bench_ingest.py --quick

@@ -156,7 +156,7 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--calibration-contrasts", action="store_true",
-        help="calibration per model (and condition or task) with item-bootstrap intervals and "
+        help="confidence calibration per model (and condition or task) with item-bootstrap intervals and "
         "decided contrasts, beside any model, closed models too (by conditions when the records "
         "have two or more, else tasks, else models; --calibration-by chooses)"
     )
@@ -406,8 +406,8 @@ def run_config(args: argparse.Namespace, *, report: bool):
         models=_model_list(args.models, getattr(args, "model", None)),
         power=not args.no_power,
         contrasts=not getattr(args, "no_contrasts", False),
-        calibration_contrasts=(getattr(args, "calibration_by", None)
-                               or ("auto" if getattr(args, "calibration_contrasts", False) else None)),
+        confidence_calibration_contrasts=(getattr(args, "calibration_by", None)
+                                          or ("auto" if getattr(args, "calibration_contrasts", False) else None)),
         hypotheses=args.hypotheses or DEFAULT_HYPOTHESES_FILE,
         robustness=not args.no_robustness,
         holdout=getattr(args, "holdout", None),

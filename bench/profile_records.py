@@ -28,7 +28,7 @@ from bench.bench_pipeline import dataset  # noqa: E402
 def _steps(folder: Path) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
     from selfmodel.analyses.frequentist import run_frequentist
     from selfmodel.analyses.rescoring import self_vs_other_rescored
-    from selfmodel.analyses.skill import calibration, skill_table
+    from selfmodel.analyses.skill import confidence_calibration, skill_table
     from selfmodel.analyses.training import training_table
     from selfmodel.records import cells as cells_mod
     from selfmodel.records.ingest import ingest
@@ -55,7 +55,7 @@ def _steps(folder: Path) -> list[tuple[str, Callable[[dict[str, Any]], Any]]]:
         ("frequentist", lambda s: run_frequentist(s["cells"], seed=1,
                                                   derived=cells_mod.derived_models(s["reg"]))),
         ("skill_table", lambda s: skill_table(s["records"])),
-        ("calibration", lambda s: calibration(s["records"])),
+        ("calibration", lambda s: confidence_calibration(s["records"])),  # the step's name in bench/results
         ("self_vs_other_rescored", lambda s: self_vs_other_rescored(s["records"], _sizes(s), seed=1)),
         ("missingness", lambda s: missingness(s["records"], s["cells"])),
         ("training_table", lambda s: training_table(s["records"], s["reg"], tasks(s))),

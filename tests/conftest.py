@@ -7,7 +7,7 @@ Test layers (markers declared in pyproject.toml; README "Tests"):
   a prior) or starts Spark; CI runs it after the fast layer (``make test-ci``).
 - ``e2e``: runs the whole pipeline, renders a report or installs the wheel; CI runs it
   (``make test-ci``) unless it is also ``slow``.
-- ``slow``: long statistical tests (parameter recovery, calibration); ``make test-slow``,
+- ``slow``: long statistical tests (parameter recovery, operating characteristics); ``make test-slow``,
   not CI unless also ``ci``.
 
 The guard: while a test without ``slow``, ``ci`` or ``e2e`` runs (its fixtures' set-up and

@@ -1,6 +1,6 @@
-"""Issue 29: the condition column, the contrast model and calibration per model.
+"""Issue 29: the condition column, the contrast model and confidence calibration per model.
 
-Fast tests check the contract, the tables, the model's structure and the calibration
+Fast tests check the contract, the tables, the model's structure and the confidence-calibration
 numbers against hand computations; the tests marked ``ci`` fit the contrast model (to
 simulated data with known truth from ``validation/contrast_study.py``'s own generator, and
 to the 0-10 study fixture through ``selfmodel run``).
@@ -17,7 +17,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from selfmodel.analyses.calibration_contrasts import calibration_table, metrics
+from selfmodel.analyses.confidence_calibration import confidence_calibration_table, metrics
 from selfmodel.analyses.contrasts import contrast_section, unfit_reason
 from selfmodel.cli import main
 from selfmodel.decisions.hypotheses import DecisionRule
@@ -122,7 +122,7 @@ def test_calibration_per_model_and_condition_matches_hand_computation() -> None:
     p = stated chance (confidence / 10), y = answered right; ECE over 10 equal-width bins
     (a stated 10/10 falls in the last bin).
     """
-    table = calibration_table(_conditions_study().records, by=("model", "condition"), n_boot=200)
+    table = confidence_calibration_table(_conditions_study().records, by=("model", "condition"), n_boot=200)
     with (CONF / "records.csv").open() as fh:
         rows = [r for r in csv.DictReader(fh)
                 if (r["model_name"], r["condition"]) == ("gpt-5", "after_solving")]
@@ -157,7 +157,7 @@ def test_a_better_calibrated_model_is_decided_to_improve() -> None:
                          "prediction": "true", "outcome": "true" if right[i] else "false",
                          "correct": bool(right[i]), "status": "ok",
                          "confidence": float(stated[i])})
-    table = calibration_table(pl.DataFrame(rows), n_boot=300)
+    table = confidence_calibration_table(pl.DataFrame(rows), n_boot=300)
     (ece,) = [c for c in table["contrasts"] if c["metric"] == "ece_stated_probability"]
     assert ece["contrast"] == "b - a" and ece["decision"] == "improves"
     assert metrics(np.array([0.5]), np.array([1.0]))["brier"] == 0.25
@@ -233,7 +233,7 @@ def test_conditions_study_run_leads_with_the_contrasts(tmp_path: Path, capsys) -
     c = R["contrasts"]
     assert c["levels"]["condition"] == ["after_solving", "before_solving"]
     assert set(c["contrasts"]["model"]) == {"gpt-5 - gpt-4o"}
-    assert R["calibration_contrasts"]["by"] == ["model", "condition"]
+    assert R["confidence_calibration_contrasts"]["by"] == ["model", "condition"]
 
 
 def _report(results: dict) -> Report:
@@ -251,9 +251,9 @@ def test_report_text_shows_every_decided_contrast_and_the_gate() -> None:
     R["contrasts"]["finding"] = True
     text = contrasts_section.contrasts(_report(R))
     assert "| condition | b \\- a | worsens | -0.71 | [-1.20, -0.30] | 0.01 |" in text
-    table = calibration_table(_conditions_study().records, by=("model",), n_boot=50)
-    rep = _report({"calibration_contrasts": table})
-    cal = contrasts_section.calibration(rep)
+    table = confidence_calibration_table(_conditions_study().records, by=("model",), n_boot=50)
+    rep = _report({"confidence_calibration_contrasts": table})
+    cal = contrasts_section.confidence_calibration(rep)
     assert cal.count("\n| gpt") == 2  # one row per model
     assert [cal.count(f"\n| {m} | gpt") for m in ("ECE of the stated probability", "Brier",
                                                    "overconfidence")] == [1, 1, 1]
@@ -269,9 +269,9 @@ def test_report_says_why_there_are_no_contrasts() -> None:
         "no conditions.")
     skipped = {"contrasts": {"reason": "not requested (--no-contrasts), although the scale "
                                        "model was not fitted", "contrasts": {}},
-               "calibration_contrasts": None}
+               "confidence_calibration_contrasts": None}
     assert "\\-\\-no\\-contrasts" in contrasts_section.contrasts(_report(skipped))
-    assert contrasts_section.calibration(_report(skipped)).endswith("(no reliability diagram).")
+    assert contrasts_section.confidence_calibration(_report(skipped)).endswith("(no reliability diagram).")
     assert contrasts_section.reliability_figure(_report(skipped)) is None
 
 
@@ -297,14 +297,14 @@ def test_the_contrast_study_runs_seeds_start_to_start_plus_sims_and_resumes(tmp_
     assert summary["arms"]["null"]["n_datasets"] == 3
 
 
-def test_the_shipped_contrast_calibration_is_that_of_the_committed_records() -> None:
-    """``analysis/data/contrast_calibration.json`` (what the calibration map reads) summarises
+def test_the_shipped_contrast_operating_characteristics_are_those_of_the_committed_records() -> None:
+    """``analysis/data/contrast_operating_characteristics.json`` (what the validation map reads) summarises
     exactly ``validation/results/contrast_study.jsonl``: records added without ``--ship`` fail here."""
     import hashlib
 
-    from selfmodel.analyses.contrasts import calibration
+    from selfmodel.analyses.contrasts import operating_characteristics
 
-    shipped = calibration()
+    shipped = operating_characteristics()
     assert shipped["available"]
     lines = ROOT / shipped["source"]
     assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]

@@ -30,8 +30,8 @@ FIXTURE = ROOT / "tests" / "fixtures" / "regression" / "results_default.json"
 WORDS = set(DECISIONS) - {"not_estimable", UNDECIDED}
 DECISION_KEYS = ("decision", "unadjusted_decision", "bayes_decision")
 #: Decisions no fit gates: bootstrap intervals, shipped studies, the decision kinds' labels.
-UNGATED = ("/calibration_map", "/training_effect/privileged_access", "/calibration_contrasts",
-           "/self_vs_other_rescored", "/calibration_study", "/design_sensitivity")
+UNGATED = ("/validation_map", "/training_effect/privileged_access", "/confidence_calibration_contrasts",
+           "/self_vs_other_rescored", "/operating_characteristics", "/design_sensitivity")
 QUICK = ["--no-report", "--no-power", "--no-robustness", "--jobs", "1", "--draws", "50",
          "--tune", "50", "--chains", "2", "--quiet"]
 

@@ -1,4 +1,4 @@
-"""Frequentist cross-checks: reference numbers, exact tests, null calibration, default data."""
+"""Frequentist cross-checks: reference numbers, exact tests, behaviour under a null, default data."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The validation studies' record files (validation/jsonl_records.py): resumable after a kill.
 
 Every study appends one JSON line per data set. Before this module two studies (contrast,
-calibration contrast) raised on a torn line when resumed, and every study glued its next
+confidence calibration) raised on a torn line when resumed, and every study glued its next
 record to the torn line, losing both.
 """
 
@@ -42,8 +42,8 @@ def test_torn_lines_are_skipped_and_the_next_record_is_kept(tmp_path: Path, caps
 def test_every_study_resumes_through_the_module() -> None:
     """No study script reads or appends its .jsonl by hand any more."""
     folder = Path(jsonl_records.__file__).parent
-    studies = ["pipeline_calibration", "training_null", "training_study", "contrast_study",
-               "calibration_contrast_study", "self_vs_other_study"]
+    studies = ["pipeline_operating_characteristics", "training_null", "training_study", "contrast_study",
+               "confidence_calibration_study", "self_vs_other_study"]
     for name in studies:
         text = (folder / f"{name}.py").read_text()
         assert "jsonl_records.read(" in text and "jsonl_records.append(" in text, name

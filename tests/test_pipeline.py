@@ -246,8 +246,8 @@ def test_degenerate_cells_complete_with_reasons(tmp_path, capsys):
 
 
 @pytest.mark.e2e
-def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_build):
-    """results.json carries the declared hypotheses, the robustness refits and the calibration study."""
+def test_default_run_evaluates_hypotheses_sensitivity_and_operating_characteristics(quick_build):
+    """results.json carries the declared hypotheses, the robustness refits and the operating characteristics."""
     from selfmodel.decisions.hypotheses import load_hypotheses
 
     results = json.loads((quick_build / "results.json").read_text())
@@ -302,7 +302,7 @@ def test_default_run_evaluates_hypotheses_sensitivity_and_calibration(quick_buil
     assert sens["scale_variable"]["verdict_holds"] == (not changed)
     curves = results["sdt_effect"]["curves"]
     assert sorted(curves["tasks"]) == tasks
-    cal = results["calibration_study"]
+    cal = results["operating_characteristics"]
     assert cal["complete"] and {a["arm"] for a in cal["arms"]} >= {"scale_null", "sdt_sbc"}
     nulls = [a for a in cal["arms"] if a["null"]]
     assert {a["arm"] for a in nulls} == {"scale_null", "sdt_null"}  # accuracy and d' slopes

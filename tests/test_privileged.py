@@ -3,7 +3,7 @@
 Fast: the contrast's counts on hand-made items; ``not_estimable`` (never rescoring) without
 the checkpoint's predictions of its base; cross-predictions survive ingest; the report's
 text follows the decision; a small run of ``validation/privileged_access.py`` on fresh
-seeds; the shipped calibration study is the committed one and meets the issue's bar.
+seeds; the shipped operating-characteristics study is the committed one and meets the issue's bar.
 No model is compiled or sampled here (the estimator is a cluster bootstrap).
 """
 
@@ -18,7 +18,11 @@ import numpy as np
 import polars as pl
 import pytest
 
-from selfmodel.analyses.privileged import CALIBRATION_DATA, calibration, privileged_access
+from selfmodel.analyses.privileged import (
+    OPERATING_CHARACTERISTICS_DATA,
+    operating_characteristics,
+    privileged_access,
+)
 from selfmodel.analyses.training import derived_checkpoints
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.records.ingest import ingest
@@ -86,7 +90,7 @@ def test_without_cross_predictions_it_is_not_estimable_and_never_rescored():
     assert "predictor = 't'" in e["reason"] and "rescoring" in e["reason"]
     assert "checkpoints: t" in out["reason"]
     text = privileged_markdown({"privileged_access": out})
-    assert "Not estimable" in text and "|" not in text.split("Calibration")[0]
+    assert "Not estimable" in text and "|" not in text.split("Operating characteristics")[0]
 
 
 def test_the_default_data_have_no_cross_predictions_so_not_estimable():
@@ -129,7 +133,7 @@ def test_report_text_follows_the_decision():
     assert privileged_markdown(None).startswith("Not estimated")
 
 
-def test_a_small_calibration_run_orders_the_families_and_keeps_the_null():
+def test_a_small_operating_characteristics_run_orders_the_families_and_keeps_the_null():
     """Fresh seeds (900+), 12 data sets per arm, the pipeline's defaults: the fully
     privileged family positive in at least 9 (shipped: 98%), none positive in at most 2
     (more than 2 of 12 has probability 0.02 at a 5% rate), ordered in at least 8 (shipped:
@@ -149,14 +153,14 @@ def test_a_small_calibration_run_orders_the_families_and_keeps_the_null():
     assert sn["positive_pooled"]["k"] <= 4, sn["positive_pooled"]
 
 
-def test_shipped_calibration_is_the_committed_study_and_meets_the_bar():
+def test_shipped_operating_characteristics_are_the_committed_study_and_meet_the_bar():
     """The package data equals ``validation/results/privileged_access.json``; at least 200
     data sets in each null arm, positive rate at most 5% (failed data sets reported), the
     fully privileged family positive more often than the one without, and ordered."""
-    shipped = calibration()
+    shipped = operating_characteristics()
     assert shipped["available"], shipped
     committed = json.loads((VALIDATION / "results" / "privileged_access.json").read_text())
-    assert json.loads(CALIBRATION_DATA.read_text()) == committed
+    assert json.loads(OPERATING_CHARACTERISTICS_DATA.read_text()) == committed
     for arm in ("null", "misspecified_null"):
         a = committed["arms"][arm]
         assert a["n_datasets"] >= 200 and "n_errors" in a
@@ -169,10 +173,10 @@ def test_shipped_calibration_is_the_committed_study_and_meets_the_bar():
     assert committed["versions"]["numpy"] and committed["command"].startswith("validation/")
 
 
-def test_calibration_without_the_file_says_so(tmp_path):
-    out = calibration(tmp_path / "privileged_calibration.json")
+def test_operating_characteristics_without_the_file_say_so(tmp_path):
+    out = operating_characteristics(tmp_path / "privileged_operating_characteristics.json")
     assert out == {"available": False,
-                   "reason": "no calibration study shipped (privileged_calibration.json)"}
+                   "reason": "no operating-characteristics study shipped (privileged_operating_characteristics.json)"}
 
 
 def test_no_discordant_item_is_not_estimable_not_practically_null():

@@ -28,7 +28,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from selfmodel.analyses.calibration_contrasts import calibration_table
+from selfmodel.analyses.confidence_calibration import confidence_calibration_table
 from selfmodel.analyses.skill import confidence_metrics, skill_table
 from selfmodel.cli import main
 from selfmodel.records.contract import InputError
@@ -227,7 +227,7 @@ def test_hard_easy_question_is_a_decided_contrast_matching_the_hand_numbers() ->
     from LSAT to SciQ on an item bootstrap; each group's numbers equal the hand computation."""
     res = ingest([HARD_EASY / "llm-confidence-correct.csv"],
                  transform=load_transform(HARD_EASY / "study.toml"))
-    table = calibration_table(res.records, by=("model", "task"), n_boot=400, seed=1)
+    table = confidence_calibration_table(res.records, by=("model", "task"), n_boot=400, seed=1)
     hand = _hard_easy_by_hand()
     groups = {(g["model"], g["task"]): g for g in table["groups"]}
     assert set(groups) == set(hand)
@@ -257,7 +257,7 @@ def test_hard_easy_run_answers_its_question_with_decided_contrasts(tmp_path: Pat
 
     out = tmp_path / "out"
     R = _run_study(HARD_EASY, out, capsys)
-    cal = R["calibration_contrasts"]
+    cal = R["confidence_calibration_contrasts"]
     assert cal["by"] == ["model", "task"]
     over = _over_contrasts(cal)
     assert {c["decision"] for c in over.values()} == {"improves"}
@@ -265,7 +265,7 @@ def test_hard_easy_run_answers_its_question_with_decided_contrasts(tmp_path: Pat
     assert set(task_contrasts) == {"sciq_test - lsat_ar_test"}
     (decided,) = task_contrasts.values()
     assert decided["decision"] in {"improves", "credibly_positive"}  # self-prediction is right more often on SciQ
-    text = section.calibration(Report(R, {}, None, out, 6.3, 8.5))
+    text = section.confidence_calibration(Report(R, {}, None, out, 6.3, 8.5))
     for model in over:  # one decided row per model, in the report's words (Markdown-escaped)
         shown = model.replace("-", "\\-").replace("_", "\\_").replace(".", "\\.")
         assert f"| overconfidence | sciq\\_test \\- lsat\\_ar\\_test | model {shown} | improves |" in text
@@ -524,7 +524,7 @@ def test_confidence_formats_calibration_by_model_and_format_matches_the_hand_num
     """The pipeline's calibration table, by model x condition: each group's numbers are the
     hand numbers, and each contrast's bootstrap mean is the hand reduction of |overconfidence|
     (the decisions are the item bootstrap's; with 20 questions none is decided here)."""
-    table = calibration_table(_formats_records(), by=("model", "condition"), n_boot=400, seed=1)
+    table = confidence_calibration_table(_formats_records(), by=("model", "condition"), n_boot=400, seed=1)
     hand = {k: _hand(v) for k, v in _formats_by_hand().items()}
     groups = {(g["model"], g["condition"]): g for g in table["groups"]}
     assert set(groups) == set(hand)
@@ -569,7 +569,7 @@ def test_confidence_formats_run_decides_the_model_and_format_contrasts(tmp_path:
     assert human_gpt[1]["decision"] == "worsens"
     assert human_gpt[1]["mean"] == pytest.approx(raw, abs=0.25)
     assert set(con["contrasts"]["condition"]) == {"4C - 2C", "OP - 2C", "OP - 4C"}
-    assert R["calibration_contrasts"]["by"] == ["model", "condition"]
+    assert R["confidence_calibration_contrasts"]["by"] == ["model", "condition"]
     assert R["status"][0]["key"] == "not_fitted"
     # the report's contrasts section states the decided answer in its table
     from selfmodel.report.sections import contrasts as section

@@ -66,14 +66,14 @@ Every decision and ``holds`` of the previous fixture is unchanged. This fixture 
 and the command above with its fits folder seeded wrote the same bytes.
 
 Shipping arms ``default:accuracy`` and ``seb:accuracy`` of the pipeline-settings calibration
-(``validation/pipeline_calibration.py --ship``) changed only ``calibration_study.pipeline``;
+(``validation/pipeline_operating_characteristics.py --ship``) changed only ``operating_characteristics.pipeline``;
 the fixture was remade for that alone. Shipping arms ``default:dprime`` and
 ``default:criterion`` (and the first two data sets of the SEB SDT arms) again changed only
-``calibration_study.pipeline``, and the fixture was remade for that alone. So did adding the
+``operating_characteristics.pipeline``, and the fixture was remade for that alone. So did adding the
 study's ``targets`` to its summary, and running the SEB SDT arms further.
 
 Completing the study (the SEB SDT arms to 200, and ``targets.false_improves_pm_at_bound``)
-changed ``calibration_study.pipeline`` again, and this time the fixture was edited at that key
+changed ``operating_characteristics.pipeline`` again, and this time the fixture was edited at that key
 alone (copied from a run of the new code): the session that did it had a fresh clone on another
 machine (an AVX-512 Xeon), whose cold run gave the same cache keys but other draws for the same
 seed -- every slope moved at Monte Carlo level, and the SDT fit passed its diagnostics where the
@@ -132,15 +132,15 @@ max R-hat 1.013: failed) and its slopes moved at Monte Carlo level: d' refusal 0
 ``credibly_positive``; the same boundary as the remake before last), and with it the
 confirmatory ``dprime_overall`` (97% HDI) and the prior-x0.5 variant's d' decision; every
 other decision is unchanged, and the scale slope is identical. ``contrasts`` and
-``calibration_contrasts`` are new keys, null in the default run (the scale model is
+``confidence_calibration_contrasts`` are new keys, null in the default run (the scale model is
 fitted and the records have no conditions). ``bench/default_gates.py`` ran the same
 command over five seeds (20261130, 1, 2, 3, 4): every gate passed in each.
 
 It was remade for issue 28.6 (every decision's calibration at the pipeline's settings) from
 a run of the same command with every fit reused from a cold run of this code (which gave the
-old fixture's bytes but for the new key): ``calibration_map`` is a new key (which kinds of
+old fixture's bytes but for the new key): ``validation_map`` is a new key (which kinds of
 decision have a null, a coverage and a misspecified calibration arm), and
-``calibration_study.pipeline`` holds the re-shipped study with its new arms (the
+``operating_characteristics.pipeline`` holds the re-shipped study with its new arms (the
 independent generator's ``default:<effect>:clustered`` and ``default:<effect>:slope<b>``)
 and per arm ``truth``, ``generator``, ``versions`` and ``model_sampler``. Nothing else
 changed: every decision, estimate and diagnostic is byte-identical.
@@ -149,20 +149,20 @@ It was remade again for issue 28.6, the same way (every fit reused; the fixture 
 differed only in these keys): ``training_effect.calibration`` and
 ``self_vs_other_rescored.calibration`` are new keys (the shipped studies of
 ``validation/training_study.py`` and ``validation/self_vs_other_study.py``), the
-``calibration_map`` rows of both kinds read them, and ``calibration_study.pipeline`` holds
+``validation_map`` rows of both kinds read them, and ``operating_characteristics.pipeline`` holds
 the re-shipped study with each arm's ``command`` and the SDT arms' further data sets.
 Every decision, estimate and diagnostic is byte-identical.
 
 Shipping the SDT ``clustered`` arms at 77 data sets (from 18) changed
-``calibration_study.pipeline`` and the two ``calibration_map`` rows that read it (the d' and
+``operating_characteristics.pipeline`` and the two ``validation_map`` rows that read it (the d' and
 criterion misspecified arms' ``n`` and interval); the fixture was edited at those keys alone,
 copied from a cold run of the new code on another machine, whose other values moved at Monte
 Carlo level (as above; eight of its decisions on a boundary differed, among them
 ``confounds.without_family`` and the Bonferroni-adjusted d' member of the confirmatory family).
 
 Shipping the ``mundlak`` arms (the within- and between-family slopes and the family-left-out
-refit) changed ``calibration_study.pipeline`` and the ``confounds`` and ``within_between`` rows
-of ``calibration_map`` alone (a run of the new code with the previous run's fits reused: no
+refit) changed ``operating_characteristics.pipeline`` and the ``confounds`` and ``within_between`` rows
+of ``validation_map`` alone (a run of the new code with the previous run's fits reused: no
 other value differed); the fixture was edited at those keys.
 
 It was remade from a cold run on this machine (``bench/bench_pipeline.py --steps naive first
@@ -170,7 +170,7 @@ second other_data --name pipeline_issue32``, step ``first``, commit c74909c) for
 28.6: ``within_between``'s prior variants are reweighted in its plain form instead of refitted
 (``sensitivity.effects.within_between.variants[].reweighting``: ``psis``, Pareto k -0.06 and
 0.59), and the SDT ``slope0.4`` arms were shipped at 100 data sets
-(``calibration_study.pipeline``, ``calibration_map``). Against the previous fixture (a cold run
+(``operating_characteristics.pipeline``, ``validation_map``). Against the previous fixture (a cold run
 on another machine) every value moved at Monte Carlo level, and seven decisions on a boundary
 differ -- the cross-machine ones noted above, none from this change: ``confounds.without_family``
 (``credibly_positive`` -> ``improves``), the Bonferroni-adjusted d' member of the confirmatory
@@ -183,19 +183,19 @@ machine reused differed from the run before the change in the two reweighted var
 then said "prior variants" where it said "prior refits" (the variants are reweighted where the
 Pareto k allows): the fixture was edited at that sentence, and a run of the new code with the
 fixture run's fits reused wrote the fixture's bytes. Shipping the SDT ``slope0.15`` arms at 25
-data sets then changed ``calibration_study.pipeline`` and the d' and criterion rows of
-``calibration_map`` alone (a run with the same fits reused: no other value differed); the
+data sets then changed ``operating_characteristics.pipeline`` and the d' and criterion rows of
+``validation_map`` alone (a run with the same fits reused: no other value differed); the
 fixture was edited at those keys. The same held when those arms reached 100 data sets: a run
 with the fixture run's fits reused differed from the fixture at those keys alone, and wrote
 the fixture; and again when the SDT ``clustered`` arms went from 77 to 147 data sets. Adding
 the confirmatory family's arms (``default:confirmatory``, ``default:confirmatory:clustered``)
 and rerunning the default design's d' and criterion nulls at the SDT model's own settings (their
-first records moved to ``validation/results/pipeline_calibration_other_settings/``) changed
-``calibration_study.pipeline`` and the d', criterion and confirmatory rows of
-``calibration_map`` alone (a run with the fixture run's fits reused), which wrote the fixture;
+first records moved to ``validation/results/pipeline_operating_characteristics_other_settings/``) changed
+``operating_characteristics.pipeline`` and the d', criterion and confirmatory rows of
+``validation_map`` alone (a run with the fixture run's fits reused), which wrote the fixture;
 so did each later ship of those arms and of the SDT ``clustered`` arms. Shipping the contrast
 study run to its targets (``validation/contrast_study.py``: 200 null, 200 misspecified, 100
-recovery data sets) changed the ``contrasts`` row of ``calibration_map`` alone (the same way);
+recovery data sets) changed the ``contrasts`` row of ``validation_map`` alone (the same way);
 shipping the family and the default d' and criterion nulls at 164 data sets changed the keys named
 above for them alone, and so did adding the family's coverage arm
 (``default:confirmatory:dprime0.4``) and shipping those nulls at 200 data sets (the d' and
@@ -213,18 +213,29 @@ work): ``schema_version`` ``"2.0"``; ``data`` gains ``statuses`` (ok 16,471, unp
 ``calibration.cells``/``calibration.models`` gain ``ece_prediction_confidence`` (equal to
 their ``ece``, checked on every row), and ``calibration`` gains ``measure``. Every fit of the
 default run passes its gate, so no decision became ``not_decided``. Those sections, and
-``models``, ``status``, ``settings`` and ``calibration_map``, equal the run's; every other
+``models``, ``status``, ``settings`` and ``validation_map``, equal the run's; every other
 value of the run differed from the fixture only by its fits' draws (same cache keys and data
 hash: the cross-machine effect described above), among them three decisions on a boundary
 in ``sensitivity.effects`` (the d' refusal slope of the prior-x2 variant, the within-family
 word-association slope of the prior-x2 variant, and the d' word-association slope with active
 parameters: ``no_credible_effect`` in the fixture, ``credibly_positive`` in the run) and the
 scale slope, 0.197 [0.067, 0.322] against the fixture's 0.197 [0.074, 0.324].
+
+It was rewritten for issue 51 (names that explain themselves) by
+``tests/fixtures/regression/rename_2_0.py``, once, without a run: the three meanings of
+"calibration" got their own names (``confidence_calibration``, ``operating_characteristics``,
+``validation_map``; the list is the script's and ``docs/results.md``'s), and the values that
+name a renamed validation script or results folder name it by its new name. No number and
+no other string changed: undoing the renames gives the bytes of the fixture before them
+(:data:`BEFORE_RENAMES_SHA256`), and ``validation_map``, ``operating_characteristics`` and
+the shipped studies' sections equal what the renamed code computes from the package data.
 """
 
 from __future__ import annotations
 
 import copy
+import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -236,6 +247,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "regression" / "results_default.json"
+
+RENAMES = ROOT / "tests" / "fixtures" / "regression" / "rename_2_0.py"
+#: SHA-256 of the fixture before issue 51's renames (commit 535a2bc), as written.
+BEFORE_RENAMES_SHA256 = "1244b4b5a316e3bc745e5fa1d10e552ffbb8dfb7df84308155c7de3472ea9bf8"
 
 #: Deliberate changes against the fixture: JSON path -> (function of the old value giving the
 #: new value, reason). Everything else must be byte-identical. Emptied when the fixture was
@@ -285,6 +300,38 @@ def test_fixture_is_a_default_run() -> None:
     for key in ("scale_effect", "model_zoo", "sdt_effect", "hypotheses", "sensitivity",
                 "design_sensitivity"):
         assert fixture[key] is not None, key
+
+
+def _renames() -> Any:
+    spec = importlib.util.spec_from_file_location("rename_2_0", RENAMES)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_fixture_is_the_one_before_the_renames_with_the_new_names() -> None:
+    """Issue 51 renamed keys and file names only: undone, the fixture is the one before, byte
+    for byte, and the renames map it to the fixture again (no old key is left)."""
+    rn = _renames()
+    fixture = json.loads(FIXTURE.read_text())
+    before = rn.undo(fixture)
+    assert hashlib.sha256(rn.canonical(before).encode()).hexdigest() == BEFORE_RENAMES_SHA256
+    assert rn.rename(before) == fixture
+    holders = 0
+    for where, old, new in rn.KEYS:  # ``contrasts`` is null in the default run
+        for holder in rn._holders(fixture, where):
+            assert old not in holder and new in holder, (where, old, new)
+            holders += 1
+    assert holders == len(rn.KEYS) - 1
+
+
+def test_results_doc_lists_every_renamed_key() -> None:
+    """docs/results.md, version 2.0, names each key issue 51 renamed, old -> new."""
+    doc = (ROOT / "docs" / "results.md").read_text().split("## Versions", 1)[1].split("\n## ", 1)[0]
+    for where, old, new in _renames().KEYS:
+        shown = ".".join((*where, "")).replace("*.", "[]")
+        assert f"`{shown}{old}` -> `{shown}{new}`" in doc, (where, old, new)
 
 
 def _stack_differences(versions: dict[str, str], pins: dict[str, str]) -> list[str]:

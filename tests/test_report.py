@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.decisions.calibration_map import arm_components
+from selfmodel.decisions.validation_map import arm_components
 from selfmodel.report.document import REPORT_QMD, render_report
 from selfmodel.report.render import render
 
@@ -74,12 +74,12 @@ def test_report_numbers_come_from_results_json(build_copy):
     )
     results["data"]["records_read"] = 987654
     results["data"]["sha256"] = "f" * 64
-    # the calibration study's stack: the same as this run's except PyMC
-    results["calibration_study"]["versions"] = {**results["fit"]["versions"], "pymc": "5.0.0-test"}
-    # a pipeline-calibration arm run to its target that misses the false-'improves' target,
+    # the operating-characteristics study's stack: the same as this run's except PyMC
+    results["operating_characteristics"]["versions"] = {**results["fit"]["versions"], "pymc": "5.0.0-test"}
+    # a pipeline-operating-characteristics arm run to its target that misses the false-'improves' target,
     # which the report reads from the study's summary (not a copy of its own)
-    results["calibration_study"]["pipeline"]["targets"]["max_false_improves"] = 0.07
-    arm = results["calibration_study"]["pipeline"]["arms"]["seb:criterion"]
+    results["operating_characteristics"]["pipeline"]["targets"]["max_false_improves"] = 0.07
+    arm = results["operating_characteristics"]["pipeline"]["arms"]["seb:criterion"]
     arm.update(complete=True, n=200, diagnostics_failed=0, median_seconds_per_fit=1.0, overall={
         "false_improves": 0.08, "false_improves_ci": [0.05, 0.12], "false_improves_pm": 0.035,
         "hdi94_coverage": 0.94, "hdi94_coverage_ci": [0.90, 0.97], "hdi94_coverage_pm": 0.035})
@@ -88,7 +88,7 @@ def test_report_numbers_come_from_results_json(build_copy):
             "hdi94_coverage": 0.985, "hdi94_coverage_ci": [0.957, 0.997], "hdi94_coverage_pm": 0.02}
     arm.update(refusal=task, word_association={**task, "hdi94_coverage": 0.95,
                                                "hdi94_coverage_ci": [0.91, 0.975]})
-    results["calibration_study"]["pipeline"]["targets"]["false_improves_pm_at_bound"] = 0.0456
+    results["operating_characteristics"]["pipeline"]["targets"]["false_improves_pm_at_bound"] = 0.0456
     path.write_text(json.dumps(results))
     html = render_report(build_copy).read_text()
     for token in ("0.432", "-0.123", "0.988", "0.777", "987654", "f" * 64):
@@ -107,7 +107,7 @@ def test_report_numbers_come_from_results_json(build_copy):
     # where the study's own meets_targets says it misses (the same rule, applied twice)
     said = text[text.index("Run to the target"):]
     said = said[:said.index("Model and diagnostics")]
-    arms = results["calibration_study"]["pipeline"]["arms"]
+    arms = results["operating_characteristics"]["pipeline"]["arms"]
     starts = sorted((said.index(name), name) for name in arms if arms[name]["complete"])
     for (i, name), (j, _) in zip(starts, starts[1:] + [(len(said), None)], strict=True):
         if name == "seb:criterion":
@@ -129,15 +129,15 @@ def test_report_pdf_has_the_sections(build_copy):
     for section in SECTIONS:
         assert section in text, section
     # Markdown escapes are for Markdown text: inside a code span they print as written (the
-    # training section's null-calibration command once read "validation\/training\_null.py"; its
-    # calibration paragraph now names the training study's commands)
+    # training section's null-study command once read "validation\/training\_null.py"; its
+    # operating-characteristics paragraph now names the training study's commands)
     assert "validation/training_study.py" in text
     printed = re.findall(r"\S*\\[-_/*`\[\]#.]\S*", text)
     assert printed == [], printed[:5]
 
 
 def test_robustness_numbers_come_from_results_json(build_copy):
-    """Hypotheses, sensitivity and calibration tables quote results.json, not a cached text."""
+    """Hypotheses, sensitivity and operating-characteristics tables quote results.json, not a cached text."""
     path = build_copy / "results.json"
     results = json.loads(path.read_text())
     results["hypotheses"]["rows"][0].update(prob_direction=0.6543, bf_display="~42.4")
@@ -146,7 +146,7 @@ def test_robustness_numbers_come_from_results_json(build_copy):
     variant = results["sensitivity"]["priors"]["variants"][1]
     variant.update(mean=1.2345, decision="worsens", matches_main=False)
     results["sensitivity"]["priors"].update(verdict_holds=False, changed=[variant["label"]])
-    arm = results["calibration_study"]["arms"][0]
+    arm = results["operating_characteristics"]["arms"][0]
     arm["coverage90"] = {"rate": 0.333, "ci95": [0.111, 0.555], "k": 1, "n": 3}
     path.write_text(json.dumps(results))
     html = render_report(build_copy).read_text()

@@ -58,7 +58,7 @@ def test_every_key_comes_from_its_state_field(tmp_path: Path) -> None:
     assert out["sdt_effect"] is None
     # sections no stage filled are null, never missing
     for key in ("fit", "curves", "accuracy_points", "truth_comparison", "sensitivity",
-                "calibration_study", "design_sensitivity", "variance_components"):
+                "operating_characteristics", "design_sensitivity", "variance_components"):
         assert key in out and out[key] is None
 
 

@@ -91,7 +91,7 @@ def test_every_figure_block_draws_from_full_results(name, block, full) -> None:
         assert fig is None
         return
     if name == "contrasts.reliability_figure":  # the default run fits no contrasts (test_contrasts)
-        assert full["calibration_contrasts"] is None and fig is None
+        assert full["confidence_calibration_contrasts"] is None and fig is None
         return
     assert isinstance(fig, Figure), name
     assert any(ax.get_visible() and (ax.lines or ax.collections or ax.images or ax.patches)
@@ -112,7 +112,7 @@ def test_blocks_say_what_is_missing_when_a_stage_did_not_run(full) -> None:
     assert sections.self_other.tables(rep) == "No self-versus-other analysis in these results."
     assert sections.robustness.prior_summary(rep).startswith("Not run")
     assert "Robustness refits were not run" in sections.verdict.robustness_summary(rep)
-    assert sections.calibration.intro(rep).startswith("No calibration study found")
+    assert sections.operating_characteristics.intro(rep).startswith("No operating-characteristics study found")
     assert sections.hypotheses.table(rep) == ""
 
 
@@ -206,16 +206,16 @@ def test_a_failed_fit_shows_no_decision_in_the_verdict_tables() -> None:
     assert rows and not any(f"`{d}`" in line for line in rows for d in ("improves", "credibly_positive"))
 
 
-def test_calibration_arms_at_other_settings_than_this_run_are_named() -> None:
+def test_operating_characteristics_arms_at_other_settings_than_this_run_are_named() -> None:
     """The SDT samples at its own settings since issue 28.4: the study's d'/criterion arms
     (run before at the run-wide settings) are said not to be at this run's settings."""
     R = json.loads(FIXTURE.read_text())
     assert R["settings"]["sampler_by_model"]["sdt"]["draws"] == 3000
-    text = sections.calibration.pipeline(_report(R))
+    text = sections.operating_characteristics.pipeline(_report(R))
     assert "not at this run's settings for that model" in text and "dprime" in text
     assert "accuracy</code>" not in text.split("The arms")[1].split("not at this run")[0]
     R["settings"]["sampler_by_model"] = {}
-    assert "not at this run's settings" not in sections.calibration.pipeline(_report(R))
+    assert "not at this run's settings" not in sections.operating_characteristics.pipeline(_report(R))
 
 
 def test_training_null_table_shows_no_rescoring_contrast(full) -> None:
@@ -224,25 +224,26 @@ def test_training_null_table_shows_no_rescoring_contrast(full) -> None:
     """
     from selfmodel.report.sections import training
 
-    nc = full["training_effect"]["null_calibration"]
+    nc = full["training_effect"]["null_operating_characteristics"]
     assert nc.get("available") and any(k.startswith("privileged_vs_base:") for k in nc["rates"])
     # the older study is printed only where the study at the pipeline's settings is absent
-    older = {**full, "training_effect": {k: v for k, v in full["training_effect"].items() if k != "calibration"}}
-    text = training.calibration(_report(older))
+    older = {**full, "training_effect": {k: v for k, v in full["training_effect"].items()
+                                         if k != "operating_characteristics"}}
+    text = training.operating_characteristics(_report(older))
     assert "accuracy\\, trained tasks" in text  # the table (escaped markdown) is there
     assert "contrast against the base" not in text and "privileged access" not in text
 
 
-def test_calibration_arm_run_past_its_target_reads_as_such() -> None:
+def test_operating_characteristics_arm_run_past_its_target_reads_as_such() -> None:
     """An arm whose fits are shared with a null arm has more data sets than its coverage target;
     the table says "(target N)" rather than "200 of 100", and a short arm stays "partial"."""
     R = json.loads(FIXTURE.read_text())
-    arms = R["calibration_study"]["pipeline"]["arms"]
+    arms = R["operating_characteristics"]["pipeline"]["arms"]
     name = "default:accuracy:slope0.4"
     shown = sections.common.code(name)
     arms[name] = {**arms[name], "n": 200, "target_n": 100, "complete": True}
-    row = next(line for line in sections.calibration.pipeline(_report(R)).splitlines() if shown in line)
+    row = next(line for line in sections.operating_characteristics.pipeline(_report(R)).splitlines() if shown in line)
     assert "200 (target 100)" in row and "200 of 100" not in row
     arms[name] = {**arms[name], "n": 30, "target_n": 100, "complete": False}
-    row = next(line for line in sections.calibration.pipeline(_report(R)).splitlines() if shown in line)
+    row = next(line for line in sections.operating_characteristics.pipeline(_report(R)).splitlines() if shown in line)
     assert "30 of 100 (partial)" in row

@@ -18,8 +18,8 @@ from selfmodel.analyses import describe
 from selfmodel.analyses.skill import (
     auroc,
     binary_metrics,
-    calibration,
     calibration_curve,
+    confidence_calibration,
     confidence_metrics,
     sdt_loglinear,
     skill_from_cells,
@@ -288,8 +288,8 @@ def test_sdt_recovers_simulated_dprime(default_records: pl.DataFrame) -> None:
     assert abs(np.mean(est_c - tru_c)) < 0.08
 
 
-def test_calibration_structure(default_records: pl.DataFrame) -> None:
-    cal = calibration(default_records)
+def test_confidence_calibration_structure(default_records: pl.DataFrame) -> None:
+    cal = confidence_calibration(default_records)
     assert len(cal["bin_edges"]) == 11 and "prediction is right" in cal["semantics"]
     pairs = default_records.select("model", "task").unique()
     assert len(cal["cells"]) == pairs.height and len(cal["models"]) == pairs["model"].n_unique()

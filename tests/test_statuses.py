@@ -111,7 +111,7 @@ def test_a_cell_of_control_rows_only_says_no_prediction_was_asked(study) -> None
 
 def test_the_report_counts_each_status_by_name_and_not_as_unreadable(study) -> None:
     results = {"data": data_section(study.summary), "skill": skill_table(study.records),
-               "tasks": by_task(to_cells(study.records)), "calibration": {}}
+               "tasks": by_task(to_cells(study.records)), "confidence_calibration": {}}
     rep = Report(results, {}, None, Path("."), 6.3, 8.5)
     text = data_sec.accounting(rep)
     assert "`not_asked` | 36 |" in text and "`unanswered` | 4 |" in text

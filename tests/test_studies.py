@@ -503,7 +503,7 @@ def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, c
     # the contrast model would have been fitted (nothing else was): the results say why not
     assert R["contrasts"]["reason"] == ("not requested (--no-contrasts), although the scale "
                                         "model was not fitted")
-    assert R["calibration_contrasts"] is None
+    assert R["confidence_calibration_contrasts"] is None
 
 
 @pytest.mark.slow

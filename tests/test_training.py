@@ -19,9 +19,9 @@ import pytest
 from scipy.stats import binom, norm
 
 from selfmodel.analyses.training import (
-    NULL_CALIBRATION_DATA,
+    NULL_OPERATING_CHARACTERISTICS_DATA,
     decide_training,
-    null_calibration,
+    null_operating_characteristics,
     training_table,
     truth_rows,
 )
@@ -350,11 +350,11 @@ def test_model_sdt_likelihoods():
     assert not m.potentials  # no rescoring term (issue 28.1)
 
 
-def test_shipped_null_calibration_is_the_committed_study_and_within_the_rate():
+def test_shipped_null_study_is_the_committed_study_and_within_the_rate():
     """The package data is the summary of the committed per-data-set file (same SHA-256,
     same rates when recomputed), has at least 100 data sets, and no headline quantity is
     declared `improves` under a null effect above the rule's 5%."""
-    study = null_calibration()
+    study = null_operating_characteristics()
     assert study["available"], study
     source = ROOT / study["source"]
     import hashlib
@@ -367,9 +367,9 @@ def test_shipped_null_calibration_is_the_committed_study_and_within_the_rate():
     assert study["n_datasets"] == len(rows) >= 100
     for key in ("accuracy:trained", "accuracy:held_out", "dprime:trained", "dprime:held_out"):
         assert study["rates"][key]["rate"] <= 0.05, (key, study["rates"][key])
-    assert NULL_CALIBRATION_DATA.name == "training_null.json"
+    assert NULL_OPERATING_CHARACTERISTICS_DATA.name == "training_null.json"
 
 
-def test_null_calibration_without_the_file_says_so(tmp_path):
-    out = null_calibration(tmp_path / "training_null.json")
-    assert out == {"available": False, "reason": "no null-calibration study shipped (training_null.json)"}
+def test_null_study_without_the_file_says_so(tmp_path):
+    out = null_operating_characteristics(tmp_path / "training_null.json")
+    assert out == {"available": False, "reason": "no null study shipped (training_null.json)"}

@@ -2,7 +2,7 @@
 
 Written apart from the models (``models/scale.py``, ``models/sdt.py``), from the package's
 simulator (``selfmodel.records.simulate``) and from the model-form null generator of
-``validation/pipeline_calibration.py``, and not sharing their assumptions. Four generators:
+``validation/pipeline_operating_characteristics.py``, and not sharing their assumptions. Four generators:
 
 :func:`heavy_tailed` (the non-null arms: coverage at a known slope)
     cells whose true logit accuracy (``accuracy``) or d' and criterion (``dprime``,

@@ -190,8 +190,8 @@ def versions() -> dict[str, str]:
     return {p: version(p) for p in ("selfmodel", "pymc", "pytensor", "nutpie", "numpy")}
 
 
-#: Where ``--ship`` writes the summary (``selfmodel.analyses.contrasts.calibration`` reads it).
-SHIPPED = ROOT / "analysis" / "data" / "contrast_calibration.json"
+#: Where ``--ship`` writes the summary (``selfmodel.analyses.contrasts.operating_characteristics`` reads it).
+SHIPPED = ROOT / "analysis" / "data" / "contrast_operating_characteristics.json"
 
 
 def ship(source: Path, target: Path = SHIPPED) -> dict[str, Any]:
@@ -219,7 +219,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--out", type=Path, required=False)
     ap.add_argument("--ship", type=Path, metavar="SUMMARY",
                     help="copy this summary (contrast_study.json) to the package data the pipeline "
-                    "reads (analysis/data/contrast_calibration.json) and stop")
+                    "reads (analysis/data/contrast_operating_characteristics.json) and stop")
     # the pipeline's own sampler settings by default (selfmodel.fitting.sampling.SamplerSettings);
     # one core per fit, as the study runs fits one after the other
     default = SamplerSettings()

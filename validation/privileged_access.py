@@ -1,4 +1,4 @@
-"""Calibration of the privileged-access decision on an independent generator (issue 28.1).
+"""Operating characteristics of the privileged-access decision on an independent generator (issue 28.1).
 
 Data sets come from ``validation/privileged_generator.py`` (written apart from the
 estimator and from ``selfmodel.records.simulate``), and each is decided by the pipeline's own
@@ -51,7 +51,7 @@ from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGE_DATA = ROOT / "analysis" / "data" / "privileged_calibration.json"
+PACKAGE_DATA = ROOT / "analysis" / "data" / "privileged_operating_characteristics.json"
 POSITIVE = ("improves", "credibly_positive")
 NULL_FAMILIES = {"a": 1.0, "b": 1.0, "c": 1.0}
 
@@ -171,7 +171,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--only", nargs="*", choices=list(arms()))
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--ship", action="store_true",
-                    help="also write analysis/data/privileged_calibration.json")
+                    help="also write analysis/data/privileged_operating_characteristics.json")
     a = ap.parse_args(argv)
     result = run(a.sims, start=a.start, only=a.only)
     result["command"] = ("validation/privileged_access.py " + " ".join(

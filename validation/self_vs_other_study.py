@@ -74,7 +74,7 @@ CHECK = {"null": "null", "truth": "coverage", "misspecified": "misspecified", "c
 #: the decided quantities: mean advantages, slopes (self side) and per-model advantages
 MEANS = ("dprime", "accuracy", "dprime_target", "accuracy_target")
 SLOPES = ("dprime", "accuracy")
-SHIPPED = ROOT / "analysis" / "data" / "self_vs_other_calibration.json"
+SHIPPED = ROOT / "analysis" / "data" / "self_vs_other_operating_characteristics.json"
 FIRST_SEED = 41000
 ABILITY, U_SCALE = 0.4, 0.8
 
@@ -243,7 +243,7 @@ def width_ratio(qs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The intervals' mean half-width against the half-width the estimates' own spread implies.
 
     Over the data sets of an arm (independent draws of models and items), the estimate's
-    standard deviation ``sd`` is its sampling error; a calibrated 95% interval has a half-width
+    standard deviation ``sd`` is its sampling error; a 95% interval of the right width has a half-width
     of about ``1.96 sd``. ``width_ratio`` above 1: the intervals are wider than that.
     """
     est = np.array([q["estimate"] for q in qs if q.get("estimate") is not None and q["ci"][0] is not None])

@@ -1,4 +1,4 @@
-"""Null calibration of the training effect: how often is a null effect declared to improve?
+"""Null study of the training effect (operating characteristics under a null): how often is a null effect declared to improve?
 
 Draws data sets from ``selfmodel.records.simulate.simulate`` with the default design (four trained
 checkpoints, one trained task, two held out) and **no** training effect on any task
@@ -12,7 +12,7 @@ apart).
 
 For every decided quantity (accuracy, d' and criterion: the trained-task mean, the
 held-out mean and each task; privileged access is decided apart since issue 28.1 and
-calibrated by ``validation/privileged_access.py``) it counts the data sets declared
+studied by ``validation/privileged_access.py``) it counts the data sets declared
 ``improves`` and gives the rate with its Clopper-Pearson 95% interval (also ignoring the diagnostics gate, and among the fits that
 passed; ``null_quantities`` lists those whose truth is null). Under a null effect the rule's ``improves`` (P > 0.95 *and* the
 HDI beyond the ROPE) should be rarer than 5%. Note that with no d' change the
@@ -29,7 +29,7 @@ and ungated, and they agree on every null quantity but one.
 Output: one JSON line per data set in ``--out/training_null.jsonl`` (resumable: finished
 seeds are skipped) and the summary ``--out/training_null.json``; ``--ship`` also copies the
 summary into the package data ``analysis/data/training_null.json``, which the pipeline puts
-in ``training_effect.null_calibration`` and the report quotes.
+in ``training_effect.null_operating_characteristics`` and the report quotes.
 
     .venv/bin/python validation/training_null.py --sims 150 --out validation/results --ship
     .venv/bin/python validation/training_null.py --sims 3 --out /tmp/tn     # smoke run
@@ -85,7 +85,7 @@ def decisions(out: Mapping[str, Any]) -> dict[str, str]:
             d[f"{name}:{kind}"] = b[kind]["decision"]
         for e in b["per_task"]:
             d[f"{name}:task:{e['task']}"] = e["decision"]
-    # privileged access is no longer decided from this fit (issue 28.1): its calibration is
+    # privileged access is no longer decided from this fit (issue 28.1): its operating characteristics are
     # validation/privileged_access.py; rows of the shipped study made before that keep the
     # rescoring contrasts' rates (privileged_vs_*), which the report no longer shows
     return d

@@ -23,8 +23,8 @@ trained task, the held-out mean and every task. Per arm and quantity:
 Targets (the map's): 200 data sets under each null arm (a 5% rate known to about +-3
 points), 100 at the known truth. Output: one JSON line per data set in
 ``OUT/training_study.jsonl`` (resumable: finished ``(arm, seed)`` pairs are skipped), the summary
-``OUT/training_study.json``; ``--ship`` copies it to ``analysis/data/training_calibration.json``,
-which the calibration map reads.
+``OUT/training_study.json``; ``--ship`` copies it to ``analysis/data/training_operating_characteristics.json``,
+which the validation map reads.
 
     .venv/bin/python validation/training_study.py --arms null,misspecified --sims 200 --out validation/results
     .venv/bin/python validation/training_study.py --arms truth --sims 100 --out validation/results --ship
@@ -56,7 +56,7 @@ from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.fitting.sampling import SamplerSettings, fit, for_model, package_versions  # noqa: E402
 from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS  # noqa: E402
 
-SHIPPED = ROOT / "analysis" / "data" / "training_calibration.json"
+SHIPPED = ROOT / "analysis" / "data" / "training_operating_characteristics.json"
 FIRST_SEED = 31000
 TARGET = {"null": 200, "misspecified": 200, "truth": 100}
 CREDIBLE = POSITIVE_DECISIONS | NEGATIVE_DECISIONS

@@ -108,7 +108,7 @@ def contrast_section(
         "levels": found,
         "no_condition_label": NO_CONDITION,
         "n_rows": table.height,
-        "calibration": calibration(),
+        "operating_characteristics": operating_characteristics(),
     }
     reason = unfit_reason(found)
     if reason is not None:
@@ -123,15 +123,16 @@ def contrast_section(
 def not_fitted_section(reason: str) -> dict[str, Any]:
     """The ``contrasts`` section of a run that did not fit the model, ``reason`` saying why."""
     return {"fit_model": contrast_model.NAME, "why_fitted": None, "diagnostics": None,
-            "contrasts": {}, "reason": reason, "calibration": calibration()}
+            "contrasts": {}, "reason": reason,
+            "operating_characteristics": operating_characteristics()}
 
 
 #: The contrast study's summary (``validation/contrast_study.py --ship`` writes it).
-CALIBRATION_DATA: Final = PACKAGE_DATA / "contrast_calibration.json"
+OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "contrast_operating_characteristics.json"
 
 
-def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
-    """The shipped calibration study of the contrast decisions (independent generator), or why not.
+def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
+    """The shipped operating characteristics of the contrast decisions (independent generator), or why not.
 
     Measured on ``validation/contrast_study.py`` data, not on the user's data: recovery
     (coverage), null and misspecified arms; ``available`` is false without the file.

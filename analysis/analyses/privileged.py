@@ -41,7 +41,7 @@ every checkpoint and predictor, so every contrast stays paired at the item and t
 checkpoints' mean is joint. The declared rule (``selfmodel.decisions.hypotheses.decide``: the
 shortest interval holding ``hdi_prob`` of the replicates, the ROPE in log odds ratio units)
 turns the replicates into the decision words of ``docs/decisions.md``. The choice of this
-estimator over a hierarchical logistic fit and its calibration are in ``docs/decisions.md``
+estimator over a hierarchical logistic fit and its operating characteristics are in ``docs/decisions.md``
 ("Privileged access") and ``validation/privileged_access.py``.
 
 Where the records hold no prediction by the checkpoint of its base, the question is
@@ -246,12 +246,12 @@ def _checkpoint(row: Mapping[str, Any], d: pl.DataFrame, index: Mapping[str, int
     return entry, draws
 
 
-#: The calibration study's summary (``validation/privileged_access.py --ship`` writes it).
-CALIBRATION_DATA: Final = PACKAGE_DATA / "privileged_calibration.json"
+#: The operating characteristics' summary (``validation/privileged_access.py --ship`` writes it).
+OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "privileged_operating_characteristics.json"
 
 
-def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
-    """The shipped calibration study of this decision (independent generator), or why not.
+def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
+    """The shipped operating characteristics of this decision (independent generator), or why not.
 
     Measured on ``validation/privileged_generator.py`` data, not on the user's data:
     ``available`` is false without the file.
@@ -278,7 +278,7 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     r = replace(rule, min_models=1)
     base: dict[str, Any] = {"method": METHOD, "units": UNITS, "n_boot": n_boot,
                             "min_items": MIN_ITEMS, "rule": r.as_dict(), "per_checkpoint": [],
-                            "calibration": calibration()}
+                            "operating_characteristics": operating_characteristics()}
     rows = _readable(records)
     items, reasons = {}, {}
     for ck in checkpoints:
@@ -315,5 +315,5 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     return base
 
 
-__all__ = ["N_BOOT", "READING", "calibration", "checkpoint_items", "cluster_weights",
+__all__ = ["N_BOOT", "READING", "checkpoint_items", "cluster_weights", "operating_characteristics",
            "privileged_access"]

@@ -64,10 +64,10 @@ MIN_SHARED: Final = 20
 MIN_MODELS_SLOPE: Final = 4
 
 #: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it).
-CALIBRATION_DATA: Final = PACKAGE_DATA / "self_vs_other_calibration.json"
+OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "self_vs_other_operating_characteristics.json"
 
 
-def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
+def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
     """The shipped study of these decisions (null, known advantages, clustered items), or why not.
 
     Measured on ``validation/self_vs_other_study.py`` data, not on the user's data;
@@ -470,5 +470,5 @@ def self_vs_other_rescored(
         "primary_measure": "dprime",
         "per_task": per_task,
         "cross_prediction": _cross_prediction(records),
-        "calibration": calibration(),
+        "operating_characteristics": operating_characteristics(),
     }

@@ -81,7 +81,7 @@ calibration curve and the ECE of the prediction's confidence
     name). It bins the confidence in the prediction, not the implied probability :math:`s`
     of the outcome: the ECE of :math:`s` ("ECE of the stated probability") is another
     measure, computed per model with intervals in
-    :mod:`selfmodel.analyses.calibration_contrasts`. ECE is biased upwards in small cells
+    :mod:`selfmodel.analyses.confidence_calibration`. ECE is biased upwards in small cells
     (sampling noise alone makes it positive); compare cells of similar size.
     ``overconfidence`` is mean confidence minus accuracy (calibration-in-the-large).
 
@@ -102,7 +102,7 @@ from selfmodel.records.cells import CELL_KEY, self_predictions, to_cells
 #: Default number of equal-width confidence bins.
 DEFAULT_BINS: Final = 10
 
-#: What the ECE of this module bins (``calibration.measure``; the report's words).
+#: What the ECE of this module bins (``confidence_calibration.measure``; the report's words).
 ECE_PREDICTION_CONFIDENCE: Final = (
     "ECE of the prediction's confidence: bins of the stated confidence that the prediction is "
     "right, against whether it was (ece_prediction_confidence; ece is the same number)"
@@ -635,8 +635,8 @@ def skill_table(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> list[di
     return rows
 
 
-def calibration(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> dict[str, Any]:
-    """Calibration curves of stated confidence, per model x task and per model.
+def confidence_calibration(records: pl.DataFrame, *, n_bins: int = DEFAULT_BINS) -> dict[str, Any]:
+    """Confidence calibration: curves of stated confidence, per model x task and per model.
 
     Parameters
     ----------

@@ -20,9 +20,9 @@ other task both checkpoints answered is *held out*. This module
   with the reason where the records hold no prediction by the checkpoint of its base (its
   self-predictions are never rescored as a substitute, issue 28.1);
 * attaches the shipped studies of these decisions: the training study at the pipeline's
-  sampler settings (:func:`study_calibration`, ``validation/training_study.py``: null,
+  sampler settings (:func:`operating_characteristics`, ``validation/training_study.py``: null,
   known-gain and misspecified arms from an independent generator) and the older null-only
-  study at 2 x 1000 draws (:func:`null_calibration`, ``validation/training_null.py``).
+  study at 2 x 1000 draws (:func:`null_operating_characteristics`, ``validation/training_null.py``).
 
 Not done here: the effect of training is not related to scale, and a checkpoint derived from
 a derived checkpoint is compared with its own base only; see ``models/training.py``.
@@ -360,7 +360,7 @@ def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dic
     by the generative parameters saved beside them
     (``selfmodel.records.simulate.training_implied_truth``). The simulator writes no
     cross-predictions, so privileged access has no row here (it is ``not_estimable`` on
-    such data; its calibration is ``validation/privileged_access.py``).
+    such data; its operating characteristics are ``validation/privileged_access.py``).
     """
     t = truth.get("training")
     if not t:
@@ -379,25 +379,25 @@ def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dic
     return rows
 
 
-#: The null-calibration study's summary (``validation/training_null.py --ship`` writes it).
-NULL_CALIBRATION_DATA = PACKAGE_DATA / "training_null.json"
+#: The null study's summary (``validation/training_null.py --ship`` writes it).
+NULL_OPERATING_CHARACTERISTICS_DATA = PACKAGE_DATA / "training_null.json"
 
 
-def null_calibration(path: Path = NULL_CALIBRATION_DATA) -> dict[str, Any]:
-    """The shipped null-calibration study: false ``improves`` rates with their intervals.
+def null_operating_characteristics(path: Path = NULL_OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
+    """The shipped null study: false ``improves`` rates with their intervals.
 
     Measured on the default design (``validation/training_null.py``), not on the user's
     data: it says how often the declared rule calls a null training effect ``improves``
     with this model and these sampler settings. ``available`` is false without the file.
     """
-    return shipped_study(path, "null-calibration study")
+    return shipped_study(path, "null study")
 
 
 #: The training study's summary at the pipeline's settings (``validation/training_study.py --ship``).
-STUDY_CALIBRATION_DATA = PACKAGE_DATA / "training_calibration.json"
+OPERATING_CHARACTERISTICS_DATA = PACKAGE_DATA / "training_operating_characteristics.json"
 
 
-def study_calibration(path: Path = STUDY_CALIBRATION_DATA) -> dict[str, Any]:
+def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
     """The shipped training study (null, known effects, misspecified; independent generator).
 
     Measured on ``validation/training_generator.py`` data at the pipeline's sampler settings,
@@ -449,8 +449,8 @@ def training_effect(
                    why=f"sampling 'training' model: {table['model'].n_unique()} checkpoint(s)")
     out = {**base, "diagnostics": f.diagnostics,
            **decide_training(f.idata, table, rule, passed=f.diagnostics["passed"])}
-    out["null_calibration"] = null_calibration()
-    out["calibration"] = study_calibration()
+    out["null_operating_characteristics"] = null_operating_characteristics()
+    out["operating_characteristics"] = operating_characteristics()
     if truth is not None:
         out["truth_comparison"] = truth_rows(out, truth)
     return out

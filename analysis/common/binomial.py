@@ -1,4 +1,4 @@
-"""Exact binomial intervals for the rates the calibration studies and the calibration map report."""
+"""Exact binomial intervals for the rates the operating-characteristics studies and the validation map report."""
 
 from __future__ import annotations
 

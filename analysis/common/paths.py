@@ -1,7 +1,7 @@
 """Package and checkout paths and the default seed, defined once.
 
 Files the package ships (the default hypotheses file, the report sources and styles, the
-calibration study's summary) are found with :mod:`importlib.resources`, so an installed wheel
+operating-characteristics summaries) are found with :mod:`importlib.resources`, so an installed wheel
 finds them wherever it is run from; they never depend on the working directory or on a
 checkout. Only :data:`DEFAULT_DATA` (the embedded default data set) and :data:`REPO_ROOT`
 refer to the checkout: a wheel does not ship the data, and ``selfmodel run`` then needs a folder.
@@ -32,7 +32,7 @@ REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 DEFAULT_DATA: Final = REPO_ROOT / "data_raw"
 #: The package's folder (``analysis/`` in a checkout, ``site-packages/selfmodel`` installed).
 PACKAGE_DIR: Final = package_path(PACKAGE)
-#: Package data shipped with the package (the calibration study's summary, the hypotheses).
+#: Package data shipped with the package (the operating-characteristics summaries, the hypotheses).
 PACKAGE_DATA: Final = PACKAGE_DIR / "data"
 #: The declared hypotheses ``selfmodel run`` evaluates unless ``--hypotheses`` says otherwise
 #: (package data; in the checkout ``analysis/data/hypotheses.toml``).
@@ -46,10 +46,10 @@ REPORT_QMD: Final = REPORTS_DIR / "self_modeling.qmd"
 DEFAULT_SEED: Final = 20261130
 
 
-def shipped_study(path: Path, what: str = "calibration study") -> dict[str, Any]:
+def shipped_study(path: Path, what: str = "operating-characteristics study") -> dict[str, Any]:
     """A study summary shipped as package data, with ``available``; or why there is none.
 
-    ``validation/*.py --ship`` writes these files; the pipeline and the calibration map read
+    ``validation/*.py --ship`` writes these files; the pipeline and the validation map read
     them, so a run quotes a study without re-running it.
     """
     if not path.is_file():

@@ -24,8 +24,8 @@ that model's ``diagnostics``), ``hypotheses.rows`` and the confirmatory family's
 own ``diagnostics_passed``), ``confounds.without_family``, the strict-accuracy refit, the
 contrast model's ``contrasts``, the training model's decisions (``training_effect``:
 ``trained``, ``held_out``, ``per_task``, ``sdt``) and ``sdt_crosscheck``. Decisions that no
-fit gates (bootstrap intervals: ``calibration_contrasts``, ``privileged_access``,
-``self_vs_other_rescored``; the shipped calibration studies) are left as they are.
+fit gates (bootstrap intervals: ``confidence_calibration_contrasts``, ``privileged_access``,
+``self_vs_other_rescored``; the shipped operating-characteristics studies) are left as they are.
 
 At ``--preset exploratory`` nothing is gated: that report says first that nothing in it is a
 finding and shows each decision labelled as not a finding, which ``finding: false`` says here.

@@ -188,7 +188,7 @@ def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str
     some wrong sign at most at :math:`k (1 - m')/2 = (1 - m)/2`; that is a frequentist
     statement only as far as the intervals' coverage is calibrated; under the joint null
     (every member's slope 0) some member claims a sign at most at :math:`1 - m`, which the
-    arm ``default:confirmatory`` of ``validation/pipeline_calibration.py`` measures by this
+    arm ``default:confirmatory`` of ``validation/pipeline_operating_characteristics.py`` measures by this
     function at the pipeline's settings. The family is
     ``supported`` when every member's adjusted decision is its predicted one (``None``, with
     the ``reason``, when a member is not a finding: its fit failed its diagnostics). Beside

@@ -10,7 +10,7 @@ A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba
 selfmodel's cache folder (:mod:`selfmodel.common.caches`), makes a later compile of the
 same model in a new process cheaper). ``fit(...,
 reuse_compiled=True)`` compiles through :func:`selfmodel.fitting.compile_cache.compiled_model`
-instead, for callers that fit one design many times in one process (calibration studies,
+instead, for callers that fit one design many times in one process (operating-characteristics studies,
 simulation-based calibration, power by simulation): each later fit of the same structure
 skips compilation. It is not the default because on a single fit it costs more than it
 saves: with the data as shared variables PyTensor cannot fold the data into the graph; on

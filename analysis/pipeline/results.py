@@ -1,7 +1,8 @@
 """``results.json``: written by :func:`write_results` alone, from the run's state.
 
 The keys are a contract other tools read (``docs/results.md`` lists each key and the stage
-that computes it); they are never renamed. Everything in ``results.json`` is a deterministic
+that computes it); a key is renamed only with a new ``schema_version`` (``docs/results.md``,
+"Versions"). Everything in ``results.json`` is a deterministic
 function of the inputs and the seed; wall-clock facts (timestamps, durations, host) go to
 ``run.json`` instead, so a rerun gives a byte-identical ``results.json``.
 """
@@ -12,21 +13,31 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from selfmodel.analyses.calibration_contrasts import calibration as calibration_contrast_calibration
-from selfmodel.analyses.contrasts import calibration as contrast_calibration
-from selfmodel.analyses.privileged import calibration as privileged_calibration
-from selfmodel.analyses.rescoring import calibration as self_vs_other_calibration
-from selfmodel.analyses.training import null_calibration
-from selfmodel.analyses.training import study_calibration as training_study_calibration
+from selfmodel.analyses.confidence_calibration import (
+    operating_characteristics as confidence_calibration_operating_characteristics,
+)
+from selfmodel.analyses.contrasts import (
+    operating_characteristics as contrast_operating_characteristics,
+)
+from selfmodel.analyses.privileged import (
+    operating_characteristics as privileged_operating_characteristics,
+)
+from selfmodel.analyses.rescoring import (
+    operating_characteristics as self_vs_other_operating_characteristics,
+)
+from selfmodel.analyses.training import null_operating_characteristics
+from selfmodel.analyses.training import (
+    operating_characteristics as training_operating_characteristics,
+)
 from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
-from selfmodel.decisions.calibration_map import Studies, calibration_map
 from selfmodel.decisions.gate import gate_decisions
 from selfmodel.decisions.status import status_lines
+from selfmodel.decisions.validation_map import Studies, validation_map
 from selfmodel.decisions.verdict import findings
 from selfmodel.pipeline.state import RunState
 from selfmodel.records.contract import RESULTS_SCHEMA_VERSION
-from selfmodel.robustness.stage import calibration_study
+from selfmodel.robustness.stage import operating_characteristics
 
 #: The ingest summary keys copied into ``results["data"]`` (in this order).
 DATA_KEYS = (
@@ -68,7 +79,7 @@ RESULT_KEYS = (
     "accuracy_points",
     "truth_comparison",
     "skill",
-    "calibration",
+    "confidence_calibration",
     "frequentist",
     "crosscheck",
     "sdt_effect",
@@ -77,7 +88,7 @@ RESULT_KEYS = (
     "variance_components",
     "hypotheses",
     "sensitivity",
-    "calibration_study",
+    "operating_characteristics",
     "design_sensitivity",
     "confounds",
     "self_vs_other_rescored",
@@ -85,8 +96,8 @@ RESULT_KEYS = (
     "mixed_predictive",
     "sdt_crosscheck",
     "contrasts",
-    "calibration_contrasts",
-    "calibration_map",
+    "confidence_calibration_contrasts",
+    "validation_map",
     "verdict",
     "status",
 )
@@ -100,11 +111,14 @@ def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def shipped_studies() -> Studies:
-    """The calibration studies shipped as package data (each loader says when one is absent)."""
-    return Studies(pipeline=(calibration_study() or {}).get("pipeline"), training_null=null_calibration(),
-                   privileged=privileged_calibration(), contrasts=contrast_calibration(),
-                   calibration_contrasts=calibration_contrast_calibration(),
-                   training=training_study_calibration(), self_vs_other=self_vs_other_calibration())
+    """The operating-characteristics studies shipped as package data (each loader says when one is absent)."""
+    return Studies(pipeline=(operating_characteristics() or {}).get("pipeline"),
+                   training_null=null_operating_characteristics(),
+                   privileged=privileged_operating_characteristics(),
+                   contrasts=contrast_operating_characteristics(),
+                   confidence_calibration=confidence_calibration_operating_characteristics(),
+                   training=training_operating_characteristics(),
+                   self_vs_other=self_vs_other_operating_characteristics())
 
 
 def build_results(state: RunState) -> dict[str, Any]:
@@ -127,7 +141,7 @@ def build_results(state: RunState) -> dict[str, Any]:
             "accuracy_points": state.points_section,
             "truth_comparison": state.truth_section,
             "skill": state.skill_section,
-            "calibration": state.calibration_section,
+            "confidence_calibration": state.confidence_calibration_section,
             "frequentist": state.frequentist_section,
             "crosscheck": state.crosscheck_section,
             **state.headline_sections,
@@ -136,7 +150,7 @@ def build_results(state: RunState) -> dict[str, Any]:
             "variance_components": state.variance_section,
             "hypotheses": state.hypotheses_section,
             "sensitivity": state.sensitivity_section,
-            "calibration_study": state.calibration_study_section,
+            "operating_characteristics": state.operating_characteristics_section,
             "design_sensitivity": state.design_sensitivity_section,
             "confounds": state.confounds_section,
             "training_effect": state.training_section,
@@ -145,14 +159,14 @@ def build_results(state: RunState) -> dict[str, Any]:
             "mixed_predictive": state.mixed_predictive_section,
             "sdt_crosscheck": state.sdt_crosscheck_section,
             "contrasts": state.contrasts_section,
-            "calibration_contrasts": state.calibration_contrasts_section,
+            "confidence_calibration_contrasts": state.confidence_calibration_contrasts_section,
         }
     )
     # a fit that failed its diagnostics gate decides nothing: its decisions say not_decided
     # (the rule's word in decision_if_passed), as the report does (analysis/decisions/gate.py)
     gate_decisions(out)
-    # which kinds of decision above have a calibration study, and of which checks
-    out["calibration_map"] = rounded(calibration_map(out, shipped_studies()))
+    # which kinds of decision above have an operating-characteristics study, and of which checks
+    out["validation_map"] = rounded(validation_map(out, shipped_studies()))
     # the first screen's sentences, chosen from the numbers above (analysis/decisions/verdict.py)
     out["verdict"] = {"findings": findings(out)}
     # the lines the run leads with (low yield, exploratory settings, nothing fitted ...)

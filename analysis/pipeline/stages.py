@@ -25,12 +25,12 @@ import polars as pl
 
 from selfmodel import models as model_registry
 from selfmodel.analyses import describe
-from selfmodel.analyses.calibration_contrasts import calibration_table
+from selfmodel.analyses.confidence_calibration import confidence_calibration_table
 from selfmodel.analyses.contrasts import contrast_section, not_fitted_section
 from selfmodel.analyses.frequentist import NUMERICAL_ERRORS, crosscheck_table, run_frequentist
 from selfmodel.analyses.model_inputs import Tables, models_per_task
 from selfmodel.analyses.rescoring import self_vs_other_rescored
-from selfmodel.analyses.skill import calibration, skill_table
+from selfmodel.analyses.skill import confidence_calibration, skill_table
 from selfmodel.analyses.training import SCALE_EXCLUSION_REASON, training_effect, validate_design
 from selfmodel.common import atomic
 from selfmodel.common import progress as progress_lines
@@ -77,9 +77,9 @@ from selfmodel.robustness.mixed_check import (
 from selfmodel.robustness.sdt_crosscheck import sdt_crosscheck
 from selfmodel.robustness.sensitivity import companion_scale_variable_refits
 from selfmodel.robustness.stage import (
-    calibration_study,
     evidence_from,
     hypotheses_section,
+    operating_characteristics,
     robustness_refits,
 )
 
@@ -209,8 +209,8 @@ def stage_cells(state: RunState, say: Progress) -> None:
     state.tasks = sorted(cells["task"].unique().to_list())
     # a trained_tasks entry the records do not have stops the run here, before any sampling
     validate_design(state.registry, state.inputs.registry, state.tasks)
-    if cfg.calibration_contrasts is not None:  # so does --calibration-by on a design without it
-        calibration_groups(state.ingest.records, cfg.calibration_contrasts)
+    if cfg.confidence_calibration_contrasts is not None:  # so does --calibration-by on a design without it
+        confidence_calibration_groups(state.ingest.records, cfg.confidence_calibration_contrasts)
     state.models_section = _models_table(cells, state.registry, cfg.scale)
     state.tasks_section = describe.by_task(cells)
     state.by_model_task_section = describe.by_model_task(cells)
@@ -313,8 +313,8 @@ def stage_fits(state: RunState, say: Progress) -> None:
     stage_contrasts(state, say)
 
 
-def calibration_groups(records: pl.DataFrame, asked: str = "auto") -> tuple[str, ...]:
-    """The groups of the calibration table: ``asked`` (``--calibration-by``), or by the design.
+def confidence_calibration_groups(records: pl.DataFrame, asked: str = "auto") -> tuple[str, ...]:
+    """The groups of the confidence-calibration table: ``asked`` (``--calibration-by``), or by the design.
 
     ``auto``: conditions within a model when the records have two or more; else tasks within
     a model (a study whose question sets are its tasks: e.g. hard against easy questions);
@@ -335,11 +335,11 @@ def calibration_groups(records: pl.DataFrame, asked: str = "auto") -> tuple[str,
 
 
 def stage_contrasts(state: RunState, say: Progress) -> None:
-    """Stage 4c (``contrasts``, ``calibration_contrasts``): what such a study can decide.
+    """Stage 4c (``contrasts``, ``confidence_calibration_contrasts``): what such a study can decide.
 
     Fitted when the verdict model was not (closed models without sizes) or the records have
     two or more conditions; otherwise both stay ``None``. With ``--no-contrasts`` the model
-    is not fitted and ``contrasts`` says so where it would have been. The calibration table
+    is not fitted and ``contrasts`` says so where it would have been. The confidence-calibration table
     (no fit: an item bootstrap) comes with the contrast model, and beside any model when
     asked (``--calibration-contrasts``, ``--calibration-by``); ``why`` says which.
     """
@@ -350,13 +350,13 @@ def stage_contrasts(state: RunState, say: Progress) -> None:
     unfit = state.verdict is None or state.verdict.fit is None
     fit_contrasts = unfit or n_conditions >= 2
     why = "the scale model was not fitted" if unfit else f"the records have {n_conditions} conditions"
-    asked = cfg.calibration_contrasts
+    asked = cfg.confidence_calibration_contrasts
     if asked is not None or (fit_contrasts and cfg.contrasts):
-        by = calibration_groups(records, asked or "auto")
-        say(f"calibration per {' x '.join(by)} (item bootstrap)")
-        state.calibration_contrasts_section = calibration_table(records, by=by, rule=cfg.rule,
-                                                                seed=cfg.seed)
-        state.calibration_contrasts_section["why"] = (
+        by = confidence_calibration_groups(records, asked or "auto")
+        say(f"confidence calibration per {' x '.join(by)} (item bootstrap)")
+        state.confidence_calibration_contrasts_section = confidence_calibration_table(
+            records, by=by, rule=cfg.rule, seed=cfg.seed)
+        state.confidence_calibration_contrasts_section["why"] = (
             "requested (--calibration-contrasts)" if asked is not None
             else f"computed with the contrast model: {why}")
     if not fit_contrasts:
@@ -434,14 +434,14 @@ def stage_frequentist(state: RunState, say: Progress) -> None:
 
 
 def stage_skill(state: RunState, say: Progress) -> None:
-    """Stage 6 (``skill``, ``calibration``, ``self_vs_other_rescored``, ``missingness``).
+    """Stage 6 (``skill``, ``confidence_calibration``, ``self_vs_other_rescored``, ``missingness``).
 
     Skill beyond base rates, stated confidence, self versus other by rescoring shared items,
     and how missing / unreadable predictions depend on scale (all from the records, no fits).
     """
     assert state.ingest is not None and state.cells is not None
     state.skill_section = skill_table(state.ingest.records)
-    state.calibration_section = calibration(state.ingest.records)
+    state.confidence_calibration_section = confidence_calibration(state.ingest.records)
     say("self versus other: rescoring each model's predictions against the others' outcomes")
     sizes = _log10_sizes(state.cells)
     state.self_vs_other_section = self_vs_other_rescored(
@@ -472,7 +472,7 @@ def stage_truth(state: RunState, say: Progress) -> None:
 
 
 def stage_robustness(state: RunState, say: Progress) -> None:
-    """Stage 8 (``hypotheses``, ``sensitivity``, ``calibration_study``)."""
+    """Stage 8 (``hypotheses``, ``sensitivity``, ``operating_characteristics``)."""
     cfg = state.config
     v = state.verdict
     assert v is not None and state.ingest is not None
@@ -544,7 +544,7 @@ def stage_robustness(state: RunState, say: Progress) -> None:
         if cfg.holdout:
             section["scale_term_holdout"] = _leave_group_out(state, cfg.holdout, say)
     state.hypotheses_section = section
-    state.calibration_study_section = calibration_study()
+    state.operating_characteristics_section = operating_characteristics()
 
 
 def _companion_prior_sensitivity(state: RunState, say: Progress) -> dict[str, Any] | None:

@@ -49,10 +49,10 @@ class RunConfig:
     power: bool = True
     #: fit ``models/contrast.py`` when the verdict model is not fitted or records have conditions
     contrasts: bool = True
-    #: ``--calibration-contrasts [BY]``: calibration per model (``model``, ``condition``: per
+    #: ``--calibration-contrasts [BY]``: confidence calibration per model (``model``, ``condition``: per
     #: model x condition, ``task``: per model x task, ``auto``) with intervals and contrasts,
     #: beside any model; ``None``: only where the contrast model is fitted
-    calibration_contrasts: str | None = None
+    confidence_calibration_contrasts: str | None = None
     hypotheses: Path = DEFAULT_HYPOTHESES_FILE
     robustness: bool = True
     holdout: str | None = None  # "model" / "family": leave-one-group-out refits (slow)
@@ -102,14 +102,14 @@ class RunState:
     variance_section: dict[str, Any] | None = None  # variance_components
     truth_section: dict[str, Any] | None = None  # truth_comparison
     skill_section: list[dict[str, Any]] | None = None  # skill
-    calibration_section: dict[str, Any] | None = None  # calibration
+    confidence_calibration_section: dict[str, Any] | None = None  # confidence_calibration
     frequentist_section: dict[str, Any] | None = None  # frequentist
     crosscheck_section: list[dict[str, Any]] | None = None  # crosscheck
     zoo_section: dict[str, Any] | None = None  # model_zoo
     headline_sections: dict[str, Any] = field(default_factory=dict)  # e.g. sdt_effect
     hypotheses_section: dict[str, Any] | None = None  # hypotheses
     sensitivity_section: dict[str, Any] | None = None  # sensitivity
-    calibration_study_section: dict[str, Any] | None = None  # calibration_study
+    operating_characteristics_section: dict[str, Any] | None = None  # operating_characteristics
     design_sensitivity_section: dict[str, Any] | None = None  # design_sensitivity
     confounds_section: dict[str, Any] | None = None  # confounds
     training_section: dict[str, Any] | None = None  # training_effect
@@ -118,5 +118,5 @@ class RunState:
     mixed_predictive_section: dict[str, Any] | None = None  # mixed_predictive
     sdt_crosscheck_section: dict[str, Any] | None = None  # sdt_crosscheck
     contrasts_section: dict[str, Any] | None = None  # contrasts
-    calibration_contrasts_section: dict[str, Any] | None = None  # calibration_contrasts
+    confidence_calibration_contrasts_section: dict[str, Any] | None = None  # confidence_calibration_contrasts
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings

@@ -532,7 +532,7 @@ def simulate_scale_cells(
     ``task_slopes`` (one per task) sets each task's true slope instead of ``beta`` plus a
     drawn deviation (the draws are the same either way, so other parameters do not move).
 
-    Used by parameter-recovery and calibration studies: the truth is the model's own
+    Used by parameter-recovery and operating-characteristics studies: the truth is the model's own
     parameters, so coverage can be checked exactly.
 
     Returns

@@ -1,4 +1,4 @@
-"""Stage 4b: declared hypotheses, the scale-term LOO, sensitivity refits, the calibration study.
+"""Stage 4b: declared hypotheses, the scale-term LOO, sensitivity refits, the operating characteristics.
 
 Called by :func:`selfmodel.pipeline.stages.run` after the model zoo is fitted. Everything here either
 reads existing fits (hypotheses, Savage-Dickey Bayes factors) or refits through
@@ -12,9 +12,10 @@ run reuses them all. The results land in ``results.json`` as
 ``sensitivity``
     ``priors`` (:func:`selfmodel.robustness.sensitivity.prior_sensitivity`) and ``scale_variable``
     (:func:`selfmodel.robustness.sensitivity.scale_variable_sensitivity`);
-``calibration_study``
-    the calibration study of the decision rule (``validation/calibration.py``), shipped as
-    package data ``analysis/data/calibration_study.json`` (:func:`calibration_study`), so
+``operating_characteristics``
+    the operating characteristics of the decision rule (its error rates, coverage and
+    simulation-based calibration under known truth; ``validation/operating_characteristics.py``), shipped as
+    package data ``analysis/data/operating_characteristics.json`` (:func:`operating_characteristics`), so
     the report shows the study without re-running it and without reading the checkout.
 """
 
@@ -46,10 +47,10 @@ from selfmodel.fitting.fitter import Fitter
 from selfmodel.fitting.sampling import Fit
 from selfmodel.robustness.sensitivity import prior_sensitivity, scale_variable_sensitivity
 
-#: The committed calibration study (``validation/calibration.py`` writes it).
-CALIBRATION_JSON = REPO_ROOT / "validation" / "results" / "calibration.json"
-#: Its summary shipped with the package (``validation/calibration.py --ship`` writes it).
-CALIBRATION_PACKAGE_DATA = PACKAGE_DATA / "calibration_study.json"
+#: The committed operating-characteristics study (``validation/operating_characteristics.py`` writes it).
+OPERATING_CHARACTERISTICS_JSON = REPO_ROOT / "validation" / "results" / "operating_characteristics.json"
+#: Its summary shipped with the package (``validation/operating_characteristics.py --ship`` writes it).
+OPERATING_CHARACTERISTICS_PACKAGE_DATA = PACKAGE_DATA / "operating_characteristics.json"
 
 
 def evidence_from(
@@ -195,8 +196,8 @@ _ARM_KEYS = (
 )
 
 
-def summarise_calibration(path: Path = CALIBRATION_JSON) -> dict[str, Any] | None:
-    """The committed calibration study, summarised for ``results.json``.
+def summarise_operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_JSON) -> dict[str, Any] | None:
+    """The committed operating-characteristics study, summarised for ``results.json``.
 
     Returns ``None`` when the file is absent. The per-fit columns are left out (they stay
     in the file); the SHA-256 of the file ties the report's table to it.
@@ -226,26 +227,26 @@ def summarise_calibration(path: Path = CALIBRATION_JSON) -> dict[str, Any] | Non
     }
 
 
-def write_calibration_package_data(
-    source: Path = CALIBRATION_JSON, target: Path = CALIBRATION_PACKAGE_DATA
+def write_operating_characteristics_package_data(
+    source: Path = OPERATING_CHARACTERISTICS_JSON, target: Path = OPERATING_CHARACTERISTICS_PACKAGE_DATA
 ) -> dict[str, Any]:
-    """Write the summary of ``source`` as the package data :func:`calibration_study` reads."""
-    summary = summarise_calibration(source)
+    """Write the summary of ``source`` as the package data :func:`operating_characteristics` reads."""
+    summary = summarise_operating_characteristics(source)
     if summary is None:
-        raise FileNotFoundError(f"{source}: no calibration study; run validation/calibration.py")
+        raise FileNotFoundError(f"{source}: no operating-characteristics study; run validation/operating_characteristics.py")
     atomic.write_json(target, rounded(summary))
     return summary
 
 
-#: The calibration study of this analysis at the pipeline's settings, merged and shipped by
-#: ``validation/pipeline_calibration.py --ship`` (possibly partial: each arm says its n).
-PIPELINE_CALIBRATION_PACKAGE_DATA = PACKAGE_DATA / "pipeline_calibration.json"
+#: The operating characteristics of this analysis at the pipeline's settings, merged and shipped by
+#: ``validation/pipeline_operating_characteristics.py --ship`` (possibly partial: each arm says its n).
+PIPELINE_OPERATING_CHARACTERISTICS_PACKAGE_DATA = PACKAGE_DATA / "pipeline_operating_characteristics.json"
 
 
-def calibration_study(
-    path: Path = CALIBRATION_PACKAGE_DATA, pipeline: Path = PIPELINE_CALIBRATION_PACKAGE_DATA
+def operating_characteristics(
+    path: Path = OPERATING_CHARACTERISTICS_PACKAGE_DATA, pipeline: Path = PIPELINE_OPERATING_CHARACTERISTICS_PACKAGE_DATA
 ) -> dict[str, Any] | None:
-    """The calibration study's summary shipped with the package (``None`` when absent).
+    """The operating characteristics' summary shipped with the package (``None`` when absent).
 
     ``pipeline`` holds the summary of the pipeline-settings study when it is shipped
     (``None`` otherwise).

@@ -11,7 +11,6 @@ it; ``tests/test_sections.py`` runs every such block on a saved results file by 
 
 from selfmodel.report.sections import (
     appendix,
-    calibration,
     contrasts,
     crosscheck,
     data,
@@ -20,6 +19,7 @@ from selfmodel.report.sections import (
     hypotheses,
     missingness,
     model,
+    operating_characteristics,
     privileged,
     reliability,
     reproduce,
@@ -33,7 +33,7 @@ from selfmodel.report.sections import (
 from selfmodel.report.sections.common import Report, load
 
 __all__ = [
-    "Report", "appendix", "calibration", "contrasts", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
-    "load", "missingness", "model", "privileged", "reliability", "reproduce", "robustness", "scaling", "self_other", "skill", "training",
-    "verdict",
+    "Report", "appendix", "contrasts", "crosscheck", "data", "descriptives", "detectable", "hypotheses",
+    "load", "missingness", "model", "operating_characteristics", "privileged", "reliability", "reproduce", "robustness",
+    "scaling", "self_other", "skill", "training", "verdict",
 ]

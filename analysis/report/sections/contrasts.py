@@ -1,7 +1,7 @@
-"""Contrasts and calibration per model (``#sec-contrasts``): what a study the scale model cannot answer decides.
+"""Contrasts and confidence calibration per model (``#sec-contrasts``): what a study the scale model cannot answer decides.
 
 Every number comes from ``results.json``: ``contrasts`` (``selfmodel.analyses.contrasts``) and
-``calibration_contrasts`` (``selfmodel.analyses.calibration_contrasts``).
+``confidence_calibration_contrasts`` (``selfmodel.analyses.confidence_calibration``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from selfmodel.decisions.verdict import NOT_DECIDED, failed_checks
 from selfmodel.report.sections.common import Report, esc, md_table, num, panels
 from selfmodel.report.sections.skill import ECE_OF_CONFIDENCE, ECE_OF_STATED, binning_words
 
-__all__ = ["calibration", "contrasts", "reliability_figure", "reliability_series"]
+__all__ = ["confidence_calibration", "contrasts", "reliability_figure", "reliability_series"]
 
 
 def contrasts(rep: Report) -> str:
@@ -65,24 +65,24 @@ def _interval(g: Mapping[str, Any], m: str) -> str:
             f"[{num(g[m + '_low'], '.3f')}, {num(g[m + '_high'], '.3f')}]")
 
 
-#: The column of each calibration metric (both ECEs by what they bin).
+#: The column of each confidence-calibration metric (both ECEs by what they bin).
 METRIC_WORDS = {"ece_stated_probability": ECE_OF_STATED, "ece": ECE_OF_STATED,
                 "ece_prediction_confidence": ECE_OF_CONFIDENCE, "brier": "Brier",
                 "overconfidence": "overconfidence"}
 
 
-def calibration(rep: Report) -> str:
+def confidence_calibration(rep: Report) -> str:
     """Per model (and condition): both ECEs, Brier, overconfidence with intervals; decided contrasts."""
     R = rep.results
-    if "calibration_contrasts" not in R:
-        return "No calibration per model in these results (the fitting stage did not run)."
-    cal = R["calibration_contrasts"]
+    if "confidence_calibration_contrasts" not in R:
+        return "No confidence calibration per model in these results (the fitting stage did not run)."
+    cal = R["confidence_calibration_contrasts"]
     if not cal:
-        return ("No calibration per model: it is computed with the contrast model, which was not "
+        return ("No confidence calibration per model: it is computed with the contrast model, which was not "
                 "fitted, or beside any model when asked for with `selfmodel run "
                 "--calibration-contrasts` (no reliability diagram).")
     if cal.get("reason"):
-        return f"Calibration per model: {esc(cal['reason'])} (no reliability diagram)."
+        return f"Confidence calibration per model: {esc(cal['reason'])} (no reliability diagram)."
     by = cal["by"]
     metrics = ("ece_stated_probability", "ece_prediction_confidence", "brier", "overconfidence")
     rows = [[*(esc(g[k]) for k in by), g["n"], num(g["mean_stated"], ".3f"),
@@ -109,7 +109,7 @@ def calibration(rep: Report) -> str:
 
 def reliability_series(results: Mapping[str, Any]) -> list[dict[str, Any]]:
     """One reliability curve per group: ``label``, ``p``, ``y``, ``n`` over the non-empty bins."""
-    cal = results.get("calibration_contrasts") or {}
+    cal = results.get("confidence_calibration_contrasts") or {}
     out = []
     for g in cal.get("groups") or []:
         keep = [i for i, n in enumerate(g["bin_n"]) if n]
@@ -120,7 +120,7 @@ def reliability_series(results: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def reliability_figure(rep: Report) -> Figure | None:
-    """Reliability diagram per model (and condition); None without calibration per model."""
+    """Reliability diagram per model (and condition); None without confidence calibration per model."""
     series = reliability_series(rep.results)
     if not series:
         return None

@@ -2,7 +2,7 @@
 
 Reads ``training_effect.privileged_access`` (:mod:`selfmodel.analyses.privileged`) and writes the
 contrast per checkpoint with its decision and reading, the held-out tasks and other
-predictors, and the shipped calibration study's figures; every number comes from the
+predictors, and the shipped operating characteristics' figures; every number comes from the
 results or the study's summary. The report's cell only prints :func:`section`.
 """
 
@@ -61,10 +61,10 @@ def _secondary(per: Sequence[Mapping[str, Any]]) -> list[str]:
     return out
 
 
-def calibration_sentence(cal: Mapping[str, Any]) -> str:
-    """What the shipped calibration study measured, with its command (or that none is shipped)."""
+def operating_characteristics_sentence(cal: Mapping[str, Any]) -> str:
+    """What the shipped operating-characteristics study measured, with its command (or that none is shipped)."""
     if not cal.get("available"):
-        return f"No calibration study is shipped: {esc(cal.get('reason', ''))}."
+        return f"No operating-characteristics study is shipped: {esc(cal.get('reason', ''))}."
     arms = cal["arms"]
 
     def r(x: Mapping[str, Any]) -> str:
@@ -72,7 +72,7 @@ def calibration_sentence(cal: Mapping[str, Any]) -> str:
                 f"{esc(cal['interval'])} {fmt_number(x['ci_low'], '.1%')} to "
                 f"{fmt_number(x['ci_high'], '.1%')})")
 
-    text = [f"**Calibration** ({_code(cal['command'])}, independent generator, default rule, "
+    text = [f"**Operating characteristics** ({_code(cal['command'])}, independent generator, default rule, "
             f"{cal['n_boot']} bootstrap replicates): positive decisions under no privileged gain"]
     for name in ("null", "misspecified_null"):
         if name in arms:
@@ -114,11 +114,11 @@ def privileged_markdown(training: Mapping[str, Any] | None) -> str:
                   for e in per]
         lines += ["", "Held-out tasks and other predictors of both targets:", ""]
         lines += _secondary(per)
-    lines += ["", calibration_sentence(pa.get("calibration") or {}), ""]
+    lines += ["", operating_characteristics_sentence(pa.get("operating_characteristics") or {}), ""]
     return "\n".join(lines)
 
 
-__all__ = ["calibration_sentence", "privileged_markdown"]
+__all__ = ["operating_characteristics_sentence", "privileged_markdown"]
 
 
 def section(rep: Report) -> str:

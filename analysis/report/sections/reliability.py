@@ -1,4 +1,4 @@
-"""Reliability (``#fig-calibration``): observed accuracy against stated confidence, per task."""
+"""Confidence calibration (``#fig-confidence-calibration``): observed accuracy against stated confidence, per task."""
 
 from __future__ import annotations
 
@@ -7,15 +7,15 @@ from matplotlib.figure import Figure
 
 from selfmodel.report.sections.common import Report, family_colours, first_col, legend_below, panels
 
-__all__ = ["NO_CONFIDENCE", "calibration_figure"]
+__all__ = ["NO_CONFIDENCE", "confidence_calibration_figure"]
 
-#: shown instead of the calibration figure when no record stated a confidence
+#: shown instead of the confidence-calibration figure when no record stated a confidence
 NO_CONFIDENCE = "No stated confidences in these records."
 
 
-def calibration_figure(rep: Report) -> Figure | None:
+def confidence_calibration_figure(rep: Report) -> Figure | None:
     """Observed accuracy against stated confidence per task, models pooled within family (None: no confidences)."""
-    CAL = rep.results.get("calibration") or {}
+    CAL = rep.results.get("confidence_calibration") or {}
     if not CAL.get("cells"):
         return None
     fam_of = {m["model"]: m["family"] for m in rep.results["models"]}

@@ -6,7 +6,7 @@ from typing import Any
 
 from selfmodel.report.sections.common import Out, Report, code, count_rate, esc, md_table, num
 
-__all__ = ["calibration", "tables"]
+__all__ = ["operating_characteristics", "tables"]
 
 
 def _model_row(r: dict[str, Any]) -> list[object]:
@@ -45,19 +45,19 @@ def tables(rep: Report) -> str:
     return str(out)
 
 
-def calibration(rep: Report) -> str:
+def operating_characteristics(rep: Report) -> str:
     """The shipped study of these decisions (``validation/self_vs_other_study.py``), arm by arm."""
     SO = rep.results.get("self_vs_other_rescored") or {}
     if not SO:
         return ""
-    cal = SO.get("calibration") or {}
+    cal = SO.get("operating_characteristics") or {}
     if not cal.get("available"):
-        return f"\n**Calibration.** {esc(cal.get('reason') or 'No study of these decisions is shipped.')}\n"
+        return f"\n**Operating characteristics.** {esc(cal.get('reason') or 'No study of these decisions is shipped.')}\n"
     out = Out()
     truth = (cal.get("truths") or {}).get("truth") or {}
     mean_t, slope_t = (truth.get("mean") or {}).get("dprime"), (truth.get("slope") or {}).get("dprime")
     d = cal["design"]
-    out(f"\n**Calibration of these decisions** on simulated data with known truth ({code(cal['command'])}; "
+    out(f"\n**Operating characteristics of these decisions** on simulated data with known truth ({code(cal['command'])}; "
         f"generator and arms in {code('validation/self_vs_other_study.py')}): {len(d['families']) * len(d['sizes_b'])} "
         f"models, {d['items']} shared items, {cal['n_boot']} bootstrap replicates, as this analysis runs. "
         "Under `null` no model knows anything about itself that it does not know about the others, while skill "
@@ -77,7 +77,7 @@ def calibration(rep: Report) -> str:
                   "each model's d' positive", "coverage, mean d'", "coverage, slope d'",
                   "interval width ratio, mean / slope"], rows, ["---", "---", "---:"] + ["---:"] * 7))
     out("\nThe width ratio is the intervals' mean half-width over 1.96 times the standard deviation of the "
-        "estimate across the arm's data sets (its sampling error): 1 for a calibrated interval.")
+        "estimate across the arm's data sets (its sampling error): 1 for an interval of the right width.")
     wide = [name for name, a in sorted(cal["arms"].items())
             for c in (a["means"]["dprime"]["coverage"], a["slopes"]["dprime"]["coverage"])
             if c.get("n") and c["ci95"][0] > cal["interval_level"]]
@@ -94,5 +94,5 @@ def calibration(rep: Report) -> str:
             "certain than it reads.")
     out("\nOn `truth` the positive rates are power, not false rates. The rate for each model's d' pools the 16 "
         "models of every data set; they share items, so the Clopper-Pearson interval of that rate is too narrow. The accuracy and target-side rows are in "
-        "`results.json` (`self_vs_other_rescored.calibration`).\n")
+        "`results.json` (`self_vs_other_rescored.operating_characteristics`).\n")
     return str(out)

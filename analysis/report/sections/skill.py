@@ -1,4 +1,4 @@
-"""Skill beyond base rates (``#sec-skill``): kappa, balanced accuracy, d', c, Brier, AUROC, calibration."""
+"""Skill beyond base rates (``#sec-skill``): kappa, balanced accuracy, d', c, Brier, AUROC, confidence calibration."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def intro(rep: Report) -> str:
         "the AUROC of the implied probability for the outcome and the ECE of the prediction's confidence "
         "(the expected calibration error of the stated confidence that the prediction is right: "
         f"{esc(binning_words(R))}, against whether it was). "
-        f"Confidence is read as: {esc((R.get('calibration') or {}).get('semantics', 'n/a'))}.\n")
+        f"Confidence is read as: {esc((R.get('confidence_calibration') or {}).get('semantics', 'n/a'))}.\n")
     notes = [r for r in R.get("skill") or [] if r.get("binary") and r.get("sdt_note")]
     if notes:
         out("d' and c where the rates do not allow them (a constant responder has d' 0: its hit and false-alarm "
@@ -37,8 +37,8 @@ def intro(rep: Report) -> str:
 
 
 def binning_words(R: Mapping[str, Any]) -> str:
-    """The bins of the ECEs in words, from ``calibration.bin_edges`` (10 equal-width bins by default)."""
-    edges = (R.get("calibration") or {}).get("bin_edges") or [b / 10 for b in range(11)]
+    """The bins of the ECEs in words, from ``confidence_calibration.bin_edges`` (10 equal-width bins by default)."""
+    edges = (R.get("confidence_calibration") or {}).get("bin_edges") or [b / 10 for b in range(11)]
     return (f"{len(edges) - 1} equal-width bins over [0, 1], edges {', '.join(f'{e:g}' for e in edges[:3])}, "
             f"..., {edges[-1]:g}, each bin [lower, upper) and the last one closed")
 

@@ -1,4 +1,4 @@
-"""Did training help? (``#sec-training``): checkpoints against their base, privileged access, null calibration."""
+"""Did training help? (``#sec-training``): checkpoints against their base, privileged access, operating characteristics."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from selfmodel.report.sections.common import (
     num,
 )
 
-__all__ = ["calibration", "effects", "figure"]
+__all__ = ["effects", "figure", "operating_characteristics"]
 
 #: the two groups of tasks, decided separately and never pooled
 GROUPS = (("trained", "trained tasks"), ("held_out", "held-out tasks (transfer)"))
@@ -81,13 +81,13 @@ def _readings(entries: list[dict[str, Any]]) -> str:
                                                        for e in entries) + "\n")
 
 
-def calibration(rep: Report) -> str:
+def operating_characteristics(rep: Report) -> str:
     """The shipped study of these decisions (the older null study without it); estimates against the truth."""
     TR, out = _training(rep), Out()
     if not TR.get("available"):
         return ""
-    NC = TR.get("null_calibration") or {}
-    study = TR.get("calibration") or {}
+    NC = TR.get("null_operating_characteristics") or {}
+    study = TR.get("operating_characteristics") or {}
     if study.get("available"):
         out(_study(study))
     elif NC.get("available"):
@@ -95,7 +95,7 @@ def calibration(rep: Report) -> str:
         labels = {"accuracy:trained": "accuracy, trained tasks", "accuracy:held_out": "accuracy, held-out tasks",
                   "dprime:trained": "d', trained tasks", "dprime:held_out": "d', held-out tasks",
                   "criterion:trained": "criterion, trained tasks", "criterion:held_out": "criterion, held-out tasks"}
-        out(f"\n**Null calibration.** How often does the rule declare `improves` when training changed nothing? "
+        out(f"\n**Null study.** How often does the rule declare `improves` when training changed nothing? "
             f"{NC['n_datasets']} data sets simulated on the default design with no training effect "
             f"({code(NC['source'])}, made by {code(NC['command'])}; {NC['sampler']['chains']} chains x "
             f"{NC['sampler']['draws']} draws per fit); {NC['n_failed_diagnostics']} fits failed the diagnostics "
@@ -124,13 +124,13 @@ def _study(study: dict[str, Any]) -> str:
     out = Out()
     parts = [f"{code(k)} {a['n']} of {a['target_n']} data sets ({a['failed_gate']} failed the gate)"
              for k, a in sorted(arms.items())]
-    out(f"\n**Calibration.** How often does the rule declare a training effect that is not there, and does "
+    out(f"\n**Operating characteristics.** How often does the rule declare a training effect that is not there, and does "
         f"the 94% HDI cover a known one? Data from an independent generator ({code(study['generator'])}: records "
         "of four base/checkpoint pairs, one trained and two held-out tasks, a logistic readout), fitted at the "
         f"pipeline's settings ({st['chains']} chains x {st['draws']} draws after {st['tune']} tuning, "
         f"target_accept {st['target_accept']}) and decided by the declared rule: {'; '.join(parts)}. "
         "`null` and `misspecified` (clusters of 3-5 items, overdispersed) have no effect at all, so any credible "
-        "decision there is false: a calibrated 94% HDI excludes a true 0 in about 6% of data sets (3% each way), "
+        "decision there is false: a 94% HDI with its stated coverage excludes a true 0 in about 6% of data sets (3% each way), "
         "and `improves` (the HDI beyond the ROPE as well) is rarer. `truth` has known gains on the trained task "
         "and a quarter of them held out. "
         "A fit failing its gate is not a finding. Commands: "

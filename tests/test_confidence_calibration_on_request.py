@@ -4,7 +4,7 @@ With sized and closed models and no conditions, the scale model is fitted and th
 model is not; before issue 53 "which model is over-confident, with an interval" then got
 point ECEs only ("not fitted: the scale model was fitted and the records have no
 conditions"), and no option asked for it. ``selfmodel run --calibration-contrasts`` computes
-the calibration table (item bootstrap, no fit) beside the scale model, closed models
+the confidence-calibration table (item bootstrap, no fit) beside the scale model, closed models
 included. The runs here use fake fits (``tests/fakes.py``): they test the plumbing.
 """
 
@@ -60,7 +60,7 @@ def test_asked_for_it_runs_beside_the_scale_model_with_closed_models(tmp_path, f
     res = _run(tmp_path, "--calibration-contrasts")
     assert res["scale_effect"]["fit_model"] == "scale" and res["fit"] is not None
     assert res["contrasts"] is None  # the contrast model is not needed for this
-    cal = res["calibration_contrasts"]
+    cal = res["confidence_calibration_contrasts"]
     assert cal["why"] == "requested (--calibration-contrasts)" and cal["by"] == ["model"]
     models = [g["model"] for g in cal["groups"]]
     assert set(models) == set(SIZED) | set(CLOSED)
@@ -73,7 +73,7 @@ def test_asked_for_it_runs_beside_the_scale_model_with_closed_models(tmp_path, f
 
 def test_not_asked_for_it_is_not_computed(tmp_path, fake_nutpie) -> None:
     res = _run(tmp_path)
-    assert res["calibration_contrasts"] is None and res["contrasts"] is None
+    assert res["confidence_calibration_contrasts"] is None and res["contrasts"] is None
 
 
 def test_calibration_by_task_on_one_task_stops_before_fitting(tmp_path, fake_nutpie, capsys) -> None:
@@ -96,5 +96,5 @@ def test_calibration_by_chooses_the_groups(tmp_path, fake_nutpie) -> None:
     out = tmp_path / "out"
     assert main(["run", str(records), "--registry", str(registry), "--out", str(out), *QUICK,
                  "--no-contrasts", "--calibration-by", by]) == 0
-    cal = json.loads((out / "results.json").read_text())["calibration_contrasts"]
+    cal = json.loads((out / "results.json").read_text())["confidence_calibration_contrasts"]
     assert cal["by"] == ["model", "condition"] and len(cal["groups"]) == 14

@@ -1,4 +1,4 @@
-"""The calibration study (validation/calibration.py): its statistics, its model rewrite, its results.
+"""The calibration study (validation/operating_characteristics.py): its statistics, its model rewrite, its results.
 
 Reference numbers and their sources:
 
@@ -11,8 +11,8 @@ Reference numbers and their sources:
   Analysis*, sec. 2.5), where coverage is nominal and SBC ranks uniform by construction
   (Talts et al. 2018, arXiv:1804.06788, Theorem 1), and on a deliberately over-confident
   posterior, where they must not be.
-* The committed results are ``validation/results/calibration.json``, made by
-  ``.venv/bin/python validation/calibration.py`` (the command is stored in the file).
+* The committed results are ``validation/results/operating_characteristics.json``, made by
+  ``.venv/bin/python validation/operating_characteristics.py`` (the command is stored in the file).
 """
 
 from __future__ import annotations
@@ -28,14 +28,15 @@ import pytest
 from scipy.stats import beta as beta_dist
 
 ROOT = Path(__file__).resolve().parents[1]
-RESULTS = ROOT / "validation" / "results" / "calibration.json"
+RESULTS = ROOT / "validation" / "results" / "operating_characteristics.json"
 
 
 def _load_bench():
-    spec = importlib.util.spec_from_file_location("bench_calibration", ROOT / "validation" / "calibration.py")
+    spec = importlib.util.spec_from_file_location("operating_characteristics_script",
+                                                  ROOT / "validation" / "operating_characteristics.py")
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)
-    sys.modules["bench_calibration"] = mod  # dataclasses look their module up there
+    sys.modules["operating_characteristics_script"] = mod  # dataclasses look their module up there
     spec.loader.exec_module(mod)
     return mod
 
@@ -133,19 +134,19 @@ def test_the_rewrite_refuses_a_constant_it_cannot_find() -> None:
 @pytest.mark.slow
 def test_quick_run_writes_the_table_and_the_command(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, str(ROOT / "validation" / "calibration.py"), "--quick", "--arms", "scale_null",
+        [sys.executable, str(ROOT / "validation" / "operating_characteristics.py"), "--quick", "--arms", "scale_null",
          "--out", str(tmp_path)],
         capture_output=True, text=True, timeout=900, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    res = json.loads((tmp_path / "calibration.json").read_text())
+    res = json.loads((tmp_path / "operating_characteristics.json").read_text())
     assert res["complete"] and res["quick"]
     (arm,) = res["arms"]
     assert arm["arm"] == "scale_null" and arm["n_fits"] == 3
     assert len(arm["fits"]["rank"]) == 3 and all(0 <= r <= cal.RANK_DRAWS for r in arm["fits"]["rank"])
     assert all(t == 0.0 for t in arm["fits"]["truth"])
-    md = (tmp_path / "calibration.md").read_text()
-    assert "validation/calibration.py --quick --arms scale_null" in md
+    md = (tmp_path / "operating_characteristics.md").read_text()
+    assert "validation/operating_characteristics.py --quick --arms scale_null" in md
     assert "| scale_null | `beta` | 3 |" in md
 
 
@@ -155,7 +156,7 @@ def test_committed_calibration_meets_the_issue_criteria() -> None:
     Coverage is checked with a 99.9% Clopper-Pearson interval so that four checks of a
     calibrated sampler fail by chance with probability < 0.5%.
     """
-    assert RESULTS.is_file(), "run .venv/bin/python validation/calibration.py (see its docstring)"
+    assert RESULTS.is_file(), "run .venv/bin/python validation/operating_characteristics.py (see its docstring)"
     res = json.loads(RESULTS.read_text())
     assert not res["quick"]
     arms = {a["arm"]: a for a in res["arms"]}

@@ -1,4 +1,4 @@
-r"""Calibration the way the field reads it: per model (and condition), with intervals and contrasts.
+r"""Confidence calibration the way the field reads it: per model (and condition), with intervals and contrasts.
 
 Each readable binary self-prediction with a confidence is read as a probability forecast
 of its outcome: :math:`p = ` ``confidence`` when the prediction is ``true`` and
@@ -26,8 +26,8 @@ and the outcome is whether the answer was right, so the numbers are the field's:
     (positive: overconfident).
 
 Every metric has its interval; contrasts are decided on :data:`METRICS` (the ECE of the
-stated probability, Brier, overconfidence: the three the shipped calibration study of these
-decisions covers), the ECE of the prediction's confidence is shown with its interval only.
+stated probability, Brier, overconfidence: the three the shipped operating characteristics of
+these decisions cover), the ECE of the prediction's confidence is shown with its interval only.
 
 Every group is one model (never pooled within a family: pooling hid an ECE of 0.32
 against 0.70 in issue 29's study), or one model x condition. Intervals are an item
@@ -38,7 +38,7 @@ groups of one factor (models, or conditions) is the *reduction* of the error fro
 first to the second level (``"b - a"``: error of ``a`` minus error of ``b``; for
 overconfidence the reduction of its absolute value), decided with the verdict's rule
 (:func:`selfmodel.decisions.hypotheses.decide`, its HDI mass) on the bootstrap replicates and a ROPE
-of :data:`CALIBRATION_ROPE` in the metric's own units: ``improves`` means ``b`` is better
+of :data:`CONFIDENCE_CALIBRATION_ROPE` in the metric's own units: ``improves`` means ``b`` is better
 calibrated by more than the ROPE. The bootstrap interval is a percentile-type interval of
 the sampling distribution, not a posterior: ``interval`` says so.
 """
@@ -58,12 +58,12 @@ from selfmodel.common.paths import PACKAGE_DATA, shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.records.cells import NO_CONDITION, self_predictions
 
-#: ROPE of a calibration contrast, in the metric's units (ECE, Brier, overconfidence).
-CALIBRATION_ROPE: Final = 0.02
+#: ROPE of a confidence-calibration contrast, in the metric's units (ECE, Brier, overconfidence).
+CONFIDENCE_CALIBRATION_ROPE: Final = 0.02
 #: Bootstrap replicates.
 N_BOOT: Final = 1000
 N_BINS: Final = DEFAULT_BINS
-#: The metrics whose contrasts are decided (the shipped calibration study's metrics).
+#: The metrics whose contrasts are decided (those of the shipped operating characteristics).
 METRICS: Final = ("ece_stated_probability", "brier", "overconfidence")
 #: Every metric of a group, each with its interval.
 SHOWN: Final = (*METRICS, "ece_prediction_confidence")
@@ -72,11 +72,11 @@ ECE_NAMES: Final = {"ece_stated_probability": "ECE of the stated probability",
                     "ece_prediction_confidence": "ECE of the prediction's confidence"}
 
 
-#: The calibration study of these contrasts (``validation/calibration_contrast_study.py --ship``).
-CALIBRATION_DATA: Final = PACKAGE_DATA / "calibration_contrast_calibration.json"
+#: The operating characteristics of these contrasts (``validation/confidence_calibration_study.py --ship``).
+OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "confidence_calibration_operating_characteristics.json"
 
 
-def calibration(path: Path = CALIBRATION_DATA) -> dict[str, Any]:
+def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
     """The shipped study of these decisions on an independent generator, or why there is none."""
     return shipped_study(path)
 
@@ -189,10 +189,10 @@ def _replicates(frame: pl.DataFrame, keys: list[tuple[str, ...]], by: list[str],
     return out
 
 
-def calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",),
-                      rule: DecisionRule | None = None, n_boot: int = N_BOOT,
-                      seed: int = 0) -> dict[str, Any]:
-    """Per-group calibration with bootstrap intervals, and decided contrasts of the groups.
+def confidence_calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",),
+                                 rule: DecisionRule | None = None, n_boot: int = N_BOOT,
+                                 seed: int = 0) -> dict[str, Any]:
+    """Per-group confidence calibration with bootstrap intervals, and decided contrasts of the groups.
 
     Parameters
     ----------
@@ -201,7 +201,7 @@ def calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",)
     by
         ``("model",)``, ``("model", "condition")`` or ``("model", "task")``.
     rule
-        The declared rule (its HDI mass is used; the ROPE is :data:`CALIBRATION_ROPE`).
+        The declared rule (its HDI mass is used; the ROPE is :data:`CONFIDENCE_CALIBRATION_ROPE`).
     n_boot, seed
         Bootstrap replicates and their seed.
 
@@ -215,9 +215,9 @@ def calibration_table(records: pl.DataFrame, *, by: tuple[str, ...] = ("model",)
         (list of ``{factor, within, contrast, metric, **decision}``, ``metric`` one of
         :data:`METRICS`).
     """
-    rule = replace(rule or DecisionRule(), rope=CALIBRATION_ROPE)
+    rule = replace(rule or DecisionRule(), rope=CONFIDENCE_CALIBRATION_ROPE)
     frame = forecasts(records)
-    base = {"by": list(by), "rope": CALIBRATION_ROPE, "n_boot": n_boot,
+    base = {"by": list(by), "rope": CONFIDENCE_CALIBRATION_ROPE, "n_boot": n_boot,
             "interval": f"item bootstrap ({n_boot} replicates), {rule.hdi_prob:.0%} HDI of the "
                         "replicates", "bins": N_BINS,
             "bin_edges": bin_edges(N_BINS).tolist(),

@@ -1,4 +1,4 @@
-"""Calibration study (``#sec-calibration``, ``#sec-appendix-calibration``): does the rule do what it claims."""
+"""Operating characteristics (``#sec-operating-characteristics``, ``#sec-appendix-operating-characteristics``): does the rule do what it claims."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import binom
 
-from selfmodel.decisions.calibration_map import EFFECT_MODEL, arm_components
+from selfmodel.decisions.validation_map import EFFECT_MODEL, arm_components
 from selfmodel.report.sections.common import (
     PALETTE,
     Out,
@@ -21,15 +21,15 @@ from selfmodel.report.sections.common import (
     panels,
 )
 
-__all__ = ["appendix", "arms_table", "decisions_map", "intro", "pipeline", "rank_figure", "rate", "study"]
+__all__ = ["appendix", "arms_table", "intro", "pipeline", "rank_figure", "rate", "study", "validation_map"]
 
 #: the versions compared between the study and this run
 VERSION_KEYS = ("python", "pymc", "pytensor", "nutpie", "arviz", "selfmodel")
 
 
 def study(rep: Report) -> dict[str, Any] | None:
-    """The shipped calibration study (``calibration_study``), or None."""
-    return rep.results.get("calibration_study") or None
+    """The shipped operating-characteristics study (``operating_characteristics``), or None."""
+    return rep.results.get("operating_characteristics") or None
 
 
 def rate(r: dict[str, Any] | None) -> str:
@@ -41,15 +41,15 @@ def intro(rep: Report) -> str:
     """What the study did, and whether it ran on this run's stack."""
     CS, out = study(rep), Out()
     if not CS:
-        return ("No calibration study found (`validation/results/calibration.json`; run `make validate`, "
-                "i.e. `validation/calibration.py`).")
+        return ("No operating-characteristics study found (`validation/results/operating_characteristics.json`; run `make validate`, "
+                "i.e. `validation/operating_characteristics.py`).")
     out(f"Does the decision rule do what it claims? {code(CS['command'])} simulated {CS['sims_per_arm']} data "
         f"sets per arm and fitted each with the project's model files of that date (results in "
         f"{code(CS['file'])}, SHA-256 `{CS['sha256'][:16]}…`, generated {esc(CS['generated_utc'])}; run now by "
-        "`make validate`). A calibrated model covers the "
-        "truth in about 50% of its 50% intervals and 90% of its 90% intervals; under a null slope (`*_null` "
+        "`make validate`). Intervals with their stated coverage cover the "
+        "truth in about 50% of the 50% intervals and 90% of its 90% intervals; under a null slope (`*_null` "
         "arms) `improves` must be declared in at most 5% of data sets. Brackets are exact 95% intervals of each "
-        "rate. Per-task coverage and the rank histograms are in the [appendix](#sec-appendix-calibration).\n")
+        "rate. Per-task coverage and the rank histograms are in the [appendix](#sec-appendix-operating-characteristics).\n")
     study_v, run_v = CS.get("versions") or {}, (rep.results.get("fit") or {}).get("versions") or {}
     differ = [k for k in VERSION_KEYS if study_v.get(k) and run_v.get(k) and study_v[k] != run_v[k]]
     if differ:
@@ -184,10 +184,10 @@ def _data_sets(a: dict[str, Any]) -> str:
 
 
 def pipeline(rep: Report) -> str:
-    """The calibration study at the pipeline's own settings: table, targets and a verdict per arm."""
+    """The operating characteristics at the pipeline's own settings: table, targets and a verdict per arm."""
     PC, out = (study(rep) or {}).get("pipeline"), Out()
     if not PC:
-        return ("The calibration study at the pipeline's settings (`validation/pipeline_calibration.py`) "
+        return ("The operating-characteristics study at the pipeline's settings (`validation/pipeline_operating_characteristics.py`) "
                 "has not been shipped.")
     rows = []
     for arm, a in sorted(PC["arms"].items()):
@@ -210,7 +210,7 @@ def pipeline(rep: Report) -> str:
                  rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
     todo = sorted({a["command"] for a in PC["arms"].values() if a.get("command") and not a["complete"]})
     if any(a.get("command") for a in PC["arms"].values()):
-        out("\nEach arm runs with its own command (`results.json` `calibration_study.pipeline.arms.*.command`), "
+        out("\nEach arm runs with its own command (`results.json` `operating_characteristics.pipeline.arms.*.command`), "
             "which resumes where its records end" + (": the arms short of their target continue with "
                                                       + "; ".join(code(c) for c in todo) if todo else "") + ".")
     gens = sorted({a["generator"] for a in PC["arms"].values() if a.get("generator")})
@@ -230,10 +230,10 @@ def pipeline(rep: Report) -> str:
                "where only coverage is judged)")
     state = (f"\n{'The study is complete' if PC['complete'] else '**The study is partial**'}: {n_done} data sets "
              f"over {len(PC['arms'])} arms, {per_arm}")
-    merged = f" Merged by {code(PC.get('command') or 'validation/pipeline_calibration.py --ship')}."
+    merged = f" Merged by {code(PC.get('command') or 'validation/pipeline_operating_characteristics.py --ship')}."
     if fi_max is None:
         out(state + ". This summary does not state its targets (it was shipped by an older version), so no "
-            "arm is judged against them here; re-ship it with `validation/pipeline_calibration.py --ship`." + merged)
+            "arm is judged against them here; re-ship it with `validation/pipeline_operating_characteristics.py --ship`." + merged)
         return str(out)
     cov_lo, cov_hi = TG["hdi94_coverage"]
     targets = (f"false `improves` at most {100 * fi_max:g}%, 94% HDI coverage between "
@@ -250,7 +250,7 @@ def pipeline(rep: Report) -> str:
     for (fe_max, lo), names in sorted(fam.items()):
         targets += (f"; for the confirmatory family at {' and '.join(names)} a family-wise error "
                     f"at most {100 * fe_max:g}% and a joint coverage of the members' adjusted HDIs "
-                    f"of at least {100 * lo:g}% (Bonferroni's promise when each member's interval is calibrated, "
+                    f"of at least {100 * lo:g}% (Bonferroni's promise when each member's interval has its stated coverage, "
                     "less the same tolerance)")
     known = (f" (with {n_t} a {100 * fi_max:g}% rate is known to about ±{100 * pm_t:.1f} points, the half-width "
              "of its exact 95% interval)") if pm_t is not None else ""
@@ -275,11 +275,11 @@ def _check_cell(arms: list[dict[str, Any]]) -> str:
     return "; ".join(parts)
 
 
-def decisions_map(rep: Report) -> str:
-    """Which kinds of decision have which calibration checks (``results.json`` ``calibration_map``)."""
-    CM = rep.results.get("calibration_map")
+def validation_map(rep: Report) -> str:
+    """The validation map: which kinds of decision have which operating-characteristics checks (``results.json`` ``validation_map``)."""
+    CM = rep.results.get("validation_map")
     if not CM:
-        return "This run's results carry no calibration map."
+        return "This run's results carry no validation map."
     rows = []
     for k in CM:
         by = {c: [a for a in k["arms"] if a["check"] == c and a["n"]] for c in ("null", "coverage", "misspecified")}
@@ -292,10 +292,11 @@ def decisions_map(rep: Report) -> str:
     partial = [f"{k['decision']} (no {', no '.join(k['missing'])} arm)" if k["missing"] else
                f"{k['decision']} ({'; '.join(k['notes'])})" for k in CM if k["status"] == "partial"]
     done = [k["decision"] for k in CM if k["status"] == "checked"]
-    out("\n" + (f"**No calibration** for: {esc('; '.join(none))}. Their decision words rest on the rule alone, "
-                 "untested on data with known truth." if none else "Every kind of decision has a calibration study."))
+    out("\n" + (f"**No operating-characteristics study** for: {esc('; '.join(none))}. Their decision words rest on "
+                 "the rule alone, untested on data with known truth." if none
+                 else "Every kind of decision has an operating-characteristics study."))
     if partial:
-        out(f" Partly calibrated: {esc('; '.join(partial))}.")
+        out(f" Partly studied: {esc('; '.join(partial))}.")
     if done:
         out(f" Checked by a null, a coverage and a misspecified arm, each run to its target (their rates are in the "
             f"table; whether they meet their targets is each study's own verdict): {esc('; '.join(done))}.")

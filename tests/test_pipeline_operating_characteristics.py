@@ -1,4 +1,4 @@
-"""The calibration study of this analysis (validation/pipeline_calibration.py): its designs,
+"""The calibration study of this analysis (validation/pipeline_operating_characteristics.py): its designs,
 its counting (a fit failing diagnostics is never a false 'improves'), and a --quick smoke run."""
 
 from __future__ import annotations
@@ -13,11 +13,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from selfmodel.robustness.stage import PIPELINE_CALIBRATION_PACKAGE_DATA, calibration_study
+from selfmodel.robustness.stage import (
+    PIPELINE_OPERATING_CHARACTERISTICS_PACKAGE_DATA,
+    operating_characteristics,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "validation"))
 import cells_generator as cg  # noqa: E402
-import pipeline_calibration as pc  # noqa: E402
+import pipeline_operating_characteristics as pc  # noqa: E402
 
 
 def test_seb_design_has_two_tasks_and_unequal_cells():
@@ -87,7 +90,7 @@ def test_targets_are_shipped_with_the_summary_and_decide_meets_targets(monkeypat
 @pytest.mark.slow
 def test_quick_smoke_run_writes_and_resumes(tmp_path):
     assert pc.main(["--quick", "--arms", "seb:accuracy", "--out", str(tmp_path)]) == 0
-    s = json.loads((tmp_path / "pipeline_calibration.json").read_text())
+    s = json.loads((tmp_path / "pipeline_operating_characteristics.json").read_text())
     arm = s["arms"]["seb:accuracy"]
     assert arm["n"] == 2 and set(arm) >= {"overall", "refusal", "word_association"}
     lines = (tmp_path / "seb-accuracy.jsonl").read_text().splitlines()
@@ -190,13 +193,13 @@ def test_one_sdt_fit_gives_each_arm_what_its_own_fit_would(fake_nutpie):
 
 
 def test_shipped_summary_is_read_by_the_pipeline_and_says_whether_it_is_complete():
-    shipped = json.loads(PIPELINE_CALIBRATION_PACKAGE_DATA.read_text())
-    again = pc.study_summary(pc.read_records([pc.ROOT / "validation" / "results" / "pipeline_calibration"]))
+    shipped = json.loads(PIPELINE_OPERATING_CHARACTERISTICS_PACKAGE_DATA.read_text())
+    again = pc.study_summary(pc.read_records([pc.ROOT / "validation" / "results" / "pipeline_operating_characteristics"]))
     assert json.loads(json.dumps(again)) == {k: v for k, v in shipped.items() if k != "command"}
     # the records folder's own summary (written by a finished run) is of the same records
-    folder = pc.ROOT / "validation" / "results" / "pipeline_calibration" / "pipeline_calibration.json"
+    folder = pc.ROOT / "validation" / "results" / "pipeline_operating_characteristics" / "pipeline_operating_characteristics.json"
     assert json.loads(folder.read_text()) == json.loads(json.dumps(again))
-    assert calibration_study()["pipeline"] == shipped
+    assert operating_characteristics()["pipeline"] == shipped
     assert set(shipped["arms"]) == set(pc.ALL_ARMS)
     assert shipped["complete"] is all(a["n"] >= pc.target_n(k) for k, a in shipped["arms"].items())
     assert all(a["complete"] is (a["n"] >= pc.target_n(k)) for k, a in shipped["arms"].items())
@@ -277,7 +280,7 @@ def test_variant_arms_group_by_variant(tmp_path, monkeypatch):
 
 def test_each_arm_has_the_command_that_runs_it_and_an_sdt_arm_names_its_sibling():
     assert pc.arm_command("default:accuracy:slope0.4").endswith(
-        "--arms default:accuracy:slope0.4 --sims 100 --out validation/results/pipeline_calibration")
+        "--arms default:accuracy:slope0.4 --sims 100 --out validation/results/pipeline_operating_characteristics")
     cmd = pc.arm_command("default:criterion:clustered")
     assert "--arms default:dprime:clustered default:criterion:clustered default:confirmatory:clustered --sims 200" in cmd
     assert pc.summarise([], "seb:dprime")["command"] == pc.arm_command("seb:criterion")
@@ -437,8 +440,8 @@ def test_family_error_counts_any_member_claiming_a_sign_and_not_failed_fits():
 def test_the_family_arm_reads_as_a_family_in_the_map_and_the_report():
     """The map's confirmatory row reads the family-wise error, and the report judges the arm on
     the family's own targets (a joint coverage of 99% is no miss: Bonferroni is conservative)."""
-    from selfmodel.decisions.calibration_map import calibration_map
-    from selfmodel.report.sections import calibration as section
+    from selfmodel.decisions.validation_map import validation_map
+    from selfmodel.report.sections import operating_characteristics as section
     from selfmodel.report.sections.common import Report
 
     ok = ("no_credible_effect", True)
@@ -446,18 +449,18 @@ def test_the_family_arm_reads_as_a_family_in_the_map_and_the_report():
             + [_family_rec(198 + i, {"accuracy_overall": ("credibly_negative", False), "dprime_overall": ok})
                for i in range(2)])
     arm = pc.summarise(recs, "default:confirmatory")
-    shipped = copy.deepcopy(calibration_study()["pipeline"])
+    shipped = copy.deepcopy(operating_characteristics()["pipeline"])
     shipped["arms"] = {"default:confirmatory": arm}
-    results = {"calibration_study": {"pipeline": shipped}, "fit": {"versions": {}},
+    results = {"operating_characteristics": {"pipeline": shipped}, "fit": {"versions": {}},
                "hypotheses": {"multiplicity": {"confirmatory": {"size": 2}}}}
-    row = {r["key"]: r for r in calibration_map(results)}["confirmatory"]
+    row = {r["key"]: r for r in validation_map(results)}["confirmatory"]
     (a,) = row["arms"]
     assert a["check"] == "null" and a["rate"] == pytest.approx(0.01) and a["complete"]
     assert "family-wise error" in a["measure"] and "97% HDI" in a["measure"]
     assert row["status"] == "partial" and row["missing"] == ["coverage", "misspecified"]
     assert row["notes"] == []  # at the pipeline's settings (the SDT member's) and complete
     shipped["arms"]["default:confirmatory:clustered"] = pc.summarise([], "default:confirmatory:clustered")
-    row = {r["key"]: r for r in calibration_map(results)}["confirmatory"]
+    row = {r["key"]: r for r in validation_map(results)}["confirmatory"]
     assert row["notes"] == [] and row["arms"][1]["at_pipeline_settings"] is None  # no records: no settings
     del shipped["arms"]["default:confirmatory:clustered"]
     text = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
@@ -483,11 +486,11 @@ def test_the_sdt_null_records_at_other_settings_are_kept_apart_from_the_shipped_
     from selfmodel.fitting.sampling import for_model
 
     results = pc.ROOT / "validation" / "results"
-    old = pc.read_records([results / "pipeline_calibration_other_settings"])
+    old = pc.read_records([results / "pipeline_operating_characteristics_other_settings"])
     assert {r["arm"] for r in old} == {"default:dprime", "default:criterion"}
     assert len(old) == 400 and not any(r.get("model_sampler") for r in old)
     want = asdict(for_model(pc.SamplerSettings(), model_registry.get("sdt").SPEC.sampling))
-    shipped = [r for r in pc.read_records([results / "pipeline_calibration"])
+    shipped = [r for r in pc.read_records([results / "pipeline_operating_characteristics"])
                if r["arm"] in ("default:dprime", "default:criterion", "default:confirmatory")]
     assert shipped and all(r["model_sampler"] == want for r in shipped)
 
@@ -540,7 +543,7 @@ def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
     empty = pc.summarise([], arm)  # an arm with no records yet still names its members' truths
     assert "level_accuracy" in empty["generator"]
     assert empty["member_truths"] == {"accuracy_overall": 0.0, "dprime_overall": 0.4}
-    assert pc.arm_command(arm).endswith(f"--arms {arm} --sims 100 --out validation/results/pipeline_calibration")
+    assert pc.arm_command(arm).endswith(f"--arms {arm} --sims 100 --out validation/results/pipeline_operating_characteristics")
     assert pc.simulate_arm(arm, 16_000).equals(cg.level_accuracy(pc.default_design().models,
                                                                  pc.default_design().cells, 0.4, 16_000))
     rec = pc.one(arm, 0, pc.QUICK, 16_000)
@@ -565,8 +568,8 @@ def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
     assert s["overall"]["meets_targets"] is False  # a false 'supported' of 10% > 5%, whatever the coverage
     # with the null and the clustered arms it completes the map's confirmatory row, and the
     # report names each member's truth and the family's false 'supported'
-    from selfmodel.decisions.calibration_map import calibration_map
-    from selfmodel.report.sections import calibration as section
+    from selfmodel.decisions.validation_map import validation_map
+    from selfmodel.report.sections import operating_characteristics as section
     from selfmodel.report.sections.common import Report
 
     good = recs[:8] * 12 + recs[9:10] * 4  # 100 data sets: none 'supported' falsely, 96% covered
@@ -579,14 +582,14 @@ def test_the_family_coverage_arm_sets_each_members_truth(fake_nutpie):
     assert "dprime_overall 0.960" in line and "accuracy_overall 1.000" in line
     assert "improves rate" not in line and "family-wise error" not in line  # no joint null here
     null = [_family_rec(i, {"accuracy_overall": ok, "dprime_overall": ok}) for i in range(200)]
-    shipped = copy.deepcopy(calibration_study()["pipeline"])
+    shipped = copy.deepcopy(operating_characteristics()["pipeline"])
     shipped["arms"] = {"default:confirmatory": pc.summarise(null, "default:confirmatory"),
                        "default:confirmatory:clustered": pc.summarise(
                            [r | {"arm": "default:confirmatory:clustered"} for r in null],
                            "default:confirmatory:clustered"), arm: fam}
-    results = {"calibration_study": {"pipeline": shipped}, "fit": {"versions": {}},
+    results = {"operating_characteristics": {"pipeline": shipped}, "fit": {"versions": {}},
                "hypotheses": {"multiplicity": {"confirmatory": {"size": 2}}}}
-    row = {r["key"]: r for r in calibration_map(results)}["confirmatory"]
+    row = {r["key"]: r for r in validation_map(results)}["confirmatory"]
     cov = next(a for a in row["arms"] if a["check"] == "coverage")
     assert cov["rate"] == pytest.approx(0.96) and "adjusted 97% HDIs" in cov["measure"]
     assert row["status"] == "checked" and row["missing"] == []

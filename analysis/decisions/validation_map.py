@@ -1,27 +1,30 @@
-"""Which of the report's decisions have a calibration study, and of what kind (issue 28.6).
+"""The validation map: which of the report's decisions have an operating-characteristics study, and of what kind.
 
 A decision word in the report ("improves", "credibly positive", "worsens" ...) is only as good
-as the rule behind it on data with known truth. Seven shipped studies measure that, each for
+as the rule behind it on data with known truth: its operating characteristics (error rates
+and coverage under simulated truth). Seven shipped studies measure them, each for
 some decisions: the pipeline-settings study of the scale slopes
-(``validation/pipeline_calibration.py``, ``results.json`` ``calibration_study.pipeline``),
-the training null study (``validation/training_null.py``, ``training_effect.null_calibration``),
+(``validation/pipeline_operating_characteristics.py``, ``results.json`` ``operating_characteristics.pipeline``),
+the training null study (``validation/training_null.py``, ``training_effect.null_operating_characteristics``),
 the training study at the pipeline's settings (``validation/training_study.py``,
-``training_effect.calibration``; once shipped it replaces the null study in the map), the
+``training_effect.operating_characteristics``; once shipped it replaces the null study in the map), the
 privileged-access study (``validation/privileged_access.py``,
-``training_effect.privileged_access.calibration``), the contrast study
-(``validation/contrast_study.py``, ``contrasts.calibration``), the calibration-contrast
-study (``validation/calibration_contrast_study.py``, package data only) and the
-self-vs-other study (``validation/self_vs_other_study.py``, ``self_vs_other_rescored.calibration``).
+``training_effect.privileged_access.operating_characteristics``), the contrast study
+(``validation/contrast_study.py``, ``contrasts.operating_characteristics``), the
+confidence-calibration study (``validation/confidence_calibration_study.py``, package data only) and the
+self-vs-other study (``validation/self_vs_other_study.py``,
+``self_vs_other_rescored.operating_characteristics``).
 
-:func:`calibration_map` is a pure function of the results dictionary and of those seven
+:func:`validation_map` is a pure function of the results dictionary and of those seven
 studies' summaries (:func:`Studies`; the pipeline passes the shipped ones, so a kind of
-decision this run did not make still shows its calibration): for every kind of
+decision this run did not make still shows its study): for every kind of
 decision the report can print, whether this run printed it, and which of the three checks
-its calibration has (``null``: how often the rule declares an effect that is not there;
+its study has (``null``: how often the rule declares an effect that is not there;
 ``coverage``: 94% HDI coverage at known non-zero truths; ``misspecified``: the null rate on
 data the model does not describe), each with its data sets, its target and whether it ran at
 the pipeline's own sampler settings. A check no study makes is listed in ``missing``; a kind
-with no study at all says so. The report prints the map as it stands (``#sec-calibration``).
+with no study at all says so. The report prints the map as it stands
+(``#sec-operating-characteristics``).
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from selfmodel.common.binomial import rate
 from selfmodel.fitting.sampling import SamplerSettings, for_model
 
 Results = Mapping[str, Any]
-#: the three checks a calibrated decision has
+#: the three checks of a decision's operating-characteristics study
 CHECKS = ("null", "coverage", "misspecified")
 #: Data sets a check needs when its study declares no target of its own: a null rate of 5%
 #: known to about +-3 points (the pipeline study's target), a 94% coverage to about +-5.
@@ -67,8 +70,9 @@ KINDS: tuple[Kind, ...] = (
     Kind("confounds", "scale slope without the family that dominates the scale axis",
          ("confounds", "without_family")),
     Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between")),
-    Kind("calibration_contrasts", "calibration differences between models or conditions (item bootstrap)",
-         ("calibration_contrasts", "contrasts")),
+    Kind("confidence_calibration_contrasts",
+         "confidence-calibration differences between models or conditions (item bootstrap)",
+         ("confidence_calibration_contrasts", "contrasts")),
     Kind("confirmatory", "the confirmatory family (Bonferroni-adjusted HDIs)",
          ("hypotheses", "multiplicity", "confirmatory")),
 )
@@ -144,20 +148,20 @@ class Studies:
     training_null: Mapping[str, Any] | None = None
     privileged: Mapping[str, Any] | None = None
     contrasts: Mapping[str, Any] | None = None
-    calibration_contrasts: Mapping[str, Any] | None = None
+    confidence_calibration: Mapping[str, Any] | None = None
     training: Mapping[str, Any] | None = None
     self_vs_other: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, results: Results) -> Studies:
         """The studies as the results' own sections carry them."""
-        return cls(_get(results, ("calibration_study", "pipeline")),
-                   _get(results, ("training_effect", "null_calibration")),
-                   _get(results, ("training_effect", "privileged_access", "calibration")),
-                   _get(results, ("contrasts", "calibration")),
-                   _get(results, ("calibration_contrasts", "calibration")),
-                   _get(results, ("training_effect", "calibration")),
-                   _get(results, ("self_vs_other_rescored", "calibration")))
+        return cls(_get(results, ("operating_characteristics", "pipeline")),
+                   _get(results, ("training_effect", "null_operating_characteristics")),
+                   _get(results, ("training_effect", "privileged_access", "operating_characteristics")),
+                   _get(results, ("contrasts", "operating_characteristics")),
+                   _get(results, ("confidence_calibration_contrasts", "operating_characteristics")),
+                   _get(results, ("training_effect", "operating_characteristics")),
+                   _get(results, ("self_vs_other_rescored", "operating_characteristics")))
 
 
 def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
@@ -171,7 +175,7 @@ def _pipeline_arms(studies: Studies, effect: str) -> list[dict[str, Any]]:
         truth = a.get("truth", 0.0)
         # an arm with no records yet sampled nothing, at no settings
         at = _arm_at_defaults(a, pc.get("settings"), effect) if a.get("n") else None
-        source = "validation/pipeline_calibration.py"
+        source = "validation/pipeline_operating_characteristics.py"
         # the study names each arm's check; summaries made before it did: by truth and variant
         check = a.get("check") or ("coverage" if truth else "misspecified" if len(parts) > 2 else "null")
         if check == "coverage":
@@ -295,24 +299,24 @@ def _contrast_arms(studies: Studies) -> list[dict[str, Any]]:
     return out
 
 
-def _calibration_contrast_arms(studies: Studies) -> list[dict[str, Any]]:
-    cal = studies.calibration_contrasts or {}
+def _confidence_calibration_arms(studies: Studies) -> list[dict[str, Any]]:
+    cal = studies.confidence_calibration or {}
     if not cal.get("available"):
         return []
     out = []
-    source = "validation/calibration_contrast_study.py (bootstrap: no sampler)"
+    source = "validation/confidence_calibration_study.py (bootstrap: no sampler)"
     for name, a in sorted((cal.get("arms") or {}).items()):
         n = a.get("n_datasets", 0)
         if name == "truth":
             cov = (a.get("coverage") or {}).values()
             k, m = sum(c["covered"] for c in cov), sum(c["contrasts"] for c in cov)
-            out.append(_arm(f"calibration_contrast:{name}", "coverage", n, None, k / m if m else None, None,
+            out.append(_arm(f"confidence_calibration:{name}", "coverage", n, None, k / m if m else None, None,
                             None, "94% interval coverage, every contrast and metric pooled", source))
         else:
             one, anyc = a.get("per_contrast_credible") or {}, a.get("any_credible") or {}
             per = one.get("n", 0) // n if n else 0
             family = f" ({100 * anyc['rate']:.0f}% of data sets have one or more)" if "rate" in anyc else ""
-            out.append(_arm(f"calibration_contrast:{name}", "misspecified" if name == "misspecified" else "null",
+            out.append(_arm(f"confidence_calibration:{name}", "misspecified" if name == "misspecified" else "null",
                             n, None, one.get("rate"), one.get("ci95"), None,
                             f"credible contrasts, each of {per} per data set{family}", source))
     return out
@@ -353,12 +357,12 @@ _ARMS = {
     "training": _training_arms,
     "privileged": _privileged_arms,
     "contrasts": _contrast_arms,
-    "calibration_contrasts": _calibration_contrast_arms,
+    "confidence_calibration_contrasts": _confidence_calibration_arms,
     "self_vs_other": _self_vs_other_arms,
 }
 
 
-def calibration_map(results: Results, studies: Studies | None = None) -> list[dict[str, Any]]:
+def validation_map(results: Results, studies: Studies | None = None) -> list[dict[str, Any]]:
     """One row per kind of decision: printed in this run?, its arms, the checks it lacks.
 
     ``studies`` default to those the results' sections carry (:meth:`Studies.of`).

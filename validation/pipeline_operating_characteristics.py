@@ -1,6 +1,6 @@
-"""Calibration of *this analysis*: the pipeline's own fits, rule and diagnostics on null designs.
+"""Operating characteristics of *this analysis*: the pipeline's own fits, rule and diagnostics on null designs.
 
-``validation/calibration.py`` checks the models' intervals on synthetic designs with reduced
+``validation/operating_characteristics.py`` checks the models' intervals on synthetic designs with reduced
 sampler settings. This study asks what the pipeline itself would report: every data set is
 fitted by :func:`selfmodel.fitting.sampling.fit` at the pipeline's sampler settings
 (:class:`selfmodel.fitting.sampling.SamplerSettings`, 4 x 2000 draws, ``target_accept=0.99``), decided by
@@ -97,13 +97,13 @@ shared variables, so a new data set of the same shape only swaps the data in) an
 later data set is sampling only. Measured on this 2-core machine shared with other jobs
 (so upper bounds), arm ``default:accuracy`` at the pipeline's settings, seconds per fit::
 
-    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy --sims 4 --out A
-    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy --sims 3 --no-reuse --out B
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:accuracy --sims 4 --out A
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:accuracy --sims 3 --no-reuse --out B
 
     reuse (A):    24.5 (first: compile), 6.0, 6.1, 4.9        -> ~5-6 s per further fit
     no reuse (B): 14.5, 18.1, 12.6                            -> ~13-18 s every fit
 
-(the records are in ``validation/results/pipeline_calibration_cost/``; a first fit with reuse
+(the records are in ``validation/results/pipeline_operating_characteristics_cost/``; a first fit with reuse
 costs more because the shared-data graph is compiled cold). So with reuse 200 data sets of
 that arm are ~20 CPU-minutes instead of ~50. SDT fits cost several times more (each arm's
 ``median_seconds_per_fit`` in the shipped summary); a design's ``dprime`` and ``criterion``
@@ -124,13 +124,13 @@ keyed by ``arm`` and ``seed`` (16000 + index) and carrying its sampler settings,
 * ``--ship DIR [DIR ...]`` merges the records of those folders (one per ``(arm, seed)``;
   repeated seeds with the same decisions are duplicates, with different ones conflicts, both
   counted; records at other sampler settings, such as ``--quick``, are not counted) and writes
-  the summary to ``analysis/data/pipeline_calibration.json``, which ``selfmodel run`` ships
-  as ``results.json`` ``calibration_study.pipeline`` and the report's table reads. Each arm
+  the summary to ``analysis/data/pipeline_operating_characteristics.json``, which ``selfmodel run`` ships
+  as ``results.json`` ``operating_characteristics.pipeline`` and the report's table reads. Each arm
   there says how many data sets it has (``n`` of ``target_n``, ``complete``) and the exact
   95% interval and its half-width (``*_pm``) of every rate, so a partial study is shown
   as partial.
 
-The shipped summary is of the records in ``validation/results/pipeline_calibration/``: all six
+The shipped summary is of the records in ``validation/results/pipeline_operating_characteristics/``: all six
 arms run to their target of 200 data sets (``--arms ARM [ARM] --sims 200``, over several
 sessions, each resuming where the records ended; the first 4 data sets of
 ``default:accuracy`` are those of the cost measurement; each design's d' and criterion arms
@@ -138,33 +138,33 @@ share their fits). To regenerate it, run the full study into an empty folder and
 folder (at the arms' median seconds per fit, 200 accuracy and 200 shared SDT fits per design: about 6 hours on
 a 2-core machine; split it with ``--start``/``--arms`` over machines)::
 
-    .venv/bin/python validation/pipeline_calibration.py --sims 200 --out /tmp/pc-new
-    .venv/bin/python validation/pipeline_calibration.py --ship /tmp/pc-new
+    .venv/bin/python validation/pipeline_operating_characteristics.py --sims 200 --out /tmp/pc-new
+    .venv/bin/python validation/pipeline_operating_characteristics.py --ship /tmp/pc-new
 
 The independent-generator arms were run into the same folder (each arm its own file; the
 d' and criterion arms of a variant share their fits)::
 
-    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy:clustered --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms default:accuracy:slope0.15 default:accuracy:slope0.4 --sims 100
-    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:clustered default:criterion:clustered --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:slope0.4 default:criterion:slope0.4 --sims 100
-    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime:slope0.15 default:criterion:slope0.15 --sims 100
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:accuracy:clustered --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:accuracy:slope0.15 default:accuracy:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:dprime:clustered default:criterion:clustered --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:dprime:slope0.4 default:criterion:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:dprime:slope0.15 default:criterion:slope0.15 --sims 100
 
-    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within mundlak:between --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:clustered mundlak:between:clustered --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:between0.4 mundlak:between:between0.4 --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:within:slope0.4 mundlak:between:slope0.4 --sims 100
-    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family mundlak:without_family:clustered --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms mundlak:without_family:slope0.4 --sims 100
-    .venv/bin/python validation/pipeline_calibration.py --arms default:dprime default:criterion default:confirmatory --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms default:confirmatory:clustered --sims 200
-    .venv/bin/python validation/pipeline_calibration.py --arms default:confirmatory:dprime0.4 --sims 100
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms mundlak:within mundlak:between --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms mundlak:within:clustered mundlak:between:clustered --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms mundlak:within:between0.4 mundlak:between:between0.4 --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms mundlak:within:slope0.4 mundlak:between:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms mundlak:without_family mundlak:without_family:clustered --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms mundlak:without_family:slope0.4 --sims 100
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:dprime default:criterion default:confirmatory --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:confirmatory:clustered --sims 200
+    .venv/bin/python validation/pipeline_operating_characteristics.py --arms default:confirmatory:dprime0.4 --sims 100
 
 The last, the default design's SDT nulls with the confirmatory family, is a rerun: the first
 ``default:dprime``/``default:criterion`` records were made at 2000/1000 draws and
 ``target_accept=0.99``, before the SDT model declared its ``SPEC.sampling`` (3000/1500,
 0.995), so they are not what the pipeline fits. They are kept, not shipped, in
-``validation/results/pipeline_calibration_other_settings/`` (200 data sets each: false
+``validation/results/pipeline_operating_characteristics_other_settings/`` (200 data sets each: false
 ``improves`` 0/200 there). ``seb:dprime``/``seb:criterion`` still carry such records; the
 report marks them "other sampler settings".
 
@@ -172,10 +172,10 @@ report marks them "other sampler settings".
 
 Usage::
 
-    .venv/bin/python validation/pipeline_calibration.py --sims 200                 # full study (resumes)
-    .venv/bin/python validation/pipeline_calibration.py --start 100 --sims 50 --arms seb:dprime --out piece2
-    .venv/bin/python validation/pipeline_calibration.py --ship validation/results/pipeline_calibration piece2
-    .venv/bin/python validation/pipeline_calibration.py --quick --out /tmp/pc      # smoke run
+    .venv/bin/python validation/pipeline_operating_characteristics.py --sims 200                 # full study (resumes)
+    .venv/bin/python validation/pipeline_operating_characteristics.py --start 100 --sims 50 --arms seb:dprime --out piece2
+    .venv/bin/python validation/pipeline_operating_characteristics.py --ship validation/results/pipeline_operating_characteristics piece2
+    .venv/bin/python validation/pipeline_operating_characteristics.py --quick --out /tmp/pc      # smoke run
 """
 
 from __future__ import annotations
@@ -200,8 +200,8 @@ if str(ROOT) not in sys.path:
 import jsonl_records  # noqa: E402  (validation/, on sys.path as a script's)
 
 from selfmodel.common.binomial import clopper_pearson  # noqa: E402
-from selfmodel.decisions.calibration_map import arm_components  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
+from selfmodel.decisions.validation_map import arm_components  # noqa: E402
 from selfmodel.fitting.sampling import SamplerSettings  # noqa: E402
 
 DESIGNS = ("default", "seb")
@@ -591,7 +591,7 @@ COVERAGE_RANGE = (0.91, 0.97)
 TARGET_SIMS_NONNULL = 100
 #: The confirmatory family under the joint null: the family-wise rate of a claimed sign
 #: (some member's adjusted HDI excludes 0) at most 1 - the declared HDI mass, which
-#: Bonferroni's inequality promises when each member's interval is calibrated ...
+#: Bonferroni's inequality promises when each member's interval has its stated coverage ...
 MAX_FAMILY_ERROR = 0.06
 #: ... so the members' joint coverage of the truth is at least 94% (less the same 3 points of
 #: tolerance as :data:`COVERAGE_RANGE`; no upper bound: Bonferroni is conservative by design),
@@ -625,8 +625,8 @@ def arm_command(arm: str) -> str:
         if parts[1] in pair:
             arms = [a for a in (":".join([parts[0], e, *parts[2:]]) for e in pair)
                     if a in ALL_ARMS or a == arm]
-    return (f".venv/bin/python validation/pipeline_calibration.py --arms {' '.join(arms)} "
-            f"--sims {target_n(arm)} --out validation/results/pipeline_calibration")
+    return (f".venv/bin/python validation/pipeline_operating_characteristics.py --arms {' '.join(arms)} "
+            f"--sims {target_n(arm)} --out validation/results/pipeline_operating_characteristics")
 
 
 def summarise(records: Sequence[dict[str, Any]], arm: str | None = None) -> dict[str, Any]:
@@ -823,7 +823,7 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
 
     Each finished data set is appended to :func:`arm_file` at once, so an interrupted run
     loses at most the fit in progress and a rerun skips what is done. Returns and writes
-    ``OUT/pipeline_calibration.json``, the summary of every record in ``out``.
+    ``OUT/pipeline_operating_characteristics.json``, the summary of every record in ``out``.
     """
     out.mkdir(parents=True, exist_ok=True)
     # arms decided by one fit (a design's d' and criterion) are fitted together, once
@@ -845,7 +845,7 @@ def run(arms: Sequence[str], sims: int, settings: SamplerSettings, out: Path, *,
             for i in todo:
                 _append(out, done, fit_records(group, i, settings, seed0, reuse_compiled))
     summary = study_summary(read_records([out]), settings, arms)
-    (out / "pipeline_calibration.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
+    (out / "pipeline_operating_characteristics.json").write_text(json.dumps(summary, indent=1, sort_keys=True))
     return summary
 
 
@@ -856,8 +856,8 @@ ALL_ARMS = (tuple(f"{d}:{e}" for d in DESIGNS for e in EFFECTS)
             + ("mundlak:without_family",) + tuple(f"mundlak:without_family:{v}" for v in WF_VARIANTS)
             + CONFIRMATORY_ARMS)
 #: Where ``--ship`` writes the merged summary the pipeline reads (``results.json``
-#: ``calibration_study.pipeline``; :func:`selfmodel.robustness.stage.calibration_study`).
-SHIPPED = ROOT / "analysis" / "data" / "pipeline_calibration.json"
+#: ``operating_characteristics.pipeline``; :func:`selfmodel.robustness.stage.operating_characteristics`).
+SHIPPED = ROOT / "analysis" / "data" / "pipeline_operating_characteristics.json"
 
 
 def ship(sources: Sequence[Path], target: Path = SHIPPED) -> dict[str, Any]:
@@ -865,7 +865,7 @@ def ship(sources: Sequence[Path], target: Path = SHIPPED) -> dict[str, Any]:
     summary = study_summary(read_records(sources))
     shown = [p.resolve().relative_to(ROOT).as_posix() if p.resolve().is_relative_to(ROOT) else str(p)
              for p in sources]
-    summary["command"] = ".venv/bin/python validation/pipeline_calibration.py --ship " + " ".join(shown)
+    summary["command"] = ".venv/bin/python validation/pipeline_operating_characteristics.py --ship " + " ".join(shown)
     target.write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
     return summary
 
@@ -905,10 +905,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="compile every fit afresh (for the cost comparison only)")
     ap.add_argument("--quick", action="store_true",
                     help="smoke run: 2 data sets per arm, 2 x 200 draws (not the pipeline's settings)")
-    ap.add_argument("--out", type=Path, default=ROOT / "validation" / "results" / "pipeline_calibration")
+    ap.add_argument("--out", type=Path, default=ROOT / "validation" / "results" / "pipeline_operating_characteristics")
     ap.add_argument("--ship", nargs="+", type=Path, metavar="DIR_OR_JSONL",
                     help="merge these results (folders or .jsonl files) into "
-                    "analysis/data/pipeline_calibration.json and stop")
+                    "analysis/data/pipeline_operating_characteristics.json and stop")
     a = ap.parse_args(argv)
     if a.ship:
         s = ship(a.ship)

@@ -1,4 +1,4 @@
-"""The calibration-contrast study (validation/calibration_contrast_study.py): its generator has
+"""The confidence-calibration study (validation/confidence_calibration_study.py): its generator has
 the truth it claims, a data set is decided and counted, and the shipped summary is the
 summary of the committed records."""
 
@@ -13,9 +13,9 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "validation"))
-import calibration_contrast_study as ccs  # noqa: E402
+import confidence_calibration_study as ccs  # noqa: E402
 
-from selfmodel.analyses.calibration_contrasts import calibration, forecasts, metrics  # noqa: E402
+from selfmodel.analyses.confidence_calibration import forecasts, metrics, operating_characteristics  # noqa: E402
 
 
 def test_generator_records_are_what_the_estimator_reads_and_the_truth_orders_the_groups():
@@ -52,7 +52,7 @@ def test_one_data_set_decides_twelve_contrasts_and_the_summary_counts_them():
 
 
 def test_shipped_summary_is_that_of_the_committed_records():
-    shipped = calibration()
+    shipped = operating_characteristics()
     assert shipped["available"]
     lines = ROOT / shipped["source"]
     assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]

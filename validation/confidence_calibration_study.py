@@ -1,6 +1,6 @@
-"""Null rate, coverage and a misspecified case for the calibration contrasts (issue 28.6).
+"""Operating characteristics of the confidence-calibration contrasts: null rate, coverage, a misspecified case.
 
-The decisions checked are those of ``selfmodel.analyses.calibration_contrasts.calibration_table``
+The decisions checked are those of ``selfmodel.analyses.confidence_calibration.confidence_calibration_table``
 at its defaults (item bootstrap of 1000 replicates, the verdict rule's 94% mass, ROPE 0.02 in
 each metric's units): for every pair of groups differing in one factor (two models; two
 conditions) and every metric (ECE, Brier, |overconfidence|), the *reduction* of the error
@@ -28,7 +28,7 @@ Arms:
   a per-group confidence shift (the groups' errors move together within a cluster and apart
   between groups: overdispersion the item bootstrap does not see as such).
 
-    .venv/bin/python validation/calibration_contrast_study.py --sims 200 --out validation/results --ship
+    .venv/bin/python validation/confidence_calibration_study.py --sims 200 --out validation/results --ship
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:
 import jsonl_records  # noqa: E402
 from cells_generator import cluster_index  # noqa: E402 (clusters of 3-5 items, as the scale arms)
 
-from selfmodel.analyses.calibration_contrasts import METRICS, calibration_table  # noqa: E402
+from selfmodel.analyses.confidence_calibration import METRICS, confidence_calibration_table  # noqa: E402
 
 #: Metric names of records made before issue 53 named both ECEs by what they bin.
 LEGACY = {"ece": "ece_stated_probability"}
@@ -70,7 +70,7 @@ ARMS: dict[str, dict[tuple[str, str], tuple[float, float]]] = {
               ("b", "first"): (1.0, 0.0), ("b", "second"): (1.0, 0.3)},
 }
 ARMS["misspecified"] = ARMS["null"]
-SHIPPED = ROOT / "analysis" / "data" / "calibration_contrast_calibration.json"
+SHIPPED = ROOT / "analysis" / "data" / "confidence_calibration_operating_characteristics.json"
 FIRST_SEED = 9000
 
 
@@ -152,7 +152,7 @@ def one(arm: str, seed: int, t: dict[tuple[str, str], dict[str, float]]) -> dict
     """Decide every contrast of one data set; coverage of the truth, credible and improves."""
     records = generate(arm, seed)
     c0 = time.process_time()
-    table = calibration_table(records, by=("model", "condition"), rule=DecisionRule(), seed=seed)
+    table = confidence_calibration_table(records, by=("model", "condition"), rule=DecisionRule(), seed=seed)
     cpu = time.process_time() - c0
     rows = []
     for r in table["contrasts"]:
@@ -209,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ship", action="store_true", help="also write the package data the pipeline reads")
     a = ap.parse_args(argv)
     a.out.mkdir(parents=True, exist_ok=True)
-    lines = a.out / "calibration_contrast_study.jsonl"
+    lines = a.out / "confidence_calibration_study.jsonl"
     runs = jsonl_records.read(lines)
     done = {(r["arm"], r["seed"]) for r in runs}
     t = {arm: truths(arm) for arm in ARMS}
@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             jsonl_records.append(lines, run, sort_keys=False)
     shown = lines.resolve().relative_to(ROOT).as_posix() if lines.resolve().is_relative_to(ROOT) else str(lines)
     summary = {
-        "question": "how often a calibration contrast is declared where there is none, and how often its "
-                    "interval covers a known one (selfmodel.analyses.calibration_contrasts.calibration_table)",
+        "question": "how often a confidence-calibration contrast is declared where there is none, and how often its "
+                    "interval covers a known one (selfmodel.analyses.confidence_calibration.confidence_calibration_table)",
         "design": {"models": MODELS, "conditions": list(CONDITIONS), "items": N_ITEMS,
                    "groups": {arm: {f"{m}/{c}": list(v) for (m, c), v in g.items()} for arm, g in ARMS.items()}},
         "rule": DecisionRule().as_dict(), "sampler": None,
@@ -231,12 +231,12 @@ def main(argv: list[str] | None = None) -> int:
                     "independent, which they are not (they share items), so it is too narrow",
         "versions": {p: version(p) for p in ("selfmodel", "numpy", "polars", "scipy")},
         "arms": summarise(runs),
-        "command": f".venv/bin/python validation/calibration_contrast_study.py --sims {a.sims} "
+        "command": f".venv/bin/python validation/confidence_calibration_study.py --sims {a.sims} "
                    f"--out {Path(shown).parent.as_posix()}" + (" --ship" if a.ship else ""),
         "source": shown, "source_sha256": hashlib.sha256(lines.read_bytes()).hexdigest(),
     }
     text = json.dumps(summary, indent=1, sort_keys=True) + "\n"
-    (a.out / "calibration_contrast_study.json").write_text(text)
+    (a.out / "confidence_calibration_study.json").write_text(text)
     if a.ship:
         SHIPPED.write_text(text)
     for arm, s in summary["arms"].items():

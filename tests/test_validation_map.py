@@ -1,5 +1,6 @@
-"""Which decisions have a calibration study (analysis/decisions/calibration_map.py) and what the
-report says of them (sections.calibration.decisions_map): issue 28.6."""
+"""The validation map: which decisions have an operating-characteristics study
+(analysis/decisions/validation_map.py) and what the
+report says of them (sections.operating_characteristics.validation_map): issue 28.6."""
 
 from __future__ import annotations
 
@@ -10,15 +11,21 @@ from typing import Any
 
 import pytest
 
-from selfmodel.analyses.calibration_contrasts import calibration as calibration_contrast_calibration
-from selfmodel.analyses.contrasts import calibration as contrast_calibration
-from selfmodel.analyses.privileged import calibration as privileged_calibration
-from selfmodel.analyses.training import null_calibration
-from selfmodel.decisions.calibration_map import CHECKS, KINDS, calibration_map
+from selfmodel.analyses.confidence_calibration import (
+    operating_characteristics as confidence_calibration_operating_characteristics,
+)
+from selfmodel.analyses.contrasts import (
+    operating_characteristics as contrast_operating_characteristics,
+)
+from selfmodel.analyses.privileged import (
+    operating_characteristics as privileged_operating_characteristics,
+)
+from selfmodel.analyses.training import null_operating_characteristics
+from selfmodel.decisions.validation_map import CHECKS, KINDS, validation_map
 from selfmodel.fitting.sampling import SamplerSettings
-from selfmodel.report.sections import calibration as section
+from selfmodel.report.sections import operating_characteristics as section
 from selfmodel.report.sections.common import Report
-from selfmodel.robustness.stage import calibration_study
+from selfmodel.robustness.stage import operating_characteristics
 
 
 def _arm(n: int, target: int, truth: float = 0.0, fi: float = 0.01, cov: float = 0.94) -> dict[str, Any]:
@@ -31,13 +38,13 @@ def _arm(n: int, target: int, truth: float = 0.0, fi: float = 0.01, cov: float =
 def _results(**arms: dict[str, Any]) -> dict[str, Any]:
     return {"scale_effect": {"decision": "improves"},
             "sdt_effect": {"sensitivity": {"decision": "improves"}, "bias": {"decision": "x"}},
-            "calibration_study": {"pipeline": {"settings": asdict(SamplerSettings()), "arms": arms}}}
+            "operating_characteristics": {"pipeline": {"settings": asdict(SamplerSettings()), "arms": arms}}}
 
 
 def test_accuracy_is_checked_only_with_all_three_checks_complete_at_the_pipeline_settings():
     full = {"default:accuracy": _arm(200, 200), "default:accuracy:clustered": _arm(200, 200),
             "default:accuracy:slope0.4": _arm(100, 100, truth=0.4)}
-    by = {r["key"]: r for r in calibration_map(_results(**full))}
+    by = {r["key"]: r for r in validation_map(_results(**full))}
     acc = by["accuracy"]
     assert acc["status"] == "checked" and acc["missing"] == [] and acc["in_this_run"]
     assert {a["arm"]: a["check"] for a in acc["arms"]} == {
@@ -47,40 +54,41 @@ def test_accuracy_is_checked_only_with_all_three_checks_complete_at_the_pipeline
     # a check not run to its target, or run at other settings, makes it partial
     part = copy.deepcopy(full)
     part["default:accuracy:clustered"] = _arm(40, 200)
-    acc = {r["key"]: r for r in calibration_map(_results(**part))}["accuracy"]
+    acc = {r["key"]: r for r in validation_map(_results(**part))}["accuracy"]
     assert acc["status"] == "partial" and acc["missing"] == [] and "not yet run" in acc["notes"][0]
     other = _results(**full)
-    other["calibration_study"]["pipeline"]["settings"]["draws"] = 1000
-    acc = {r["key"]: r for r in calibration_map(other)}["accuracy"]
+    other["operating_characteristics"]["pipeline"]["settings"]["draws"] = 1000
+    acc = {r["key"]: r for r in validation_map(other)}["accuracy"]
     assert acc["status"] == "partial" and all(a["at_pipeline_settings"] is False for a in acc["arms"])
     # no coverage arm: partial, and the missing check is named
     del part["default:accuracy:slope0.4"]
-    acc = {r["key"]: r for r in calibration_map(_results(**part))}["accuracy"]
+    acc = {r["key"]: r for r in validation_map(_results(**part))}["accuracy"]
     assert acc["missing"] == ["coverage"]
 
 
 def test_a_run_without_those_sections_still_maps_the_shipped_studies():
     """The pipeline passes the shipped studies: a run that fitted no training or contrast model
-    (the default data has no conditions) still shows their calibration, marked not in this run."""
+    (the default data has no conditions) still shows their operating characteristics, marked not in this run."""
     from selfmodel.pipeline.results import shipped_studies
 
-    rows = {r["key"]: r for r in calibration_map({"scale_effect": {"decision": "x"}}, shipped_studies())}
+    rows = {r["key"]: r for r in validation_map({"scale_effect": {"decision": "x"}}, shipped_studies())}
     assert rows["contrasts"]["arms"] and not rows["contrasts"]["in_this_run"]
     assert rows["privileged"]["status"] == "checked" and rows["accuracy"]["in_this_run"]
     assert {a["arm"] for a in rows["accuracy"]["arms"]} >= {"default:accuracy", "seb:accuracy"}
-    assert calibration_map({})[0]["arms"] == []  # without studies: the results' own sections (none)
+    assert validation_map({})[0]["arms"] == []  # without studies: the results' own sections (none)
 
 
-def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calibration():
+def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_study():
     """Every shipped study lands in its row; the kinds no study covers are named as such."""
     results = _results()
-    results["calibration_study"] = calibration_study()
-    results["training_effect"] = {"trained": {"decision": "x"}, "null_calibration": null_calibration(),
+    results["operating_characteristics"] = operating_characteristics()
+    results["training_effect"] = {"trained": {"decision": "x"}, "null_operating_characteristics": null_operating_characteristics(),
                                   "privileged_access": {"mean": {"decision": "x"},
-                                                        "calibration": privileged_calibration()}}
-    results["contrasts"] = {"contrasts": {"model": {}}, "calibration": contrast_calibration()}
-    results["calibration_contrasts"] = {"contrasts": [], "calibration": calibration_contrast_calibration()}
-    rows = {r["key"]: r for r in calibration_map(results)}
+                                                        "operating_characteristics": privileged_operating_characteristics()}}
+    results["contrasts"] = {"contrasts": {"model": {}}, "operating_characteristics": contrast_operating_characteristics()}
+    results["confidence_calibration_contrasts"] = {
+        "contrasts": [], "operating_characteristics": confidence_calibration_operating_characteristics()}
+    rows = {r["key"]: r for r in validation_map(results)}
     assert set(rows) == {k.key for k in KINDS}
     assert rows["privileged"]["status"] == "checked"  # bootstrap: null, truth and misspecified arms
     assert all(a["n"] == 300 for a in rows["privileged"]["arms"])  # data sets, not data sets x families
@@ -103,30 +111,30 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_calib
     assert mis["check"] == "misspecified" and mis["complete"] and mis["n"] == mis["target_n"] == 200
     assert mis["at_pipeline_settings"] and conf["notes"] == []
     assert [a["check"] for a in conf["arms"] if a["arm"] == "default:confirmatory"] == ["null"]
-    cc = rows["calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
+    cc = rows["confidence_calibration_contrasts"]  # the item bootstrap's own study: null, truth, clustered
     assert cc["status"] == "checked" and {a["check"] for a in cc["arms"]} == set(CHECKS)
     assert "of data sets have one or more" in next(a for a in cc["arms"] if a["check"] == "null")["measure"]
-    text = section.decisions_map(Report(json.loads(json.dumps({"calibration_map": list(rows.values())})),
+    text = section.validation_map(Report(json.loads(json.dumps({"validation_map": list(rows.values())})),
                                         {}, None, None, 6.3, 8.5)).replace("\\", "")  # markdown escapes
-    no_cal = text.split("**No calibration** for:")[1].split("Partly calibrated:")[0]
-    no_cal_partial, checked = text.split("**No calibration** for:")[1].split("Checked by a null")
+    no_cal = text.split("**No operating-characteristics study** for:")[1].split("Partly studied:")[0]
+    no_cal_partial, checked = text.split("**No operating-characteristics study** for:")[1].split("Checked by a null")
     assert "the confirmatory family" not in no_cal_partial and "the confirmatory family" in checked
     assert "within- vs between-family slope" in text.split("Checked by a null")[1]
-    assert "condition and model contrasts" in text.split("Checked by a null")[1].split("Partly calibrated:")[0]
-    assert "self vs other" in text.split("**No calibration** for:")[1]
-    assert "calibration differences" not in text.split("**No calibration** for:")[1].split(".")[0]
+    assert "condition and model contrasts" in text.split("Checked by a null")[1].split("Partly studied:")[0]
+    assert "self vs other" in text.split("**No operating-characteristics study** for:")[1]
+    assert "confidence-calibration differences" not in text.split("**No operating-characteristics study** for:")[1].split(".")[0]
     assert "(other sampler settings)" in text  # the training null study
-    assert "training effect" in text.split("Partly calibrated:")[1]
-    # a kind that gains a study leaves the "no calibration" sentence
+    assert "training effect" in text.split("Partly studied:")[1]
+    # a kind that gains a study leaves the "no operating-characteristics study" sentence
     rows["self_vs_other"]["status"] = "checked"
-    again = section.decisions_map(Report({"calibration_map": list(rows.values())}, {}, None, None, 6.3, 8.5)
+    again = section.validation_map(Report({"validation_map": list(rows.values())}, {}, None, None, 6.3, 8.5)
                                   ).replace("\\", "")
-    assert "self vs other" in no_cal and "**No calibration**" not in again
+    assert "self vs other" in no_cal and "**No operating-characteristics study**" not in again
 
 
 def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     """A non-null arm has no false rate: its 'improves' rate is power, its verdict coverage only."""
-    shipped = calibration_study()["pipeline"]
+    shipped = operating_characteristics()["pipeline"]
     pc = copy.deepcopy(shipped)
     arm = _arm(100, 100, truth=0.4, cov=0.95)
     arm |= {"generator": "cells_generator.heavy_tailed: slope 0.4", "diagnostics_failed": 0,
@@ -137,7 +145,7 @@ def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     bad = copy.deepcopy(arm)
     bad["overall"]["hdi94_coverage"] = 0.80
     pc["arms"]["default:dprime:slope0.4"] = bad
-    results = {"calibration_study": {"pipeline": pc},
+    results = {"operating_characteristics": {"pipeline": pc},
                "fit": {"versions": {"pymc": "6.4.0", "nutpie": "0.16.11"}}}
     text = section.pipeline(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
     line = next(ln for ln in text.splitlines() if "default:accuracy:slope0.4" in ln and ln.startswith("|"))
@@ -148,7 +156,7 @@ def test_pipeline_table_reads_a_known_slope_arm_as_coverage_and_power():
     assert "pymc 6.4.0, nutpie 0.16.11 (as this run)" in text
     assert "(200 or 100 per arm: 200 under a null" in text  # targets differ by arm
     # every arm carries its run command; the partial ones are named with theirs
-    assert all(a["command"].startswith(".venv/bin/python validation/pipeline_calibration.py --arms ")
+    assert all(a["command"].startswith(".venv/bin/python validation/pipeline_operating_characteristics.py --arms ")
                for a in shipped["arms"].values())
     partial = [a["command"] for a in pc["arms"].values() if not a["complete"] and a.get("command")]
     assert all(c.replace("\\", "") in text for c in partial) or not partial
@@ -168,7 +176,7 @@ def test_an_sdt_arm_is_at_the_pipeline_settings_only_as_the_sdt_model_samples():
     old = _arm(200, 200)
     new = _arm(200, 200) | {"model_sampler": [asdict(for_model(SamplerSettings(), models.get("sdt").SPEC.sampling))],
                             "records_without_model_sampler": 0}
-    rows = {r["key"]: r for r in calibration_map(_results(**{"default:dprime": old,
+    rows = {r["key"]: r for r in validation_map(_results(**{"default:dprime": old,
                                                              "default:dprime:clustered": new}))}
     at = {a["arm"]: a["at_pipeline_settings"] for a in rows["dprime"]["arms"]}
     assert at == {"default:dprime": False, "default:dprime:clustered": True}
@@ -187,7 +195,7 @@ def test_the_training_study_replaces_the_null_study_and_is_checked_only_when_com
     """validation/training_study.py: null, truth and misspecified arms at the pipeline's settings."""
     from dataclasses import replace
 
-    from selfmodel.decisions.calibration_map import Studies
+    from selfmodel.decisions.validation_map import Studies
 
     at = {k: getattr(SamplerSettings(), k) for k in ("chains", "draws", "tune", "target_accept")}
 
@@ -203,7 +211,7 @@ def test_the_training_study_replaces_the_null_study_and_is_checked_only_when_com
                                          "misspecified": arm(200, 200)}}
     old_null = {"available": True, "n_datasets": 150, "sampler": {"draws": 1000}, "rates": {}}
     base = Studies(training_null=old_null, training=study)
-    row = {r["key"]: r for r in calibration_map({}, base)}["training"]
+    row = {r["key"]: r for r in validation_map({}, base)}["training"]
     assert row["status"] == "checked" and row["notes"] == []  # the old 2 x 1000 study is not listed
     null = next(a for a in row["arms"] if a["check"] == "null")
     assert null["rate"] == 12 / 400 and "worst: criterion task difficulty 4.5%" in null["measure"]
@@ -211,18 +219,18 @@ def test_the_training_study_replaces_the_null_study_and_is_checked_only_when_com
     # short of its target, or sampled at other settings: partial
     short = copy.deepcopy(study)
     short["arms"]["misspecified"] = arm(40, 200)
-    assert {r["key"]: r for r in calibration_map({}, replace(base, training=short))}["training"]["status"] == "partial"
+    assert {r["key"]: r for r in validation_map({}, replace(base, training=short))}["training"]["status"] == "partial"
     other = copy.deepcopy(study)
     other["arms"]["null"]["sampler"] = [at | {"draws": 1000}]
-    row = {r["key"]: r for r in calibration_map({}, replace(base, training=other))}["training"]
+    row = {r["key"]: r for r in validation_map({}, replace(base, training=other))}["training"]
     assert row["status"] == "partial" and "other sampler settings" in row["notes"][0]
     # without the new study the old null study stands alone
-    row = {r["key"]: r for r in calibration_map({}, replace(base, training=None))}["training"]
+    row = {r["key"]: r for r in validation_map({}, replace(base, training=None))}["training"]
     assert [a["arm"] for a in row["arms"]] == ["training_null (accuracy, trained)"]
 
 
 def test_self_vs_other_arms_are_bootstrap_checks_with_both_directions_counted():
-    from selfmodel.decisions.calibration_map import Studies
+    from selfmodel.decisions.validation_map import Studies
 
     def arm(n: int, target: int, check: str, pos: int, neg: int) -> dict[str, Any]:
         q = {"positive": _count(pos, n), "negative": _count(neg, n), "coverage": _count(n - 1, n)}
@@ -232,7 +240,7 @@ def test_self_vs_other_arms_are_bootstrap_checks_with_both_directions_counted():
     cal = {"available": True, "arms": {"null": arm(200, 200, "null", 4, 6), "truth": arm(100, 100, "coverage", 90, 0),
                                        "misspecified": arm(200, 200, "misspecified", 10, 10),
                                        "clustered_declared": arm(120, 200, "misspecified", 1, 1)}}
-    row = {r["key"]: r for r in calibration_map({"self_vs_other_rescored": {"per_task": {"t": {}}}},
+    row = {r["key"]: r for r in validation_map({"self_vs_other_rescored": {"per_task": {"t": {}}}},
                                                 Studies(self_vs_other=cal))}["self_vs_other"]
     by = {a["arm"]: a for a in row["arms"]}
     assert by["self_vs_other:null"]["rate"] == 30 / 600  # 3 quantities x (4 + 6) of 3 x 200
@@ -256,13 +264,13 @@ def test_the_training_and_self_vs_other_sections_print_their_studies_from_the_re
                                "any_false_credible": {"k": 70, "n": 200, "rate": 0.35, "ci95": [0.28, 0.42]}},
                       "truth": {"n": 100, "target_n": 100, "failed_gate": 0,
                                 "quantities": {"accuracy:trained": q_truth}}}}
-    rep = Report({"training_effect": {"available": True, "calibration": study}}, {}, None, None, 6.3, 8.5)
-    text = training.calibration(rep).replace("\\", "")
+    rep = Report({"training_effect": {"available": True, "operating_characteristics": study}}, {}, None, None, 6.3, 8.5)
+    text = training.operating_characteristics(rep).replace("\\", "")
     assert "<code>null</code> 200 of 200 data sets (3 failed the gate)" in text
     assert "about 6% of data sets" in text and "4 chains x 2000 draws" in text
     line = next(ln for ln in text.splitlines() if ln.startswith("| accuracy, trained"))
     assert "12/200 (6.0%)" in line and "+0.27" in line and "93/100 (93.0%)" in line and "40/100" in line
-    assert "Null calibration" not in text  # the older 2 x 1000 study is not printed beside it
+    assert "Null study" not in text  # the older 2 x 1000 study is not printed beside it
     assert "at most 2 of 200 data sets for any quantity" in text
     assert "70/200 (35.0%) [28, 42] of its data sets had at least one false credible decision" in text
 
@@ -274,14 +282,14 @@ def test_the_training_and_self_vs_other_sections_print_their_studies_from_the_re
            "truths": {"truth": {"mean": {"dprime": 0.25}, "slope": {"dprime": 0.19}}},
            "arms": {"null": {"n": 100, "target_n": 200, "check": "null", "means": {"dprime": q},
                              "slopes": {"dprime": q}, "models": {"dprime": m}}}}
-    text = self_other.calibration(Report({"self_vs_other_rescored": {"calibration": cal}}, {}, None, None, 6.3, 8.5))
+    text = self_other.operating_characteristics(Report({"self_vs_other_rescored": {"operating_characteristics": cal}}, {}, None, None, 6.3, 8.5))
     text = text.replace("\\", "")
     assert "| <code>null</code> | null | 100 of 200 | 0/100 (0.0%) [0, 100]" in text
     assert "true mean d' advantage +0.250" in text
     assert "more often than their 95%" in text and "less often" not in text
     cal["arms"]["null"]["means"]["dprime"] = q | {"coverage": {"k": 80, "n": 100, "rate": 0.8, "ci95": [0.71, 0.87]}}
     cal["arms"]["null"]["slopes"]["dprime"] = q | {"coverage": _count(95, 100) | {"ci95": [0.89, 0.98]}}
-    again = self_other.calibration(Report({"self_vs_other_rescored": {"calibration": cal}}, {}, None, None, 6.3, 8.5))
+    again = self_other.operating_characteristics(Report({"self_vs_other_rescored": {"operating_characteristics": cal}}, {}, None, None, 6.3, 8.5))
     assert "less often than their 95%" in again and "more often" not in again
 
 
@@ -307,13 +315,13 @@ def test_within_between_reads_the_mundlak_arms_by_the_check_each_declares():
             "mundlak:within:between0.4": _arm(200, 200) | {"check": "null"},
             "mundlak:between:between0.4": _arm(100, 100, truth=0.4) | {"check": "coverage"}}
     res = _results(**arms) | {"model_zoo": {"within_between": {"within": {}}}}
-    wb = {r["key"]: r for r in calibration_map(res)}["within_between"]
+    wb = {r["key"]: r for r in validation_map(res)}["within_between"]
     assert {a["arm"]: a["check"] for a in wb["arms"]} == {
         "mundlak:within": "null", "mundlak:between": "null", "mundlak:within:clustered": "misspecified",
         "mundlak:within:between0.4": "null", "mundlak:between:between0.4": "coverage"}
     assert wb["status"] == "checked" and wb["in_this_run"]
     del arms["mundlak:within:clustered"]
-    wb = {r["key"]: r for r in calibration_map(_results(**arms))}["within_between"]
+    wb = {r["key"]: r for r in validation_map(_results(**arms))}["within_between"]
     assert wb["status"] == "partial" and wb["missing"] == ["misspecified"]
 
 
@@ -321,20 +329,20 @@ def test_the_family_left_out_refit_reads_its_own_arms():
     arms = {"mundlak:without_family": _arm(200, 200), "mundlak:without_family:clustered":
             _arm(50, 200) | {"check": "misspecified"}, "default:accuracy": _arm(200, 200)}
     res = _results(**arms) | {"confounds": {"without_family": {"decision": "improves"}}}
-    cf = {r["key"]: r for r in calibration_map(res)}["confounds"]
+    cf = {r["key"]: r for r in validation_map(res)}["confounds"]
     assert [a["arm"] for a in cf["arms"]] == ["mundlak:without_family", "mundlak:without_family:clustered"]
     assert cf["status"] == "partial" and cf["missing"] == ["coverage"] and cf["in_this_run"]
 
 
 def test_an_arm_whose_every_task_misses_does_not_speak_of_the_others():
-    shipped = calibration_study()["pipeline"]
+    shipped = operating_characteristics()["pipeline"]
     pc = copy.deepcopy(shipped)
     arm = _arm(200, 200, cov=0.99) | {"diagnostics_failed": 0, "versions": [], "records_without_versions": 0}
     task = {"n": 200, "hdi94_coverage": 0.99, "hdi94_coverage_ci": [0.96, 1.0], "false_improves": 0.0,
             "false_improves_ci": [0.0, 0.02]}
     some = copy.deepcopy(arm) | {"t0": dict(task), "t1": dict(task) | {"hdi94_coverage": 0.95}}
     pc["arms"] = {"x:accuracy:clustered": arm | {"t0": dict(task), "t1": dict(task)}, "y:accuracy:clustered": some}
-    text = section.pipeline(Report({"calibration_study": {"pipeline": pc}, "fit": {"versions": {}}},
+    text = section.pipeline(Report({"operating_characteristics": {"pipeline": pc}, "fit": {"versions": {}}},
                                    {}, None, None, 6.3, 8.5)).replace("\\", "")
     every = next(ln for ln in text.splitlines() if "x:accuracy:clustered</code>: misses" in ln)
     assert "<code>t1</code> misses" in every and "the others" not in every
@@ -345,7 +353,7 @@ def test_an_arm_whose_every_task_misses_does_not_speak_of_the_others():
 def test_an_arms_components_are_its_slopes_with_a_coverage_not_its_other_dicts():
     """The one rule the report, the study's terminal line and the tests share: the family's
     ``member_truths`` (a dict of truths) is not a component, nor is ``overall``."""
-    from selfmodel.decisions.calibration_map import arm_components
+    from selfmodel.decisions.validation_map import arm_components
     member = {"hdi94_coverage": 0.94, "meets_targets": True}
     arm = {**_arm(100, 100), "family_size": 2, "hdi_prob": [0.97, 0.97],
            "member_truths": {"accuracy_overall": 0.0, "dprime_overall": 0.4},
@@ -357,11 +365,11 @@ def test_an_arms_components_are_its_slopes_with_a_coverage_not_its_other_dicts()
 def test_the_family_arms_targets_are_stated_once_each_naming_its_null():
     """The confirmatory family's targets, one clause for its arms that share them: the joint null
     and, for the misspecified arm, the joint null on clustered items; never the same clause twice."""
-    pc = copy.deepcopy(calibration_study()["pipeline"])
+    pc = copy.deepcopy(operating_characteristics()["pipeline"])
     for name in ("default:confirmatory", "default:confirmatory:clustered"):
         pc["arms"][name]["overall"] = {**(pc["arms"][name].get("overall") or {}), "max_family_error": 0.06,
                                        "coverage_range": [0.91, 1.0]}
-    text = section.pipeline(Report({"calibration_study": {"pipeline": pc}}, {}, None, None, 6.3, 8.5))
+    text = section.pipeline(Report({"operating_characteristics": {"pipeline": pc}}, {}, None, None, 6.3, 8.5))
     text = text.replace("\\", "")
     assert ("for the confirmatory family at <code>default:confirmatory</code> (the joint null) and "
             "<code>default:confirmatory:clustered</code> (the joint null on clustered items, overdispersed "
@@ -369,7 +377,7 @@ def test_the_family_arms_targets_are_stated_once_each_naming_its_null():
             "least 91%") in text, text[:3000]
     assert text.count("Bonferroni's promise") == 1
     pc["arms"]["default:confirmatory:clustered"]["overall"]["max_family_error"] = 0.08  # other targets
-    text = section.pipeline(Report({"calibration_study": {"pipeline": pc}}, {}, None, None, 6.3, 8.5))
+    text = section.pipeline(Report({"operating_characteristics": {"pipeline": pc}}, {}, None, None, 6.3, 8.5))
     assert text.count("Bonferroni's promise") == 2 and "family-wise error at most 8%" in text
 
 
@@ -379,6 +387,6 @@ def test_a_family_arm_with_no_records_names_its_measure_without_a_level():
              "overall": {"family_error": None}}
     run = {**empty, "n": 16, "hdi_prob": [0.97], "overall": {"family_error": 0.0}}
     for arm, level in ((empty, "adjusted HDI"), (run, "adjusted 97% HDI")):
-        rows = {r["key"]: r for r in calibration_map(_results(**{"default:confirmatory:clustered": arm}))}
+        rows = {r["key"]: r for r in validation_map(_results(**{"default:confirmatory:clustered": arm}))}
         (a,) = rows["confirmatory"]["arms"]
         assert a["measure"] == f"family-wise error: data sets in which some member's {level} excludes 0"
