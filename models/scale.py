@@ -108,7 +108,7 @@ normal: the likelihood does not depend on it), the task deviations
 ``u`` and ``v`` as before. It is the same model: the prior of ``slope_task``, ``u_family``
 and ``v_model`` is exactly the plain one (independent ``Normal(0, 1)`` task slopes, so
 :math:`\beta` keeps its ``Normal(0, 1/\sqrt T)`` prior and its meaning, logits per 10x
-parameters; ``tests/test_slope_basis.py`` checks the prior and that the likelihood is flat
+parameters; ``tests/models/test_slope_basis.py`` checks the prior and that the likelihood is flat
 in ``z_slope_shift``). It needs a ``Normal`` task-slope prior and independent task slopes;
 otherwise (or when :math:`x` does not vary) the plain basis is used.
 ``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis; the
@@ -203,7 +203,7 @@ SPEC = ModelSpec(
     sections=("sec-verdict", "sec-scaling", "sec-hypotheses", "sec-robustness", "sec-checks"),
     without_effect=Comparison("pooled", {"random_effects": True}, "pooled(random_effects=True)"),
     # the decorrelated basis is another parameterisation of the plain basis' prior
-    # (tests/test_slope_basis.py), in which every task slope is a free variable
+    # (tests/models/test_slope_basis.py), in which every task slope is a free variable
     prior_density_options={"slope_basis": "plain"},
 )
 

@@ -122,7 +122,7 @@ model intercepts along the direction that trades against a common slope (family 
 total, the priors split it (the same ridge as in ``models/scale.py``, "Slope basis").
 ``slope_basis="decorrelated"`` (the default) samples each side's total slope and draws the
 split from its conditional prior (:mod:`selfmodel.models.decorrelation`; the prior and so
-the model are unchanged, ``tests/test_slope_basis.py``; the new coordinates are
+the model are unchanged, ``tests/models/test_slope_basis.py``; the new coordinates are
 ``z_{side}_slope_total``, ``z_{side}_slope_shift``, ``z_{side}_slope_deviation``).
 Measured on the default data (``python bench/bench_sampling.py --sdt-seeds 1 2 3``,
 ``bench/results/sampling_sdt_basis.json``; 4 x 2000 draws, ``target_accept=0.99``; both
@@ -146,7 +146,7 @@ seeds, passed on all three. The slope is no longer the slowest quantity: the cri
 family and model intercepts and their sds are (the family means of ``v`` trade against
 ``u``; 4 families here), with a slowest bulk ESS of 429-603 against the gate's 400, so a
 seed can still come close to the gates at 4 x 2000 draws. On the recovery design of
-``tests/test_recovery.py`` (20 models in 5 families, 4 x 1000 draws at 0.95) both bases
+``tests/models/test_recovery.py`` (20 models in 5 families, 4 x 1000 draws at 0.95) both bases
 showed divergences in some runs (1-2 per 4000 draws).
 
 **Sampling settings of its own (issue 28.4).** At the run's defaults (4 x 2000 draws after
@@ -253,7 +253,7 @@ SPEC = ModelSpec(
         Curves("alpha_dprime", "dprime_slope_task", "identity"),
     ),
     # the decorrelated basis is another parameterisation of the plain basis' prior
-    # (tests/test_slope_basis.py), in which every task slope is a free variable
+    # (tests/models/test_slope_basis.py), in which every task slope is a free variable
     prior_density_options={"slope_basis": "plain"},
     # measured in the docstring ("Sampling settings of its own"): the run's defaults fail
     # the gate on 2 of 5 seeds of the default data; these passed on 6 of 6

@@ -100,7 +100,7 @@ divergence, E-BFMI 0.81. All nine 94% HDIs of the arms cover the truth (three ar
 accuracy, d' and criterion). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
 0.71 [0.44, 0.99] (truth 0.73), both ``improves``; held-out means ``no_credible_effect``;
 criterion effects all within about ±0.02 of 0 (truth 0). The report's "Did training help?"
-section shows the numbers; ``tests/test_training.py`` (slow) repeats the check on a fresh
+section shows the numbers; ``tests/analyses/test_training.py`` (slow) repeats the check on a fresh
 simulation, and ``validation/training_null.py`` measures the false ``improves`` rate under a
 null effect (``analysis/data/training_null.json``).
 

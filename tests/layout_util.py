@@ -38,7 +38,7 @@ from selfmodel.cli import main as selfmodel_cli  # noqa: E402
 from selfmodel.report.render import PAGE, PageGeometry  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-# the shared copy of the Self-Execution Benchmark (read in place; see tests/test_import_seb.py)
+# the shared copy of the Self-Execution Benchmark (read in place; see tests/records/test_import_seb.py)
 SEB_DATA = ROOT.parent / "shared" / "data" / "self-execution-benchmark"
 QUICK = ("--draws", "300", "--tune", "300", "--chains", "2")  # as tests/conftest.py's quick build
 

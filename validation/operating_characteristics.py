@@ -36,7 +36,7 @@ and for the ``scale_*`` arms so does the scale predictor ``x`` (``simulate_scale
 draws new model sizes per data set). ``models/scale.py`` bakes ``x`` in as a constant, so
 :func:`shared_data_model` replaces that constant in the graph of the real
 ``selfmodel.models.scale.build`` model (``pymc.model.fgraph``) -- the math is the model file's, not a
-copy; ``tests/test_operating_characteristics.py`` checks the rewritten model's log density equals
+copy; ``tests/validation/test_operating_characteristics.py`` checks the rewritten model's log density equals
 ``scale.build`` on the new data.
 
 Why not ``simuk``: it refits through ``pm.sample`` on a fresh ``pm.observe`` model per

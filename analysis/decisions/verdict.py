@@ -2,7 +2,7 @@
 
 Every interpretive sentence of the report's first screen comes from :func:`findings` (a
 pure function of the results dictionary; no fitting, no files), so each one changes with the
-numbers it speaks of and is tested against perturbed results (``tests/test_verdict.py``):
+numbers it speaks of and is tested against perturbed results (``tests/decisions/test_verdict.py``):
 
 ``accuracy``
     the accuracy slope (the declared estimand: the average over tasks of the task slopes),

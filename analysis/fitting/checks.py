@@ -422,7 +422,7 @@ def integrated_binomial_loglik(
     centred on its mode (Newton's method; it is log-concave) and scaled by its curvature
     there, so ``nodes`` points suffice even when :math:`n` is large and the integrand is
     sharp. With the default 40 nodes the error against brute-force quadrature is below
-    1e-5 for the cases in ``tests/test_checks.py`` (including :math:`y = n` with
+    1e-5 for the cases in ``tests/fitting/test_checks.py`` (including :math:`y = n` with
     :math:`s = 3`, where the integrand is most skewed). Arrays broadcast; the result has
     their common shape.
 

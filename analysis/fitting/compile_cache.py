@@ -28,7 +28,7 @@ Sampling is unchanged: the sampler gets the same parameter layout and the same s
 initial points as with ``nutpie.compile_pymc_model(pm_model)``. The log density agrees to
 about 1e-12 (PyTensor folds constants in a different order), so draws are not bit-for-bit
 those of an uncached compile, but they are the same for a given seed whether the compiled
-code came from a fresh compile, the disk cache or the memo (``tests/test_compile_cache.py``).
+code came from a fresh compile, the disk cache or the memo (``tests/fitting/test_compile_cache.py``).
 
 The price: with its data as shared variables PyTensor can no longer fold the data into the
 graph (log binomial coefficients, index gathers), so a cold compile costs more and each

@@ -10,7 +10,7 @@ therefore goes faster when independent fits run at once. Two pieces do that:
   the same ``fit`` with the same arguments and saves it in the cache folder; the calling
   thread then reads the saved fit. Draws depend only on the seed and the compiled code, so a
   fit sampled in a worker is the fit this process would have sampled (same cache key, same
-  bytes; ``tests/test_fitpool.py``).
+  bytes; ``tests/fitting/test_fitpool.py``).
 * :func:`concurrently` runs independent analyses (each a function of no arguments) in
   threads, so that their fits reach the workers together. Only one of these threads runs
   Python at a time: each holds :data:`_turn` while it works and lets go of it only while it

@@ -52,7 +52,7 @@ cell as the pipeline would see it, :math:`n = IR(1-u)` answers, with a beta-bino
 that variance (intra-cell correlation :math:`\rho' = (R-1)\rho/(n-1)`); with one answer per
 item it is a plain binomial. The fit absorbs the extra-binomial variance in
 :math:`\sigma_c`, as a fit of the scale model to real repeated answers does.
-``tests/test_power.py`` checks this against a brute-force simulation of every answer
+``tests/power/test_power.py`` checks this against a brute-force simulation of every answer
 (beta-distributed model-item propensities, :math:`R` answers each) at two design points.
 
 Fast approximate fit
@@ -81,7 +81,7 @@ deterministic approximation of the same Bayesian model:
    variance :math:`1/(n\hat p(1-\hat p))`; Breslow & Clayton 1993, *JASA* 88) and steps 2-3
    are repeated on the part of the grid that carries posterior mass. Without it, weights
    computed from each cell's own counts pull the slope toward 0 when cells are small (by
-   ~10% of the slope with ~33 answers per cell; ``tests/test_power.py``);
+   ~10% of the slope with ~33 answers per cell; ``tests/power/test_power.py``);
 5. 4,000 draws from that mixture go through :func:`selfmodel.decisions.hypotheses.decide`, the very rule
    the pipeline applies to NUTS draws.
 

@@ -4,7 +4,7 @@ An error message that tells the user what to write ("Write scale = [0, 10]", "Ad
 [confidence] column = ...", "Map it with --map item_id=question_id") must suggest something
 the parser then accepts. Every such suggestion is built by :func:`snippet`, which returns the
 text for the message and records the snippet: the file it belongs in (``kind``), the table it
-goes under and its TOML (or ``--map``) body. ``tests/test_mapping_keys.py`` triggers the errors,
+goes under and its TOML (or ``--map``) body. ``tests/records/test_mapping_keys.py`` triggers the errors,
 then parses every recorded snippet with the real parser of its kind.
 
 Kinds: ``"records"`` (a ``format = "records"`` ``--mapping`` file), ``"import"`` (an

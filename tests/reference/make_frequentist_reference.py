@@ -1,4 +1,4 @@
-"""Generate ``frequentist_small.json``: reference numbers for ``tests/test_frequentist.py``.
+"""Generate ``frequentist_small.json``: reference numbers for ``tests/analyses/test_frequentist.py``.
 
 Everything here is computed *without* ``selfmodel.analyses.frequentist``, from textbook formulas in
 numpy/scipy, so the tests compare two independent implementations:

@@ -1,4 +1,4 @@
-"""Generate ``skill_small.json``: reference numbers for ``tests/test_skill.py``.
+"""Generate ``skill_small.json``: reference numbers for ``tests/analyses/test_skill.py``.
 
 Computed *without* ``selfmodel.analyses.skill``:
 

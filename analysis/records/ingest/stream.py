@@ -23,7 +23,7 @@ with the batches' rows is the only difference between its two ways of working:
 
 Both ways write ``records.parquet`` and ``quarantine.parquet`` with :class:`TableWriter`, in
 row groups of :data:`ROW_GROUP` rows whatever the batches, so they give the same bytes
-(``tests/test_ingest_stream.py``). Memory then stays within a bound that does not grow with
+(``tests/records/test_ingest_stream.py``). Memory then stays within a bound that does not grow with
 the input (measured in ``docs/performance.md``): a batch being validated, one bucket being
 de-duplicated, one row group being written, and the key sample (about 1 key in
 :data:`SAMPLE_EVERY`). One record key with more copies than a bucket holds makes its bucket

@@ -6,7 +6,7 @@ Every function reads saved results only; none fits or samples.
 
 A new section is a module here with a small ``__all__`` (its blocks: ``(rep) -> str`` for text,
 ``(rep) -> Figure | None`` for a figure), imported below, and cells in the ``.qmd`` that call
-it; ``tests/test_sections.py`` runs every such block on a saved results file by itself.
+it; ``tests/report/test_sections.py`` runs every such block on a saved results file by itself.
 """
 
 from selfmodel.report.sections import (
