@@ -201,7 +201,7 @@ import jsonl_records  # noqa: E402  (validation/, on sys.path as a script's)
 
 from selfmodel.common.binomial import clopper_pearson  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
-from selfmodel.decisions.validation_map import arm_components  # noqa: E402
+from selfmodel.decisions.study_arms import arm_components  # noqa: E402
 from selfmodel.fitting.sampling import SamplerSettings  # noqa: E402
 
 DESIGNS = ("default", "seb")

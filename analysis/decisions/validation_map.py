@@ -35,6 +35,7 @@ from typing import Any
 
 from selfmodel import models as model_registry
 from selfmodel.common.binomial import rate
+from selfmodel.decisions.study_arms import EFFECT_MODEL
 from selfmodel.fitting.sampling import SamplerSettings, for_model
 
 Results = Mapping[str, Any]
@@ -78,18 +79,6 @@ KINDS: tuple[Kind, ...] = (
 )
 
 
-def arm_components(arm: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
-    """The components of one arm of the pipeline study's summary, other than ``overall``.
-
-    A component is a slope the arm judges on its own: a task's slope, or a member of the
-    confirmatory family. It is the arm's dict entries that carry a coverage
-    (``hdi94_coverage``); other dicts of the arm (the family's ``member_truths``) are not.
-    The report, the study's terminal line and the tests read an arm's components here.
-    """
-    return {k: v for k, v in arm.items()
-            if k != "overall" and isinstance(v, dict) and "hdi94_coverage" in v}
-
-
 def _get(results: Results, path: Sequence[str]) -> Any:
     node: Any = results
     for k in path:
@@ -107,14 +96,6 @@ def _at_defaults(settings: Mapping[str, Any] | None, model: str | None = None) -
     if model is not None:
         want = for_model(want, model_registry.get(model).SPEC.sampling)
     return all(settings.get(k) == asdict(want)[k] for k in SETTINGS_KEYS)
-
-
-#: the model each effect of the pipeline study (arm ``design:effect[:variant]``) is decided by
-EFFECT_MODEL = {"accuracy": "scale", "dprime": "sdt", "criterion": "sdt",
-                "within": "within_between", "between": "within_between", "without_family": "scale",
-                # the family's records carry the SDT member's settings (the scale member's are in
-                # each record's ``model_samplers``)
-                "confirmatory": "sdt"}
 
 
 def _arm_at_defaults(a: Mapping[str, Any], study_settings: Mapping[str, Any] | None, effect: str) -> bool | None:

@@ -151,21 +151,6 @@ def _holds(entries: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     }
 
 
-def how_obtained(label: str, reweighting: Mapping[str, Any] | None) -> str:
-    """The report's sentence on how a prior variant was obtained: reweighted or refitted, why.
-
-    ``reweighting`` is a variant's ``reweighting`` entry (``prior_variant`` of
-    :mod:`selfmodel.fitting.reweight`); ``None`` (a fit made before it was recorded) says so.
-    """
-    if not reweighting:
-        return f"{label}: refitted (how was not recorded)"
-    k, thr = reweighting.get("pareto_k"), reweighting.get("k_threshold")
-    if reweighting.get("method") == "psis":
-        return (f"{label}: the main fit's draws reweighted by PSIS (Pareto k {k:.2f}, at most "
-                f"{thr:.2f}), no refit")
-    return f"{label}: refitted ({reweighting.get('reason', 'reason not recorded')})"
-
-
 def prior_sensitivity(
     cells: pl.DataFrame,
     *,

@@ -353,7 +353,7 @@ def test_an_arm_whose_every_task_misses_does_not_speak_of_the_others():
 def test_an_arms_components_are_its_slopes_with_a_coverage_not_its_other_dicts():
     """The one rule the report, the study's terminal line and the tests share: the family's
     ``member_truths`` (a dict of truths) is not a component, nor is ``overall``."""
-    from selfmodel.decisions.validation_map import arm_components
+    from selfmodel.decisions.study_arms import arm_components
     member = {"hdi94_coverage": 0.94, "meets_targets": True}
     arm = {**_arm(100, 100), "family_size": 2, "hdi_prob": [0.97, 0.97],
            "member_truths": {"accuracy_overall": 0.0, "dprime_overall": 0.4},

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from selfmodel.decisions.validation_map import arm_components
+from selfmodel.decisions.study_arms import arm_components
 from selfmodel.report.document import REPORT_QMD, render_report
 from selfmodel.report.render import render
 

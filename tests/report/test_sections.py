@@ -247,3 +247,15 @@ def test_operating_characteristics_arm_run_past_its_target_reads_as_such() -> No
     arms[name] = {**arms[name], "n": 30, "target_n": 100, "complete": False}
     row = next(line for line in sections.operating_characteristics.pipeline(_report(R)).splitlines() if shown in line)
     assert "30 of 100 (partial)" in row
+
+
+def test_how_obtained_says_reweighted_or_refitted_and_why():
+    from selfmodel.report.sections.robustness import how_obtained
+
+    rw = how_obtained("priors x0.5", {"method": "psis", "pareto_k": 0.123, "k_threshold": 0.7})
+    assert rw == ("priors x0.5: the main fit's draws reweighted by PSIS (Pareto k 0.12, at most "
+                  "0.70), no refit")
+    refit = how_obtained("priors x2", {"method": "refit", "pareto_k": 1.1, "k_threshold": 0.7,
+                                       "reason": "Pareto k 1.10 above 0.70: reweighting unreliable"})
+    assert refit == "priors x2: refitted (Pareto k 1.10 above 0.70: reweighting unreliable)"
+    assert "not recorded" in how_obtained("priors x2", None)

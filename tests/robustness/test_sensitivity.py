@@ -268,15 +268,3 @@ def test_a_scale_variable_that_leaves_the_table_unchanged_reuses_the_main_fit(
         fitter=Fitter(1), variables=("params", "active_params"))
     assert out["variants"][0]["same_data_as_main"] is True
     assert len(stub.calls) == 1  # no refit
-
-
-def test_how_obtained_says_reweighted_or_refitted_and_why():
-    from selfmodel.robustness.sensitivity import how_obtained
-
-    rw = how_obtained("priors x0.5", {"method": "psis", "pareto_k": 0.123, "k_threshold": 0.7})
-    assert rw == ("priors x0.5: the main fit's draws reweighted by PSIS (Pareto k 0.12, at most "
-                  "0.70), no refit")
-    refit = how_obtained("priors x2", {"method": "refit", "pareto_k": 1.1, "k_threshold": 0.7,
-                                       "reason": "Pareto k 1.10 above 0.70: reweighting unreliable"})
-    assert refit == "priors x2: refitted (Pareto k 1.10 above 0.70: reweighting unreliable)"
-    assert "not recorded" in how_obtained("priors x2", None)

@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from scipy.stats import binom
 
-from selfmodel.decisions.validation_map import EFFECT_MODEL, arm_components
+from selfmodel.decisions.study_arms import EFFECT_MODEL, arm_components
 from selfmodel.report.sections.common import (
     PALETTE,
     Out,

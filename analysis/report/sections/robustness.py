@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from selfmodel.report.sections.common import Out, Report, code, esc, md_table, num
-from selfmodel.robustness.sensitivity import how_obtained
 
 __all__ = [
     "effects_prior_tables", "effects_scale_variable_tables", "mixed_check", "prior_summary", "prior_table",
@@ -15,6 +15,21 @@ __all__ = [
 HOLD = {True: "**holds**", False: "**changes**", None: "cannot be checked"}
 #: words for the SDT model's effects
 EFFECT_WORDS = {"sensitivity": "d'", "bias": "criterion"}
+
+
+def how_obtained(label: str, reweighting: Mapping[str, Any] | None) -> str:
+    """The report's sentence on how a prior variant was obtained: reweighted or refitted, why.
+
+    ``reweighting`` is a variant's ``reweighting`` entry (``prior_variant`` of
+    :mod:`selfmodel.fitting.reweight`, saved in ``results.json``); ``None`` (a fit made before it was recorded) says so.
+    """
+    if not reweighting:
+        return f"{label}: refitted (how was not recorded)"
+    k, thr = reweighting.get("pareto_k"), reweighting.get("k_threshold")
+    if reweighting.get("method") == "psis":
+        return (f"{label}: the main fit's draws reweighted by PSIS (Pareto k {k:.2f}, at most "
+                f"{thr:.2f}), no refit")
+    return f"{label}: refitted ({reweighting.get('reason', 'reason not recorded')})"
 
 
 def _check_row(kind: str, name: str, r: dict[str, Any]) -> list[object]:
