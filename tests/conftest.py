@@ -12,7 +12,7 @@ Test layers (markers declared in pyproject.toml; README "Tests"):
 
 The guard: while a test without ``slow``, ``ci`` or ``e2e`` runs (its fixtures' set-up and
 tear-down included), the entry points that compile or sample a model or execute a report's
-kernel raise :class:`UnmarkedSlowTest`, so a test that would make the fast layer slow fails
+kernel raise :class:`UnmarkedSlowTestError`, so a test that would make the fast layer slow fails
 at once and says how to fix it. Each pytest-xdist worker loads this file and installs the
 guard in its own process. It guards this process only: a test that starts ``selfmodel run``
 in a subprocess is not stopped by it (none of the fast layer does; the CPU seconds of
@@ -57,7 +57,7 @@ GUARDED = (
 )
 
 
-class UnmarkedSlowTest(RuntimeError):
+class UnmarkedSlowTestError(RuntimeError):
     """A test of the fast layer reached a model compile, a sampler or a report kernel."""
 
 
@@ -69,11 +69,11 @@ def _in_slow_layer(item: pytest.Item | None) -> bool:
 
 
 def require_slow_layer(what: str) -> None:
-    """Raise :class:`UnmarkedSlowTest` if the running test is in the fast layer."""
+    """Raise :class:`UnmarkedSlowTestError` if the running test is in the fast layer."""
     item = _current["item"]
     if not _in_slow_layer(item):
         assert item is not None
-        raise UnmarkedSlowTest(
+        raise UnmarkedSlowTestError(
             f"{item.nodeid} called {what}, which compiles or samples a model or runs a "
             "report's kernel: the fast layer (`make test`) must not. Use a fake fit "
             "(tests/fakes.py), or mark the test @pytest.mark.ci (a fit CI runs), "

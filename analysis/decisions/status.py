@@ -84,12 +84,12 @@ def _fmt(x: Any, spec: str) -> str:
     return "n/a" if x is None else format(x, spec)
 
 
-def _not_fitted(R: Mapping[str, Any]) -> str:
-    eff = R.get("scale_effect") or {}
-    reason = eff.get("reason") or (R.get("diagnostics") or {}).get("note") or "no usable data"
+def _not_fitted(results: Mapping[str, Any]) -> str:
+    eff = results.get("scale_effect") or {}
+    reason = eff.get("reason") or (results.get("diagnostics") or {}).get("note") or "no usable data"
     missing = eff.get("models_without_scale_variable") or []
     names = [m["model"] if isinstance(m, Mapping) else str(m) for m in missing]
-    contrasts = _contrasts_fitted(R)
+    contrasts = _contrasts_fitted(results)
     text = (f"The scale question is not estimable: {reason}." if contrasts
             else f"No model was fitted: {reason}.")
     if names:
@@ -102,12 +102,12 @@ def _not_fitted(R: Mapping[str, Any]) -> str:
                    "frequentist checks are computed from the records.")
 
 
-def _contrasts_fitted(R: Mapping[str, Any]) -> bool:
-    sec = R.get("contrasts") or {}
+def _contrasts_fitted(results: Mapping[str, Any]) -> bool:
+    sec = results.get("contrasts") or {}
     return bool(sec) and sec.get("reason") is None and bool(sec.get("contrasts"))
 
 
-def contrast_status(R: Mapping[str, Any]) -> str | None:
+def contrast_status(results: Mapping[str, Any]) -> str | None:
     """The ``contrasts`` status sentence: every decided contrast, or ``None``.
 
     A contrast fit that failed its diagnostics decides nothing (issue 28.4): the sentence
@@ -124,10 +124,10 @@ def contrast_status(R: Mapping[str, Any]) -> str | None:
     What these data can decide (contrast model, logits of self-prediction accuracy, ROPE ±0.1):
     between conditions, b - a worsens (-0.70, 94% HDI [-1.10, -0.30]).
     """
-    if not _contrasts_fitted(R):
+    if not _contrasts_fitted(results):
         return None
-    sec = R["contrasts"]
-    exploratory = (R.get("settings") or {}).get("preset") == "exploratory"
+    sec = results["contrasts"]
+    exploratory = (results.get("settings") or {}).get("preset") == "exploratory"
     undecided = not sec.get("finding") and not exploratory
     parts = [
         f"{factor_words} {label}{'' if undecided else ' ' + d['decision']} ({d['mean']:+.2f}, "
@@ -147,7 +147,7 @@ def contrast_status(R: Mapping[str, Any]) -> str | None:
             f"ROPE ±{sec.get('rope', 0):g}): " + "; ".join(parts) + "." + gate)
 
 
-def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
+def status_lines(results: Mapping[str, Any]) -> list[dict[str, str]]:
     """The status sentences of a results dict, in the order they lead the report.
 
     Parameters
@@ -162,22 +162,22 @@ def status_lines(R: Mapping[str, Any]) -> list[dict[str, str]]:
         ``{"key": ..., "text": ...}``, possibly empty.
     """
     out: list[tuple[str, str]] = []
-    data = R.get("data") or {}
+    data = results.get("data") or {}
     if (text := low_yield_sentence(data)) is not None:
         out.append(("low_yield", text))
-    settings = R.get("settings") or {}
+    settings = results.get("settings") or {}
     exploratory = settings.get("preset") == "exploratory"
     if exploratory:
         s = settings.get("sampler") or {}
         out.append(("exploratory", f"{EXPLORATORY_WORDS} ({s.get('draws')} draws, "
                     f"{s.get('tune')} tuning, {s.get('chains')} chains; --preset exploratory). "
                     "Rerun without the preset before reading any verdict as a finding."))
-    diag = R.get("diagnostics")
+    diag = results.get("diagnostics")
     if diag is None:  # no fitting stage (ingest, --preview)
         pass
     elif not was_fitted(diag):
-        out.append(("not_fitted", _not_fitted(R)))
-        if (text := contrast_status(R)) is not None:
+        out.append(("not_fitted", _not_fitted(results)))
+        if (text := contrast_status(results)) is not None:
             out.append(("contrasts", text))
     elif not diag.get("passed", True):
         numbers = (f"R-hat {_fmt(diag.get('max_rhat'), '.3f')}, bulk ESS "

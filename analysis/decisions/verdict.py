@@ -68,9 +68,9 @@ def fmt_number(v: float | None, fmt: str = ".2f") -> str:
 _n = fmt_number
 
 
-def _exploratory(R: Results) -> bool:
+def _exploratory(results: Results) -> bool:
     """Whether the run used ``--preset exploratory`` (a short run: failed checks expected)."""
-    return (R.get("settings") or {}).get("preset") == "exploratory"
+    return (results.get("settings") or {}).get("preset") == "exploratory"
 
 
 #: What the report shows instead of a decision word for a fit that failed its diagnostics
@@ -78,7 +78,7 @@ def _exploratory(R: Results) -> bool:
 NOT_DECIDED = DECISION_MEANING["not_decided"]
 
 
-def failed_gate(R: Results, fit_model: str | None = None) -> str | None:
+def failed_gate(results: Results, fit_model: str | None = None) -> str | None:
     """Which diagnostics a fit failed, in words (``None``: it passed, or the run is exploratory).
 
     ``fit_model``: a model of ``model_zoo`` (default: the accuracy model, ``diagnostics``).
@@ -86,12 +86,12 @@ def failed_gate(R: Results, fit_model: str | None = None) -> str | None:
     first, so its decisions are shown, labelled; at any other settings a failed fit's
     decisions are never shown as decisions (issue 28.4).
     """
-    if _exploratory(R):
+    if _exploratory(results):
         return None
-    if fit_model is None or fit_model == (R.get("scale_effect") or {}).get("fit_model"):
-        diag = R.get("diagnostics") or {}
+    if fit_model is None or fit_model == (results.get("scale_effect") or {}).get("fit_model"):
+        diag = results.get("diagnostics") or {}
     else:
-        diag = ((R.get("model_zoo") or {}).get(fit_model) or {}).get("diagnostics") or {}
+        diag = ((results.get("model_zoo") or {}).get(fit_model) or {}).get("diagnostics") or {}
     return failed_checks(diag)
 
 
@@ -198,13 +198,13 @@ def _short(e: Mapping[str, Any]) -> str:
     return f"{DECISION_MEANING.get(d, d)}, {_interval(e)}"
 
 
-def accuracy_finding(R: Results) -> str | None:
+def accuracy_finding(results: Results) -> str | None:
     """The headline: the accuracy slope's direction and size (the average over tasks)."""
-    E = R.get("scale_effect")
-    if not E:
+    effect = results.get("scale_effect")
+    if not effect:
         return None
-    per = E.get("per_task") or {}
-    units = E.get("units", "")
+    per = effect.get("per_task") or {}
+    units = effect.get("units", "")
     estimand = (f"averaged over the {len(per)} tasks" if len(per) > 1 else "")
     quantity = "self-prediction accuracy" + (f" ({estimand})" if estimand else "")
     if signs_disagree(per):
@@ -214,29 +214,29 @@ def accuracy_finding(R: Results) -> str | None:
                if r.get("decision") in NEGATIVE_DECISIONS]
         return (f"The tasks disagree on the direction: accuracy credibly rises with scale in "
                 f"{_list(pos)} and credibly falls in {_list(neg)}. The average over tasks "
-                f"({_interval(E)} {units}) is a declared estimand, not a summary of these effects.")
-    gate = failed_gate(R) if E.get("decision") != "not_estimable" else None
+                f"({_interval(effect)} {units}) is a declared estimand, not a summary of these effects.")
+    gate = failed_gate(results) if effect.get("decision") != "not_estimable" else None
     if gate:
         return (f"The accuracy model's fit failed its diagnostics ({gate}), so the {quantity} slope is "
-                f"not decided; as computed it is {_interval(E)} {units}.")
-    text = slope_sentence(E, quantity=quantity, units=units, rope=rope_text(E))
-    if not E.get("finding", True) and E.get("decision") != "not_estimable":
+                f"not decided; as computed it is {_interval(effect)} {units}.")
+    text = slope_sentence(effect, quantity=quantity, units=units, rope=rope_text(effect))
+    if not effect.get("finding", True) and effect.get("decision") != "not_estimable":
         text += (" At the exploratory settings the fit's checks do not pass, so this is not a "
-                 "finding." if _exploratory(R) else
+                 "finding." if _exploratory(results) else
                  " The fit failed its diagnostics, so this is not a finding.")
     return text
 
 
-def accuracy_tasks_finding(R: Results) -> str | None:
+def accuracy_tasks_finding(results: Results) -> str | None:
     """The per-task accuracy slopes, each task's decision in words."""
-    E = R.get("scale_effect") or {}
-    per = E.get("per_task") or {}
+    effect = results.get("scale_effect") or {}
+    per = effect.get("per_task") or {}
     if len(per) < 2:
         return None
-    if failed_gate(R):
+    if failed_gate(results):
         return None  # said by the accuracy finding: the fit failed, nothing per task is decided
     parts = [f"{_task(t)} — {_short(r)}" for t, r in sorted(per.items())]
-    return f"Accuracy slope per task ({E.get('units', '')}): " + "; ".join(parts) + "."
+    return f"Accuracy slope per task ({effect.get('units', '')}): " + "; ".join(parts) + "."
 
 
 def criterion_words(e: Mapping[str, Any]) -> str:
@@ -255,14 +255,14 @@ def criterion_words(e: Mapping[str, Any]) -> str:
     return "no credible change in the readiness to say yes (sign not credible)"
 
 
-def sdt_findings(R: Results) -> list[tuple[str, str]]:
+def sdt_findings(results: Results) -> list[tuple[str, str]]:
     """Sensitivity d' and criterion per task (the signal-detection model)."""
-    S = R.get("sdt_effect")
-    if not S:
+    sdt = results.get("sdt_effect")
+    if not sdt:
         return []
     out: list[tuple[str, str]] = []
-    sens, bias = S.get("sensitivity") or {}, S.get("bias") or {}
-    gate = failed_gate(R, S.get("fit_model") or "sdt") if S.get("fitted") is not False else None
+    sens, bias = sdt.get("sensitivity") or {}, sdt.get("bias") or {}
+    gate = failed_gate(results, sdt.get("fit_model") or "sdt") if sdt.get("fitted") is not False else None
     if gate:
         return [("sdt_diagnostics", f"The signal-detection fit failed its diagnostics ({gate}): its d' "
                  "and criterion slopes are not decided (the table below shows them as computed).")]
@@ -275,20 +275,20 @@ def sdt_findings(R: Results) -> list[tuple[str, str]]:
     if bias.get("per_task"):
         words = _grouped(bias["per_task"], criterion_words)
         out.append(("criterion", f"Criterion (readiness to say yes), slope per task: {words}."))
-    if S.get("fitted") is False:
+    if sdt.get("fitted") is False:
         out.append(("sdt_diagnostics", "The signal-detection model was not fitted "
-                    f"({S.get('reason') or 'no reason recorded'}): d' and criterion are not estimable."))
-    elif not S.get("sensitivity", {}).get("finding", True):
+                    f"({sdt.get('reason') or 'no reason recorded'}): d' and criterion are not estimable."))
+    elif not sdt.get("sensitivity", {}).get("finding", True):
         why = ("The signal-detection fit's checks do not pass at the exploratory settings"
-               if _exploratory(R) else "The signal-detection fit failed its diagnostics")
+               if _exploratory(results) else "The signal-detection fit failed its diagnostics")
         out.append(("sdt_diagnostics", f"{why}: its slopes are reported as computed and are "
                     "not findings."))
     return out
 
 
-def baseline_finding(R: Results) -> str | None:
+def baseline_finding(results: Results) -> str | None:
     """How many models beat always giving their most common outcome, per binary task."""
-    rows = [r for r in R.get("skill") or [] if r.get("binary") and r.get("skill_over_mode") is not None]
+    rows = [r for r in results.get("skill") or [] if r.get("binary") and r.get("skill_over_mode") is not None]
     if not rows:
         return None
     parts = []
@@ -301,19 +301,19 @@ def baseline_finding(R: Results) -> str | None:
     return ("Against the simplest baseline (point estimates of accuracy): " + "; ".join(parts) + ".")
 
 
-def detectable_finding(R: Results) -> str | None:
+def detectable_finding(results: Results) -> str | None:
     """The smallest slope the design would declare ``improves`` 80% of the time."""
-    D = R.get("design_sensitivity") or {}
-    mde = D.get("mde_80")
+    design_sensitivity = results.get("design_sensitivity") or {}
+    mde = design_sensitivity.get("mde_80")
     if mde is None:
         return None
-    E = R.get("scale_effect") or {}
-    drawn = D.get("variance_components") == "posterior_draws"
-    dp = (D.get("dprime") or {}).get("mde_80")
+    effect = results.get("scale_effect") or {}
+    drawn = design_sensitivity.get("variance_components") == "posterior_draws"
+    dp = (design_sensitivity.get("dprime") or {}).get("mde_80")
     dprime = f"d' slope: {_n(dp, '.2f')}; " if dp is not None else ""
     how = ("variance components drawn from the posterior" if drawn
            else "simulated from the fitted variance components")
-    return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {E.get('units', '')} "
+    return (f"What the design could detect: a true slope of {_n(mde, '.2f')} {effect.get('units', '')} "
             f"would be declared 'improves' 80% of the time ({dprime}{how}).")
 
 
@@ -322,20 +322,20 @@ def was_fitted(diagnostics: Mapping[str, Any]) -> bool:
     return diagnostics.get("max_rhat") is not None or diagnostics.get("min_ess_bulk") is not None
 
 
-def checks_finding(R: Results) -> str:
+def checks_finding(results: Results) -> str:
     """Diagnostics of every fit and the robustness refits' outcome, with their coverage."""
     failed = []
-    main = R.get("diagnostics") or {}
+    main = results.get("diagnostics") or {}
     fitted = was_fitted(main)  # the accuracy model is not fitted when the scale is not estimable
     if fitted and not main.get("passed", True):
         failed.append("the accuracy model")
-    for name, m in (R.get("model_zoo") or {}).items():
+    for name, m in (results.get("model_zoo") or {}).items():
         if isinstance(m, dict) and m.get("fitted"):
             fitted = True
             if not (m.get("diagnostics") or {}).get("passed", True) and name != (
-                    R.get("scale_effect") or {}).get("fit_model"):
+                    results.get("scale_effect") or {}).get("fit_model"):
                 failed.append(f"the {name} model")
-    contrast = (R.get("contrasts") or {}).get("diagnostics") or {}
+    contrast = (results.get("contrasts") or {}).get("diagnostics") or {}
     if was_fitted(contrast):
         fitted = True
         if not contrast.get("passed", True):
@@ -343,32 +343,32 @@ def checks_finding(R: Results) -> str:
     diag = ("No model was fitted (the first lines say why)." if not fitted
             else "Every fit passed its diagnostics." if not failed
             else f"Checks not passed at the exploratory settings (not findings): {_list(failed)}."
-            if _exploratory(R)
+            if _exploratory(results)
             else f"Failed diagnostics (reported, not findings): {_list(failed)}.")
-    sens = R.get("sensitivity") or {}
+    sens = results.get("sensitivity") or {}
     rob = []
-    P = sens.get("priors")
-    if P and _failed_refits(R, P.get("model", "scale"), P):
-        rob.append(f"the prior-width refits are not compared ({_failed_refits(R, P.get('model', 'scale'), P)})")
-    elif P:
-        held = P.get("verdict_holds")
-        rob.append({True: f"the {P.get('model', 'accuracy')} model's decision is unchanged with every "
+    priors = sens.get("priors")
+    if priors and _failed_refits(results, priors.get("model", "scale"), priors):
+        rob.append(f"the prior-width refits are not compared ({_failed_refits(results, priors.get('model', 'scale'), priors)})")
+    elif priors:
+        held = priors.get("verdict_holds")
+        rob.append({True: f"the {priors.get('model', 'accuracy')} model's decision is unchanged with every "
                           "prior scale halved and doubled",
-                    False: f"the {P.get('model', 'accuracy')} model's decision changes with the prior "
-                           f"width ({_list(P.get('changed') or [])})",
+                    False: f"the {priors.get('model', 'accuracy')} model's decision changes with the prior "
+                           f"width ({_list(priors.get('changed') or [])})",
                     None: "the prior-width refits could not be compared"}[held])
-    V = sens.get("scale_variable")
-    if V and _failed_refits(R, V.get("model", "scale"), V):
-        rob.append(f"the scale-variable refits are not compared ({_failed_refits(R, V.get('model', 'scale'), V)})")
-    elif V:
-        held = V.get("verdict_holds")
-        others = [e["variable"] for e in V.get("variants", []) if e.get("variable") != V.get("main_scale")]
-        on = "direction" if V.get("compared_on") == "direction" else "decision"
+    scale_variable = sens.get("scale_variable")
+    if scale_variable and _failed_refits(results, scale_variable.get("model", "scale"), scale_variable):
+        rob.append(f"the scale-variable refits are not compared ({_failed_refits(results, scale_variable.get('model', 'scale'), scale_variable)})")
+    elif scale_variable:
+        held = scale_variable.get("verdict_holds")
+        others = [e["variable"] for e in scale_variable.get("variants", []) if e.get("variable") != scale_variable.get("main_scale")]
+        on = "direction" if scale_variable.get("compared_on") == "direction" else "decision"
         rob.append({True: f"the {on} is the same with {_list(others)} as the scale variable",
-                    False: f"the {on} changes with {_list(V.get('changed') or [])} as the scale variable",
+                    False: f"the {on} changes with {_list(scale_variable.get('changed') or [])} as the scale variable",
                     None: "the scale-variable refits could not be compared"}[held])
     if rob:
-        covered = P.get("model", "scale") if P else "scale"
+        covered = priors.get("model", "scale") if priors else "scale"
         others = sorted((sens.get("effects") or {}).keys())
         scope = (f"{covered} model; prior variants of the {_list(others)} effects are listed below"
                  if others else f"{covered} model only; the other models' slopes were not refitted")
@@ -379,31 +379,31 @@ def checks_finding(R: Results) -> str:
 _EFFECT_WORDS = {"sensitivity": "d'", "bias": "criterion"}
 
 
-def _failed_refits(R: Results, model: str, entry: Mapping[str, Any]) -> str | None:
+def _failed_refits(results: Results, model: str, entry: Mapping[str, Any]) -> str | None:
     """Which fits of a robustness entry failed their diagnostics, in words (``None``: none).
 
     The model's main fit and each variant (a scale variable, or a prior factor). A failed
     fit's decisions are not decisions (issue 28.4), so they neither confirm nor contradict
     the main fit's. At the exploratory preset nothing is held back (the report says so first).
     """
-    if _exploratory(R):
+    if _exploratory(results):
         return None
     bad = [str(v["variable"]) if v.get("variable") else
            f"priors x{v['factor']:g}" if v.get("factor") is not None else "a variant"
            for v in entry.get("variants") or [] if v.get("diagnostics_passed") is False]
-    if failed_gate(R, model):
+    if failed_gate(results, model):
         bad.insert(0, f"the main {model} fit")
     return f"failed diagnostics: {_list(bad)}" if bad else None
 
 
-def companion_scale_variable_clauses(R: Results) -> list[str]:
+def companion_scale_variable_clauses(results: Results) -> list[str]:
     """Which companion effects (d', criterion) kept their direction with the other scale variables."""
-    sens, out = R.get("sensitivity") or {}, []
+    sens, out = results.get("sensitivity") or {}, []
     for model, entry in sorted((sens.get("effects_scale_variable") or {}).items()):
         others = [v["variable"] for v in entry.get("variants", [])]
         if not others:
             continue
-        failed = _failed_refits(R, model, entry)
+        failed = _failed_refits(results, model, entry)
         if failed:
             out.append(f"the {model} directions with {_list(others)} are not compared ({failed})")
             continue
@@ -417,62 +417,62 @@ def companion_scale_variable_clauses(R: Results) -> list[str]:
     return out
 
 
-def _strict_outcome(R: Results) -> str | None:
+def _strict_outcome(results: Results) -> str | None:
     """What the strict-accuracy refit did to the accuracy decisions (a predicate), or ``None``."""
-    S = (R.get("missingness") or {}).get("strict_accuracy_refit") or {}
-    if "changes_answer" not in S:
+    sdt = (results.get("missingness") or {}).get("strict_accuracy_refit") or {}
+    if "changes_answer" not in sdt:
         return None
-    if not S["changes_answer"]:
+    if not sdt["changes_answer"]:
         return "leaves every accuracy decision unchanged"
-    where = [c if c == "overall" else _task(c) for c in S.get("changed") or []]
+    where = [c if c == "overall" else _task(c) for c in sdt.get("changed") or []]
     return (f"changes the accuracy decision ({_list(where)}; strict-accuracy slope: "
-            f"{_short(S.get('strict') or {})})")
+            f"{_short(sdt.get('strict') or {})})")
 
 
-def effect_robustness_finding(R: Results) -> str | None:
+def effect_robustness_finding(results: Results) -> str | None:
     """The robustness line beyond the accuracy slope.
 
     Which d' and criterion findings held with the other scale variables, and whether strict
     accuracy (missing counted wrong) changes the accuracy answer.
     """
-    parts = companion_scale_variable_clauses(R) + strict_accuracy_clauses(R)
+    parts = companion_scale_variable_clauses(results) + strict_accuracy_clauses(results)
     if not parts:
         return None
     text = "; ".join(parts)
     return "Robustness beyond the accuracy slope: " + text[0].lower() + text[1:] + "."
 
 
-def strict_accuracy_clauses(R: Results) -> list[str]:
+def strict_accuracy_clauses(results: Results) -> list[str]:
     """Whether the Bayesian refit on strict accuracy (missing counted wrong) changes the decision."""
-    outcome = _strict_outcome(R)
+    outcome = _strict_outcome(results)
     return [] if outcome is None else [
         f"counting absent and unreadable predictions as wrong (strict accuracy) {outcome}"]
 
 
-def confounds_finding(R: Results) -> str | None:
+def confounds_finding(results: Results) -> str | None:
     """Family and mixture-of-experts confounds of the scale axis (``confounds`` section)."""
-    C = R.get("confounds")
-    if not C:
+    confounds = results.get("confounds")
+    if not confounds:
         return None
     parts = []
-    top = C.get("top")
+    top = confounds.get("top")
     if top and top.get("n_models", 0) >= 2 and top.get("one_family"):
         parts.append(f"the {top['n_models']} largest models ({top['value_text']}) are all {top['family']}, "
                      "so the top of the scale axis is one family")
-    sh = C.get("largest_share")
+    sh = confounds.get("largest_share")
     if sh:
         parts.append(f"{sh['family']} spans {sh['share']:.0%} of the range of the scale variable")
-    wo = C.get("without_family")
+    wo = confounds.get("without_family")
     if wo and wo.get("decision"):
-        word = (NOT_DECIDED if wo.get("diagnostics_passed") is False and not _exploratory(R)
+        word = (NOT_DECIDED if wo.get("diagnostics_passed") is False and not _exploratory(results)
                 else DECISION_MEANING.get(wo["decision"], wo["decision"]))
         parts.append(f"without the {wo['family']} family ({wo['n_models']} models left) the slope is "
                      f"{_interval(wo)}, {word}")
-    moe = C.get("mixture_of_experts")
+    moe = confounds.get("mixture_of_experts")
     if moe and moe.get("models"):
-        variants = ((R.get("sensitivity") or {}).get("scale_variable") or {}).get("variants") or []
+        variants = ((results.get("sensitivity") or {}).get("scale_variable") or {}).get("variants") or []
         alt = next((v.get("decision") for v in variants if v.get("variable") == "active_params"
-                    and C.get("scale_variable") != "active_params"), None)
+                    and confounds.get("scale_variable") != "active_params"), None)
         s = (f"{len(moe['models'])} model(s) are mixture-of-experts (active parameters "
              f"{moe['active_range_text']} of {moe['total_range_text']} total)")
         if alt:
@@ -483,9 +483,9 @@ def confounds_finding(R: Results) -> str | None:
     return "Confounds of the scale axis: " + "; ".join(parts) + "."
 
 
-def self_other_finding(R: Results) -> str | None:
+def self_other_finding(results: Results) -> str | None:
     """Per task: whether models predict themselves better than others (d') and the trend."""
-    sec = R.get("self_vs_other_rescored") or {}
+    sec = results.get("self_vs_other_rescored") or {}
     parts = []
     for task, t in sorted((sec.get("per_task") or {}).items()):
         if t.get("status") != "estimated":
@@ -517,9 +517,9 @@ def _flag_size(sec: Mapping[str, Any], flag: Mapping[str, Any]) -> str:
             f"{_n(lo, '.2f')}-{_n(hi, '.2f')} replicated, {p})")
 
 
-def mixed_check_finding(R: Results) -> str | None:
+def mixed_check_finding(results: Results) -> str | None:
     """Said only when the predictive check on new families, models and cells fails."""
-    sec = R.get("mixed_predictive") or {}
+    sec = results.get("mixed_predictive") or {}
     if sec.get("status") != "estimated" or sec.get("passed"):
         return None
     groups = [f"{f['kind']} {f['group']}{_flag_size(sec, f)}" for f in sec.get("flagged", [])]
@@ -528,12 +528,12 @@ def mixed_check_finding(R: Results) -> str | None:
             f"{where}; the population it assumes does not reproduce these data.")
 
 
-def sdt_crosscheck_finding(R: Results) -> str | None:
+def sdt_crosscheck_finding(results: Results) -> str | None:
     """Whether the frequentist meta-regressions agree with the d' and criterion decisions."""
-    sec = R.get("sdt_crosscheck") or {}
-    if not R.get("sdt_effect"):
+    sec = results.get("sdt_crosscheck") or {}
+    if not results.get("sdt_effect"):
         return None
-    gate = failed_gate(R, (R.get("sdt_effect") or {}).get("fit_model") or "sdt")
+    gate = failed_gate(results, (results.get("sdt_effect") or {}).get("fit_model") or "sdt")
     if gate and sec.get("per_task"):
         return ("Frequentist cross-check of the signal-detection slopes: not compared, the "
                 f"signal-detection fit failed its diagnostics ({gate}).")
@@ -555,15 +555,15 @@ def sdt_crosscheck_finding(R: Results) -> str | None:
     return text + (f"; differs for {_list(failed)}." if failed else ".")
 
 
-def effect_priors_finding(R: Results) -> str | None:
+def effect_priors_finding(results: Results) -> str | None:
     """Whether each companion model's decisions survive priors halved and doubled."""
-    eff = (R.get("sensitivity") or {}).get("effects") or {}
+    eff = (results.get("sensitivity") or {}).get("effects") or {}
     names = {"sensitivity": "d'", "bias": "criterion"}
     held: list[str] = []
     changed: list[str] = []
     unchecked: list[str] = []
     for model, entry in sorted(eff.items()):
-        failed = _failed_refits(R, model, entry)
+        failed = _failed_refits(results, model, entry)
         for key, ok in sorted((entry.get("holds") or {}).items()):
             label = f"{names.get(key, key)} ({model})"
             (unchecked if failed else held if ok else changed).append(label)
@@ -594,9 +594,9 @@ def _missing_size(sec: Mapping[str, Any], task: str) -> str:
     return f"{bad:,} of {possible:,} predictions unusable, {100 * bad / possible:.2g}%; "
 
 
-def missingness_finding(R: Results) -> str | None:
+def missingness_finding(results: Results) -> str | None:
     """Said only when missing or unreadable predictions depend on scale."""
-    sec = R.get("missingness") or {}
+    sec = results.get("missingness") or {}
     dep = [t for t, v in sorted((sec.get("depends_on_scale") or {}).items()) if v]
     if not dep:
         return None
@@ -608,20 +608,20 @@ def missingness_finding(R: Results) -> str | None:
         words.append(f"in {_task(t)} it {way} with scale ({_missing_size(sec, t)}slope "
                      f"{_n(e.get('estimate'), '+.2f')} log-odds per unit of scale, "
                      f"p = {_n(e.get('p_value'), '.3f')})")
-    strict = _strict_outcome(R)
+    strict = _strict_outcome(results)
     tail = (f" Refitted on strict accuracy (missing counted as wrong), the accuracy model {strict}."
             if strict else " See the strict-accuracy sensitivity.")
     return ("Missing and unreadable predictions depend on scale, so accuracy on readable predictions "
             "is not missing at random: " + "; ".join(words) + "." + tail)
 
 
-def confirmatory_finding(R: Results) -> str | None:
+def confirmatory_finding(results: Results) -> str | None:
     """The confirmatory family, decided together (``hypotheses.multiplicity.confirmatory``).
 
     Every other decision of the first screen is exploratory: one decision at a time at the
     declared HDI mass, not controlled for the number of decisions.
     """
-    fam = ((R.get("hypotheses") or {}).get("multiplicity") or {}).get("confirmatory") or {}
+    fam = ((results.get("hypotheses") or {}).get("multiplicity") or {}).get("confirmatory") or {}
     if not fam.get("size"):
         return None
     parts = []
@@ -630,7 +630,7 @@ def confirmatory_finding(R: Results) -> str | None:
         if d == "not_estimable" or m.get("mean") is None:
             parts.append(f"{m.get('name')}: not estimable ({m.get('reason') or 'no fit'})")
             continue
-        if m.get("finding") is False and not _exploratory(R):
+        if m.get("finding") is False and not _exploratory(results):
             parts.append(f"{m.get('name')}: {NOT_DECIDED}; as computed {_interval(m)}")
             continue
         parts.append(f"{m.get('name')}: {DECISION_MEANING.get(d, d)}, {_interval(m)}"
@@ -643,7 +643,7 @@ def confirmatory_finding(R: Results) -> str | None:
         verdict += f" ({fam['reason']})"
     joint = "; ".join(f"P(every confirmatory slope of the {j['fit']} fit has its predicted sign) = "
                       f"{_n(j.get('prob_all_predicted_sign'), '.3f')}" for j in fam.get("joint") or []
-                      if not failed_gate(R, j.get("fit")))
+                      if not failed_gate(results, j.get("fit")))
     return (f"Confirmatory hypotheses ({fam['size']}, declared in the hypotheses file), decided together "
             f"with Bonferroni-adjusted {_n(fam.get('hdi_prob'), '.1%')} HDIs: {verdict}. "
             + "; ".join(parts) + "."
@@ -651,29 +651,29 @@ def confirmatory_finding(R: Results) -> str | None:
             + " Every other decision on this page is exploratory (one at a time, not adjusted).")
 
 
-def findings(R: Results) -> list[dict[str, str]]:
+def findings(results: Results) -> list[dict[str, str]]:
     """The first screen's findings, in order (``key``, ``text``)."""
     out: list[tuple[str, str | None]] = [
-        ("accuracy", accuracy_finding(R)),
-        ("confirmatory", confirmatory_finding(R)),
-        ("accuracy_tasks", accuracy_tasks_finding(R)),
+        ("accuracy", accuracy_finding(results)),
+        ("confirmatory", confirmatory_finding(results)),
+        ("accuracy_tasks", accuracy_tasks_finding(results)),
     ]
-    out += sdt_findings(R)
+    out += sdt_findings(results)
     out += [
-        ("baseline", baseline_finding(R)),
-        ("detectable", detectable_finding(R)),
-        ("checks", checks_finding(R)),
-        ("confounds", confounds_finding(R)),
-        ("self_vs_other", self_other_finding(R)),
-        ("missingness", missingness_finding(R)),
-        ("mixed_predictive", mixed_check_finding(R)),
-        ("sdt_crosscheck", sdt_crosscheck_finding(R)),
-        ("effect_priors", effect_priors_finding(R)),
-        ("effect_robustness", effect_robustness_finding(R)),
+        ("baseline", baseline_finding(results)),
+        ("detectable", detectable_finding(results)),
+        ("checks", checks_finding(results)),
+        ("confounds", confounds_finding(results)),
+        ("self_vs_other", self_other_finding(results)),
+        ("missingness", missingness_finding(results)),
+        ("mixed_predictive", mixed_check_finding(results)),
+        ("sdt_crosscheck", sdt_crosscheck_finding(results)),
+        ("effect_priors", effect_priors_finding(results)),
+        ("effect_robustness", effect_robustness_finding(results)),
     ]
     return [{"key": k, "text": t} for k, t in out if t]
 
 
-def headline(R: Results) -> str:
+def headline(results: Results) -> str:
     """The first sentence of the report (the accuracy finding, or why there is none)."""
-    return accuracy_finding(R) or "No accuracy slope was fitted."
+    return accuracy_finding(results) or "No accuracy slope was fitted."

@@ -64,8 +64,8 @@ class CellLayout:
             self.families
         ):
             raise ValueError("cells must be sorted by family, then model")
-        T = len(self.tasks)
-        onehot = np.eye(T)[self.cell_task]
+        n_tasks = len(self.tasks)
+        onehot = np.eye(n_tasks)[self.cell_task]
         self.X = np.hstack([onehot, onehot * self.x[:, None]])
         self.OXX = self.X[:, :, None] * self.X[:, None, :]
 
@@ -81,18 +81,18 @@ class CellLayout:
         ordered = sorted(design.models, key=lambda m: (fam_names.index(m[1]),))
         xs = np.array([x for *_, x in ordered])
         xc = xs - xs.mean()
-        T = len(design.tasks)
-        M = len(ordered)
+        n_tasks = len(design.tasks)
+        n_models = len(ordered)
         return cls(
             models=[m for m, *_ in ordered],
             families=fam_names,
             tasks=[t.name for t in design.tasks],
-            cell_model=np.repeat(np.arange(M), T),
-            cell_task=np.tile(np.arange(T), M),
+            cell_model=np.repeat(np.arange(n_models), n_tasks),
+            cell_task=np.tile(np.arange(n_tasks), n_models),
             model_family=np.array([fam_names.index(f) for _, f, _ in ordered]),
-            x=np.repeat(xc, T),
-            n=np.tile(np.array([design.n_cell(t) for t in design.tasks], dtype=np.int64), M),
-            rho=np.tile(np.array([design.cell_correlation(t) for t in design.tasks]), M),
+            x=np.repeat(xc, n_tasks),
+            n=np.tile(np.array([design.n_cell(t) for t in design.tasks], dtype=np.int64), n_models),
+            rho=np.tile(np.array([design.cell_correlation(t) for t in design.tasks]), n_models),
         )
 
     @classmethod
@@ -161,21 +161,20 @@ class PosteriorGrid:
     ) -> PosteriorGrid:
         """A grid at given values (a single point gives the plug-in posterior)."""
         pr = dict(prior) if prior is not None else _prior_sigmas()
-        T = n_tasks
-        sd = np.atleast_1d(np.asarray(sigma_delta, dtype=float)) if T > 1 else np.array([0.0])
+        sd = np.atleast_1d(np.asarray(sigma_delta, dtype=float)) if n_tasks > 1 else np.array([0.0])
         lam0 = []
         logdet = []
         for _s in sd:
             # task slopes b_t ~ N(0, s0^2) independently (models/scale.py,
             # task_slopes="independent"): the prior precision does not depend on the grid's
             # sigma_delta, which only labels the true spread of the simulated slopes
-            prec_b = np.eye(T) / pr["slope_task"] ** 2
-            lam = np.zeros((2 * T, 2 * T))
-            lam[:T, :T] = np.eye(T) / pr["alpha"] ** 2
-            lam[T:, T:] = prec_b
+            prec_b = np.eye(n_tasks) / pr["slope_task"] ** 2
+            lam = np.zeros((2 * n_tasks, 2 * n_tasks))
+            lam[:n_tasks, :n_tasks] = np.eye(n_tasks) / pr["alpha"] ** 2
+            lam[n_tasks:, n_tasks:] = prec_b
             lam0.append(lam)
             logdet.append(np.linalg.slogdet(lam)[1])
-        c = np.r_[np.zeros(T), np.full(T, 1.0 / T)]
+        c = np.r_[np.zeros(n_tasks), np.full(n_tasks, 1.0 / n_tasks)]
         return cls(
             sigma_cell=np.atleast_1d(np.asarray(sigma_cell, dtype=float)),
             sigma_model=np.atleast_1d(np.asarray(sigma_model, dtype=float)),
@@ -234,18 +233,18 @@ def _restrict(grid: PosteriorGrid, wts: np.ndarray, mass: float = 1e-5) -> Poste
 
 
 def vinv(
-    layout: CellLayout, theta: tuple[float, float, float], s2: np.ndarray, R: np.ndarray
+    layout: CellLayout, theta: tuple[float, float, float], s2: np.ndarray, R: np.ndarray  # noqa: N803 (matrix notation of the docstring: V^-1 R)
 ) -> np.ndarray:
     """``V^-1 R`` for the nested covariance at ``theta = (sigma_c, sigma_m, sigma_f)``, R (N, q)."""
     sc, sm, sf = theta
     ms, fs = layout.model_start, layout.family_start
     inv_d = 1.0 / (sc**2 + s2)
-    A1 = R * inv_d[:, None]
+    A1 = R * inv_d[:, None]  # noqa: N806 (matrix notation: D^-1 R)
     g = 1.0 + sm**2 * np.add.reduceat(inv_d, ms)  # (M,)
-    sR = np.add.reduceat(A1, ms, axis=0) / g[:, None]  # 1' W_m r per model
-    WR = A1 - sm**2 * inv_d[:, None] * sR[layout.cell_model]
+    sR = np.add.reduceat(A1, ms, axis=0) / g[:, None]  # 1' W_m r per model  # noqa: N806 (matrix notation: per-model sums of R)
+    WR = A1 - sm**2 * inv_d[:, None] * sR[layout.cell_model]  # noqa: N806 (matrix notation: W_m R)
     a1 = inv_d / g[layout.cell_model]  # W_m 1
-    fR = np.add.reduceat(sR, fs, axis=0)
+    fR = np.add.reduceat(sR, fs, axis=0)  # noqa: N806 (matrix notation: per-family sums of R)
     h = 1.0 + sf**2 * np.add.reduceat(np.add.reduceat(inv_d, ms) / g, fs)  # (F,)
     fam = layout.model_family[layout.cell_model]
     return WR - sf**2 * a1[:, None] * (fR / h[:, None])[fam]
@@ -263,8 +262,8 @@ def cell_logits(
     )
     ic, im, jf, jd = np.unravel_index(int(np.argmax(wts)), shape)
     theta = (grid.sigma_cell[ic], grid.sigma_model[im], grid.sigma_family[jf])
-    X = layout.X
-    VX = vinv(layout, theta, s2, np.column_stack([X, y]))
+    X = layout.X  # noqa: N806 (the design matrix X)
+    VX = vinv(layout, theta, s2, np.column_stack([X, y]))  # noqa: N806 (matrix notation: V^-1 [X, y])
     b = np.linalg.solve(X.T @ VX[:, :-1] + grid.lam0[jd], X.T @ VX[:, -1])
     return y - s2 * vinv(layout, theta, s2, (y - X @ b)[:, None])[:, 0]
 
@@ -312,58 +311,58 @@ def grid_posterior(
     from two rank-one (Sherman-Morrison) updates per model and per family, so only
     per-model and per-family sums of the cells are needed.
     """
-    X, ms, fs = layout.X, layout.model_start, layout.family_start
+    X, ms, fs = layout.X, layout.model_start, layout.family_start  # noqa: N806 (the design matrix X)
     d = grid.sigma_cell[:, None] ** 2 + s2[None, :]  # (nc, N)
     w = 1.0 / d
     red = np.add.reduceat
     ld_cells = red(np.log(d), ms, axis=1)  # (nc, M)
     s1 = red(w, ms, axis=1)
-    wX = w[:, :, None] * X[None]
-    r1X = red(wX, ms, axis=1)  # (nc, M, p)
+    wX = w[:, :, None] * X[None]  # noqa: N806 (matrix notation: W X)
+    r1X = red(wX, ms, axis=1)  # (nc, M, p)  # noqa: N806 (matrix notation: 1'W X per model)
     r1y = red(w * y, ms, axis=1)
-    p1XX = red(w[:, :, None, None] * layout.OXX[None], ms, axis=1)  # (nc, M, p, p)
-    p1Xy = red(wX * y[None, :, None], ms, axis=1)
+    p1XX = red(w[:, :, None, None] * layout.OXX[None], ms, axis=1)  # (nc, M, p, p)  # noqa: N806 (matrix notation: X'W X per model)
+    p1Xy = red(wX * y[None, :, None], ms, axis=1)  # noqa: N806 (matrix notation: X'W y per model)
     p1yy = red(w * y * y, ms, axis=1)
 
     sm2 = grid.sigma_model[None, :, None] ** 2
     g = 1.0 + sm2 * s1[:, None, :]  # (nc, nm, M)
     a = sm2 / g
-    qXX = p1XX[:, None] - a[..., None, None] * r1X[:, None, :, :, None] * r1X[:, None, :, None, :]
-    qXy = p1Xy[:, None] - a[..., None] * r1X[:, None] * r1y[:, None, :, None]
+    qXX = p1XX[:, None] - a[..., None, None] * r1X[:, None, :, :, None] * r1X[:, None, :, None, :]  # noqa: N806 (matrix notation: X'Q X)
+    qXy = p1Xy[:, None] - a[..., None] * r1X[:, None] * r1y[:, None, :, None]  # noqa: N806 (matrix notation: X'Q y)
     qyy = p1yy[:, None] - a * r1y[:, None] ** 2
-    rX = r1X[:, None] / g[..., None]
+    rX = r1X[:, None] / g[..., None]  # noqa: N806 (matrix notation: r'X)
     ry = r1y[:, None] / g
     sm = s1[:, None] / g
     ld = (ld_cells[:, None] + np.log(g)).sum(axis=2)  # (nc, nm)
 
-    fXX = red(qXX, fs, axis=2)  # (nc, nm, F, p, p)
-    fXy = red(qXy, fs, axis=2)
+    fXX = red(qXX, fs, axis=2)  # (nc, nm, F, p, p)  # noqa: N806 (matrix notation: X'Q X per family)
+    fXy = red(qXy, fs, axis=2)  # noqa: N806 (matrix notation: X'Q y per family)
     fyy = red(qyy, fs, axis=2)
-    frX = red(rX, fs, axis=2)
+    frX = red(rX, fs, axis=2)  # noqa: N806 (matrix notation: r'X per family)
     fry = red(ry, fs, axis=2)
     fsm = red(sm, fs, axis=2)
     sf2 = grid.sigma_family[None, None, :, None] ** 2
     h = 1.0 + sf2 * fsm[:, :, None, :]  # (nc, nm, nf, F)
     b = sf2 / h
-    QXX = fXX.sum(axis=2)[:, :, None] - np.einsum("ijlf,ijfa,ijfb->ijlab", b, frX, frX)
-    QXy = fXy.sum(axis=2)[:, :, None] - np.einsum("ijlf,ijfa,ijf->ijla", b, frX, fry)
-    Qyy = fyy.sum(axis=2)[:, :, None] - np.einsum("ijlf,ijf->ijl", b, fry**2)
-    logdetV = ld[:, :, None] + np.log(h).sum(axis=3)  # (nc, nm, nf)
+    QXX = fXX.sum(axis=2)[:, :, None] - np.einsum("ijlf,ijfa,ijfb->ijlab", b, frX, frX)  # noqa: N806 (matrix notation: Q_XX)
+    QXy = fXy.sum(axis=2)[:, :, None] - np.einsum("ijlf,ijfa,ijf->ijla", b, frX, fry)  # noqa: N806 (matrix notation: Q_Xy)
+    Qyy = fyy.sum(axis=2)[:, :, None] - np.einsum("ijlf,ijf->ijl", b, fry**2)  # noqa: N806 (matrix notation: Q_yy)
+    logdetV = ld[:, :, None] + np.log(h).sum(axis=3)  # (nc, nm, nf)  # noqa: N806 (log |V|)
 
     nd, p = grid.lam0.shape[:2]
     # H = Q_XX + prior precision, laid out (p, p, G) so each entry is a contiguous vector
-    Hc = (
+    Hc = (  # noqa: N806 (H = Q_XX + prior precision, stacked)
         np.moveaxis(QXX, (3, 4), (0, 1))[..., None]
         + np.moveaxis(grid.lam0, 0, 2)[:, :, None, None, None, :]
     )
-    Hc = Hc.reshape(p, p, -1)
-    G = Hc.shape[-1]
-    L = batched_cholesky(Hc)
+    Hc = Hc.reshape(p, p, -1)  # noqa: N806 (H = Q_XX + prior precision, stacked)
+    G = Hc.shape[-1]  # noqa: N806 (G matrices, as in (p, p, G))
+    L = batched_cholesky(Hc)  # noqa: N806 (the Cholesky factor L)
     vy = forward_solve(
         L, np.broadcast_to(QXy[:, :, :, None], (*QXy.shape[:3], nd, p)).reshape(G, p)
     )
     vc = forward_solve(L, np.broadcast_to(grid.c, (G, p)))
-    logdetH = 2.0 * sum(np.log(L[j][j]) for j in range(p))
+    logdetH = 2.0 * sum(np.log(L[j][j]) for j in range(p))  # noqa: N806 (log |H|)
     quad = sum(v * v for v in vy)
     logml = -0.5 * (
         (logdetV[..., None] - grid.logdet_lam0 + Qyy[..., None]).ravel() + logdetH - quad
@@ -374,7 +373,7 @@ def grid_posterior(
     return wts / wts.sum(), mu, var
 
 
-def batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:
+def batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:  # noqa: N803 (H = Q_XX + prior precision, stacked)
     """Cholesky factors of a stack of small SPD matrices ``Hc`` (p, p, G), vectorised over G.
 
     Returns the lower triangle as nested lists ``L[i][j]`` (i >= j) of length-G vectors: for
@@ -382,7 +381,7 @@ def batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:
     per matrix.
     """
     p = Hc.shape[0]
-    L: list[list[np.ndarray]] = [[np.empty(0)] * (i + 1) for i in range(p)]
+    L: list[list[np.ndarray]] = [[np.empty(0)] * (i + 1) for i in range(p)]  # noqa: N806 (the Cholesky factor L)
     for j in range(p):
         acc = Hc[j, j].copy()
         for k in range(j):
@@ -396,7 +395,7 @@ def batched_cholesky(Hc: np.ndarray) -> list[list[np.ndarray]]:
     return L
 
 
-def forward_solve(L: list[list[np.ndarray]], b: np.ndarray) -> list[np.ndarray]:
+def forward_solve(L: list[list[np.ndarray]], b: np.ndarray) -> list[np.ndarray]:  # noqa: N803 (the Cholesky factor L)
     """Solve ``L v = b`` for the factors of :func:`batched_cholesky` and ``b`` (G, p)."""
     v: list[np.ndarray] = []
     for i in range(len(L)):

@@ -11,7 +11,7 @@ from selfmodel.decisions.hypotheses import RETIRED_RULE_KEYS, DecisionRule
 from selfmodel.power.design import Design, Task, default_design, sdt_accuracy, x_of_size
 from selfmodel.records import toml_tables
 from selfmodel.records.registry import format_input_error
-from selfmodel.records.toml_tables import Bad, Problem, Table
+from selfmodel.records.toml_tables import BadValueError, Problem, Table
 
 # --------------------------------------------------------------------------- design files
 
@@ -77,13 +77,13 @@ class _TaskTable(Table):
     @model_validator(mode="after")
     def _accuracy(self) -> _TaskTable:
         if self.accuracy is not None and {"base_rate", "dprime", "criterion"} & self.model_fields_set:
-            raise Bad("accuracy", "given together with base_rate/dprime/criterion",
+            raise BadValueError("accuracy", "given together with base_rate/dprime/criterion",
                       "Give either accuracy or the signal-detection settings")
         if self.accuracy is None and self.base_rate is None:
-            raise Bad("accuracy", "missing",
+            raise BadValueError("accuracy", "missing",
                       "Give accuracy = ... or base_rate (with dprime, criterion)")
         if not 0.001 < self.implied() < 0.999:
-            raise Bad(None, f"implies accuracy {self.implied():.4f}",
+            raise BadValueError(None, f"implies accuracy {self.implied():.4f}",
                       "Use less extreme dprime/criterion")
         return self
 
@@ -136,9 +136,9 @@ class _DesignTable(Table):
     def _sizes(self) -> _DesignTable:
         sizes = [s for family in self.families.values() for s in family]
         if len(sizes) < 3:
-            raise Bad("families", f"only {len(sizes)} model(s)", "A slope needs at least 3 models")
+            raise BadValueError("families", f"only {len(sizes)} model(s)", "A slope needs at least 3 models")
         if len({x_of_size(s) for s in sizes}) < 2:
-            raise Bad("families", "every model has the same size", "Give models of different sizes")
+            raise BadValueError("families", "every model has the same size", "Give models of different sizes")
         return self
 
 

@@ -133,13 +133,14 @@ def simulate_sdt_counts(design: DprimeDesign, slope: float, *, seed: int, sim: i
     dl = dl or _layout(design)
     lay = dl.layout
     rng = np.random.default_rng([seed, sim, 7])
-    T, F, M, N = len(dl.tasks), len(lay.families), len(lay.models), lay.n_cells
+    n_tasks, n_families, n_models, n_cells = len(dl.tasks), len(lay.families), len(lay.models), lay.n_cells
     z = {k: rng.standard_normal(size) for k, size in
-         (("df", F), ("dm", M), ("dc", N), ("cf", F), ("cm", M), ("cc", N), ("t", T))}
-    u_hit, u_fa = rng.random(N), rng.random(N)
+         (("df", n_families), ("dm", n_models), ("dc", n_cells), ("cf", n_families), ("cm", n_models),
+          ("cc", n_cells), ("t", n_tasks))}
+    u_hit, u_fa = rng.random(n_cells), rng.random(n_cells)
     t, m = lay.cell_task, lay.cell_model
     fam = lay.model_family[m]
-    delta = design.sigma_task_slope * (z["t"] - z["t"].mean()) if T > 1 else np.zeros(T)
+    delta = design.sigma_task_slope * (z["t"] - z["t"].mean()) if n_tasks > 1 else np.zeros(n_tasks)
     a_d = np.array([design.alpha_dprime[k] for k in dl.tasks])
     a_c = np.array([design.alpha_criterion[k] for k in dl.tasks])
     b_c = np.array([design.criterion_slope.get(k, 0.0) for k in dl.tasks])

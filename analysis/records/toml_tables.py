@@ -8,7 +8,7 @@ error becomes an :class:`~selfmodel.records.contract.InputError` whose one line 
 line of the key at fault (pydantic's error location mapped back to the text by
 :func:`selfmodel.common.toml_errors.key_line`) and the key, with "Did you mean ...?" for an unknown
 key. What a value must be is the field's :data:`Table.HINTS` entry; a validator that needs
-its own words raises :class:`Bad`.
+its own words raises :class:`BadValueError`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from selfmodel.common.toml_errors import loads as toml_loads
 from selfmodel.records.contract import InputError
 from selfmodel.records.registry import format_input_error
 
-__all__ = ["Bad", "Problem", "Table", "load", "problem_of", "read"]
+__all__ = ["BadValueError", "Problem", "Table", "load", "problem_of", "read"]
 
 
 class Table(BaseModel):
@@ -43,7 +43,7 @@ class Table(BaseModel):
     UNKNOWN: ClassVar[str] = "unknown key"
 
 
-class Bad(ValueError):
+class BadValueError(ValueError):
     """A validator's own message: the key at fault (``None``: the table) and what to do.
 
     ``key`` is in the table the validator checks, or in its sub-table ``table``.
@@ -71,7 +71,7 @@ class Problem:
     what: str
     todo: str
     allowed: tuple[str, ...] = ()
-    kind: str = ""  # pydantic's error type (``int_type``, ``less_than_equal`` ...); "bad": a Bad
+    kind: str = ""  # pydantic's error type (``int_type``, ``less_than_equal`` ...); "bad": a BadValueError
     value: Any = None  # the value at fault
 
 
@@ -136,7 +136,7 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     hint = None if field is None else (
         field[0].HINTS.get(f"{field[1]}.*") if field[2] else None) or field[0].HINTS.get(field[1])
     bad = err.get("ctx", {}).get("error")
-    if isinstance(bad, Bad) and bad.key is not None and isinstance(node, dict):
+    if isinstance(bad, BadValueError) and bad.key is not None and isinstance(node, dict):
         tables += [key] if key is not None else []  # a key of the table the walk ended in
         tables += bad.table.split(".") if bad.table else []
         key = bad.key
@@ -144,7 +144,7 @@ def problem_of(error: ValidationError, model: type[Table], doc: Mapping[str, Any
     line = key_line(text, key, table=table, index=index) if key is not None else None
     if line is None and table is not None and index is None:  # the table's header
         line = key_line(text, table.rsplit(".", 1)[-1], table=table.rpartition(".")[0] or None)
-    if isinstance(bad, Bad):
+    if isinstance(bad, BadValueError):
         return Problem(key, table, index, line, False, bad.what, bad.todo, (), "bad", None)
     if err["type"] == "extra_forbidden":  # the walk ended in the table lacking the key
         allowed = tuple(cls.model_fields) if cls is not None else ()

@@ -165,31 +165,31 @@ def test_a_better_calibrated_model_is_decided_to_improve() -> None:
 
 def test_status_says_the_scale_question_is_not_estimable_and_leads_with_the_contrasts() -> None:
     d = {"decision": "improves", "mean": 0.6, "hdi_low": 0.2, "hdi_high": 1.0, "hdi_prob": 0.94}
-    R = {"diagnostics": {"max_rhat": None, "min_ess_bulk": None},
+    results = {"diagnostics": {"max_rhat": None, "min_ess_bulk": None},
          "scale_effect": {"reason": "only 0 model(s) have 'params_b'",
                           "models_without_scale_variable": ["a", "b"],
                           "registry_column": "params_b"},
          "contrasts": {"reason": None, "finding": True, "rope": 0.1,
                        "contrasts": {"model": {"b - a": d}, "condition": {}, "task": {}}}}
-    lines = status_lines(R)
+    lines = status_lines(results)
     assert [x["key"] for x in lines] == ["not_fitted", "contrasts"]
     assert lines[0]["text"].startswith("The scale question is not estimable: ")
     assert "between models, b - a improves (+0.60, 94% HDI [+0.20, +1.00])" in lines[1]["text"]
     # a fit that failed its gate decides nothing (issue 28.4): the checks, the estimates as computed
-    R["contrasts"]["finding"] = False
-    R["contrasts"]["diagnostics"] = {"passed": False, "checks": [
+    results["contrasts"]["finding"] = False
+    results["contrasts"]["diagnostics"] = {"passed": False, "checks": [
         {"name": "r_hat", "passed": False, "value": 1.03, "threshold": "<= 1.01"}]}
-    text = status_lines(R)[1]["text"]
+    text = status_lines(results)[1]["text"]
     assert text.startswith("The contrast model's fit failed its diagnostics (max R-hat 1.03 "
                            "against <= 1.01), so no contrast is decided")
     assert "between models, b - a (+0.60, 94% HDI [+0.20, +1.00])" in text
     assert "improves" not in text
     # at the exploratory settings the decisions are shown, labelled
-    R["settings"] = {"preset": "exploratory"}
-    text = status_lines(R)[2]["text"]  # after the exploratory line and not_fitted
+    results["settings"] = {"preset": "exploratory"}
+    text = status_lines(results)[2]["text"]  # after the exploratory line and not_fitted
     assert "b - a improves" in text and text.endswith("these are not findings.")
-    del R["contrasts"], R["settings"]
-    assert status_lines(R)[0]["text"].startswith("No model was fitted: ")
+    del results["contrasts"], results["settings"]
+    assert status_lines(results)[0]["text"].startswith("No model was fitted: ")
 
 
 # --------------------------------------------------------------------------- fitted (ci)
@@ -227,13 +227,13 @@ def test_conditions_study_run_leads_with_the_contrasts(tmp_path: Path, capsys) -
                  "--out", str(out), "--no-power", "--no-robustness", "--no-report", "--quiet"])
     printed = capsys.readouterr().out.splitlines()
     assert code == 0
-    R = json.loads((out / "results.json").read_text())
-    assert [s["key"] for s in R["status"][:2]] == ["not_fitted", "contrasts"]
-    assert printed[:2] == [s["text"] for s in R["status"][:2]]
-    c = R["contrasts"]
+    results = json.loads((out / "results.json").read_text())
+    assert [s["key"] for s in results["status"][:2]] == ["not_fitted", "contrasts"]
+    assert printed[:2] == [s["text"] for s in results["status"][:2]]
+    c = results["contrasts"]
     assert c["levels"]["condition"] == ["after_solving", "before_solving"]
     assert set(c["contrasts"]["model"]) == {"gpt-5 - gpt-4o"}
-    assert R["confidence_calibration_contrasts"]["by"] == ["model", "condition"]
+    assert results["confidence_calibration_contrasts"]["by"] == ["model", "condition"]
 
 
 def _report(results: dict) -> Report:
@@ -243,13 +243,13 @@ def _report(results: dict) -> Report:
 def test_report_text_shows_every_decided_contrast_and_the_gate() -> None:
     d = {"decision": "worsens", "mean": -0.71, "hdi_low": -1.2, "hdi_high": -0.3,
          "hdi_prob": 0.94, "prob_positive": 0.01}
-    R = {"contrasts": {"reason": None, "finding": False, "rope": 0.1, "why_fitted": "x",
+    results = {"contrasts": {"reason": None, "finding": False, "rope": 0.1, "why_fitted": "x",
                        "units": "logits", "contrasts": {"condition": {"b - a": d}, "model": {}}}}
-    text = contrasts_section.contrasts(_report(R))
+    text = contrasts_section.contrasts(_report(results))
     assert "| condition | b \\- a | not decided \\(its fit failed the diagnostics gate\\) | -0.71 |" in text
     assert "worsens" not in text and "diagnostics gate" in text and "94% HDI" in text
-    R["contrasts"]["finding"] = True
-    text = contrasts_section.contrasts(_report(R))
+    results["contrasts"]["finding"] = True
+    text = contrasts_section.contrasts(_report(results))
     assert "| condition | b \\- a | worsens | -0.71 | [-1.20, -0.30] | 0.01 |" in text
     table = confidence_calibration_table(_conditions_study().records, by=("model",), n_boot=50)
     rep = _report({"confidence_calibration_contrasts": table})

@@ -117,11 +117,11 @@ def test_a_family_member_never_claims_more_than_its_own_decision(means: list[flo
 def test_the_first_screen_says_which_decisions_are_confirmatory() -> None:
     ev = _evidence({"beta": 0.6, "gamma": 0.3})
     fam = confirmatory_family([_row("a", "beta"), _row("b", "gamma")], ev)
-    R = {"hypotheses": {"multiplicity": {"confirmatory": fam}}}
-    text = confirmatory_finding(R)
+    results = {"hypotheses": {"multiplicity": {"confirmatory": fam}}}
+    text = confirmatory_finding(results)
     assert text is not None and "97.0% HDI" in text and "not supported as a family" in text
     assert "Every other decision on this page is exploratory" in text
-    assert {"key": "confirmatory", "text": text} in findings(R)
+    assert {"key": "confirmatory", "text": text} in findings(results)
     for sign, lo, hi in sign_claims(text):
         assert (lo > 0) if sign == "+" else (hi < 0)
     assert confirmatory_finding({"hypotheses": {"multiplicity": {"confirmatory": {"size": 0}}}}) is None

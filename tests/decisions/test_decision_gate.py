@@ -50,28 +50,28 @@ def decision_words(node: Any, path: str = "") -> list[tuple[str, str, str]]:
     return out
 
 
-def _all_failed(R: dict[str, Any]) -> dict[str, Any]:
+def _all_failed(results: dict[str, Any]) -> dict[str, Any]:
     """The fixture with every fit failing its gate (diagnostics, refits, hypotheses, members)."""
-    R = copy.deepcopy(R)
-    R["diagnostics"]["passed"] = False
-    R["scale_effect"]["finding"] = False
-    for entry in R["model_zoo"].values():
+    results = copy.deepcopy(results)
+    results["diagnostics"]["passed"] = False
+    results["scale_effect"]["finding"] = False
+    for entry in results["model_zoo"].values():
         if isinstance(entry, dict) and entry.get("fitted"):
             entry["diagnostics"]["passed"] = False
-    R["sdt_effect"]["finding"] = False
-    for r in R["hypotheses"]["rows"]:
+    results["sdt_effect"]["finding"] = False
+    for r in results["hypotheses"]["rows"]:
         r["finding"] = False
-    for m in R["hypotheses"]["multiplicity"]["confirmatory"]["members"]:
+    for m in results["hypotheses"]["multiplicity"]["confirmatory"]["members"]:
         m["finding"] = False
-    sens = R["sensitivity"]
+    sens = results["sensitivity"]
     for entry in [sens["priors"], sens["scale_variable"], *sens["effects"].values(),
                   *sens["effects_scale_variable"].values()]:
         for v in entry["variants"]:
             v["diagnostics_passed"] = False
-    R["confounds"]["without_family"]["diagnostics_passed"] = False
-    R["missingness"]["strict_accuracy_refit"]["strict"]["diagnostics_passed"] = False
-    R["training_effect"]["finding"] = False
-    return R
+    results["confounds"]["without_family"]["diagnostics_passed"] = False
+    results["missingness"]["strict_accuracy_refit"]["strict"]["diagnostics_passed"] = False
+    results["training_effect"]["finding"] = False
+    return results
 
 
 @pytest.fixture(scope="module")
@@ -107,11 +107,11 @@ def test_nothing_is_gated_where_the_fits_passed_or_the_run_is_exploratory(fixtur
 
 
 def test_the_report_and_the_first_screen_read_gated_results(fixture) -> None:
-    R = gate_decisions(_all_failed(fixture))
-    rep = Report(R, {}, None, FIXTURE.parent, 6.3, 8.5)
+    results = gate_decisions(_all_failed(fixture))
+    rep = Report(results, {}, None, FIXTURE.parent, 6.3, 8.5)
     table = sections.verdict.table(rep)
     assert "not decided \\(its fit failed the diagnostics gate\\)" in table
-    texts = [f["text"] for f in findings(R)]
+    texts = [f["text"] for f in findings(results)]
     assert any("not decided; as computed it is" in t for t in texts)
     for name in sections.__all__:  # every text block of the report renders from gated results
         module = getattr(sections, name)
@@ -140,18 +140,18 @@ def test_a_run_whose_fit_fails_writes_not_decided(tmp_path, fake_nutpie, sizes) 
     out = tmp_path / "out"
     assert main(["run", str(records), "--registry", str(registry), "--out", str(out),
                  "--models", "scale", *QUICK]) == 0
-    R = json.loads((out / "results.json").read_text())
-    assert R["schema_version"] == RESULTS_SCHEMA_VERSION == "2.0"
+    results = json.loads((out / "results.json").read_text())
+    assert results["schema_version"] == RESULTS_SCHEMA_VERSION == "2.0"
     if sizes:
-        eff = R["scale_effect"]
+        eff = results["scale_effect"]
         assert eff["finding"] is False  # 50 prior draws per chain fail the gate
         assert eff["decision"] == UNDECIDED and eff["decision_if_passed"] in WORDS
         assert all(t["decision"] == UNDECIDED for t in eff["per_task"].values())
     else:
-        sec = R["contrasts"]
+        sec = results["contrasts"]
         assert sec["finding"] is False
         decided = [d for by in sec["contrasts"].values() for d in by.values()]
         assert decided and all(d["decision"] == UNDECIDED and d["decision_if_passed"] in WORDS
                                for d in decided)
-    left = [(p, k, w) for p, k, w in decision_words(R) if w in WORDS and not p.startswith(UNGATED)]
+    left = [(p, k, w) for p, k, w in decision_words(results) if w in WORDS and not p.startswith(UNGATED)]
     assert left == []

@@ -52,7 +52,7 @@ def _results(seed: int, es: list[tuple[float, float, float]], rope: float) -> di
     def eff(k: int) -> dict:
         return _effect(seed + next(it), *es[k % len(es)], rope)
 
-    E = {**eff(0), "units": "logits per 10x", "finding": True, "fit_model": "scale",
+    effect = {**eff(0), "units": "logits per 10x", "finding": True, "fit_model": "scale",
          "per_task": {t: eff(1 + i) for i, t in enumerate(tasks)}}
     sens = {**eff(3), "finding": True, "per_task": {t: eff(4 + i) for i, t in enumerate(tasks)}}
     bias = {**eff(6), "finding": True, "per_task": {t: eff(7 + i) for i, t in enumerate(tasks)}}
@@ -61,7 +61,7 @@ def _results(seed: int, es: list[tuple[float, float, float]], rope: float) -> di
         m["supported"] = m["decision"] == "improves"
     conf = {"size": 2, "hdi_prob": 0.97, "members": members,
             "supported": all(m["supported"] for m in members), "joint": []}
-    return {"scale_effect": E, "sdt_effect": {"fitted": True, "sensitivity": sens, "bias": bias},
+    return {"scale_effect": effect, "sdt_effect": {"fitted": True, "sensitivity": sens, "bias": bias},
             "hypotheses": {"multiplicity": {"confirmatory": conf}},
             "diagnostics": {"passed": True},
             "model_zoo": {"scale": {"fitted": True, "diagnostics": {"passed": True}},
@@ -113,19 +113,19 @@ def test_a_credible_sign_is_an_hdi_that_excludes_zero(mean: float, sd: float, sk
        seed=st.integers(0, 10**6))
 @example(es=[(0.21, 0.115, 0.0), (0.004, 0.0015, 0.0), (-0.3, 0.1, 0.0)], rope=0.0, seed=0)
 def test_no_sentence_claims_a_sign_its_printed_interval_denies(es: list, rope: float, seed: int) -> None:
-    R = _results(seed, es, rope)
-    claims = [c for f in findings(R) for c in sign_claims(f["text"])]
+    results = _results(seed, es, rope)
+    claims = [c for f in findings(results) for c in sign_claims(f["text"])]
     for sign, lo, hi in claims:
         if sign == "+":
-            assert lo > 0, (sign, lo, hi, findings(R))
+            assert lo > 0, (sign, lo, hi, findings(results))
         else:
-            assert hi < 0, (sign, lo, hi, findings(R))
+            assert hi < 0, (sign, lo, hi, findings(results))
 
 
 def test_the_parser_sees_the_claims() -> None:
     """The property above is not vacuous: sign claims are found and read with their interval."""
-    R = _results(1, [(0.4, 0.05, 0.0), (-0.4, 0.05, 0.0), (0.0, 0.3, 0.0)], 0.1)
-    claims = [c for f in findings(R) for c in sign_claims(f["text"])]
+    results = _results(1, [(0.4, 0.05, 0.0), (-0.4, 0.05, 0.0), (0.0, 0.3, 0.0)], 0.1)
+    claims = [c for f in findings(results) for c in sign_claims(f["text"])]
     assert {s for s, _, _ in claims} == {"+", "-"}
     assert len(claims) >= 4
     with pytest.raises(AssertionError):  # a claim beside an interval through 0 is caught

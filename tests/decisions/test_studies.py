@@ -302,11 +302,11 @@ def test_nothing_fitted_says_so_and_why_not_r_hat_n_a() -> None:
     from selfmodel.decisions.status import status_lines
     from selfmodel.fitting.summaries import diagnostics_section
 
-    R = {"diagnostics": diagnostics_section(None),
+    results = {"diagnostics": diagnostics_section(None),
          "scale_effect": {"reason": "fewer than 3 models with usable data",
                           "registry_column": "params_b",
                           "models_without_scale_variable": ["gpt-4o", "gpt-5"]}}
-    lines = status_lines(R)
+    lines = status_lines(results)
     assert lines[0]["key"] == "not_fitted"
     assert lines[0]["text"].startswith("No model was fitted: fewer than 3 models with usable "
                                        "data. 2 model(s) have no params_b (gpt-4o, gpt-5).")
@@ -331,10 +331,10 @@ def test_exploratory_preset_leads_and_is_not_called_a_failure() -> None:
         ["run", "--preset", "exploratory", "--draws", "5000"]), report=False)
     assert (cfg.sampler.draws, cfg.sampler.tune, cfg.sampler.chains) == (300, 300, 2)
     assert cfg.preset == "exploratory"
-    R = {"settings": {"preset": "exploratory", "sampler": {"draws": 300, "tune": 300,
+    results = {"settings": {"preset": "exploratory", "sampler": {"draws": 300, "tune": 300,
                                                           "chains": 2}},
          "diagnostics": _diag(1.04, 150.0, 0, False)}
-    lines = status_lines(R)
+    lines = status_lines(results)
     assert lines[0]["key"] == "exploratory"
     assert lines[0]["text"].startswith(f"{EXPLORATORY_WORDS} (300 draws, 300 tuning, 2 chains")
     assert EXPLORATORY_WORDS == "Exploratory settings: not for findings"
@@ -348,8 +348,8 @@ def test_low_yield_leads_with_the_top_reasons() -> None:
 
     data = {"records_read": 1440, "records_used": 38, "records_duplicate": 2,
             "quarantine_reasons": {"invalid confidence": 1390, "no outcome": 10}}
-    R = {"data": data, "diagnostics": _diag(1.05, 120.0, 3, False)}
-    lines = status_lines(R)
+    results = {"data": data, "diagnostics": _diag(1.05, 120.0, 3, False)}
+    lines = status_lines(results)
     assert [x["key"] for x in lines] == ["low_yield", "diagnostics"]
     assert lines[0]["text"].startswith("Only 38 of 1,440 records (2.6%) were kept: invalid "
                                        "confidence 1,390, no outcome 10, exact duplicates of a "
@@ -372,18 +372,18 @@ def test_report_leads_with_the_status_lines() -> None:
     verdict = qmd.split("# Verdict {#sec-verdict}", 1)[1]
     assert verdict.index("sections.verdict.summary(REP)") < verdict.index("{#sec-hypotheses}")
     code = inspect.getsource(verdict_section.summary)
-    assert code.index("status_lines(R)") < code.index("**Question:**")
+    assert code.index("status_lines(results)") < code.index("**Question:**")
     sources = [qmd, *(p.read_text() for p in (ROOT.parent / "analysis" / "sections").glob("*.py"))]
     assert not any("**Diagnostics failed.**" in s for s in sources)  # the old fixed sentence
 
 
-def _first_report_line(R: dict) -> tuple[str, str]:
+def _first_report_line(results: dict) -> tuple[str, str]:
     """The report's first line of text (``sections.verdict.summary``) and the whole block."""
     from selfmodel.decisions.status import status_lines
     from selfmodel.report.sections.common import Report
 
-    R = {**R, "status": status_lines(R)}  # as results.json's writer sets it
-    text = verdict_section.summary(Report(R, {}, None, ROOT, 6.3, 8.5))
+    results = {**results, "status": status_lines(results)}  # as results.json's writer sets it
+    text = verdict_section.summary(Report(results, {}, None, ROOT, 6.3, 8.5))
     return next(line for line in text.splitlines() if line and not line.startswith(":::")), text
 
 
@@ -489,21 +489,21 @@ def test_two_closed_models_run_says_nothing_was_fitted_and_why(tmp_path: Path, c
                  "--no-power", "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
-    R = json.loads((out / "results.json").read_text())
-    assert R["status"][0]["key"] == "not_fitted"
-    assert R["status"][0]["text"].startswith("No model was fitted: ")
-    assert "2 model(s) have no params_b (gpt-4o, gpt-5)" in R["status"][0]["text"]
-    assert printed.splitlines()[0] == R["status"][0]["text"]  # said first on the terminal too
+    results = json.loads((out / "results.json").read_text())
+    assert results["status"][0]["key"] == "not_fitted"
+    assert results["status"][0]["text"].startswith("No model was fitted: ")
+    assert "2 model(s) have no params_b (gpt-4o, gpt-5)" in results["status"][0]["text"]
+    assert printed.splitlines()[0] == results["status"][0]["text"]  # said first on the terminal too
     assert "R-hat n/a" not in printed
-    cell = {(r["model"], r["task"]): r for r in R["by_model_task"]}
+    cell = {(r["model"], r["task"]): r for r in results["by_model_task"]}
     assert (cell["gpt-4o", "before_solving"]["n"],
             cell["gpt-4o", "before_solving"]["accuracy"]) == (12, pytest.approx(8 / 12))
-    assert R["data"]["study_mapping"]["counts"]["predictions_derived"] == 48
-    assert R["settings"]["study_mapping"] == str(CONF / "study.toml")
+    assert results["data"]["study_mapping"]["counts"]["predictions_derived"] == 48
+    assert results["settings"]["study_mapping"] == str(CONF / "study.toml")
     # the contrast model would have been fitted (nothing else was): the results say why not
-    assert R["contrasts"]["reason"] == ("not requested (--no-contrasts), although the scale "
+    assert results["contrasts"]["reason"] == ("not requested (--no-contrasts), although the scale "
                                         "model was not fitted")
-    assert R["confidence_calibration_contrasts"] is None
+    assert results["confidence_calibration_contrasts"] is None
 
 
 @pytest.mark.slow
@@ -518,12 +518,12 @@ def test_exploratory_preset_run_leads_with_its_words(tmp_path: Path, capsys) -> 
                  "--models", "scale", "--no-power", "--no-robustness", "--no-report", "--quiet"])
     printed = capsys.readouterr().out
     assert code == 0
-    R = json.loads((out / "results.json").read_text())
-    assert R["settings"]["preset"] == "exploratory"
-    assert R["settings"]["sampler"]["draws"] == 300 and R["settings"]["sampler"]["chains"] == 2
-    assert R["status"][0]["text"].startswith("Exploratory settings: not for findings")
+    results = json.loads((out / "results.json").read_text())
+    assert results["settings"]["preset"] == "exploratory"
+    assert results["settings"]["sampler"]["draws"] == 300 and results["settings"]["sampler"]["chains"] == 2
+    assert results["status"][0]["text"].startswith("Exploratory settings: not for findings")
     assert printed.startswith("Exploratory settings: not for findings")
-    assert not any(s["text"].startswith("Diagnostics failed") for s in R["status"])
+    assert not any(s["text"].startswith("Diagnostics failed") for s in results["status"])
 
 
 def test_predictive_check_flag_shows_its_size() -> None:
@@ -572,8 +572,8 @@ def test_low_yield_run_stops_unless_allowed_and_then_says_so_first(tmp_path: Pat
     assert "Only 7 of 48 records (14.6%) were kept" in err and "--allow-low-yield" in err
     assert not out.exists()  # stopped before anything was written
     assert main([*args, "--out", str(out), "--allow-low-yield"]) == 0
-    R = json.loads((out / "results.json").read_text())
-    keys = [s["key"] for s in R["status"]]
+    results = json.loads((out / "results.json").read_text())
+    keys = [s["key"] for s in results["status"]]
     assert keys[:2] == ["low_yield", "not_fitted"] and {"correct_only", "repeats"} <= set(keys)
     assert capsys.readouterr().out.startswith("Only 7 of 48 records (14.6%) were kept")
 
@@ -601,11 +601,11 @@ def test_findings_word_a_short_run_apart_from_a_failure() -> None:
     """The checks finding: 'Failed diagnostics' for a real run, other words when exploratory."""
     from selfmodel.decisions.verdict import checks_finding
 
-    R: dict = {"diagnostics": {"passed": False, "max_rhat": 1.05, "min_ess_bulk": 80}}
-    assert checks_finding(R).startswith("Failed diagnostics (reported, not findings): the "
+    results: dict = {"diagnostics": {"passed": False, "max_rhat": 1.05, "min_ess_bulk": 80}}
+    assert checks_finding(results).startswith("Failed diagnostics (reported, not findings): the "
                                         "accuracy model.")
-    R["settings"] = {"preset": "exploratory"}
-    assert checks_finding(R).startswith("Checks not passed at the exploratory settings (not "
+    results["settings"] = {"preset": "exploratory"}
+    assert checks_finding(results).startswith("Checks not passed at the exploratory settings (not "
                                         "findings): the accuracy model.")
 
 
@@ -615,10 +615,10 @@ def test_a_model_not_fitted_is_not_called_failed() -> None:
     from selfmodel.decisions.verdict import checks_finding
 
     not_fitted = {"passed": False, "max_rhat": None, "min_ess_bulk": None, "divergences": None}
-    R: dict = {"diagnostics": not_fitted}
-    assert checks_finding(R).startswith("No model was fitted (the first lines say why).")
-    R["contrasts"] = {"diagnostics": {"passed": True, "max_rhat": 1.004, "min_ess_bulk": 1042}}
-    assert checks_finding(R).startswith("Every fit passed its diagnostics.")
-    R["contrasts"]["diagnostics"]["passed"] = False
-    assert checks_finding(R).startswith("Failed diagnostics (reported, not findings): the "
+    results: dict = {"diagnostics": not_fitted}
+    assert checks_finding(results).startswith("No model was fitted (the first lines say why).")
+    results["contrasts"] = {"diagnostics": {"passed": True, "max_rhat": 1.004, "min_ess_bulk": 1042}}
+    assert checks_finding(results).startswith("Every fit passed its diagnostics.")
+    results["contrasts"]["diagnostics"]["passed"] = False
+    assert checks_finding(results).startswith("Failed diagnostics (reported, not findings): the "
                                         "contrast model.")

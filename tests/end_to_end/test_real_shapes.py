@@ -466,20 +466,20 @@ def test_battery_reaches_a_report_with_the_mapping_and_registry(tmp_path: Path, 
                  str(BATTERY / "registry.csv"), "--out", str(out), "--no-power",
                  "--no-robustness", "--preset", "exploratory", "--quiet", "--jobs", "1"])
     assert code == 0, capsys.readouterr().err
-    R = json.loads((out / "results.json").read_text())
+    results = json.loads((out / "results.json").read_text())
     ingested = json.loads((out / "ingest.json").read_text())
     for k in ("records_read", "records_used", "records_quarantined", "records_duplicate"):
-        assert R["data"][k] == ingested[k]
-    assert (R["data"]["records_read"], R["data"]["records_used"]) == (592, 592)
+        assert results["data"][k] == ingested[k]
+    assert (results["data"]["records_read"], results["data"]["records_used"]) == (592, 592)
     hand = _battery_by_hand()
-    got = {(r["model"], r["task"]): r for r in R["by_model_task"]}
+    got = {(r["model"], r["task"]): r for r in results["by_model_task"]}
     assert set(got) == set(hand)
     for key, (acc, keep_right, keep_wrong, n_right, n_wrong) in hand.items():
         assert got[key]["n"] == n_right + n_wrong
         assert got[key]["outcome_rate"] == pytest.approx(acc, abs=1e-6)
         assert 100 * got[key]["hit_rate"] == pytest.approx(keep_right, abs=1e-4)
         assert 100 * got[key]["false_alarm_rate"] == pytest.approx(keep_wrong, abs=1e-4)
-    assert R["scale_effect"]["decision"] in {"improves", "credibly_positive", "practically_null",
+    assert results["scale_effect"]["decision"] in {"improves", "credibly_positive", "practically_null",
                                              "credibly_negative", "worsens",
                                              "no_credible_effect", "not_estimable"}
     report = (out / "report.html").read_text()

@@ -202,15 +202,15 @@ def test_hard_easy_run_with_the_registry(tmp_path: Path, capsys) -> None:
 
     The study folder holds the log, its mapping and its registry; only the log is read.
     """
-    R = _run_study(HARD_EASY, tmp_path / "out", capsys, "--no-contrasts")
-    assert (R["data"]["records_read"], R["data"]["records_used"]) == (320, 320)
+    results = _run_study(HARD_EASY, tmp_path / "out", capsys, "--no-contrasts")
+    assert (results["data"]["records_read"], results["data"]["records_used"]) == (320, 320)
     hand = _hard_easy_by_hand()
-    cells = {(r["model"], r["task"]): r for r in R["by_model_task"]}
+    cells = {(r["model"], r["task"]): r for r in results["by_model_task"]}
     assert set(cells) == set(hand)
     for key, h in hand.items():
         assert (cells[key]["n"], cells[key]["accuracy"]) == (
             40, pytest.approx(h["self_prediction_right"] / 40))
-    assert R["status"][0]["key"] == "not_fitted"
+    assert results["status"][0]["key"] == "not_fitted"
 
 
 
@@ -256,16 +256,16 @@ def test_hard_easy_run_answers_its_question_with_decided_contrasts(tmp_path: Pat
     from selfmodel.report.sections.common import Report
 
     out = tmp_path / "out"
-    R = _run_study(HARD_EASY, out, capsys)
-    cal = R["confidence_calibration_contrasts"]
+    results = _run_study(HARD_EASY, out, capsys)
+    cal = results["confidence_calibration_contrasts"]
     assert cal["by"] == ["model", "task"]
     over = _over_contrasts(cal)
     assert {c["decision"] for c in over.values()} == {"improves"}
-    task_contrasts = R["contrasts"]["contrasts"]["task"]
+    task_contrasts = results["contrasts"]["contrasts"]["task"]
     assert set(task_contrasts) == {"sciq_test - lsat_ar_test"}
     (decided,) = task_contrasts.values()
     assert decided["decision"] in {"improves", "credibly_positive"}  # self-prediction is right more often on SciQ
-    text = section.confidence_calibration(Report(R, {}, None, out, 6.3, 8.5))
+    text = section.confidence_calibration(Report(results, {}, None, out, 6.3, 8.5))
     for model in over:  # one decided row per model, in the report's words (Markdown-escaped)
         shown = model.replace("-", "\\-").replace("_", "\\_").replace(".", "\\.")
         assert f"| overconfidence | sciq\\_test \\- lsat\\_ar\\_test | model {shown} | improves |" in text
@@ -555,27 +555,27 @@ def test_confidence_formats_run_decides_the_model_and_format_contrasts(tmp_path:
     by hand 451 of 600 against 507 of 600, a raw logit difference of -0.588; the model's
     estimate (item effects, partial pooling) is near it and its interval excludes 0."""
     out = tmp_path / "out"
-    R = _run_study(FORMATS, out, capsys)
+    results = _run_study(FORMATS, out, capsys)
     hand = _formats_by_hand()
     right = {a: sum(_hand(hand[a, c])["self_prediction_right"] for c in ("2C", "4C", "OP"))
              for a in ("GPT", "Human")}
     assert right == {"GPT": 507, "Human": 451}
     raw = math.log(451 / 149) - math.log(507 / 93)
     assert raw == pytest.approx(-0.5884, abs=1e-4)
-    con = R["contrasts"]
+    con = results["contrasts"]
     assert con["diagnostics"]["passed"]
     (human_gpt,) = con["contrasts"]["model"].items()
     assert human_gpt[0] == "Human - GPT"
     assert human_gpt[1]["decision"] == "worsens"
     assert human_gpt[1]["mean"] == pytest.approx(raw, abs=0.25)
     assert set(con["contrasts"]["condition"]) == {"4C - 2C", "OP - 2C", "OP - 4C"}
-    assert R["confidence_calibration_contrasts"]["by"] == ["model", "condition"]
-    assert R["status"][0]["key"] == "not_fitted"
+    assert results["confidence_calibration_contrasts"]["by"] == ["model", "condition"]
+    assert results["status"][0]["key"] == "not_fitted"
     # the report's contrasts section states the decided answer in its table
     from selfmodel.report.sections import contrasts as section
     from selfmodel.report.sections.common import Report
 
-    text = section.contrasts(Report(R, {}, None, out, 6.3, 8.5))
+    text = section.contrasts(Report(results, {}, None, out, 6.3, 8.5))
     d = human_gpt[1]
     assert (f"| model | Human \\- GPT | worsens | {d['mean']:+.2f} | [{d['hdi_low']:+.2f}, "
             f"{d['hdi_high']:+.2f}] |") in text
@@ -653,8 +653,8 @@ def test_inspect_json_folder_through_import_and_run(tmp_path: Path, capsys) -> N
                  str(INSPECT / "registry.csv"), "--out", str(out), "--no-power",
                  "--no-robustness", "--no-report", "--no-contrasts", "--quiet"])
     assert code == 0, capsys.readouterr().err
-    R = json.loads((out / "results.json").read_text())
-    cells = {r["model"]: (r["n"], r["accuracy"]) for r in R["by_model_task"]}
+    results = json.loads((out / "results.json").read_text())
+    cells = {r["model"]: (r["n"], r["accuracy"]) for r in results["by_model_task"]}
     assert cells == {"ollama/llama3.1": (1, 0.0), "ollama/gemma3": (1, 1.0),
                      "openai/gpt-4o-mini": (3, pytest.approx(2 / 3))}
-    assert R["status"][0]["key"] == "not_fitted"
+    assert results["status"][0]["key"] == "not_fitted"

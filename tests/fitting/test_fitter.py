@@ -60,19 +60,19 @@ def test_a_worker_gets_the_run_settings_so_it_saves_the_fit_under_the_same_key(
 
     sent: list[Any] = []
 
-    class Sent(Exception):
+    class SentError(Exception):
         pass
 
     def capture(job: Any) -> None:
         sent.append(job)
-        raise Sent
+        raise SentError
 
     monkeypatch.setattr(fitpool, "active", lambda: True)
     monkeypatch.setattr(fitpool, "run_in_worker", capture)
     run = SamplerSettings(draws=100, tune=100)
     cells = pl.DataFrame({"model": ["a"], "family": ["f"], "task": ["t"], "x": [0.0], "n_signal": [5],
                           "n_noise": [5], "hits": [3], "false_alarms": [2]})
-    with pytest.raises(Sent):
+    with pytest.raises(SentError):
         sampling_module.fit("sdt", cells, seed=1, settings=run, cache_dir=tmp_path)
     (job,) = sent
     assert job.keywords["settings"] == run  # not the SDT's own (1.5x draws): the worker adapts them

@@ -186,9 +186,9 @@ def test_simulated_cells_have_kish_variance() -> None:
 
 def test_batched_cholesky_matches_numpy() -> None:
     rng = np.random.default_rng(0)
-    A = rng.normal(size=(50, 6, 6))
-    H = A @ A.transpose(0, 2, 1) + 6 * np.eye(6)
-    L = pw.batched_cholesky(np.ascontiguousarray(H.transpose(1, 2, 0)))
+    A = rng.normal(size=(50, 6, 6))  # noqa: N806 (a random matrix A)
+    H = A @ A.transpose(0, 2, 1) + 6 * np.eye(6)  # noqa: N806 (an SPD matrix H = A A' + 6 I)
+    L = pw.batched_cholesky(np.ascontiguousarray(H.transpose(1, 2, 0)))  # noqa: N806 (its Cholesky factor L)
     dense = np.zeros_like(H)
     for i in range(6):
         for j in range(i + 1):
@@ -214,20 +214,20 @@ def test_grid_posterior_matches_dense_linear_algebra() -> None:
     )
     y, s2 = pw.empirical_logit(k, layout.n)
     wts, mu, var = pw.grid_posterior(layout, grid, y, s2)
-    Zm = np.eye(len(layout.models))[layout.cell_model]
-    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]
-    X = layout.X
+    Zm = np.eye(len(layout.models))[layout.cell_model]  # noqa: N806 (the model indicator matrix Z_m of the docstring)
+    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]  # noqa: N806 (the family indicator matrix Z_f of the docstring)
+    X = layout.X  # noqa: N806 (the design matrix X)
     logml = []
     idx = 0
     for sc in grid.sigma_cell:
         for sm in grid.sigma_model:
             for sf in grid.sigma_family:
                 for q in range(len(grid.sigma_delta)):
-                    V = np.diag(sc**2 + s2) + sm**2 * Zm @ Zm.T + sf**2 * Zf @ Zf.T
+                    V = np.diag(sc**2 + s2) + sm**2 * Zm @ Zm.T + sf**2 * Zf @ Zf.T  # noqa: N806 (the covariance V of the docstring)
                     lam = grid.lam0[q]
                     marg = V + X @ np.linalg.inv(lam) @ X.T
                     logml.append(multivariate_normal(np.zeros(len(y)), marg).logpdf(y))
-                    Vi = np.linalg.inv(V)
+                    Vi = np.linalg.inv(V)  # noqa: N806 (V^-1)
                     prec = X.T @ Vi @ X + lam
                     cov = np.linalg.inv(prec)
                     mean = cov @ X.T @ Vi @ y
@@ -243,11 +243,11 @@ def test_laplace_step_pieces_match_dense_algebra() -> None:
     design = _design("abc", (1, 8, 60), [pw.Task("t1", 80, 0.6), pw.Task("t2", 120, 0.8)])
     layout, k = pw.CellLayout.from_cells(pw.simulate_cells(design, 0.3, seed=4))
     y, s2 = pw.empirical_logit(k, layout.n)
-    Zm = np.eye(len(layout.models))[layout.cell_model]
-    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]
+    Zm = np.eye(len(layout.models))[layout.cell_model]  # noqa: N806 (the model indicator matrix Z_m of the docstring)
+    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]  # noqa: N806 (the family indicator matrix Z_f of the docstring)
     theta = (0.2, 0.15, 0.3)
-    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T
-    R = np.random.default_rng(0).normal(size=(len(y), 3))
+    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T  # noqa: N806 (the covariance V of the docstring)
+    R = np.random.default_rng(0).normal(size=(len(y), 3))  # noqa: N806 (the right-hand side R of V^-1 R)
     np.testing.assert_allclose(pw.vinv(layout, theta, s2, R), np.linalg.solve(V, R), atol=1e-10)
     grid = pw.PosteriorGrid.make(
         2, {"sigma_cell": 3, "sigma_model": 3, "sigma_family": 2, "sigma_delta": 2}
@@ -260,9 +260,9 @@ def test_laplace_step_pieces_match_dense_algebra() -> None:
     wts[mode] = 1.0  # the mode: index (0, 1, 1, 0) in (cell, model, family, delta) order
     ic, im, jf, jd = np.unravel_index(mode, shape)
     theta = (grid.sigma_cell[ic], grid.sigma_model[im], grid.sigma_family[jf])
-    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T
-    Vi = np.linalg.inv(V)
-    X = layout.X
+    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T  # noqa: N806 (the covariance V of the docstring)
+    Vi = np.linalg.inv(V)  # noqa: N806 (V^-1)
+    X = layout.X  # noqa: N806 (the design matrix X)
     b = np.linalg.solve(X.T @ Vi @ X + grid.lam0[jd], X.T @ Vi @ y)
     # E[eta | y] = y - S V^-1 (y - X b) with S = diag(s2)
     np.testing.assert_allclose(
@@ -397,7 +397,7 @@ def _brute_force(design: pw.Design, slope: float, sims: int, seed: int) -> dict:
     x = np.array([v for *_, v in design.models])
     x = x - x.mean()
     alpha = logit([t.accuracy for t in design.tasks])
-    rho, R = design.repeat_correlation, design.repeats
+    rho, n_repeats = design.repeat_correlation, design.repeats
     conc = 1.0 / rho - 1.0
     counts = dict.fromkeys(pw.OUTCOMES, 0)
     sds = []
@@ -412,8 +412,8 @@ def _brute_force(design: pw.Design, slope: float, sims: int, seed: int) -> dict:
                 eta = alpha[t] + (slope + delta[t]) * x[m] + u[fam_idx[m]] + v[m]
                 p = expit(eta + rng.normal(0, design.sigma_cell))
                 q = rng.beta(p * conc, (1 - p) * conc, size=task.items)  # model-item propensity
-                correct = rng.random((task.items, R)) < q[:, None]
-                readable = rng.random((task.items, R)) >= task.unreadable
+                correct = rng.random((task.items, n_repeats)) < q[:, None]
+                readable = rng.random((task.items, n_repeats)) >= task.unreadable
                 rows.append(
                     {
                         "model": names[m],

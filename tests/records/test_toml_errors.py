@@ -10,7 +10,7 @@ from pydantic import Field, model_validator
 
 from selfmodel.common.toml_errors import did_you_mean, key_line
 from selfmodel.records.contract import InputError
-from selfmodel.records.toml_tables import Bad, Table, load
+from selfmodel.records.toml_tables import BadValueError, Table, load
 
 TEXT = """\
 tasks = ["refusal"]
@@ -84,7 +84,7 @@ class _Outer(Table):
     @model_validator(mode="after")
     def _named(self) -> _Outer:
         if self.name == "bad":
-            raise Bad("rope", "bad names have no rope", "Rename", table="sub.x")
+            raise BadValueError("rope", "bad names have no rope", "Rename", table="sub.x")
         return self
 
 

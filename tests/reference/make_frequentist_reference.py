@@ -49,14 +49,14 @@ def load() -> dict[str, np.ndarray]:
 
 
 def newton(
-    X: np.ndarray, k: np.ndarray, n: np.ndarray, offset: np.ndarray | None = None
+    X: np.ndarray, k: np.ndarray, n: np.ndarray, offset: np.ndarray | None = None  # noqa: N803 (the design matrix X)
 ) -> np.ndarray:
     off = np.zeros(len(k)) if offset is None else offset
     b = np.zeros(X.shape[1])
     for _ in range(100):
         p = expit(X @ b + off)
         grad = X.T @ (k - n * p)
-        H = X.T @ (X * (n * p * (1 - p))[:, None])
+        H = X.T @ (X * (n * p * (1 - p))[:, None])  # noqa: N806 (the Hessian X'WX)
         step = np.linalg.solve(H, grad)
         b = b + step
         if np.max(np.abs(step)) < 1e-13:
@@ -74,28 +74,28 @@ def designs(d: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return {"common": common, "task_slopes": task_slopes}
 
 
-def sandwich(X, k, n, b, groups):
+def sandwich(X, k, n, b, groups):  # noqa: N803 (the design matrix X)
     p = expit(X @ b)
-    H = X.T @ (X * (n * p * (1 - p))[:, None])
-    Hinv = np.linalg.inv(H)
+    H = X.T @ (X * (n * p * (1 - p))[:, None])  # noqa: N806 (the Hessian X'WX)
+    Hinv = np.linalg.inv(H)  # noqa: N806 (H^-1)
     s = X * (k - n * p)[:, None]
-    G = len(np.unique(groups))
-    S = np.zeros((X.shape[1], X.shape[1]))
+    G = len(np.unique(groups))  # noqa: N806 (G clusters, as in the G/(G-1) correction)
+    S = np.zeros((X.shape[1], X.shape[1]))  # noqa: N806 (the sandwich's meat S)
     for g in np.unique(groups):
         sg = s[groups == g].sum(axis=0)
-        S += np.outer(sg, sg)
-    N, K = X.shape
+        S += np.outer(sg, sg)  # noqa: N806 (the sandwich's meat S)
+    N, K = X.shape  # noqa: N806 (N rows of X; K columns of X)
     cov = Hinv @ S @ Hinv * G / (G - 1) * (N - 1) / (N - K)
     return cov, Hinv
 
 
-def wild_exact_p(X, k, n, groups, j, beta0=0.0):
-    Xr = np.delete(X, j, axis=1)
+def wild_exact_p(X, k, n, groups, j, beta0=0.0):  # noqa: N803 (the design matrix X)
+    Xr = np.delete(X, j, axis=1)  # noqa: N806 (the restricted design matrix)
     off = beta0 * X[:, j]
     br = newton(Xr, k, n, off)
     p = expit(Xr @ br + off)
-    H = X.T @ (X * (n * p * (1 - p))[:, None])
-    Hinv = np.linalg.inv(H)
+    H = X.T @ (X * (n * p * (1 - p))[:, None])  # noqa: N806 (the Hessian X'WX)
+    Hinv = np.linalg.inv(H)  # noqa: N806 (H^-1)
     s = X * (k - n * p)[:, None]
     models = sorted(set(groups))
     a = np.array([(Hinv @ s[groups == m].sum(axis=0))[j] for m in models])
@@ -113,11 +113,11 @@ def wild_exact_p(X, k, n, groups, j, beta0=0.0):
 def main() -> None:
     d = load()
     k, n, x, groups = d["k"], d["n"], d["x"], d["model"]
-    G = len(np.unique(groups))
+    G = len(np.unique(groups))  # noqa: N806 (G clusters, as in the G/(G-1) correction)
     out: dict[str, object] = {"source": "tests/reference/make_frequentist_reference.py", "G": G}
-    for name, X in designs(d).items():
+    for name, X in designs(d).items():  # noqa: N806 (the design matrix X)
         b = newton(X, k, n)
-        cov, Hinv = sandwich(X, k, n, b, groups)
+        cov, Hinv = sandwich(X, k, n, b, groups)  # noqa: N806 (H^-1)
         endog = np.column_stack([k, n - k])
         sm_fit = sm.GLM(endog, X, family=sm.families.Binomial()).fit(
             cov_type="cluster", cov_kwds={"groups": np.unique(groups, return_inverse=True)[1]}
@@ -133,7 +133,7 @@ def main() -> None:
             "ci_cluster_t": [float(b[2] - tq.ppf(0.975) * se), float(b[2] + tq.ppf(0.975) * se)],
         }
         if name == "task_slopes":
-            L = np.array([[0, 0, 1, 1], [0, 0, 1, -1]], dtype=float)
+            L = np.array([[0, 0, 1, 1], [0, 0, 1, -1]], dtype=float)  # noqa: N806 (the contrast matrix L)
             entry["task_slopes"] = (L @ b).tolist()
             entry["task_se_cluster"] = np.sqrt(np.diag(L @ cov @ L.T)).tolist()
         entry["wild_score_t"], entry["wild_p_exact"] = wild_exact_p(X, k, n, groups, 2)
@@ -146,12 +146,12 @@ def main() -> None:
     ym = np.array([y[groups == m].mean() for m in models])
     vm = np.array([v[groups == m].sum() / 4 for m in models])
     xm = np.array([x[groups == m][0] for m in models])
-    Xm = np.column_stack([np.ones(G), xm])
+    Xm = np.column_stack([np.ones(G), xm])  # noqa: N806 (the model-level design matrix)
     w = 1 / vm
     bw = np.linalg.solve(Xm.T @ (Xm * w[:, None]), Xm.T @ (w * ym))
     qe = np.sum(w * (ym - Xm @ bw) ** 2)
-    W = np.diag(w)
-    P = W - W @ Xm @ np.linalg.inv(Xm.T @ W @ Xm) @ Xm.T @ W
+    W = np.diag(w)  # noqa: N806 (the weight matrix W)
+    P = W - W @ Xm @ np.linalg.inv(Xm.T @ W @ Xm) @ Xm.T @ W  # noqa: N806 (the projection P of the DerSimonian-Laird estimator)
     tau2 = max(0.0, (qe - (G - 2)) / np.trace(P))
     ws = 1 / (vm + tau2)
     bs = np.linalg.solve(Xm.T @ (Xm * ws[:, None]), Xm.T @ (ws * ym))

@@ -188,34 +188,34 @@ def test_a_failed_fit_shows_no_decision_in_the_verdict_tables() -> None:
     """Issue 28.4: the first screen's tables print 'not decided' for a fit that failed its gate."""
     from selfmodel.decisions.verdict import NOT_DECIDED
 
-    R = json.loads(FIXTURE.read_text())
-    R["diagnostics"]["passed"] = R["model_zoo"]["sdt"]["diagnostics"]["passed"] = True
-    assert NOT_DECIDED not in sections.verdict.sdt_table(_report(R))
-    assert NOT_DECIDED not in sections.verdict.table(_report(R))
+    results = json.loads(FIXTURE.read_text())
+    results["diagnostics"]["passed"] = results["model_zoo"]["sdt"]["diagnostics"]["passed"] = True
+    assert NOT_DECIDED not in sections.verdict.sdt_table(_report(results))
+    assert NOT_DECIDED not in sections.verdict.table(_report(results))
     failed = {"passed": False, "checks": [{"name": "r_hat", "passed": False, "threshold": "<= 1.01",
                                            "value": 1.02}]}
-    R["model_zoo"]["sdt"]["diagnostics"] = failed
-    text = sections.verdict.sdt_table(_report(R))
-    assert text.count(NOT_DECIDED) == len(R["sdt_effect"]["sensitivity"]["per_task"]) + len(
-        R["sdt_effect"]["bias"]["per_task"]) + ("d' average" in text)
+    results["model_zoo"]["sdt"]["diagnostics"] = failed
+    text = sections.verdict.sdt_table(_report(results))
+    assert text.count(NOT_DECIDED) == len(results["sdt_effect"]["sensitivity"]["per_task"]) + len(
+        results["sdt_effect"]["bias"]["per_task"]) + ("d' average" in text)
     assert "max R\\-hat 1\\.02" in text  # escaped for Markdown
-    assert NOT_DECIDED not in sections.verdict.table(_report(R))  # the accuracy fit passed
-    R["diagnostics"] = failed
-    assert NOT_DECIDED in sections.verdict.table(_report(R))
-    rows = [line for line in sections.verdict.table(_report(R)).splitlines() if line.startswith("| ")]
+    assert NOT_DECIDED not in sections.verdict.table(_report(results))  # the accuracy fit passed
+    results["diagnostics"] = failed
+    assert NOT_DECIDED in sections.verdict.table(_report(results))
+    rows = [line for line in sections.verdict.table(_report(results)).splitlines() if line.startswith("| ")]
     assert rows and not any(f"`{d}`" in line for line in rows for d in ("improves", "credibly_positive"))
 
 
 def test_operating_characteristics_arms_at_other_settings_than_this_run_are_named() -> None:
     """The SDT samples at its own settings since issue 28.4: the study's d'/criterion arms
     (run before at the run-wide settings) are said not to be at this run's settings."""
-    R = json.loads(FIXTURE.read_text())
-    assert R["settings"]["sampler_by_model"]["sdt"]["draws"] == 3000
-    text = sections.operating_characteristics.pipeline(_report(R))
+    results = json.loads(FIXTURE.read_text())
+    assert results["settings"]["sampler_by_model"]["sdt"]["draws"] == 3000
+    text = sections.operating_characteristics.pipeline(_report(results))
     assert "not at this run's settings for that model" in text and "dprime" in text
     assert "accuracy</code>" not in text.split("The arms")[1].split("not at this run")[0]
-    R["settings"]["sampler_by_model"] = {}
-    assert "not at this run's settings" not in sections.operating_characteristics.pipeline(_report(R))
+    results["settings"]["sampler_by_model"] = {}
+    assert "not at this run's settings" not in sections.operating_characteristics.pipeline(_report(results))
 
 
 def test_training_null_table_shows_no_rescoring_contrast(full) -> None:
@@ -237,15 +237,15 @@ def test_training_null_table_shows_no_rescoring_contrast(full) -> None:
 def test_operating_characteristics_arm_run_past_its_target_reads_as_such() -> None:
     """An arm whose fits are shared with a null arm has more data sets than its coverage target;
     the table says "(target N)" rather than "200 of 100", and a short arm stays "partial"."""
-    R = json.loads(FIXTURE.read_text())
-    arms = R["operating_characteristics"]["pipeline"]["arms"]
+    results = json.loads(FIXTURE.read_text())
+    arms = results["operating_characteristics"]["pipeline"]["arms"]
     name = "default:accuracy:slope0.4"
     shown = sections.common.code(name)
     arms[name] = {**arms[name], "n": 200, "target_n": 100, "complete": True}
-    row = next(line for line in sections.operating_characteristics.pipeline(_report(R)).splitlines() if shown in line)
+    row = next(line for line in sections.operating_characteristics.pipeline(_report(results)).splitlines() if shown in line)
     assert "200 (target 100)" in row and "200 of 100" not in row
     arms[name] = {**arms[name], "n": 30, "target_n": 100, "complete": False}
-    row = next(line for line in sections.operating_characteristics.pipeline(_report(R)).splitlines() if shown in line)
+    row = next(line for line in sections.operating_characteristics.pipeline(_report(results)).splitlines() if shown in line)
     assert "30 of 100 (partial)" in row
 
 

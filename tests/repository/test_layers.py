@@ -56,13 +56,13 @@ def test_compiling_in_the_fast_layer_fails_with_the_test_and_the_fix() -> None:
         lambda: pm.sample(model=model, draws=10, tune=10, chains=1),
     ]
     for call in calls:
-        with pytest.raises(conftest.UnmarkedSlowTest, match=re.escape(here)) as err:
+        with pytest.raises(conftest.UnmarkedSlowTestError, match=re.escape(here)) as err:
             call()
         assert "@pytest.mark.ci" in str(err.value) and "tests/fakes.py" in str(err.value)
     # through the package's own entry point too
     data, _ = simulate_scale_cells(seed=1, n_families=2, sizes_per_family=2, n_tasks=1,
                                    n_per_cell=20)
-    with pytest.raises(conftest.UnmarkedSlowTest, match="compile"):
+    with pytest.raises(conftest.UnmarkedSlowTestError, match="compile"):
         fit("pooled", data, seed=1, settings=SamplerSettings(draws=10, tune=10, chains=1))
 
 
@@ -71,13 +71,13 @@ def test_a_report_kernel_in_the_fast_layer_fails() -> None:
     from nbclient import NotebookClient
 
     client = NotebookClient(nbformat.v4.new_notebook())
-    with pytest.raises(conftest.UnmarkedSlowTest, match="setup_kernel"):
+    with pytest.raises(conftest.UnmarkedSlowTestError, match="setup_kernel"):
         with client.setup_kernel():
             pass
 
 
 def test_the_quick_build_is_refused_in_the_fast_layer() -> None:
-    with pytest.raises(conftest.UnmarkedSlowTest, match="quick_build"):
+    with pytest.raises(conftest.UnmarkedSlowTestError, match="quick_build"):
         conftest.require_slow_layer("the quick_build fixture (a whole pipeline run)")
 
 

@@ -70,9 +70,9 @@ def test_null_slopes_are_not_significant():
 def test_finding_names_disagreements():
     from selfmodel.decisions.verdict import sdt_crosscheck_finding
 
-    R = {"sdt_effect": {"x": 1}, "sdt_crosscheck": sdt_crosscheck(
+    results = {"sdt_effect": {"x": 1}, "sdt_crosscheck": sdt_crosscheck(
         cells(0.4, 0.0, seed=2), _bayes("improves", "no_credible_effect"), seed=1)}
-    text = sdt_crosscheck_finding(R)
+    text = sdt_crosscheck_finding(results)
     assert "agrees for" in text and "d' in a" in text
-    R["sdt_crosscheck"]["per_task"]["a"]["dprime"]["agrees"] = False
-    assert "differs for d' in a" in sdt_crosscheck_finding(R)
+    results["sdt_crosscheck"]["per_task"]["a"]["dprime"]["agrees"] = False
+    assert "differs for d' in a" in sdt_crosscheck_finding(results)

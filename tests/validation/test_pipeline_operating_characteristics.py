@@ -294,7 +294,7 @@ def _within_between_ols(data: pl.DataFrame) -> tuple[float, float]:
     p = ((d["k"] + 0.5) / (d["n"] + 1)).to_numpy()
     y = np.log(p / (1 - p))
     xb = d["xb"].to_numpy()
-    X = np.column_stack([np.ones(len(y)), d["x"].to_numpy() - xb, xb])
+    X = np.column_stack([np.ones(len(y)), d["x"].to_numpy() - xb, xb])  # noqa: N806 (the OLS design matrix X)
     coef = np.linalg.lstsq(X, y, rcond=None)[0]
     return float(coef[1]), float(coef[2])
 

@@ -23,7 +23,7 @@ from selfmodel.decisions.hypotheses.rule import (
 from selfmodel.records import toml_tables
 from selfmodel.records.contract import Decision, InputError
 from selfmodel.records.registry import format_input_error
-from selfmodel.records.toml_tables import Bad, Problem, Table
+from selfmodel.records.toml_tables import BadValueError, Problem, Table
 
 Role = Literal["confirmatory", "exploratory"]
 
@@ -146,7 +146,7 @@ class _Rule(Table):
 
 def _one_of(key: str, value: str, choices: Sequence[str], what: str) -> str:
     if value not in choices:
-        raise Bad(key, f"'{value}' is not {what}.{did_you_mean(value, choices)}",
+        raise BadValueError(key, f"'{value}' is not {what}.{did_you_mean(value, choices)}",
                   f"Use {' or '.join(choices)}")
     return value
 
@@ -182,7 +182,7 @@ class _Entry(Table):
     @classmethod
     def _model(cls, value: str) -> str:
         if value not in model_registry.REGISTRY:
-            raise Bad("model", f"unknown model '{value}'."
+            raise BadValueError("model", f"unknown model '{value}'."
                       f"{did_you_mean(value, model_registry.REGISTRY)}",
                       f"Use one of: {', '.join(sorted(model_registry.REGISTRY))}")
         return value
@@ -192,11 +192,11 @@ class _Entry(Table):
         try:
             base, _label = _split_parameter(self.parameter)
         except ValueError:
-            raise Bad("parameter", f"'{self.parameter}' is not NAME or NAME[label]",
+            raise BadValueError("parameter", f"'{self.parameter}' is not NAME or NAME[label]",
                       "Write e.g. beta, slope_task[refusal] or slope_task[*]") from None
         known = _known_parameters(self.model, model_registry.get(self.model))
         if base not in known:
-            raise Bad("parameter", f"model '{self.model}' has no parameter '{base}'."
+            raise BadValueError("parameter", f"model '{self.model}' has no parameter '{base}'."
                       f"{did_you_mean(base, known)}", f"Use one of: {', '.join(known)}")
         return self
 

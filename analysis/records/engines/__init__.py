@@ -49,13 +49,13 @@ from selfmodel.records.reduction import (
 )
 from selfmodel.records.registry import format_input_error
 
-__all__ = ["ENGINES", "EngineResult", "EngineUnavailable", "reduce_records"]
+__all__ = ["ENGINES", "EngineResult", "EngineUnavailableError", "reduce_records"]
 
 #: Engines :func:`reduce_records` knows, the default first.
 ENGINES: Final = ("duckdb", "spark")
 
 
-class EngineUnavailable(InputError):
+class EngineUnavailableError(InputError):
     """The engine's Python package (or Java, for Spark) is not installed."""
 
 
@@ -102,7 +102,7 @@ class Engine(Protocol):
 
 
 def make_engine(name: str, **options: Any) -> Engine:
-    """An engine by name (``duckdb`` or ``spark``); :class:`EngineUnavailable` if absent."""
+    """An engine by name (``duckdb`` or ``spark``); :class:`EngineUnavailableError` if absent."""
     # Imported here: each engine module imports this package (a cycle at the top), and only
     # the chosen engine is loaded.
     if name == "duckdb":
@@ -221,7 +221,7 @@ def reduce_records(
     ------
     InputError
         As ingest: a missing path or column, a bad mapping, no usable record; and
-        :class:`EngineUnavailable` when the engine is not installed.
+        :class:`EngineUnavailableError` when the engine is not installed.
 
     Examples
     --------

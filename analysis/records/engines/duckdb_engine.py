@@ -27,7 +27,7 @@ import narwhals as nw
 import polars as pl
 
 from selfmodel.records.contract import InputError
-from selfmodel.records.engines import EngineUnavailable, nested
+from selfmodel.records.engines import EngineUnavailableError, nested
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
 from selfmodel.records.reduction import WHITE_SPACE
@@ -85,7 +85,7 @@ class DuckDBEngine:
         try:
             import duckdb
         except ImportError as exc:
-            raise EngineUnavailable(
+            raise EngineUnavailableError(
                 "engine 'duckdb' is not installed. Install it with "
                 "`pip install duckdb` (selfmodel depends on it; was it installed with --no-deps?)."
             ) from exc

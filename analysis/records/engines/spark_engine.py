@@ -34,7 +34,7 @@ from typing import Any, Final
 import narwhals as nw
 import polars as pl
 
-from selfmodel.records.engines import EngineUnavailable, nested
+from selfmodel.records.engines import EngineUnavailableError, nested
 from selfmodel.records.ingest.discover import InputFile
 from selfmodel.records.ingest.duplicate_keys import DUPLICATE_KEY
 from selfmodel.records.reduction import WHITE_SPACE
@@ -64,7 +64,7 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
             warnings.simplefilter("ignore")
             from pyspark.sql import SparkSession
     except ImportError as exc:
-        raise EngineUnavailable(
+        raise EngineUnavailableError(
             "engine 'spark' is not installed. Install it with "
             "`pip install 'selfmodel[engines]'` (or `pip install pyspark`; it needs Java 17+)."
         ) from exc
@@ -79,7 +79,7 @@ def spark_session(master: str | None = None, conf: Mapping[str, str] | None = No
             session = builder.getOrCreate()
     except Exception as exc:  # noqa: BLE001 - no Java, or a cluster that cannot be reached
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise EngineUnavailable(
+        raise EngineUnavailableError(
             f"engine 'spark' could not start ({first}). It needs Java 17+ on PATH or "
             "JAVA_HOME, and for a cluster a reachable --spark-master."
         ) from exc

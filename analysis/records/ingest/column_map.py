@@ -23,7 +23,7 @@ from selfmodel.records.contract import (
 )
 from selfmodel.records.reduction import CONTROL, ID_COLUMNS
 from selfmodel.records.registry import format_input_error
-from selfmodel.records.toml_tables import Bad, Table
+from selfmodel.records.toml_tables import BadValueError, Table
 
 #: Canonical columns an input may provide (``source_*`` are filled by ingestion).
 INPUT_COLUMNS: Final = tuple(c for c in RECORD_SCHEMA if c not in ("source_file", "source_line"))
@@ -169,7 +169,7 @@ _Text = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
 def _canonical_keys(table: str, keys: Iterable[str]) -> None:
     for canonical in keys:
         if canonical not in INPUT_COLUMNS:
-            raise Bad(canonical, f"unknown canonical column in [{table}]."
+            raise BadValueError(canonical, f"unknown canonical column in [{table}]."
                       f"{did_you_mean(canonical, INPUT_COLUMNS)}",
                       f"Canonical columns are {', '.join(INPUT_COLUMNS)}")
 
@@ -205,7 +205,7 @@ class _ConfigFile(Table):
                 "Pass it with --mapping (selfmodel ingest, selfmodel run). selfmodel reduce "
                 "applies no mapping: run selfmodel ingest FILES --mapping FILE --out DIR, then "
                 "reduce DIR/records.parquet")
-        raise Bad("format", f"this is a mapping (format = {fmt!r}), not an ingest config", todo)
+        raise BadValueError("format", f"this is a mapping (format = {fmt!r}), not an ingest config", todo)
 
     @field_validator("map")
     @classmethod
@@ -221,7 +221,7 @@ class _ConfigFile(Table):
         for canonical, default in value.items():
             if (problem := _default_problem(canonical, default)) is not None:
                 example = _DEFAULT_EXAMPLES.get(canonical, '"<value>"')
-                raise Bad(canonical, f"the default {default!r} {problem}",
+                raise BadValueError(canonical, f"the default {default!r} {problem}",
                           f"Write {canonical} = {example}, or remove the line")
         return value
 

@@ -20,16 +20,16 @@ __all__ = ["confidence_calibration", "contrasts", "reliability_figure", "reliabi
 
 def contrasts(rep: Report) -> str:
     """The decided contrasts between conditions, models and tasks (or why there are none)."""
-    R = rep.results
-    if "contrasts" not in R:
+    results = rep.results
+    if "contrasts" not in results:
         return "No contrasts in these results (the fitting stage did not run)."
-    sec = R["contrasts"]
+    sec = results["contrasts"]
     if not sec:
         return ("The contrast model was not fitted: the scale model was fitted and the records "
                 "have no conditions.")
     if sec.get("reason"):
         return f"The contrast model was not fitted: {esc(sec['reason'])}."
-    exploratory = (R.get("settings") or {}).get("preset") == "exploratory"
+    exploratory = (results.get("settings") or {}).get("preset") == "exploratory"
     gate = failed_checks(sec.get("diagnostics") or {"passed": bool(sec.get("finding"))})
     undecided = not sec.get("finding") and not exploratory  # issue 28.4: no decision shown
     if sec.get("finding"):
@@ -73,10 +73,10 @@ METRIC_WORDS = {"ece_stated_probability": ECE_OF_STATED, "ece": ECE_OF_STATED,
 
 def confidence_calibration(rep: Report) -> str:
     """Per model (and condition): both ECEs, Brier, overconfidence with intervals; decided contrasts."""
-    R = rep.results
-    if "confidence_calibration_contrasts" not in R:
+    results = rep.results
+    if "confidence_calibration_contrasts" not in results:
         return "No confidence calibration per model in these results (the fitting stage did not run)."
-    cal = R["confidence_calibration_contrasts"]
+    cal = results["confidence_calibration_contrasts"]
     if not cal:
         return ("No confidence calibration per model: it is computed with the contrast model, which was not "
                 "fitted, or beside any model when asked for with `selfmodel run "
@@ -91,7 +91,7 @@ def confidence_calibration(rep: Report) -> str:
     text = (f"{why}Intervals: {esc(cal['interval'])}. The {ECE_OF_STATED} bins the stated probability of "
             f"the outcome (of success) against the outcome; the {ECE_OF_CONFIDENCE} bins the stated "
             "confidence that the prediction is right against whether it was (the skill table's "
-            f"measure); both in {esc(binning_words(R))}. Contrasts are the reduction of the error "
+            f"measure); both in {esc(binning_words(results))}. Contrasts are the reduction of the error "
             f"from the first to the second level (positive: better calibrated), ROPE "
             f"±{cal['rope']:g}, decided on the {ECE_OF_STATED}, Brier and overconfidence.\n\n"
             + md_table([*by, "n", "mean stated", "observed", *(METRIC_WORDS[m] for m in metrics)],

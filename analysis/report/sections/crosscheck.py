@@ -16,21 +16,21 @@ METHODS = (("glm_task_slopes", "GLM with task slopes"), ("glm_common", "GLM with
 
 def intro(rep: Report) -> str:
     """What the cross-checks estimate, when they agree, and the methods not estimable here."""
-    FQ, out = rep.results.get("frequentist") or {}, Out()
-    if not FQ.get("estimable"):
-        return "Frequentist cross-checks were not run: " + esc(FQ.get("reason", "no cells")) + "."
-    out(f"The same slope estimated without the Bayesian model, on the {FQ['n_models']} models with a "
-        f"known scale value, with models as the unit of evidence ({FQ['level']:.0%} intervals; the "
+    frequentist, out = rep.results.get("frequentist") or {}, Out()
+    if not frequentist.get("estimable"):
+        return "Frequentist cross-checks were not run: " + esc(frequentist.get("reason", "no cells")) + "."
+    out(f"The same slope estimated without the Bayesian model, on the {frequentist['n_models']} models with a "
+        f"known scale value, with models as the unit of evidence ({frequentist['level']:.0%} intervals; the "
         f"Bayesian column is its HDI). `agrees` requires the same sign verdict, the estimate inside the "
         f"HDI and an interval within 2x of the HDI's width. ")
-    WB = FQ.get("wild_bootstrap") or {}
-    if WB.get("estimable"):
-        out(f"The wild cluster bootstrap ({WB['weights']} weights, {WB['reps']} "
-            f"{'enumerated sign vectors' if WB['enumerated'] else 'draws'}) is the check "
+    wild_bootstrap = frequentist.get("wild_bootstrap") or {}
+    if wild_bootstrap.get("estimable"):
+        out(f"The wild cluster bootstrap ({wild_bootstrap['weights']} weights, {wild_bootstrap['reps']} "
+            f"{'enumerated sign vectors' if wild_bootstrap['enumerated'] else 'draws'}) is the check "
             "that stays valid with few clusters. ")
     out("Per-task p-values carry a Holm adjustment across tasks.\n")
-    skipped = [(name, FQ[key]["reason"]) for key, name in METHODS
-               if isinstance(FQ.get(key), dict) and FQ[key].get("estimable") is False]
+    skipped = [(name, frequentist[key]["reason"]) for key, name in METHODS
+               if isinstance(frequentist.get(key), dict) and frequentist[key].get("estimable") is False]
     if skipped:
         out("**Not estimable on this design:**\n")
         for name, why in skipped:
@@ -63,13 +63,13 @@ def table(rep: Report) -> str:
 
 def sdt_table(rep: Report) -> str:
     """Frequentist slopes of per-cell d' and criterion beside the Bayesian decisions."""
-    SX, out = rep.results.get("sdt_crosscheck"), Out()
-    if not SX or not SX.get("per_task"):
+    sdt_crosscheck, out = rep.results.get("sdt_crosscheck"), Out()
+    if not sdt_crosscheck or not sdt_crosscheck.get("per_task"):
         return "No frequentist cross-check of the signal-detection slopes in these results."
-    out(f"Method: {esc(SX['method'])}. Slopes per unit of the scale variable; 'agrees' compares a significant "
+    out(f"Method: {esc(sdt_crosscheck['method'])}. Slopes per unit of the scale variable; 'agrees' compares a significant "
         "(p < 0.05) frequentist slope's sign with the Bayesian decision's direction.\n")
     rows = []
-    for t, row in sorted(SX["per_task"].items()):
+    for t, row in sorted(sdt_crosscheck["per_task"].items()):
         for q, word in (("dprime", "d'"), ("criterion", "criterion")):
             e = row[q]
             if not e.get("estimable"):

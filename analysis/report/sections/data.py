@@ -13,16 +13,16 @@ __all__ = ["accounting", "models_table", "status_counts", "tasks_table"]
 
 def accounting(rep: Report) -> str:
     """Input hash, records read/used/quarantined/duplicate/excluded, statuses, reasons, files."""
-    D, out = rep.results["data"], Out()
-    out(f"Input SHA-256: `{D['sha256']}`.\n")
-    excluded = int(D.get("records_excluded") or 0)
-    out(f"Records read **{D['records_read']}**, used **{D['records_used']}**, quarantined "
-        f"**{D['records_quarantined']}**, duplicates counted once **{D['records_duplicate']}**"
+    data, out = rep.results["data"], Out()
+    out(f"Input SHA-256: `{data['sha256']}`.\n")
+    excluded = int(data.get("records_excluded") or 0)
+    out(f"Records read **{data['records_read']}**, used **{data['records_used']}**, quarantined "
+        f"**{data['records_quarantined']}**, duplicates counted once **{data['records_duplicate']}**"
         + (f", excluded by the mapping's rules **{excluded}**" if excluded else "")
         + f" (read = used + quarantined + duplicate{' + excluded' if excluded else ''}). "
         f"Unreadable predictions kept (status `unparsed`, `refused` or `error`): "
-        f"{D['unreadable_predictions']}.\n")
-    carried = D.get("carried") or []
+        f"{data['unreadable_predictions']}.\n")
+    carried = data.get("carried") or []
     if carried:
         out("These counts include the accounting of the ingest that made each `records.parquet` read "
             "(its quarantined rows are in the `quarantine.parquet` beside it; this run's own in "
@@ -32,28 +32,28 @@ def accounting(rep: Report) -> str:
                        c["records_duplicate"], c.get("records_excluded", 0)] for c in carried],
                      ["---"] + ["---:"] * 5))
         out()
-    for bad in D.get("carried_not_trusted") or []:
+    for bad in data.get("carried_not_trusted") or []:
         out(f"Not carried: {esc(bad['path'])}: {esc(bad['reason'])}.\n")
-    out(status_counts(D))
-    if D.get("excluded_reasons"):
+    out(status_counts(data))
+    if data.get("excluded_reasons"):
         out("Rows left out by the records mapping's rules:\n")
-        out(md_table(["reason", "rows"], [[esc(k), v] for k, v in D["excluded_reasons"].items()]))
+        out(md_table(["reason", "rows"], [[esc(k), v] for k, v in data["excluded_reasons"].items()]))
         out()
-    if D.get("quarantine_reasons"):
+    if data.get("quarantine_reasons"):
         out("Quarantine reasons (see `quarantine.parquet` for file and line):\n")
-        reasons = sorted(D["quarantine_reasons"].items(), key=lambda kv: -kv[1])
+        reasons = sorted(data["quarantine_reasons"].items(), key=lambda kv: -kv[1])
         out(md_table(["reason", "records"], [[esc(k), v] for k, v in reasons]))
         out()
-    files = D.get("files") or []
+    files = data.get("files") or []
     if files:
         out("\nSource files:\n")
         out(md_table(["file", "rows"], [[esc(f.get("path", "")), f.get("rows", "")] for f in files]))
     return str(out)
 
 
-def status_counts(D: Mapping[str, Any]) -> str:
+def status_counts(data: Mapping[str, Any]) -> str:
     """The used records by status, each under its own name, with what it means ("" if all ok)."""
-    statuses = {k: int(v) for k, v in (D.get("statuses") or {}).items() if v}
+    statuses = {k: int(v) for k, v in (data.get("statuses") or {}).items() if v}
     if set(statuses) <= {"ok"}:
         return ""
     rows = [[f"`{k}`" if k in STATUS_MEANING else esc(k), v, esc(STATUS_MEANING.get(k, ""))]

@@ -17,10 +17,10 @@ def _hyp(rep: Report) -> dict[str, Any] | None:
 
 def intro(rep: Report) -> str:
     """Where the hypotheses were declared and how to read the table."""
-    H = _hyp(rep)
-    if not H:
+    hypotheses = _hyp(rep)
+    if not hypotheses:
         return ""
-    return (f"Declared in {code(H['file'])} (SHA-256 `{H['sha256'][:16]}…`) before the fit; each row applies "
+    return (f"Declared in {code(hypotheses['file'])} (SHA-256 `{hypotheses['sha256'][:16]}…`) before the fit; each row applies "
             "that hypothesis' own rule (ROPE, probability threshold, HDI mass). *Supported* means the decision is "
             "the predicted one; a row whose model failed its diagnostics is *not a finding*, whatever its decision. BF10 is the "
             "Savage-Dickey Bayes factor for a slope different from 0 against exactly 0 (`~`: density estimated from "
@@ -41,9 +41,9 @@ def bf_width_cells(b: dict[str, Any] | None, widths: list[float]) -> list[str]:
     return out
 
 
-def bf_widths(H: dict[str, Any]) -> list[float]:
+def bf_widths(hypotheses: dict[str, Any]) -> list[float]:
     """The prior sds of the Bayes-factor range (those of the first row that has one)."""
-    for r in H["rows"]:
+    for r in hypotheses["rows"]:
         if r.get("bayes_factor_range"):
             return [w["prior_sd"] for w in r["bayes_factor_range"]["widths"]]
     return []
@@ -63,42 +63,42 @@ def _row(r: dict[str, Any]) -> list[str]:
 
 def table(rep: Report) -> str:
     """The hypotheses table, Bayes factors by prior width, rules, confirmatory family, multiplicity."""
-    H, out = _hyp(rep), Out()
-    if not H:
+    hypotheses, out = _hyp(rep), Out()
+    if not hypotheses:
         return ""
     out(md_table(["hypothesis", "role", "model: predicted", "P(predicted)", "mean [HDI]", "decision", "BF10",
-                  "supported: size / sign"], [_row(r) for r in H["rows"]],
+                  "supported: size / sign"], [_row(r) for r in hypotheses["rows"]],
                  ["---", "---", "---", "---:", "---:", "---", "---:", "---"]))
-    widths = bf_widths(H)
+    widths = bf_widths(hypotheses)
     if widths:
         out("\nBayes factor BF10 of each hypothesis under slope priors of each sd (normal approximation, "
             "bootstrap interval over draws):\n")
         out(md_table(["hypothesis", *[f"sd {w:g}" for w in widths]],
-                     [[esc(r["name"]), *bf_width_cells(r.get("bayes_factor_range"), widths)] for r in H["rows"]
+                     [[esc(r["name"]), *bf_width_cells(r.get("bayes_factor_range"), widths)] for r in hypotheses["rows"]
                       if r.get("bayes_factor_range")],
                      ["---", *["---:"] * len(widths)]))
-    rules = sorted({(r["rule"]["rope"], r["rule"]["hdi_prob"]) for r in H["rows"]})
+    rules = sorted({(r["rule"]["rope"], r["rule"]["hdi_prob"]) for r in hypotheses["rows"]})
     out("\nRules: " + "; ".join(f"ROPE ±{a:g}, direction credible when the {c:.0%} HDI excludes 0"
                                 for a, c in rules) + ".\n")
     conf = confirmatory_finding(rep.results)
     out(f"\n**Confirmatory family.** {esc(conf)}\n" if conf else
         "\n**Confirmatory family.** No hypothesis is declared confirmatory: every decision is exploratory.\n")
     out(f"Rule source: {esc((rep.results.get('settings') or {}).get('rule_source', 'n/a'))}.\n")
-    if H.get("multiplicity"):
-        out(_multiplicity(H["multiplicity"]))
-    for r in H["rows"]:
+    if hypotheses.get("multiplicity"):
+        out(_multiplicity(hypotheses["multiplicity"]))
+    for r in hypotheses["rows"]:
         if r["decision"] == "not_estimable" and r.get("reason"):
             out(f"\n- *{esc(r['name'])}*: not estimable: {esc(r['reason'])}.")
     return str(out)
 
 
-def _multiplicity(MU: dict[str, Any]) -> str:
+def _multiplicity(multiplicity: dict[str, Any]) -> str:
     joint = "; ".join(f"{esc(j['hypothesis'])}: P(all task slopes of the predicted sign) = "
-                      f"{num(j['prob_all_predicted_sign'])}" for j in MU["joint_task_signs"]
+                      f"{num(j['prob_all_predicted_sign'])}" for j in multiplicity["joint_task_signs"]
                       if j.get("prob_all_predicted_sign") is not None)
-    holm = MU.get("holm_adjusted_p", {}).get("glm_cluster") or {}
-    return (f"\n**Multiplicity.** {MU['n_hypotheses']} declared hypotheses make {MU['n_decisions']} decisions "
-            f"({MU['n_supported']} supported). Read together, not one at a time: "
+    holm = multiplicity.get("holm_adjusted_p", {}).get("glm_cluster") or {}
+    return (f"\n**Multiplicity.** {multiplicity['n_hypotheses']} declared hypotheses make {multiplicity['n_decisions']} decisions "
+            f"({multiplicity['n_supported']} supported). Read together, not one at a time: "
             + (joint + ". " if joint else "")
             + ("Holm-adjusted p-values of the frequentist per-task slopes (cluster-robust GLM): "
                + ", ".join(f"{esc(t)} {num(p)}" for t, p in sorted(holm.items())) + "." if holm else "")
@@ -109,26 +109,26 @@ def _multiplicity(MU: dict[str, Any]) -> str:
 
 def scale_term(rep: Report) -> str:
     """With and without the scale term: PSIS-LOO and the leave-one-group-out refits."""
-    H, out = _hyp(rep) or {}, Out()
-    L = H.get("scale_term_loo")
-    if L and L.get("estimable") is False:
-        out(f"\n**With and without the scale term (PSIS-LOO)**: not estimable: {esc(L['reason'])}.")
-    elif L:
-        verdict = elpd_sentence(L["elpd_diff"], L["dse"], better="model with the scale term",
+    hypotheses, out = _hyp(rep) or {}, Out()
+    loo = hypotheses.get("scale_term_loo")
+    if loo and loo.get("estimable") is False:
+        out(f"\n**With and without the scale term (PSIS-LOO)**: not estimable: {esc(loo['reason'])}.")
+    elif loo:
+        verdict = elpd_sentence(loo["elpd_diff"], loo["dse"], better="model with the scale term",
                                 worse="model without the scale term", unit="cells")
         out(f"\n**With and without the scale term (PSIS-LOO).** The scale model against "
-            f"{code(L['without_scale_model'])} (same intercepts and group effects, no scale term), both on the "
+            f"{code(loo['without_scale_model'])} (same intercepts and group effects, no scale term), both on the "
             f"same cells with each cell's own effect integrated out. A held-out cell keeps its model's other cells, "
             f"so this asks about new cells of known models, not about a new model. "
-            f"{esc(verdict)} Stacking weight {num(L['weights'].get('with_scale'), '.2f')} on the scale model. "
-            f"Cells with Pareto k > 0.7: {L['with_scale']['n_high_k']} (with) and "
-            f"{L['without_scale']['n_high_k']} (without)."
-            + ("" if L["without_scale_diagnostics_passed"] else " The model without the scale term failed its "
+            f"{esc(verdict)} Stacking weight {num(loo['weights'].get('with_scale'), '.2f')} on the scale model. "
+            f"Cells with Pareto k > 0.7: {loo['with_scale']['n_high_k']} (with) and "
+            f"{loo['without_scale']['n_high_k']} (without)."
+            + ("" if loo["without_scale_diagnostics_passed"] else " The model without the scale term failed its "
                "diagnostics: read its ELPD with care.") + "\n")
-    HO = H.get("scale_term_holdout")
-    if HO:
-        group = esc(HO.get("group", "group"))
+    holdout = hypotheses.get("scale_term_holdout")
+    if holdout:
+        group = esc(holdout.get("group", "group"))
         out(f"\n**Leave-one-{group}-out (exact refits).** Each {group} "
             "was left out, both models refitted on the rest, and its cells predicted as a new one from each refit's "
-            f"population: {esc(HO.get('sentence', ''))}\n")
+            f"population: {esc(holdout.get('sentence', ''))}\n")
     return str(out)

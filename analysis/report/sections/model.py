@@ -69,29 +69,29 @@ def rank_figure(rep: Report) -> Figure | None:
 
 def within_between(rep: Report) -> str:
     """The Mundlak split: the slope within a family and between family means."""
-    WB, out = _zoo(rep).get("within_between"), Out()
-    if not (WB and WB.get("fitted")):
-        return "The within/between model was not fitted" + (f": {esc(WB['reason'])}." if WB else ".")
+    section, out = _zoo(rep).get("within_between"), Out()
+    if not (section and section.get("fitted")):
+        return "The within/between model was not fitted" + (f": {esc(section['reason'])}." if section else ".")
     out("The Mundlak split (`models/within_between.py`) separates the slope *within* a family (a bigger "
         "sibling of the same model) from the slope *between* family means. The within part is the cleaner "
         "reading of \"scale\": it holds the family's data and recipe fixed.\n")
     out(md_table(["slope", "mean", "94% HDI", "P(>0)", "decision"],
                  [[label, num(e["mean"]), f"[{num(e['hdi_low'])}, {num(e['hdi_high'])}]", num(e["prob_positive"]),
-                   f"`{e['decision']}`"] for label, e in (("within family", WB["within"]),
-                                                         ("between families", WB["between"]))],
+                   f"`{e['decision']}`"] for label, e in (("within family", section["within"]),
+                                                         ("between families", section["between"]))],
                  ["---", "---:", "---:", "---:", "---"]))
     return str(out)
 
 
 def loo_table(rep: Report) -> str:
     """PSIS-LOO comparison of the models on the same cells."""
-    LC = _zoo(rep).get("loo_comparison")
-    if not LC:
+    loo_comparison = _zoo(rep).get("loo_comparison")
+    if not loo_comparison:
         return ""
     return md_table(["model", "elpd_loo", "SE", "elpd_diff", "dSE", "p_loo", "weight", "Pareto k > 0.7"],
                     [[esc(r["model"]), num(r["elpd_loo"], ".1f"), num(r["se"], ".1f"), num(r["elpd_diff"], ".1f"),
                       num(r["dse"], ".1f"), num(r["p_loo"], ".1f"), num(r["weight"], ".2f"), r["n_high_k"]]
-                     for r in LC], ["---"] + ["---:"] * 7)
+                     for r in loo_comparison], ["---"] + ["---:"] * 7)
 
 
 def checks_table(rep: Report) -> str:
@@ -114,40 +114,40 @@ def checks_table(rep: Report) -> str:
 
 def richer_models(rep: Report) -> str:
     """Each richer model's slope beside the main verdict; the models not fitted and why."""
-    Z, EFF, out = _zoo(rep), rep.eff, Out()
+    zoo, effect, out = _zoo(rep), rep.eff, Out()
     secs = rep.run.get("model_seconds") or {}
     rows = []
     for name, key, label in (("within_between", "within", "within-family slope"),
                              ("items", "effect", "slope with crossed item effects")):
-        e = Z.get(name)
+        e = zoo.get(name)
         if e and e.get("fitted") and e.get(key):
             x = e[key]
-            same = ("not compared" if UNDECIDED in (x["decision"], EFF["decision"])  # a failed fit
-                    else "same" if x["decision"] == EFF["decision"] else "**changed**")
+            same = ("not compared" if UNDECIDED in (x["decision"], effect["decision"])  # a failed fit
+                    else "same" if x["decision"] == effect["decision"] else "**changed**")
             rows.append([code(name), esc(label), num(x["mean"]), f"[{num(x['hdi_low'])}, {num(x['hdi_high'])}]",
                          code(x["decision"]), same, "yes" if e["diagnostics"]["passed"] else "**no**",
                          num(secs.get(name), ".0f")])
     if rows:
-        out(f"Each model's scale slope beside the main verdict (`{EFF['decision']}`); the last column is the "
+        out(f"Each model's scale slope beside the main verdict (`{effect['decision']}`); the last column is the "
             "fit's sampling time in seconds (compilation included), its cost.\n")
         out(md_table(["model", "slope", "mean", "HDI", "decision", "vs main verdict", "diagnostics passed",
                       "seconds"], rows, ["---", "---", "---:", "---:", "---", "---", "---", "---:"]))
-    missing = [n for n in ("items", "self_vs_other") if not (Z.get(n) or {}).get("fitted")]
-    tried = [n for n in missing if (Z.get(n) or {}).get("reason")]
+    missing = [n for n in ("items", "self_vs_other") if not (zoo.get(n) or {}).get("fitted")]
+    tried = [n for n in missing if (zoo.get(n) or {}).get("reason")]
     for n in tried:
-        out(f"\n{code(n)} was requested but not fitted: {esc(Z[n]['reason'])}.\n")
+        out(f"\n{code(n)} was requested but not fitted: {esc(zoo[n]['reason'])}.\n")
     untried = [n for n in missing if n not in tried]
     if untried:
         out("\nNot requested in this run: " + ", ".join(code(n) for n in untried) + " (record-level models; add "
             "them to `--models`, e.g. `--models scale,sdt,pooled,within_between,items,self_vs_other`). `items` "
             "adds a crossed model x item effect for tasks whose items are shared across models; `self_vs_other` "
             "needs cross-predictions (a `predictor` different from `model`).\n")
-    SVO = Z.get("self_vs_other")
-    if SVO and SVO.get("fitted") and SVO.get("effect"):
-        g = SVO["effect"]
+    self_vs_other = zoo.get("self_vs_other")
+    if self_vs_other and self_vs_other.get("fitted") and self_vs_other.get("effect"):
+        g = self_vs_other["effect"]
         out(f"\n**Privileged self-knowledge** (`models/self_vs_other.py`): the log-odds advantage of a model "
             f"predicting itself over other models predicting it is {num(g['mean'])} "
             f"({g['hdi_prob']:.0%} HDI {num(g['hdi_low'])} to {num(g['hdi_high'])}; P(> 0) = "
             f"{num(g['prob_positive'])}), decision {code(g['decision'])}"
-            + ("" if SVO["diagnostics"]["passed"] else " (diagnostics failed: not a finding)") + ".\n")
+            + ("" if self_vs_other["diagnostics"]["passed"] else " (diagnostics failed: not a finding)") + ".\n")
     return str(out)

@@ -39,18 +39,18 @@ def rate(r: dict[str, Any] | None) -> str:
 
 def intro(rep: Report) -> str:
     """What the study did, and whether it ran on this run's stack."""
-    CS, out = study(rep), Out()
-    if not CS:
+    shipped, out = study(rep), Out()
+    if not shipped:
         return ("No operating-characteristics study found (`validation/results/operating_characteristics.json`; run `make validate`, "
                 "i.e. `validation/operating_characteristics.py`).")
-    out(f"Does the decision rule do what it claims? {code(CS['command'])} simulated {CS['sims_per_arm']} data "
+    out(f"Does the decision rule do what it claims? {code(shipped['command'])} simulated {shipped['sims_per_arm']} data "
         f"sets per arm and fitted each with the project's model files of that date (results in "
-        f"{code(CS['file'])}, SHA-256 `{CS['sha256'][:16]}…`, generated {esc(CS['generated_utc'])}; run now by "
+        f"{code(shipped['file'])}, SHA-256 `{shipped['sha256'][:16]}…`, generated {esc(shipped['generated_utc'])}; run now by "
         "`make validate`). Intervals with their stated coverage cover the "
         "truth in about 50% of the 50% intervals and 90% of its 90% intervals; under a null slope (`*_null` "
         "arms) `improves` must be declared in at most 5% of data sets. Brackets are exact 95% intervals of each "
         "rate. Per-task coverage and the rank histograms are in the [appendix](#sec-appendix-operating-characteristics).\n")
-    study_v, run_v = CS.get("versions") or {}, (rep.results.get("fit") or {}).get("versions") or {}
+    study_v, run_v = shipped.get("versions") or {}, (rep.results.get("fit") or {}).get("versions") or {}
     differ = [k for k in VERSION_KEYS if study_v.get(k) and run_v.get(k) and study_v[k] != run_v[k]]
     if differ:
         out("**The study predates this run's stack**: it ran on "
@@ -63,11 +63,11 @@ def intro(rep: Report) -> str:
 
 def arms_table(rep: Report) -> str:
     """Coverage, 'improves' rate, rank p-value and divergent fits per arm."""
-    CS = study(rep)
-    if not CS:
+    shipped = study(rep)
+    if not shipped:
         return ""
     rows = []
-    for a in CS["arms"]:
+    for a in shipped["arms"]:
         check = ""
         if a.get("null_check"):
             check = " (**pass**)" if a["null_check"]["passed"] else " (**FAIL**)"
@@ -185,12 +185,12 @@ def _data_sets(a: dict[str, Any]) -> str:
 
 def pipeline(rep: Report) -> str:
     """The operating characteristics at the pipeline's own settings: table, targets and a verdict per arm."""
-    PC, out = (study(rep) or {}).get("pipeline"), Out()
-    if not PC:
+    pipeline_study, out = (study(rep) or {}).get("pipeline"), Out()
+    if not pipeline_study:
         return ("The operating-characteristics study at the pipeline's settings (`validation/pipeline_operating_characteristics.py`) "
                 "has not been shipped.")
     rows = []
-    for arm, a in sorted(PC["arms"].items()):
+    for arm, a in sorted(pipeline_study["arms"].items()):
         o = a.get("overall") or {}
         truth = a.get("truth", 0.0)
         false, cover = _pm(o, "false_improves") if not truth else "", _pm(o, "hdi94_coverage")
@@ -208,39 +208,39 @@ def pipeline(rep: Report) -> str:
     out(md_table(["arm", "true slope", "data sets", "false 'improves'", "'improves' at the truth",
                   "94% HDI coverage", "failed diagnostics", "s per fit"],
                  rows, ["---", "---:", "---:", "---:", "---:", "---:", "---:", "---:"]))
-    todo = sorted({a["command"] for a in PC["arms"].values() if a.get("command") and not a["complete"]})
-    if any(a.get("command") for a in PC["arms"].values()):
+    todo = sorted({a["command"] for a in pipeline_study["arms"].values() if a.get("command") and not a["complete"]})
+    if any(a.get("command") for a in pipeline_study["arms"].values()):
         out("\nEach arm runs with its own command (`results.json` `operating_characteristics.pipeline.arms.*.command`), "
             "which resumes where its records end" + (": the arms short of their target continue with "
                                                       + "; ".join(code(c) for c in todo) if todo else "") + ".")
-    gens = sorted({a["generator"] for a in PC["arms"].values() if a.get("generator")})
+    gens = sorted({a["generator"] for a in pipeline_study["arms"].values() if a.get("generator")})
     if gens:
         out("\nGenerators: " + "; ".join(esc(g) for g in gens) + " (each arm's `generator` in `results.json`).")
-    out(_versions_line(rep, PC))
-    n_done = sum(a["n"] for a in PC["arms"].values())
-    TG = PC.get("targets") or {}  # a summary shipped before the targets were part of it
-    fi_max = TG.get("max_false_improves")
+    out(_versions_line(rep, pipeline_study))
+    n_done = sum(a["n"] for a in pipeline_study["arms"].values())
+    shipped_targets = pipeline_study.get("targets") or {}  # a summary shipped before the targets were part of it
+    fi_max = shipped_targets.get("max_false_improves")
     # the precision the target number of data sets buys for a rate at the false-improves bound
     # (the study's exact-interval half-width; an older summary does not carry it)
-    n_t, pm_t = PC["target_n"], TG.get("false_improves_pm_at_bound")
-    targets_n = sorted({a["target_n"] for a in PC["arms"].values()}, reverse=True)
+    n_t, pm_t = pipeline_study["target_n"], shipped_targets.get("false_improves_pm_at_bound")
+    targets_n = sorted({a["target_n"] for a in pipeline_study["arms"].values()}, reverse=True)
     per_arm = (f"against {n_t} per arm" if targets_n == [n_t] else
-               f"of the {sum(a['target_n'] for a in PC['arms'].values())} their targets ask for "
+               f"of the {sum(a['target_n'] for a in pipeline_study['arms'].values())} their targets ask for "
                f"({' or '.join(str(t) for t in targets_n)} per arm: {n_t} under a null, fewer at a known slope, "
                "where only coverage is judged)")
-    state = (f"\n{'The study is complete' if PC['complete'] else '**The study is partial**'}: {n_done} data sets "
-             f"over {len(PC['arms'])} arms, {per_arm}")
-    merged = f" Merged by {code(PC.get('command') or 'validation/pipeline_operating_characteristics.py --ship')}."
+    state = (f"\n{'The study is complete' if pipeline_study['complete'] else '**The study is partial**'}: {n_done} data sets "
+             f"over {len(pipeline_study['arms'])} arms, {per_arm}")
+    merged = f" Merged by {code(pipeline_study.get('command') or 'validation/pipeline_operating_characteristics.py --ship')}."
     if fi_max is None:
         out(state + ". This summary does not state its targets (it was shipped by an older version), so no "
             "arm is judged against them here; re-ship it with `validation/pipeline_operating_characteristics.py --ship`." + merged)
         return str(out)
-    cov_lo, cov_hi = TG["hdi94_coverage"]
+    cov_lo, cov_hi = shipped_targets["hdi94_coverage"]
     targets = (f"false `improves` at most {100 * fi_max:g}%, 94% HDI coverage between "
                f"{100 * cov_lo:g}% and {100 * cov_hi:g}%")
     # the confirmatory family's arms under a joint null, one clause per set of targets
     fam: dict[tuple[float, float], list[str]] = {}
-    for arm, a in sorted(PC["arms"].items()):
+    for arm, a in sorted(pipeline_study["arms"].items()):
         o = a.get("overall") or {}
         if o.get("max_family_error") is not None:
             null = ("the joint null on clustered items, overdispersed cells" if a.get("check") == "misspecified"
@@ -254,8 +254,8 @@ def pipeline(rep: Report) -> str:
                     "less the same tolerance)")
     known = (f" (with {n_t} a {100 * fi_max:g}% rate is known to about ±{100 * pm_t:.1f} points, the half-width "
              "of its exact 95% interval)") if pm_t is not None else ""
-    out(state + known + f". Targets: {targets}." + merged + other_settings(rep, PC) + "\n\n"
-        + _arm_verdicts(PC["arms"], _Targets(fi_max, cov_lo, cov_hi), n_t))
+    out(state + known + f". Targets: {targets}." + merged + other_settings(rep, pipeline_study) + "\n\n"
+        + _arm_verdicts(pipeline_study["arms"], _Targets(fi_max, cov_lo, cov_hi), n_t))
     return str(out)
 
 
@@ -277,21 +277,21 @@ def _check_cell(arms: list[dict[str, Any]]) -> str:
 
 def validation_map(rep: Report) -> str:
     """The validation map: which kinds of decision have which operating-characteristics checks (``results.json`` ``validation_map``)."""
-    CM = rep.results.get("validation_map")
-    if not CM:
+    kinds = rep.results.get("validation_map")
+    if not kinds:
         return "This run's results carry no validation map."
     rows = []
-    for k in CM:
+    for k in kinds:
         by = {c: [a for a in k["arms"] if a["check"] == c and a["n"]] for c in ("null", "coverage", "misspecified")}
         rows.append([esc(k["decision"]), "yes" if k["in_this_run"] else "no", _check_cell(by["null"]),
                      _check_cell(by["coverage"]), _check_cell(by["misspecified"]), k["status"]])
     out = Out()
     out(md_table(["decision", "in this run", "null: false positives", "coverage at known truths",
                   "misspecified", "status"], rows, ["---", "---", "---", "---", "---", "---"]))
-    none = [k["decision"] for k in CM if k["status"] == "none"]
+    none = [k["decision"] for k in kinds if k["status"] == "none"]
     partial = [f"{k['decision']} (no {', no '.join(k['missing'])} arm)" if k["missing"] else
-               f"{k['decision']} ({'; '.join(k['notes'])})" for k in CM if k["status"] == "partial"]
-    done = [k["decision"] for k in CM if k["status"] == "checked"]
+               f"{k['decision']} ({'; '.join(k['notes'])})" for k in kinds if k["status"] == "partial"]
+    done = [k["decision"] for k in kinds if k["status"] == "checked"]
     out("\n" + (f"**No operating-characteristics study** for: {esc('; '.join(none))}. Their decision words rest on "
                  "the rule alone, untested on data with known truth." if none
                  else "Every kind of decision has an operating-characteristics study."))
@@ -303,11 +303,11 @@ def validation_map(rep: Report) -> str:
     return str(out)
 
 
-def _versions_line(rep: Report, PC: dict[str, Any]) -> str:
+def _versions_line(rep: Report, pipeline_study: dict[str, Any]) -> str:
     """The stacks that fitted the study's records, against this run's, and the records without versions."""
     run_v = (rep.results.get("fit") or {}).get("versions") or {}
-    stacks = {_stack_key(v) for a in PC["arms"].values() for v in a.get("versions") or []}
-    bare = sum(a.get("records_without_versions", 0) for a in PC["arms"].values())
+    stacks = {_stack_key(v) for a in pipeline_study["arms"].values() for v in a.get("versions") or []}
+    bare = sum(a.get("records_without_versions", 0) for a in pipeline_study["arms"].values())
     parts = []
     for key in sorted(stacks):
         v = dict(key)
@@ -326,10 +326,10 @@ def _stack_key(v: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return tuple(sorted((k, str(v[k])) for k in VERSION_KEYS if k in v))
 
 
-def other_settings(rep: Report, PC: dict[str, Any]) -> str:
+def other_settings(rep: Report, pipeline_study: dict[str, Any]) -> str:
     """The arms whose model this run samples at other settings than the study did (issue 28.4)."""
     own = (rep.results.get("settings") or {}).get("sampler_by_model") or {}
-    study_sm = PC.get("settings") or {}
+    study_sm = pipeline_study.get("settings") or {}
     parts = []
     keys = ("draws", "tune", "target_accept")
 
@@ -340,7 +340,7 @@ def other_settings(rep: Report, PC: dict[str, Any]) -> str:
                 and all(all(m.get(k) == sm.get(k) for k in keys) for m in recorded))
 
     for model, sm in sorted(own.items()):
-        arms = sorted(name for name, a in PC["arms"].items() if EFFECT_MODEL.get(name.split(":")[1]) == model
+        arms = sorted(name for name, a in pipeline_study["arms"].items() if EFFECT_MODEL.get(name.split(":")[1]) == model
                       and a.get("n") and not sampled_as_this_run(a, sm))
         if arms and any(sm.get(k) != study_sm.get(k) for k in keys):
             parts.append(f" The arms {', '.join(code(a) for a in arms)} ran at {study_sm.get('draws')} draws, "
@@ -353,14 +353,14 @@ def other_settings(rep: Report, PC: dict[str, Any]) -> str:
 
 def appendix(rep: Report) -> str:
     """The study's command, rule and sampler per arm, and the per-task coverage."""
-    CS, out = study(rep), Out()
-    if not CS:
+    shipped, out = study(rep), Out()
+    if not shipped:
         return ""
-    out(f"Command: {code(CS['command'])}; seed {CS['seed']}; {CS['rank_draws']} thinned draws per fit for the "
-        f"ranks. Decision rule: {esc(CS['rule']['description'])}\n")
-    out(f"Why not `simuk` (as recorded with the study, on its stack): {esc(CS['simuk'])}\n")
+    out(f"Command: {code(shipped['command'])}; seed {shipped['seed']}; {shipped['rank_draws']} thinned draws per fit for the "
+        f"ranks. Decision rule: {esc(shipped['rule']['description'])}\n")
+    out(f"Why not `simuk` (as recorded with the study, on its stack): {esc(shipped['simuk'])}\n")
     rows = []
-    for a in CS["arms"]:
+    for a in shipped["arms"]:
         sm = a["sampler"]
         rows.append([f"{code(a['arm'])}", f"{code(a['model'])}", a["n_models"], a["cells"],
                      f"{sm['chains']} x {sm['draws']} (tune {sm['tune']}, target_accept {sm['target_accept']})",
@@ -371,7 +371,7 @@ def appendix(rep: Report) -> str:
                  ["---", "---", "---:", "---:", "---", "---:", "---:", "---:", "---:", "---:"]))
     out()
     rows = []
-    for a in CS["arms"]:
+    for a in shipped["arms"]:
         for t in sorted(a.get("task_coverage50") or {}):
             rows.append([f"{code(a['arm'])}", esc(t), rate(a["task_coverage50"][t]), rate(a["task_coverage90"][t]),
                          rate((a.get("task_improves_rate") or {}).get(t)) if a.get("task_improves_rate") else "n/a"])
@@ -383,10 +383,10 @@ def appendix(rep: Report) -> str:
 
 def rank_figure(rep: Report) -> Figure | None:
     """Histograms of the rank of the true slope among the posterior draws, a panel per arm."""
-    CS = study(rep)
-    if not CS:
+    shipped = study(rep)
+    if not shipped:
         return None
-    arms = [a for a in CS["arms"] if a.get("rank_histogram")]
+    arms = [a for a in shipped["arms"] if a.get("rank_histogram")]
     fig, axes = panels(rep, len(arms), h=1.9, sharey=True)
     for ax, a in zip(axes, arms, strict=True):
         h = a["rank_histogram"]

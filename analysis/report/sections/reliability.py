@@ -15,19 +15,19 @@ NO_CONFIDENCE = "No stated confidences in these records."
 
 def confidence_calibration_figure(rep: Report) -> Figure | None:
     """Observed accuracy against stated confidence per task, models pooled within family (None: no confidences)."""
-    CAL = rep.results.get("confidence_calibration") or {}
-    if not CAL.get("cells"):
+    confidence_calibration = rep.results.get("confidence_calibration") or {}
+    if not confidence_calibration.get("cells"):
         return None
     fam_of = {m["model"]: m["family"] for m in rep.results["models"]}
-    tasks = sorted({c["task"] for c in CAL["cells"]})
+    tasks = sorted({c["task"] for c in confidence_calibration["cells"]})
     colours = family_colours(rep)
     fig, axes = panels(rep, len(tasks), h=2.4, legend=list(colours), sharey=True)
-    n_bins = len(CAL["bin_edges"]) - 1
+    n_bins = len(confidence_calibration["bin_edges"]) - 1
     for ax, task in zip(axes, tasks, strict=True):
         ax.plot([0, 1], [0, 1], color="0.5", lw=0.8, ls=":")
         for fam, colour in colours.items():
             n, sq, sa = np.zeros(n_bins), np.zeros(n_bins), np.zeros(n_bins)
-            for c in CAL["cells"]:
+            for c in confidence_calibration["cells"]:
                 if c["task"] == task and fam_of.get(c["model"]) == fam:
                     for i, nb in enumerate(c["bin_n"]):
                         if nb:

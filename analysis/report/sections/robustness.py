@@ -40,36 +40,36 @@ def _check_row(kind: str, name: str, r: dict[str, Any]) -> list[object]:
 
 def mixed_check(rep: Report) -> str:
     """The predictive check on new families, models and cells, and the held-out family."""
-    MX, out = rep.results.get("mixed_predictive"), Out()
-    if not MX or MX.get("status") != "estimated":
+    mixed, out = rep.results.get("mixed_predictive"), Out()
+    if not mixed or mixed.get("status") != "estimated":
         return ("No predictive check on new models: "
-                + esc((MX or {}).get("reason", "the accuracy model was not fitted")) + ".")
-    out(f"A check that can fail: {esc(MX['method'])}. {MX['draws']} draws; {MX['n_tests']} tests, each at "
-        f"{MX['threshold']:.4f} ({MX['alpha']} / {MX['n_tests']}). Overall discrepancy "
-        f"{MX['overall']['discrepancy']:.1f}, p = {MX['overall']['p_value']:.3f}. "
+                + esc((mixed or {}).get("reason", "the accuracy model was not fitted")) + ".")
+    out(f"A check that can fail: {esc(mixed['method'])}. {mixed['draws']} draws; {mixed['n_tests']} tests, each at "
+        f"{mixed['threshold']:.4f} ({mixed['alpha']} / {mixed['n_tests']}). Overall discrepancy "
+        f"{mixed['overall']['discrepancy']:.1f}, p = {mixed['overall']['p_value']:.3f}. "
         + ("**The check passes**: new families, models and cells drawn from the fitted population reproduce "
-           "every task, model and family." if MX["passed"] else
+           "every task, model and family." if mixed["passed"] else
            "**The check fails**: " + ", ".join(f"{esc(f['kind'])} {esc(f['group'])} (p = {f['p_value']:.4f})"
-                                               for f in MX["flagged"]) + ".") + "\n")
-    rows = [_check_row("task", r["task"], r) for r in MX["by_task"]]
-    worst = (sorted(MX["by_family"], key=lambda r: r["p_value"])[:5]
-             + sorted(MX["by_model"], key=lambda r: r["p_value"])[:5])
+                                               for f in mixed["flagged"]) + ".") + "\n")
+    rows = [_check_row("task", r["task"], r) for r in mixed["by_task"]]
+    worst = (sorted(mixed["by_family"], key=lambda r: r["p_value"])[:5]
+             + sorted(mixed["by_model"], key=lambda r: r["p_value"])[:5])
     rows += [_check_row("family" if "family" in r else "model", r.get("family") or r.get("model"), r)
              for r in worst]
     out(md_table(["group", "name", "cells", "observed acc.", "replicated 94%", "p", "flagged"], rows,
                  ["---", "---"] + ["---:"] * 5))
     out("\nTasks, then the five families and five models with the smallest p-values.")
-    HO = MX.get("holdout_family")
-    if HO and HO.get("status") == "estimated":
+    holdout = mixed.get("holdout_family")
+    if holdout and holdout.get("status") == "estimated":
         out(f"\nIn-sample, an outlying family inflates the family spread it is judged against. The most extreme "
-            f"family, **{esc(HO['family'])}**, was therefore refitted out and predicted as a new family from the "
-            f"refit: observed accuracy {num(HO['observed_accuracy'])}, replicated 94% "
-            f"[{num(HO['replicated_accuracy_94'][0])}, {num(HO['replicated_accuracy_94'][1])}], "
-            f"p = {num(HO['p_value_accuracy'])} (accuracy), {num(HO['p_value_discrepancy'])} (discrepancy): "
-            + ("**flagged**." if HO["flagged"] else "not flagged.")
-            + ("" if HO["refit_diagnostics_passed"] else " The refit failed its diagnostics."))
-    elif HO:
-        out(f"\nHeld-out family check not estimable: {esc(HO.get('reason', ''))}.")
+            f"family, **{esc(holdout['family'])}**, was therefore refitted out and predicted as a new family from the "
+            f"refit: observed accuracy {num(holdout['observed_accuracy'])}, replicated 94% "
+            f"[{num(holdout['replicated_accuracy_94'][0])}, {num(holdout['replicated_accuracy_94'][1])}], "
+            f"p = {num(holdout['p_value_accuracy'])} (accuracy), {num(holdout['p_value_discrepancy'])} (discrepancy): "
+            + ("**flagged**." if holdout["flagged"] else "not flagged.")
+            + ("" if holdout["refit_diagnostics_passed"] else " The refit failed its diagnostics."))
+    elif holdout:
+        out(f"\nHeld-out family check not estimable: {esc(holdout.get('reason', ''))}.")
     return str(out)
 
 
@@ -79,12 +79,12 @@ def _sens(rep: Report, key: str) -> dict[str, Any] | None:
 
 def prior_summary(rep: Report) -> str:
     """Whether the verdict holds with every prior scale halved and doubled."""
-    PS = _sens(rep, "priors")
-    if not PS:
+    priors = _sens(rep, "priors")
+    if not priors:
         return "Not run (`--no-robustness`, or no scale model was fitted)."
-    return (f"The {code(PS['model'])} model refitted with {esc(PS['what'])}. The overall verdict "
-            f"{HOLD[PS['verdict_holds']]}; the per-task verdicts {HOLD[PS['per_task_verdicts_hold']]}."
-            + (f" Changed: {', '.join(esc(c) for c in PS['changed'])}." if PS["changed"] else "") + "\n")
+    return (f"The {code(priors['model'])} model refitted with {esc(priors['what'])}. The overall verdict "
+            f"{HOLD[priors['verdict_holds']]}; the per-task verdicts {HOLD[priors['per_task_verdicts_hold']]}."
+            + (f" Changed: {', '.join(esc(c) for c in priors['changed'])}." if priors["changed"] else "") + "\n")
 
 
 def sens_rows(entries: list[dict[str, Any]], main_label: str) -> list[list[str]]:
@@ -102,13 +102,13 @@ def sens_rows(entries: list[dict[str, Any]], main_label: str) -> list[list[str]]
 
 def prior_table(rep: Report) -> str:
     """The scale slope under the default, halved and doubled priors, and how each was obtained."""
-    PS = _sens(rep, "priors")
-    if not PS:
+    priors = _sens(rep, "priors")
+    if not priors:
         return ""
     table = md_table(["fit", "mean", "HDI", "decision", "vs default", "per task", "diagnostics passed"],
-                     sens_rows([PS["main"]] + PS["variants"], PS["main"]["label"]),
+                     sens_rows([priors["main"]] + priors["variants"], priors["main"]["label"]),
                      ["---", "---:", "---:", "---", "---", "---", "---"])
-    ways = "\n".join(f"- {esc(how_obtained(v['label'], v.get('reweighting')))}" for v in PS["variants"])
+    ways = "\n".join(f"- {esc(how_obtained(v['label'], v.get('reweighting')))}" for v in priors["variants"])
     return f"{table}\n\n{ways}\n"
 
 
@@ -143,33 +143,33 @@ def effects_prior_tables(rep: Report) -> str:
 
 def scale_variable_summary(rep: Report) -> str:
     """Whether the verdict holds with each other scale variable (each ROPE in its own units)."""
-    SV = _sens(rep, "scale_variable")
-    if not SV:
+    scale_variable = _sens(rep, "scale_variable")
+    if not scale_variable:
         return "Not run (`--no-robustness`, or no scale model was fitted)."
     ropes = "; ".join(f"{code(e['variable'])}: {esc((e.get('rope_meaning') or {}).get('text', ''))}"
-                      for e in SV["variants"] if (e.get("rope_meaning") or {}).get("text"))
-    part = "direction" if SV.get("compared_on") == "direction" else "decision"
-    return (f"{esc(SV['what'][0].upper() + SV['what'][1:])}. Each variable's ROPE is in its own units"
+                      for e in scale_variable["variants"] if (e.get("rope_meaning") or {}).get("text"))
+    part = "direction" if scale_variable.get("compared_on") == "direction" else "decision"
+    return (f"{esc(scale_variable['what'][0].upper() + scale_variable['what'][1:])}. Each variable's ROPE is in its own units"
             + (f" ({ropes})" if ropes else "") + ". "
-            f"Against the main variable ({code(SV['main_scale'])}) the overall {part} {HOLD[SV['verdict_holds']]}; "
-            f"the per-task {part}s {HOLD[SV['per_task_verdicts_hold']]}."
-            + (f" Changed: {', '.join(esc(c) for c in SV['changed'])}." if SV["changed"] else "") + "\n")
+            f"Against the main variable ({code(scale_variable['main_scale'])}) the overall {part} {HOLD[scale_variable['verdict_holds']]}; "
+            f"the per-task {part}s {HOLD[scale_variable['per_task_verdicts_hold']]}."
+            + (f" Changed: {', '.join(esc(c) for c in scale_variable['changed'])}." if scale_variable["changed"] else "") + "\n")
 
 
 def scale_variable_table(rep: Report) -> str:
     """The scale slope with each scale variable: models used, mean, HDI and decisions."""
-    SV, out = _sens(rep, "scale_variable"), Out()
-    if not SV:
+    scale_variable, out = _sens(rep, "scale_variable"), Out()
+    if not scale_variable:
         return ""
     rows = []
-    for e in SV["variants"]:
-        r = sens_rows([e], SV["main_scale"])[0]
+    for e in scale_variable["variants"]:
+        r = sens_rows([e], scale_variable["main_scale"])[0]
         missing = ", ".join(esc(m) for m in e.get("models_without_variable", [])) or "none"
         rows.append([f"{code(e['variable'])} ({esc(e['units'])})", e["n_models"], missing] + r[1:])
     out(md_table(["variable (units)", "models", "models without it", "mean", "HDI", "decision", "vs main",
                   "per task", "diagnostics passed"], rows,
                  ["---", "---:", "---", "---:", "---:", "---", "---", "---", "---"]))
-    drv = SV["variants"][0].get("excluded_derived_checkpoints") if SV["variants"] else None
+    drv = scale_variable["variants"][0].get("excluded_derived_checkpoints") if scale_variable["variants"] else None
     if drv:
         out(f"\nLeft out of every variable: {', '.join(esc(m) for m in drv['models'])} "
             f"({esc(drv['reason'])}).")

@@ -67,14 +67,14 @@ def _finish(rep: Report, ax: Axes, task: str, ylabel: str) -> None:
 
 def accuracy_curves(rep: Report) -> Figure | None:
     """Accuracy against scale per task by family, with the scale model's posterior band."""
-    C = rep.results.get("curves")
-    if C is None:
+    curves = rep.results.get("curves")
+    if curves is None:
         return None
     colours = family_colours(rep)
-    tasks = sorted(C["tasks"])
+    tasks = sorted(curves["tasks"])
     fig, axes = panels(rep, len(tasks), legend=list(colours), sharey=True)
     for ax, task in zip(axes, tasks, strict=True):
-        _band(rep, ax, C["tasks"][task])
+        _band(rep, ax, curves["tasks"][task])
         if rep.cells is not None:
             sub = rep.cells.filter((pl.col("task") == task) & pl.col("scale_raw").is_not_null() & (pl.col("n") > 0))
             for fam, colour in colours.items():
@@ -88,19 +88,19 @@ def accuracy_curves(rep: Report) -> Figure | None:
 
 def dprime_curves(rep: Report) -> Figure | None:
     """Observed d' against scale per task by family, with the SDT model's posterior band."""
-    R = rep.results
-    SC = (R.get("sdt_effect") or {}).get("curves")
-    if SC is None:
+    results = rep.results
+    sdt_curves = (results.get("sdt_effect") or {}).get("curves")
+    if sdt_curves is None:
         return None
     colours = family_colours(rep)
-    size_of = {m["model"]: m for m in R["models"]}
+    size_of = {m["model"]: m for m in results["models"]}
     col = SCALE_COLUMN[rep.eff["scale_variable"]]
-    tasks = sorted(SC["tasks"])
+    tasks = sorted(sdt_curves["tasks"])
     fig, axes = panels(rep, len(tasks), legend=list(colours), sharey=True)
     for ax, task in zip(axes, tasks, strict=True):
-        _band(rep, ax, SC["tasks"][task])
+        _band(rep, ax, sdt_curves["tasks"][task])
         for fam, colour in colours.items():
-            pts = [(size_of[r["model"]][col], r["dprime"]) for r in R.get("skill") or []
+            pts = [(size_of[r["model"]][col], r["dprime"]) for r in results.get("skill") or []
                    if r["task"] == task and r.get("dprime") is not None
                    and size_of.get(r["model"], {}).get("family") == fam and size_of[r["model"]].get(col) is not None]
             if pts:
@@ -114,18 +114,18 @@ def dprime_curves(rep: Report) -> Figure | None:
 
 def extrapolation_table(rep: Report) -> str:
     """Predicted accuracy of an average model at the middle and the end of each task's curve."""
-    C = rep.results.get("curves")
-    if C is None:
+    curves = rep.results.get("curves")
+    if curves is None:
         return ""
     rows = []
-    for task in sorted(C["tasks"]):
-        c = C["tasks"][task]
+    for task in sorted(curves["tasks"]):
+        c = curves["tasks"][task]
         for idx in (len(c["x"]) // 2, len(c["x"]) - 1):
             v = c["scale_value"][idx]
             shown = f"{10 ** v:,.0f}" if _log_scale(rep) else f"{v:.2f}"
             rows.append([esc(task), shown, num(c["mean"][idx]), f"[{num(c['low'][idx])}, {num(c['high'][idx])}]",
                          "**extrapolation**" if c["extrapolated"][idx] else "within data"])
-    return md_table(["task", rep.eff["registry_column"], "predicted accuracy", C["interval"], ""], rows,
+    return md_table(["task", rep.eff["registry_column"], "predicted accuracy", curves["interval"], ""], rows,
                     ["---", "---:", "---:", "---:", "---"])
 
 
@@ -149,13 +149,13 @@ def slope_figure(rep: Report) -> Figure | None:
 
 def truth_table(rep: Report) -> str:
     """Estimates against the simulation truth (a subsection, only for simulated data)."""
-    T, out = rep.results.get("truth_comparison"), Out()
-    if not T:
+    truth, out = rep.results.get("truth_comparison"), Out()
+    if not truth:
         return ""
     out("## Estimates against the simulation truth {#sec-truth}\n")
-    out(f"These data were simulated with known truth. Estimand: {esc(T['estimand'])}.\n")
+    out(f"These data were simulated with known truth. Estimand: {esc(truth['estimand'])}.\n")
     out(md_table(["effect", "true", "estimate", "94% HDI", "covered"],
                  [[esc(r["effect"]), num(r["true"]), num(r["estimate"]), f"[{num(r['hdi_low'])}, {num(r['hdi_high'])}]",
-                   "yes" if r["covered"] else "**no**"] for r in T["rows"]],
+                   "yes" if r["covered"] else "**no**"] for r in truth["rows"]],
                  ["---", "---:", "---:", "---:", "---"]))
     return str(out)

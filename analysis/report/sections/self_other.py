@@ -20,21 +20,21 @@ def _model_row(r: dict[str, Any]) -> list[object]:
 
 def tables(rep: Report) -> str:
     """The method, a sentence and a table per task, and the direct cross-prediction records."""
-    SO, out = rep.results.get("self_vs_other_rescored"), Out()
-    if not SO:
+    self_vs_other, out = rep.results.get("self_vs_other_rescored"), Out()
+    if not self_vs_other:
         return "No self-versus-other analysis in these results."
     out("Does a model predict its own behaviour better than it predicts other models' behaviour on the same "
-        f"items? Method: {esc(SO['method'])}; {SO['interval']:.0%} intervals, {SO['n_boot']} replicates. "
+        f"items? Method: {esc(self_vs_other['method'])}; {self_vs_other['interval']:.0%} intervals, {self_vs_other['n_boot']} replicates. "
         "d' is the item-level measure (it does not reward knowing one's own base rate, accuracy does). "
         "The target-side column compares the model with the other models predicting the same outcomes.\n")
-    for task, t in sorted(SO["per_task"].items()):
+    for task, t in sorted(self_vs_other["per_task"].items()):
         out(f"\n**{esc(task)}.** {esc(t.get('sentence') or t.get('reason') or '')}\n")
         if t.get("status") != "estimated":
             continue
         models = sorted(t["models"], key=lambda r: (r["scale_log10"] is None, r["scale_log10"] or 0, r["model"]))
         out(md_table(["model", "others", "d' self", "d' others", "advantage", "interval", "target side", "interval",
                       "acc. advantage"], [_model_row(r) for r in models], ["---"] + ["---:"] * 8))
-    cp = SO.get("cross_prediction")
+    cp = self_vs_other.get("cross_prediction")
     if cp:
         out("\n**Cross-prediction records** (a model predicting another model's behaviour directly):\n")
         out(md_table(["task", "predictor", "self acc.", "other acc.", "advantage", "95% CI"],
@@ -47,10 +47,10 @@ def tables(rep: Report) -> str:
 
 def operating_characteristics(rep: Report) -> str:
     """The shipped study of these decisions (``validation/self_vs_other_study.py``), arm by arm."""
-    SO = rep.results.get("self_vs_other_rescored") or {}
-    if not SO:
+    self_vs_other = rep.results.get("self_vs_other_rescored") or {}
+    if not self_vs_other:
         return ""
-    cal = SO.get("operating_characteristics") or {}
+    cal = self_vs_other.get("operating_characteristics") or {}
     if not cal.get("available"):
         return f"\n**Operating characteristics.** {esc(cal.get('reason') or 'No study of these decisions is shipped.')}\n"
     out = Out()

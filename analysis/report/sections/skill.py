@@ -15,30 +15,30 @@ ECE_OF_STATED: Final = "ECE of the stated probability"
 
 def intro(rep: Report) -> str:
     """What the skill measures are, and the d'/c that the rates do not allow."""
-    R, out = rep.results, Out()
+    results, out = rep.results, Out()
     out("Accuracy alone rewards a model for guessing the common outcome. For binary self-predictions "
         "the table gives skill measures that are zero for a model that ignores itself: Cohen's kappa, "
         "balanced accuracy (0.5 = no skill), the SDT sensitivity d' (log-linear correction, Hautus 1995) "
         "and criterion c (negative = yes-bias), and, where models stated a confidence, the Brier score, "
         "the AUROC of the implied probability for the outcome and the ECE of the prediction's confidence "
         "(the expected calibration error of the stated confidence that the prediction is right: "
-        f"{esc(binning_words(R))}, against whether it was). "
-        f"Confidence is read as: {esc((R.get('confidence_calibration') or {}).get('semantics', 'n/a'))}.\n")
-    notes = [r for r in R.get("skill") or [] if r.get("binary") and r.get("sdt_note")]
+        f"{esc(binning_words(results))}, against whether it was). "
+        f"Confidence is read as: {esc((results.get('confidence_calibration') or {}).get('semantics', 'n/a'))}.\n")
+    notes = [r for r in results.get("skill") or [] if r.get("binary") and r.get("sdt_note")]
     if notes:
         out("d' and c where the rates do not allow them (a constant responder has d' 0: its hit and false-alarm "
             "rates are equal): " + "; ".join(f"{esc(r['model'])} / {esc(r['task'])}: {esc(r['sdt_note'])}"
                                            for r in notes) + ".\n")
-    unscored = [r for r in R.get("skill") or [] if not r.get("n") and r.get("sdt_note")]
+    unscored = [r for r in results.get("skill") or [] if not r.get("n") and r.get("sdt_note")]
     if unscored:
         out("Cells with no self-prediction to score (n/a in the table): " + "; ".join(
             f"{esc(r['model'])} / {esc(r['task'])}: {esc(r['sdt_note'])}" for r in unscored) + ".\n")
     return str(out)
 
 
-def binning_words(R: Mapping[str, Any]) -> str:
+def binning_words(results: Mapping[str, Any]) -> str:
     """The bins of the ECEs in words, from ``confidence_calibration.bin_edges`` (10 equal-width bins by default)."""
-    edges = (R.get("confidence_calibration") or {}).get("bin_edges") or [b / 10 for b in range(11)]
+    edges = (results.get("confidence_calibration") or {}).get("bin_edges") or [b / 10 for b in range(11)]
     return (f"{len(edges) - 1} equal-width bins over [0, 1], edges {', '.join(f'{e:g}' for e in edges[:3])}, "
             f"..., {edges[-1]:g}, each bin [lower, upper) and the last one closed")
 

@@ -34,44 +34,44 @@ def _effect_row(label: str, tasks: str, d: dict[str, Any]) -> list[str]:
             num(d["prob_positive"]), code(d["decision"])]
 
 
-def _header(TR: dict[str, Any]) -> list[str]:
-    return ["effect", "tasks / status", "mean", f"{TR['rule']['hdi_prob']:.0%} HDI", "P(> 0)", "decision"]
+def _header(training: dict[str, Any]) -> list[str]:
+    return ["effect", "tasks / status", "mean", f"{training['rule']['hdi_prob']:.0%} HDI", "P(> 0)", "decision"]
 
 
 def effects(rep: Report) -> str:
     """The design (checkpoints and their bases) and the training effect on trained and held-out tasks."""
-    TR, out = _training(rep), Out()
-    if not TR.get("available"):
-        return (f"Not estimated: {esc(TR.get('reason', 'no training_effect in these results'))}. A registry row with "
+    training, out = _training(rep), Out()
+    if not training.get("available"):
+        return (f"Not estimated: {esc(training.get('reason', 'no training_effect in these results'))}. A registry row with "
                 "`base_model`, `intervention` and `trained_tasks` declares a trained checkpoint "
                 "(`docs/registry.md`).\n")
     out(f"Each trained checkpoint is compared with its base on the same items (`models/training.py`); the effect is "
-        f"in {esc(TR['units'])}. Trained and held-out tasks are decided separately and never pooled; the ROPE is "
-        f"{esc(TR['rope_meaning'])}. Derived checkpoints are not points on the scale axis: "
-        f"{esc(TR['design']['scale_models'])}."
-        + ("" if TR["finding"] else " **Diagnostics failed: these are not findings** (each decision reads "
+        f"in {esc(training['units'])}. Trained and held-out tasks are decided separately and never pooled; the ROPE is "
+        f"{esc(training['rope_meaning'])}. Derived checkpoints are not points on the scale axis: "
+        f"{esc(training['design']['scale_models'])}."
+        + ("" if training["finding"] else " **Diagnostics failed: these are not findings** (each decision reads "
            "`not_decided` unless the run is exploratory; the estimates are as computed).") + "\n")
     out(md_table(["checkpoint", "base", "intervention", "trained on", "held out"],
                  [[code(c["model"]), code(c["base_model"]), code(c["intervention"]),
-                   ", ".join(c["trained_tasks"]), ", ".join(c["held_out_tasks"])] for c in TR["design"]["checkpoints"]]))
+                   ", ".join(c["trained_tasks"]), ", ".join(c["held_out_tasks"])] for c in training["design"]["checkpoints"]]))
     out()
-    rows = [_effect_row(f"**{label}**", ", ".join(TR[key].get("tasks", [])), TR[key])
+    rows = [_effect_row(f"**{label}**", ", ".join(training[key].get("tasks", [])), training[key])
             for key, label in (("trained", "trained tasks"), ("held_out", "held-out tasks (transfer)"))]
-    rows += [_effect_row(esc(e["task"]), esc(e["status"].replace("_", "-")), e) for e in TR["per_task"]]
-    out(md_table(_header(TR), rows, EFFECT_ALIGN))
-    SD = TR.get("sdt") or {}
-    if SD.get("dprime", {}).get("per_task"):
+    rows += [_effect_row(esc(e["task"]), esc(e["status"].replace("_", "-")), e) for e in training["per_task"]]
+    out(md_table(_header(training), rows, EFFECT_ALIGN))
+    sdt = training.get("sdt") or {}
+    if sdt.get("dprime", {}).get("per_task"):
         out(f"\n**Sensitivity and criterion.** The same pairs on the signal-detection scale of `models/sdt.py`: "
-            f"{esc(SD['units'])}. The ROPE is ±{TR['rule']['rope']:g} in d' (criterion) units; a criterion "
+            f"{esc(sdt['units'])}. The ROPE is ±{training['rule']['rope']:g} in d' (criterion) units; a criterion "
             "effect above 0 means the checkpoint says \"yes\" less readily than its base.\n")
         rows = []
         for side, label in (("dprime", "d'"), ("criterion", "criterion")):
-            b = SD[side]
+            b = sdt[side]
             rows += [_effect_row(f"**{label}, {lab}**", ", ".join(b[key].get("tasks", [])), b[key])
                      for key, lab in GROUPS]
             rows += [_effect_row(f"{label}, {esc(e['task'])}", esc(e["status"].replace("_", "-")), e)
                      for e in b["per_task"]]
-        out(md_table(_header(TR), rows, EFFECT_ALIGN))
+        out(md_table(_header(training), rows, EFFECT_ALIGN))
     return str(out)
 
 
@@ -83,37 +83,37 @@ def _readings(entries: list[dict[str, Any]]) -> str:
 
 def operating_characteristics(rep: Report) -> str:
     """The shipped study of these decisions (the older null study without it); estimates against the truth."""
-    TR, out = _training(rep), Out()
-    if not TR.get("available"):
+    training, out = _training(rep), Out()
+    if not training.get("available"):
         return ""
-    NC = TR.get("null_operating_characteristics") or {}
-    study = TR.get("operating_characteristics") or {}
+    null_study = training.get("null_operating_characteristics") or {}
+    study = training.get("operating_characteristics") or {}
     if study.get("available"):
         out(_study(study))
-    elif NC.get("available"):
-        rates, ung = NC["rates"], NC.get("rates_ignoring_diagnostics", {})
+    elif null_study.get("available"):
+        rates, ung = null_study["rates"], null_study.get("rates_ignoring_diagnostics", {})
         labels = {"accuracy:trained": "accuracy, trained tasks", "accuracy:held_out": "accuracy, held-out tasks",
                   "dprime:trained": "d', trained tasks", "dprime:held_out": "d', held-out tasks",
                   "criterion:trained": "criterion, trained tasks", "criterion:held_out": "criterion, held-out tasks"}
         out(f"\n**Null study.** How often does the rule declare `improves` when training changed nothing? "
-            f"{NC['n_datasets']} data sets simulated on the default design with no training effect "
-            f"({code(NC['source'])}, made by {code(NC['command'])}; {NC['sampler']['chains']} chains x "
-            f"{NC['sampler']['draws']} draws per fit); {NC['n_failed_diagnostics']} fits failed the diagnostics "
+            f"{null_study['n_datasets']} data sets simulated on the default design with no training effect "
+            f"({code(null_study['source'])}, made by {code(null_study['command'])}; {null_study['sampler']['chains']} chains x "
+            f"{null_study['sampler']['draws']} draws per fit); {null_study['n_failed_diagnostics']} fits failed the diagnostics "
             "gate and count as not improving (the last column ignores the gate). The declared rule aims at under "
             "5%. Measured on simulated data of the default design, not on these data.\n")
-        out(md_table(["null quantity", "declared improves", "rate", f"{esc(NC['interval'])} interval",
+        out(md_table(["null quantity", "declared improves", "rate", f"{esc(null_study['interval'])} interval",
                       "ignoring diagnostics"],
-                     [[esc(lab), f"{rates[k]['improves']} of {NC['n_datasets']}", num(rates[k]["rate"]),
+                     [[esc(lab), f"{rates[k]['improves']} of {null_study['n_datasets']}", num(rates[k]["rate"]),
                        f"[{num(rates[k]['ci_low'])}, {num(rates[k]['ci_high'])}]",
                        str(ung[k]["improves"]) if k in ung else "—"] for k, lab in labels.items() if k in rates],
                      ["---", "---:", "---:", "---:", "---:"]))
-    TT = TR.get("truth_comparison") or []
-    if TT:
+    truth = training.get("truth_comparison") or []
+    if truth:
         out("\nSimulated data: estimates against the known truth (`truth.json`).\n")
         out(md_table(["quantity", "truth", "mean", "HDI", "covered"],
                      [[esc(t["quantity"]), num(t["truth"]), num(t["mean"]),
                        f"[{num(t['hdi_low'])}, {num(t['hdi_high'])}]", "yes" if t["covered"] else "**no**"]
-                      for t in TT], ["---", "---:", "---:", "---:", "---"]))
+                      for t in truth], ["---", "---:", "---:", "---:", "---"]))
     return str(out)
 
 
@@ -169,18 +169,18 @@ def _study(study: dict[str, Any]) -> str:
 
 def figure(rep: Report) -> Figure | None:
     """Accuracy of each checkpoint's base (open) and of the checkpoint (filled) per task."""
-    PPT = _training(rep).get("per_pair_task") or []
-    if not PPT:
+    pairs = _training(rep).get("per_pair_task") or []
+    if not pairs:
         return None
-    tasks_tr = sorted({p["task"] for p in PPT if p["status"] == "trained"})
-    tasks_ho = sorted({p["task"] for p in PPT if p["status"] == "held_out"})
+    tasks_tr = sorted({p["task"] for p in pairs if p["status"] == "trained"})
+    tasks_ho = sorted({p["task"] for p in pairs if p["status"] == "held_out"})
     order = tasks_tr + tasks_ho
-    ckpts = sorted({p["model"] for p in PPT})
+    ckpts = sorted({p["model"] for p in pairs})
     fig, ax = plt.subplots(figsize=(7.5, 3.6))
     width = 0.8 / max(len(ckpts), 1)
     for j, m in enumerate(ckpts):
         colour = PALETTE[j % 10]
-        for p in (q for q in PPT if q["model"] == m):
+        for p in (q for q in pairs if q["model"] == m):
             xpos = order.index(p["task"]) - 0.4 + width * (j + 0.5)
             ax.plot([xpos, xpos], [p["accuracy_base"], p["accuracy_trained"]], color=colour, lw=1.5)
             ax.scatter([xpos], [p["accuracy_base"]], facecolors="white", edgecolors=colour, zorder=3)

@@ -43,7 +43,7 @@ from selfmodel.records import toml_tables
 from selfmodel.records.contract import InputError
 from selfmodel.records.registry import format_input_error
 from selfmodel.records.snippets import snippet
-from selfmodel.records.toml_tables import Bad, Table
+from selfmodel.records.toml_tables import BadValueError, Table
 
 __all__ = ["RECORDS_KEYS", "RecordsMapping", "Rule", "load_records_mapping"]
 
@@ -217,7 +217,7 @@ def _pattern(raw: str, key: str, groups: tuple[str, ...], *, need: tuple[str, ..
     try:
         pattern = rx.compile(raw)
     except rx.error as exc:
-        raise Bad(key, f"{key} {raw!r} is not a valid pattern ({exc.msg})", "Write "
+        raise BadValueError(key, f"{key} {raw!r} is not a valid pattern ({exc.msg})", "Write "
                   + snippet(f"{key} = '(?P<task>[^/]+)/[^/]+\\.csv$'", table=table,
                             show_table=False) + " (single quotes keep backslashes)") from None
     named = tuple(pattern.groupindex)
@@ -226,12 +226,12 @@ def _pattern(raw: str, key: str, groups: tuple[str, ...], *, need: tuple[str, ..
                       if need else f"{key} = '(?P<{groups[0]}>[^/]+)/[^/]+\\.csv$'",
                       table=table, show_table=False)
     if extra:
-        raise Bad(key, f"{key} has the group {extra[0]!r}.{did_you_mean(extra[0], groups)} Its "
+        raise BadValueError(key, f"{key} has the group {extra[0]!r}.{did_you_mean(extra[0], groups)} Its "
                   f"named groups give {', '.join(groups)}", "Write " + example)
     missing = [g for g in need if g not in named]
     if missing or (one_of and not set(one_of) & set(named)) or not named:
         wanted = missing[0] if missing else " or ".join(one_of or groups)
-        raise Bad(key, f"{key} needs a named group (?P<{wanted}>...)", "Write " + example)
+        raise BadValueError(key, f"{key} needs a named group (?P<{wanted}>...)", "Write " + example)
     return pattern
 
 
@@ -293,20 +293,20 @@ class _Rule(Table):
     @model_validator(mode="after")
     def _complete(self) -> _Rule:
         if self.column is None:
-            raise Bad(None, "[[rule]] needs column", "Write " + snippet(
+            raise BadValueError(None, "[[rule]] needs column", "Write " + snippet(
                 'column = "<column>"', table="rule", array=True, show_table=False))
         if self.then is None:
-            raise Bad(None, "[[rule]] needs then (what the rows it matches become)",
+            raise BadValueError(None, "[[rule]] needs then (what the rows it matches become)",
                       "Write " + snippet('then = "excluded"', table="rule", array=True, show_table=False))
         if self.then not in RULE_ACTIONS:
-            raise Bad("then", f"then = {self.then!r} is not one of {', '.join(RULE_ACTIONS)}."
+            raise BadValueError("then", f"then = {self.then!r} is not one of {', '.join(RULE_ACTIONS)}."
                       f"{did_you_mean(self.then, RULE_ACTIONS)}",
                       "Write " + snippet('then = "unparsed"', table="rule", array=True, show_table=False))
         if self.missing is False:
-            raise Bad("missing", "missing = false matches nothing", "Drop it, or write "
+            raise BadValueError("missing", "missing = false matches nothing", "Drop it, or write "
                       + snippet("missing = true", table="rule", array=True, show_table=False))
         if (self.equals is None) == (self.missing is None):
-            raise Bad("equals" if self.equals is not None else None,
+            raise BadValueError("equals" if self.equals is not None else None,
                       "[[rule]] needs one of equals or missing (not both)",
                       "Write " + snippet('equals = "cell_empty"', table="rule", array=True,
                                          show_table=False) + ", or "
@@ -336,19 +336,19 @@ class _Confidence(Table):
     @model_validator(mode="after")
     def _together(self) -> _Confidence:
         if self.scale is not None and not self.scale[0] < self.scale[1]:
-            raise Bad("scale", *self.HINTS["scale"])
+            raise BadValueError("scale", *self.HINTS["scale"])
         if self.options and self.column:
-            raise Bad("options", "give either column or options, not both",
+            raise BadValueError("options", "give either column or options, not both",
                       "Keep column for one stated confidence, options for per-option "
                       "probabilities")
         if bool(self.options) != bool(self.chosen):
-            raise Bad("options" if self.options else "chosen", "options and chosen go together",
+            raise BadValueError("options" if self.options else "chosen", "options and chosen go together",
                       "Write " + snippet('options = { A = "p_A", B = "p_B" }',
                                          table="confidence", show_table=False) + " and "
                       + snippet('chosen = "<column of the chosen option>"', table="confidence",
                                 show_table=False))
         if self.normalize and not self.options:
-            raise Bad("normalize", "normalize needs options", "Drop normalize, or give options")
+            raise BadValueError("normalize", "normalize needs options", "Drop normalize, or give options")
         return self
 
 
@@ -362,10 +362,10 @@ class _Answered(Table):
     @model_validator(mode="after")
     def _together(self) -> _Answered:
         if self.column and (self.answer or self.key):
-            raise Bad("column", "give either column or answer and key, not both",
+            raise BadValueError("column", "give either column or answer and key, not both",
                       "column is a boolean column; answer and key are compared")
         if bool(self.answer) != bool(self.key):
-            raise Bad("answer" if self.answer else "key", "answer and key go together",
+            raise BadValueError("answer" if self.answer else "key", "answer and key go together",
                       "Write " + snippet('answer = "<the model\'s answer>"', table="answered",
                                          show_table=False) + " and "
                       + snippet('key = "<the right answer>"', table="answered",
@@ -411,15 +411,15 @@ class _Join(Table):
     @model_validator(mode="after")
     def _keys(self) -> _Join:
         if self.model_fields_set and self.file is None:
-            raise Bad(None, "[join] needs file", "Write " + snippet(
+            raise BadValueError(None, "[join] needs file", "Write " + snippet(
                 'file = "answer_key.csv"', table="join", show_table=False))
         left, right = _names(self.left_on or self.on), _names(self.right_on or self.on)
         if self.file is not None and not (left and right):
-            raise Bad(None, "[join] needs on (or left_on and right_on)", "Write " + snippet(
+            raise BadValueError(None, "[join] needs on (or left_on and right_on)", "Write " + snippet(
                 'on = "question_id"', table="join", show_table=False)
                 + " (the key column in both files)")
         if len(left) != len(right):
-            raise Bad("left_on", f"left_on has {len(left)} columns and right_on {len(right)}",
+            raise BadValueError("left_on", f"left_on has {len(left)} columns and right_on {len(right)}",
                       "Give the same number of key columns on both sides")
         return self
 
@@ -470,7 +470,7 @@ class _File(Table):
     @classmethod
     def _format(cls, fmt: str, info: ValidationInfo) -> str:
         if fmt != "records":
-            raise Bad("format", f"format = {fmt!r} is a mapping for 'selfmodel import {fmt}', "
+            raise BadValueError("format", f"format = {fmt!r} is a mapping for 'selfmodel import {fmt}', "
                       f"not for record files", f"Run 'selfmodel import {fmt} LOGS --mapping "
                       f"{(info.context or {}).get('path')}', or write "
                       + snippet('format = "records"') + " for JSONL/CSV/Parquet records")
@@ -480,7 +480,7 @@ class _File(Table):
     @classmethod
     def _path_value(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None and value.startswith("@") and value not in PATH_VALUES:
-            raise Bad(info.field_name, f"{info.field_name} = {value!r}: a value starting with "
+            raise BadValueError(info.field_name, f"{info.field_name} = {value!r}: a value starting with "
                       f"'@' must be one of {', '.join(PATH_VALUES)}",
                       "Write " + snippet(f'{info.field_name} = "@folder"')
                       + ' (the name of the folder holding each file) or "@file" (the file '
@@ -491,7 +491,7 @@ class _File(Table):
     @classmethod
     def _row(cls, value: str | None) -> str | None:
         if value is not None and value != ROW:
-            raise Bad("item_id", f"item_id = {value!r}: at the top level item_id can only be "
+            raise BadValueError("item_id", f"item_id = {value!r}: at the top level item_id can only be "
                       f"{ROW!r}, the row's position in its file", "Map a column with "
                       + snippet('item_id = "<column>"', table="map") + ", or write "
                       + snippet('item_id = "@row"'))
@@ -501,7 +501,7 @@ class _File(Table):
     @classmethod
     def _means(cls, means: str | None) -> str | None:
         if means is not None and means not in CORRECT_MEANS:
-            raise Bad("correct_means", f"correct_means must be one of {', '.join(CORRECT_MEANS)}",
+            raise BadValueError("correct_means", f"correct_means must be one of {', '.join(CORRECT_MEANS)}",
                       "Write " + snippet('correct_means = "task"') + " (the task was answered "
                       'right) or "self_prediction" (the self-prediction was right)')
         return means
@@ -511,7 +511,7 @@ class _File(Table):
     def _map(cls, columns: dict[str, str]) -> dict[str, str]:
         for k in columns:
             if k not in MAP_FIELDS:
-                raise Bad(k, f"unknown key in [map].{did_you_mean(k, MAP_FIELDS)}",
+                raise BadValueError(k, f"unknown key in [map].{did_you_mean(k, MAP_FIELDS)}",
                           f"Allowed keys are {', '.join(MAP_FIELDS)}")
         return columns
 
@@ -520,10 +520,10 @@ class _File(Table):
     def _recode(cls, tables: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
         for k, values in tables.items():
             if k not in MAP_FIELDS:
-                raise Bad(k, f"unknown key in [recode].{did_you_mean(k, MAP_FIELDS)}",
+                raise BadValueError(k, f"unknown key in [recode].{did_you_mean(k, MAP_FIELDS)}",
                           f"Allowed keys are {', '.join(MAP_FIELDS)}")
             if not values:
-                raise Bad(k, f"[recode] {k} is empty", "Write " + snippet(
+                raise BadValueError(k, f"[recode] {k} is empty", "Write " + snippet(
                     f'{k} = {{ KEEP = true, WITHDRAW = false }}', table="recode"))
         return tables
 
@@ -599,40 +599,40 @@ def _check_design(f: _File) -> None:
     columns, means = f.map, f.correct_means
     answered_by_table = bool(f.answered.column or f.answered.answer)
     if "correct" in columns and means is None:
-        raise Bad("correct", "[map] correct is ambiguous: it may mean the task was answered "
+        raise BadValueError("correct", "[map] correct is ambiguous: it may mean the task was answered "
                   "right or the self-prediction was right", "Say which with "
                   + snippet('correct_means = "task"') + " or "
                   + snippet('correct_means = "self_prediction"'), table="map")
     if means is not None and "correct" not in columns:
-        raise Bad("correct_means", "correct_means without [map] correct", "Map the column: "
+        raise BadValueError("correct_means", "correct_means without [map] correct", "Map the column: "
                   + snippet('correct = "<column>"', table="map") + ", or drop correct_means")
     if means == "task" and answered_by_table:
-        raise Bad("correct", "correct_means = \"task\" and [answered] both say whether the "
+        raise BadValueError("correct", "correct_means = \"task\" and [answered] both say whether the "
                   "task was answered right", "Keep one of them", table="map")
     has_confidence = bool(f.confidence.column or f.confidence.options)
     answered = answered_by_table or means == "task"
     threshold = f.prediction.threshold
     predicted = "prediction" in columns
     if threshold is not None and not has_confidence:
-        raise Bad("threshold", "[prediction] threshold needs a confidence",
+        raise BadValueError("threshold", "[prediction] threshold needs a confidence",
                   "Add " + snippet('column = "<stated chance of being right>"',
                                    table="confidence"), table="prediction")
     if threshold is not None and predicted:
-        raise Bad("threshold", "prediction is both mapped and derived", "Keep [map] prediction "
+        raise BadValueError("threshold", "prediction is both mapped and derived", "Keep [map] prediction "
                   "or [prediction] threshold", table="prediction")
     if answered and "outcome" in columns:
-        raise Bad("outcome", "the outcome is both mapped and given by [answered]",
+        raise BadValueError("outcome", "the outcome is both mapped and given by [answered]",
                   "Keep [map] outcome or [answered]", table="map")
     if answered and threshold is None and not predicted:
         key = "correct" if "correct" in columns else "answered"
-        raise Bad(key, "task accuracy (whether the task was answered right) is not "
+        raise BadValueError(key, "task accuracy (whether the task was answered right) is not "
                   "self-prediction: nothing says what the model predicted about itself",
                   "Derive the prediction from the stated confidence ("
                   + snippet("threshold = 0.5", table="prediction") + " with "
                   + snippet('column = "<stated confidence>"', table="confidence")
                   + ") or map a prediction column", table="map" if key == "correct" else None)
     if f.confidence.scale is not None and not has_confidence:
-        raise Bad("scale", "scale needs column or options", "Add " + snippet(
+        raise BadValueError("scale", "scale needs column or options", "Add " + snippet(
             'column = "<confidence column>"', table="confidence", show_table=False),
             table="confidence")
     _check_sources(f)
@@ -648,7 +648,7 @@ def _check_sources(f: _File) -> None:
         sources["item_id"] = f"item_id = {f.item_id!r}"
     for k in f.map:
         if k in sources:
-            raise Bad(k, f"{k} is given twice: {sources[k]} and [map] {k}", "Keep one of them",
+            raise BadValueError(k, f"{k} is given twice: {sources[k]} and [map] {k}", "Keep one of them",
                       table="map")
         sources[k] = f"[map] {k}"
     for table, raw, skip in (("path", f.path.pattern, ()), ("melt", f.melt.columns,
@@ -660,6 +660,6 @@ def _check_sources(f: _File) -> None:
                 continue
             if g in sources:
                 key = "pattern" if table == "path" else "columns"
-                raise Bad(key, f"{g} is given twice: {sources[g]} and the group (?P<{g}>...) "
+                raise BadValueError(key, f"{g} is given twice: {sources[g]} and the group (?P<{g}>...) "
                           f"of [{table}]", "Keep one of them", table=table)
             sources[g] = f"[{table}] (?P<{g}>...)"
