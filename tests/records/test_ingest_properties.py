@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,17 @@ COLUMNS = ["model", "task", "item_id", "prediction", "outcome", "confidence", "s
 # Text that survives stripping: no leading/trailing white space, may hold markup, quotes,
 # commas, formula starts, non-ASCII and inner newlines.
 _ALPHABET = st.sampled_from(list("abcXYZ019 ,;\"'<>=|!@#*_[](){}$\\/\néü中"))
-TEXT = st.text(_ALPHABET, min_size=1, max_size=12).map(str.strip).filter(bool)
+_OBJECT_START = re.compile(r'^\{\s*["}]')
+
+
+def _looks_nested(t: str) -> bool:
+    """Text written like a list or a JSON object: not one value, quarantined (tested below)."""
+    return (t.startswith("[") and t.endswith("]")) or (
+        t.endswith("}") and _OBJECT_START.search(t) is not None)
+
+
+TEXT = (st.text(_ALPHABET, min_size=1, max_size=12).map(str.strip)
+        .filter(lambda t: bool(t) and not _looks_nested(t)))
 BOOLISH = st.sampled_from(["yes", "No", "TRUE", "false", "1", "0", "y", "F", True, False])
 ANSWER = st.one_of(BOOLISH, TEXT)
 
@@ -46,6 +57,7 @@ INVALID_KINDS = [
     "no_outcome",
     "negative_sample",
     "correct_disagrees",
+    "nested_value",
     "broken_line",
 ]
 
@@ -81,6 +93,8 @@ def _invalid_row(kind: str, index: int) -> dict[str, Any] | None:
         row["sample"] = -2
     elif kind == "correct_disagrees":
         row["correct"] = True
+    elif kind == "nested_value":
+        row["outcome"] = "[]"
     elif kind == "broken_line":
         return None
     return row
