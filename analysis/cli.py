@@ -22,6 +22,7 @@ from selfmodel.common.toml_errors import key_line
 from selfmodel.decisions.status import EXPLORATORY, status_lines
 from selfmodel.decisions.verdict import NOT_DECIDED, failed_gate
 from selfmodel.fitting.fitpool import default_jobs
+from selfmodel.fitting.settings import SamplerSettings
 from selfmodel.pipeline.reduce_command import add_reduce_parser
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
 from selfmodel.records.importers.mapping import load_mapping
@@ -31,6 +32,9 @@ from selfmodel.records.importers.preview import ingest_preview_text, preview_tex
 from selfmodel.records.ingest import ingest, parse_map_options, write_ingest
 from selfmodel.records.ingest.discover import resolve_inputs
 from selfmodel.records.registry import load_registry
+
+#: The sampler settings' declared defaults, the CLI's defaults.
+SAMPLER = SamplerSettings()
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
 # brings ingest, registry and atomic). The imports inside the command functions are kept
@@ -122,9 +126,12 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rope", type=float, default=None,
                    help="region of practical equivalence (+/-; default: the hypotheses file's ROPE "
                         "for the decided slopes, else 0.1); given, it overrides the file's ROPE of those")
-    p.add_argument("--draws", type=int, default=2000)
-    p.add_argument("--tune", type=int, default=1000)
-    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--draws", type=int, default=SAMPLER.draws,
+                   help="draws per chain after tuning (default %(default)s)")
+    p.add_argument("--tune", type=int, default=SAMPLER.tune,
+                   help="tuning steps per chain (default %(default)s)")
+    p.add_argument("--chains", type=int, default=SAMPLER.chains,
+                   help="chains (default %(default)s)")
     p.add_argument(
         "--jobs", type=_jobs, default=None, metavar="N",
         help="fits sampled at once, each in a worker process (default: the CPUs, at most 4; "
@@ -377,7 +384,6 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
 def run_config(args: argparse.Namespace, *, report: bool):
     """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``selfmodel.api``)."""
     from selfmodel.decisions.hypotheses import DecisionRule
-    from selfmodel.fitting.sampling import SamplerSettings
     from selfmodel.pipeline.stages import RunConfig
 
     if getattr(args, "model", None) is not None:
