@@ -236,7 +236,11 @@ code on ``data_raw`` with the fixture's seed. Its only differences from the fixt
 new keys (every model row's ``responder``, ``prediction_true_share`` and ``responder_note``;
 every summary's ``n_models_counted`` and ``models_not_counted``): the default data have no
 (near-)constant responder, so every count is the one before. Those keys were added alone
-(:func:`_without_later_additions` removes them again for the renames' check).
+(:func:`_without_later_additions` removes them again for the renames' check). The same
+issue added one sentence to the ``prose`` of the scale and SDT declarations (``fit``,
+``model_zoo.scale.fit``, ``model_zoo.sdt.fit``): ``selfmodel.models.graph.ZERO_SUM_TEXT``,
+the marginal sd of a zero-sum effect; the fixture's prose was checked to be the new
+declaration's without it, and the sentence was appended alone.
 """
 
 from __future__ import annotations
@@ -319,9 +323,15 @@ def _renames() -> Any:
 
 
 def _without_later_additions(fixture: dict[str, Any]) -> dict[str, Any]:
-    """The fixture without the keys added after the renames (each named, values untouched):
-    the constant-responder flags of ``self_vs_other_rescored`` (issue 54)."""
+    """The fixture without what was added after the renames (each named, values untouched):
+    the constant-responder flags of ``self_vs_other_rescored`` and the zero-sum sentence of the
+    scale and SDT declarations (issue 54)."""
+    from selfmodel.models.graph import ZERO_SUM_TEXT
+
     out = json.loads(json.dumps(fixture))
+    for decl in (out["fit"]["declaration"], out["model_zoo"]["scale"]["fit"]["declaration"],
+                 out["model_zoo"]["sdt"]["fit"]["declaration"]):
+        decl["prose"] = decl["prose"].removesuffix(" " + ZERO_SUM_TEXT)
     for task in out["self_vs_other_rescored"]["per_task"].values():
         for row in task.get("models", []):
             for k in ("responder", "prediction_true_share", "responder_note"):
