@@ -240,7 +240,9 @@ every summary's ``n_models_counted`` and ``models_not_counted``): the default da
 issue added one sentence to the ``prose`` of the scale and SDT declarations (``fit``,
 ``model_zoo.scale.fit``, ``model_zoo.sdt.fit``): ``selfmodel.models.graph.ZERO_SUM_TEXT``,
 the marginal sd of a zero-sum effect; the fixture's prose was checked to be the new
-declaration's without it, and the sentence was appended alone.
+declaration's without it, and the sentence was appended alone. And it added
+``training_effect.privileged_access.decision_basis`` (a constant: what the section's decision
+words rest on, a bootstrap), alone.
 """
 
 from __future__ import annotations
@@ -325,13 +327,14 @@ def _renames() -> Any:
 def _without_later_additions(fixture: dict[str, Any]) -> dict[str, Any]:
     """The fixture without what was added after the renames (each named, values untouched):
     the constant-responder flags of ``self_vs_other_rescored`` and the zero-sum sentence of the
-    scale and SDT declarations (issue 54)."""
+    scale and SDT declarations, the privileged-access section's ``decision_basis`` (issue 54)."""
     from selfmodel.models.graph import ZERO_SUM_TEXT
 
     out = json.loads(json.dumps(fixture))
     for decl in (out["fit"]["declaration"], out["model_zoo"]["scale"]["fit"]["declaration"],
                  out["model_zoo"]["sdt"]["fit"]["declaration"]):
         decl["prose"] = decl["prose"].removesuffix(" " + ZERO_SUM_TEXT)
+    out["training_effect"]["privileged_access"].pop("decision_basis")
     for task in out["self_vs_other_rescored"]["per_task"].values():
         for row in task.get("models", []):
             for k in ("responder", "prediction_true_share", "responder_note"):
