@@ -146,7 +146,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class Declaration:
-    """What a model is under the build options it was fitted with (issue 28.5).
+    """What a model is under the build options it was fitted with.
 
     ``equations`` is the body of a LaTeX ``aligned`` block, ``prose`` says what the symbols
     are, ``priors`` holds the prior of every variable the built model has under these
