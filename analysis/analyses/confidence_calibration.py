@@ -47,14 +47,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import combinations
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
 from selfmodel.analyses.skill import DEFAULT_BINS, bin_edges, calibration_curve
-from selfmodel.common.paths import PACKAGE_DATA, shipped_study
+from selfmodel.common.paths import PACKAGE_DATA
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.records.cells import NO_CONDITION, self_predictions
 
@@ -72,13 +71,9 @@ ECE_NAMES: Final = {"ece_stated_probability": "ECE of the stated probability",
                     "ece_prediction_confidence": "ECE of the prediction's confidence"}
 
 
-#: The operating characteristics of these contrasts (``validation/confidence_calibration_study.py --ship``).
+#: The operating characteristics of these contrasts (``validation/confidence_calibration_study.py --ship``;
+#: an independent generator); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "confidence_calibration_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped study of these decisions on an independent generator, or why there is none."""
-    return shipped_study(path)
 
 
 def forecasts(records: pl.DataFrame) -> pl.DataFrame:

@@ -54,7 +54,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -246,17 +245,9 @@ def _checkpoint(row: Mapping[str, Any], d: pl.DataFrame, index: Mapping[str, int
     return entry, draws
 
 
-#: The operating characteristics' summary (``validation/privileged_access.py --ship`` writes it).
+#: The operating characteristics' summary (``validation/privileged_access.py --ship`` writes it,
+#: from ``validation/privileged_generator.py`` data); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "privileged_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped operating characteristics of this decision (independent generator), or why not.
-
-    Measured on ``validation/privileged_generator.py`` data, not on the user's data:
-    ``available`` is false without the file.
-    """
-    return shipped_study(path)
 
 
 def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, Any]], *,
@@ -278,7 +269,7 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     r = replace(rule, min_models=1)
     base: dict[str, Any] = {"method": METHOD, "units": UNITS, "n_boot": n_boot,
                             "min_items": MIN_ITEMS, "rule": r.as_dict(), "per_checkpoint": [],
-                            "operating_characteristics": operating_characteristics()}
+                            "operating_characteristics": shipped_study(OPERATING_CHARACTERISTICS_DATA)}
     rows = _readable(records)
     items, reasons = {}, {}
     for ck in checkpoints:
@@ -315,5 +306,5 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     return base
 
 
-__all__ = ["N_BOOT", "READING", "checkpoint_items", "cluster_weights", "operating_characteristics",
+__all__ = ["N_BOOT", "READING", "checkpoint_items", "cluster_weights", "OPERATING_CHARACTERISTICS_DATA",
            "privileged_access"]

@@ -44,7 +44,6 @@ resampling nested in the same replicate.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -63,17 +62,9 @@ MIN_SHARED: Final = 20
 #: Fewest models with a scale value for a slope on scale.
 MIN_MODELS_SLOPE: Final = 4
 
-#: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it).
+#: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it:
+#: null, known advantages, clustered items); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "self_vs_other_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped study of these decisions (null, known advantages, clustered items), or why not.
-
-    Measured on ``validation/self_vs_other_study.py`` data, not on the user's data;
-    ``available`` is false without the file.
-    """
-    return shipped_study(path)
 
 
 METHOD: Final = (
@@ -470,5 +461,5 @@ def self_vs_other_rescored(
         "primary_measure": "dprime",
         "per_task": per_task,
         "cross_prediction": _cross_prediction(records),
-        "operating_characteristics": operating_characteristics(),
+        "operating_characteristics": shipped_study(OPERATING_CHARACTERISTICS_DATA),
     }
