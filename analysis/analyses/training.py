@@ -1,4 +1,4 @@
-"""Did training improve self-modeling? Derived checkpoints against their bases (issue 19).
+"""Did training improve self-modeling? Derived checkpoints against their bases.
 
 The registry describes the design (``docs/registry.md``): a derived checkpoint names its
 ``base_model``, its ``intervention`` and the ``trained_tasks`` of that intervention; every
@@ -18,7 +18,7 @@ other task both checkpoints answered is *held out*. This module
 * decides privileged access from real cross-predictions (:mod:`selfmodel.analyses.privileged`, a
   difference in differences with a cluster bootstrap, not from the fit): ``not_estimable``
   with the reason where the records hold no prediction by the checkpoint of its base (its
-  self-predictions are never rescored as a substitute, issue 28.1);
+  self-predictions are never rescored as a substitute);
 * attaches the shipped studies of these decisions: the training study at the pipeline's
   sampler settings (:data:`OPERATING_CHARACTERISTICS_DATA`, ``validation/training_study.py``: null,
   known-gain and misspecified arms from an independent generator) and the older null-only
@@ -180,12 +180,7 @@ _SDT_COLUMNS = tuple(f"{c}_{s}" for s in ("base", "trained")
 
 
 def _pair_task_rows(d: pl.DataFrame, common: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``gain`` row of one checkpoint x task (with the signal-detection counts).
-
-    Rows rescoring the checkpoint's self-predictions against its base's or other models'
-    outcomes (``privileged``, ``others``) are no longer built (issue 28.1): privileged access
-    is decided from real cross-predictions by :mod:`selfmodel.analyses.privileged`.
-    """
+    """The ``gain`` row of one checkpoint x task (with the signal-detection counts)."""
     tt, bb = d["c_tt"].to_numpy().astype(bool), d["c_bb"].to_numpy().astype(bool)
     ok = ~d["c_tb"].is_null().to_numpy()
     tb = d["c_tb"].fill_null(False).to_numpy().astype(bool)
