@@ -8,16 +8,11 @@ priors, sampler settings, seed and package versions all match; anything else ref
 
 A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache, in
 selfmodel's cache folder (:mod:`selfmodel.common.caches`), makes a later compile of the
-same model in a new process cheaper). ``fit(...,
-reuse_compiled=True)`` compiles through :func:`selfmodel.fitting.compile_cache.compiled_model`
-instead, for callers that fit one design many times in one process (operating-characteristics studies,
-simulation-based calibration, power by simulation): each later fit of the same structure
-skips compilation. It is not the default because on a single fit it costs more than it
-saves: with the data as shared variables PyTensor cannot fold the data into the graph; on
-the default data the scale model's cold compile took 28% more CPU and every gradient 48%
-more, the sdt model's compile 27% more (``bench/results/compile_fit.json``). Its draws
-differ from a plain compile's at Monte Carlo level (same seed, log density equal to
-~1e-12, but NUTS trajectories diverge), so it is part of the cache key.
+same model in a new process cheaper). ``fit(..., reuse_compiled=True)`` compiles through
+:func:`selfmodel.fitting.compile_cache.compiled_model` instead, for callers that fit one
+design many times in one process; it is not the default because on a single fit it costs
+more than it saves (``docs/fitting.md``). Its draws differ from a plain compile's at Monte
+Carlo level, so it is part of the cache key.
 
 Results derived from a fit (the checks of ``analysis/fitting/checks.py``, the power
 simulation of ``analysis/power/``) are saved beside it as JSON by :func:`cached_json`, keyed
@@ -289,7 +284,7 @@ def fit(
     reuse_compiled
         Compile through :func:`selfmodel.fitting.compile_cache.compiled_model` (nutpie only): a later
         fit of the same structure in this process reuses the compiled code (module
-        docstring: worth it only when one process fits the same design repeatedly). Recorded
+        docstring and ``docs/fitting.md``: worth it only when one process fits the same design repeatedly). Recorded
         in the provenance (``compile: "shared_data"``) and the cache key.
     then
         Called with a newly sampled fit where it was sampled (in the worker process when
