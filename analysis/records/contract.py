@@ -5,30 +5,10 @@ This module is the bottom of the pipeline. It names the canonical record columns
 decision vocabulary of ``results.json``, and the one exception type that the
 command line turns into ``exit 2`` with a one-line message.
 
-A canonical *record* is one checked self-prediction:
-
-==============  ===========  =========================================================
-column          dtype        meaning
-==============  ===========  =========================================================
-model           Utf8         the model whose behaviour was executed (the target)
-task            Utf8         kind of self-prediction
-item_id         Utf8         the item within the task
-prediction      Utf8         what the model predicted; ``"true"``/``"false"`` for
-                             binary predictions, free text otherwise, null when unread
-outcome         Utf8         what it actually did (same encoding as ``prediction``)
-correct         Boolean      prediction matched outcome (null when unreadable)
-predictor       Utf8         the model that made the prediction (defaults to ``model``)
-confidence      Float64      stated probability that the prediction is right, 0..1
-cluster         Utf8         item group sharing context
-condition       Utf8         the study condition the record was made under (prompting,
-                             reasoning on/off, temperature); null when the study has one
-status          Utf8         ``ok``; ``unparsed``, ``refused`` or ``error`` (an unreadable
-                             prediction); ``not_asked`` or ``unanswered`` (nothing to score)
-run_id          Utf8         provenance
-sample          Int64        repeat index (0 when absent)
-source_file     Utf8         file the record came from
-source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
-==============  ===========  =========================================================
+A canonical *record* is one checked self-prediction: its columns and their meaning are in
+``docs/records.md`` ("Columns"); their polars dtypes are :data:`RECORD_SCHEMA`, with
+``source_file`` (the file the record came from) and ``source_line`` (1-based line of a
+JSONL/CSV data line, or row of a Parquet file).
 """
 
 from __future__ import annotations
