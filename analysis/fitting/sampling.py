@@ -318,7 +318,7 @@ def fit(
             return Fit(
                 model_name,
                 cached,
-                _diagnostics(cached, model_name, key, cache_dir),
+                diagnose(cached),  # from the draws on every read: a saved file could be edited
                 saved,
                 reused=True,
                 seconds=float(saved.get("sampling_seconds", 0.0)),
@@ -333,7 +333,7 @@ def fit(
         saved_idata, saved_prov = _read_saved_fit(path, key)
         if saved_idata is None:
             raise RuntimeError(f"{path}: the worker process did not save the fit")
-        return Fit(model_name, saved_idata, _diagnostics(saved_idata, model_name, key, cache_dir),
+        return Fit(model_name, saved_idata, diagnose(saved_idata),
                    saved_prov, reused=False, seconds=float(saved_prov.get("sampling_seconds", 0.0)))
     t0 = time.perf_counter()
     pm_model = module.build(used, priors=priors, **(options or {}))
@@ -349,7 +349,7 @@ def fit(
             arviz_ops.save(idata, p)
 
         atomic.write_with(path, _save)
-    diagnostics = _diagnostics(idata, model_name, key, cache_dir)
+    diagnostics = diagnose(idata)
     result = Fit(model_name, idata, diagnostics, prov, reused=False, seconds=seconds)
     if then is not None:
         then(result)
@@ -359,17 +359,6 @@ def fit(
 def _fit_and_save(model_name: str, data: pl.DataFrame, **kwargs: Any) -> None:
     """:func:`fit` in a worker process: it saves the fit in ``cache_dir``; nothing returns."""
     fit(model_name, data, **kwargs)
-
-
-def _diagnostics(
-    idata: arviz_ops.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
-) -> dict[str, Any]:
-    """:func:`diagnose`, computed from the posterior itself on every run (about a second).
-
-    Never read from a saved file: a diagnostics file can be edited without touching the
-    draws, and a verdict's "finding" flag must come from the draws.
-    """
-    return diagnose(idata)
 
 
 #: Attribute of a saved fit holding its provenance (JSON).

@@ -22,8 +22,7 @@ A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
 :mod:`selfmodel.fitting.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
 variant says which. Every refit goes through the run's :class:`~selfmodel.fitting.fitter.Fitter`
 (:func:`selfmodel.fitting.sampling.fit`), so it has its own
-cache entry (the cache key includes priors and data) and is reused by the next run. Each
-refit costs a numba compile (~35 s here) plus sampling unless it is cached.
+cache entry (the cache key includes priors and data) and is reused by the next run.
 
 A prior variant "matches" when its decision equals the main fit's; a scale-variable variant
 when the direction its decision asserts is the same (:func:`direction_of`: the slopes are in
