@@ -177,7 +177,7 @@ def multiplicity(
 
 
 def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str, Any]) -> dict[str, Any]:
-    """The confirmatory family's decision, controlled together (issue 28.7).
+    """The confirmatory family's decision, controlled together.
 
     The hypotheses file marks hypotheses ``role = "confirmatory"``; every decision row of one
     (a ``NAME[*]`` hypothesis gives one per task) is a member of the family, of size

@@ -89,7 +89,7 @@ REGISTRY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "open_weights": pl.Boolean(),
     "reasoning": pl.Boolean(),
     "capability": pl.Float64(),
-    # derived checkpoints (issue 19): the checkpoint this model was derived from, the
+    # derived checkpoints: the checkpoint this model was derived from, the
     # intervention that derived it (free label), and the tasks that intervention trained on
     # (";"-separated; every other task in the data is held out)
     "base_model": pl.Utf8(),
@@ -128,7 +128,7 @@ DECISION_MEANING: Final[dict[str, str]] = {
     "not_estimable": "not estimable from these data",
     "not_decided": "not decided (its fit failed the diagnostics gate)",
 }
-#: The decision of an effect whose fit failed its diagnostics gate (issue 53): the rule's word
+#: The decision of an effect whose fit failed its diagnostics gate: the rule's word
 #: for its numbers is kept beside it as ``decision_if_passed`` (``selfmodel.decisions.gate``).
 UNDECIDED: Final = "not_decided"
 #: Decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).

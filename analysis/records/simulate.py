@@ -120,7 +120,7 @@ class SimulationConfig:
     sigma_item: float = 1.0
     unreadable_rate: float = 0.02
     repeats: int = 1
-    #: Derived checkpoints (issue 19): one per open family, appended after the base models
+    #: Derived checkpoints: one per open family, appended after the base models
     #: (their draws come from a separate generator, so the base models' records do not move);
     #: an entry whose base the design does not have is not simulated.
     trained: list[TrainedCheckpoint] = field(default_factory=lambda: list(DEFAULT_TRAINED))

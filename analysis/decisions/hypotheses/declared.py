@@ -305,7 +305,7 @@ def decided_parameters() -> set[tuple[str, str]]:
 
 def one_rule(hypotheses: Sequence[Hypothesis], rule: DecisionRule, *, rope_given: bool,
              path: Path | str = "hypotheses file") -> tuple[DecisionRule, list[Hypothesis], str]:
-    """One rule for each decided slope: the run's rule and the hypotheses' agree (issue 28.7).
+    """One rule for each decided slope: the run's rule and the hypotheses' agree.
 
     The run decides its effects (the verdict's slope, d' and criterion ...) with one rule,
     and a hypotheses file can declare a rule for the same slopes. Precedence:
