@@ -248,15 +248,6 @@ def parse_bool(value: object) -> bool | None:
     return None
 
 
-def empty_records() -> pl.DataFrame:
-    """Return an empty canonical record table."""
-    return pl.DataFrame(schema=RECORD_SCHEMA)
-
-
-def empty_quarantine() -> pl.DataFrame:
-    """Return an empty quarantine table."""
-    return pl.DataFrame(schema=QUARANTINE_SCHEMA)
-
 #: Why derived checkpoints are left out of the scale and SDT models.
 SCALE_EXCLUSION_REASON = (
     "derived checkpoint (registry base_model): it has its base's size, so it would be an extra "

@@ -43,7 +43,6 @@ not by the logistic model, this projection is what a correct fit should recover.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -578,11 +577,6 @@ def simulate_scale_cells(
         "alpha": alpha.tolist(),
     }
     return pl.DataFrame(out), truth
-
-
-def truth_json(truth: dict[str, Any]) -> str:
-    """Serialise a truth dict deterministically."""
-    return json.dumps(truth, indent=2, sort_keys=True)
 
 
 def _prediction_joint(p: np.ndarray, r: float, knows: str, hit: float, fa: float

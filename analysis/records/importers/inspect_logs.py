@@ -133,10 +133,6 @@ def read_inspect_log(path: Path | str, *, root: Path | str | None = None) -> Sam
     return samples, notes
 
 
-def _candidates(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
-
-
 #: How much of a ``.json`` file is looked at to tell an Inspect log from other JSON.
 _SNIFF_BYTES: Final = 4096
 
