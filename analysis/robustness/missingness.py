@@ -1,28 +1,8 @@
 """Missing and unreadable predictions against scale, and a strict-accuracy sensitivity.
 
-The models treat unreadable and absent predictions as missing at random: accuracy is
-computed on the readable records. That is safe only if missingness does not depend on scale.
-Per model x task this module counts
-
-* ``n_expected``: the task's items (every item any model has a record to score for);
-* ``n_missing``: expected items the model has no record to score of;
-* ``n_unreadable``: records whose prediction could not be read (status ``unparsed``,
-  ``refused``, ``error``);
-
-Records with nothing to score (status ``not_asked``: not asked by design; ``unanswered``: no
-outcome) are not predictions and count in none of these: an item the model has only such
-records of is missing for it.
-* ``unusable_share`` = (missing items + unreadable records) / (records + missing items),
-
-and fits, per task, the cluster-robust binomial GLM of the unusable share on the scale
-variable (``selfmodel.analyses.frequentist.glm.glm_slope``; log-odds per unit of ``x``, SEs clustered
-by model). As a sensitivity the same GLM of accuracy is refitted on *strict* accuracy (every
-unusable prediction, absent items included, counted as wrong) beside the GLM on readable
-accuracy. ``depends_on_scale`` is true when a task's missingness slope has p < 0.05.
-
-:func:`strict_accuracy_refit` (robustness stage, a Bayesian sensitivity of the verdict) refits
-the verdict model itself on strict counts and says whether its decision, overall or for any
-task, differs from the main fit's (``changes_answer``).
+The models treat unreadable and absent predictions as missing at random; this module
+counts them per model x task, tests whether the unusable share depends on scale, and refits
+on strict accuracy (:func:`strict_accuracy_refit`). The counts and tests: ``docs/robustness.md``.
 """
 
 from __future__ import annotations
