@@ -1,7 +1,7 @@
 """Count the package's lines and the share of them that are docstrings.
 
     .venv/bin/python bench/doc_lines.py            # analysis/ and models/
-    .venv/bin/python bench/doc_lines.py analysis   # one folder
+    .venv/bin/python bench/doc_lines.py analysis   # one folder (relative to the working folder)
 
 A docstring is the first statement of a module, class or function when it is a string
 constant (``ast.get_docstring``'s rule); its lines are the source lines that statement spans.
@@ -47,7 +47,7 @@ def main(argv: list[str]) -> None:
     folders = argv or ["analysis", "models"]
     all_lines = all_docs = 0
     for name in folders:
-        lines, docs = count(ROOT / name)
+        lines, docs = count(Path(name) if Path(name).is_dir() else ROOT / name)
         all_lines += lines
         all_docs += docs
         print(f"{name:10} {lines:7,d} lines  {docs:6,d} docstring lines  {docs / lines:5.1%}")
