@@ -186,8 +186,8 @@ def build(
         the module docstring); same posterior.
     slope_basis
         ``"decorrelated"`` (default) or ``"plain"``: the coordinates the sampler sees for
-        the task slopes and the family and model intercepts (module docstring, "Slope
-        basis"); same model.
+        the task slopes and the family and model intercepts (module docstring, "Options
+        and the rule of each"; ``docs/models.md``); same model.
     task_slopes
         ``"independent"`` (default): every task's slope has its own prior
         (``slope_task``) and ``beta`` is their average over tasks (a declared estimand);

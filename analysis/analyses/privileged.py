@@ -208,7 +208,7 @@ OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "privileged_operating_cha
 
 def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, Any]], *,
                       rule: DecisionRule, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:
-    """The ``privileged_access`` part of ``training_effect`` (see the module docstring).
+    """The ``privileged_access`` part of ``training_effect`` (``docs/analyses.md``).
 
     Parameters
     ----------

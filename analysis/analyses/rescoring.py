@@ -393,7 +393,7 @@ def self_vs_other_rescored(
     seed: int,
     n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
-    """The ``self_vs_other`` section of ``results.json`` (see the module docstring).
+    """The ``self_vs_other`` section of ``results.json`` (``docs/analyses.md``).
 
     Parameters
     ----------

@@ -132,7 +132,7 @@ def simulate_sdt_counts(design: DprimeDesign, slope: float, *, seed: int, sim: i
 
 
 def dprime_estimates(dl: _DLayout, hits: np.ndarray, fas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's corrected d' and its variance at the task's pooled rates (module docstring).
+    """Each cell's corrected d' and its variance at the task's pooled rates (``docs/power.md``).
 
     d' is ``selfmodel.analyses.skill.sdt_arrays``: a simulated constant responder enters at d' = 0
     (the SDT fit would leave such a cell out; they are rare at the fitted rates).

@@ -28,7 +28,7 @@ def heldout_log_density(
     draws: Mapping[str, np.ndarray], held: Mapping[str, Any], tasks: list[str], *, seed: int,
     inner: int = INNER,
 ) -> float | None:
-    r""":math:`\log p(y_g \mid y_{-g})` of a held-out group's cells (module docstring)."""
+    r""":math:`\log p(y_g \mid y_{-g})` of a held-out group's cells (``docs/robustness.md``)."""
     keep = [i for i, t in enumerate(held["task"]) if str(t) in tasks]
     if not keep:
         return None

@@ -27,7 +27,7 @@ ALPHA: Final = 0.05
 
 
 def missingness_cells(records: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
-    """One row per model x task of ``cells`` with the counts of the module docstring."""
+    """One row per model x task of ``cells`` with the counts of ``docs/robustness.md``."""
     self_rows = records.filter(
         (pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model")))
         & ~pl.col("status").is_in(list(NOT_SCORED_STATUSES)).fill_null(False)
@@ -75,7 +75,7 @@ def _slope_summary(fit: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
 
 
 def missingness(records: pl.DataFrame, cells: pl.DataFrame) -> dict[str, Any]:
-    """The ``missingness`` section of ``results.json`` (see the module docstring)."""
+    """The ``missingness`` section of ``results.json`` (``docs/robustness.md``)."""
     mc = missingness_cells(records, cells)
     tasks = sorted(mc["task"].unique().to_list())
     per_model = [

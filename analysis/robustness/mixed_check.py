@@ -35,7 +35,7 @@ def replicate(
     *,
     seed: int,
 ) -> np.ndarray:
-    """Replicated counts ``(S, cells)`` from the population distributions (module docstring).
+    """Replicated counts ``(S, cells)`` from the population distributions (``docs/robustness.md``).
 
     ``draws`` holds ``alpha`` and ``slope_task`` as ``(S, T)`` in the order of ``tasks`` and
     the three standard deviations as ``(S,)``; ``data`` the columns ``model, family, task,

@@ -81,7 +81,7 @@ def _agrees(p: float | None, est: float | None, decision: str | None) -> bool | 
 
 def sdt_crosscheck(cells: pl.DataFrame, sdt_effect: Mapping[str, Any] | None, *,
                    seed: int) -> dict[str, Any]:
-    """The ``sdt_crosscheck`` section (see the module docstring)."""
+    """The ``sdt_crosscheck`` section (``docs/robustness.md``)."""
     vals = sdt_values(cells)
     keys = {"dprime": "sensitivity", "criterion": "bias"}
     out: dict[str, Any] = {"method": "per-model d' and c (log-linear, delta-method variances), "

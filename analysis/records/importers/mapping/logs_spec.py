@@ -116,7 +116,7 @@ class JoinSpec:
 
 @dataclass(frozen=True)
 class Mapping:
-    """A parsed mapping file (see the module docstring for the TOML layout).
+    """A parsed mapping file (its TOML layout: ``docs/mapping.md``).
 
     Attributes
     ----------
