@@ -17,7 +17,6 @@ from selfmodel.decisions.hypotheses.bayes_factor import (
 )
 from selfmodel.decisions.hypotheses.declared import (
     Hypothesis,
-    base_default,
     file_sha256,
     label_roles,
     load_hypotheses,
@@ -52,7 +51,6 @@ __all__ = [
     "decide",
     "not_estimable",
     "Hypothesis",
-    "base_default",
     "load_hypotheses",
     "one_rule",
     "label_roles",

@@ -236,11 +236,6 @@ def _message(path: Path, p: Problem, doc: dict[str, Any]) -> str:
     return format_input_error(path, f"{where}: {what}", todo, line=p.line)
 
 
-def base_default(key: str) -> Any:
-    """The :class:`DecisionRule` default of a rule key (used in error messages)."""
-    return getattr(DecisionRule(), key)
-
-
 def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothesis]:
     """Read and validate a hypotheses file (TOML).
 
