@@ -50,8 +50,8 @@ def main(argv: list[str]) -> None:
         lines, docs = count(Path(name) if Path(name).is_dir() else ROOT / name)
         all_lines += lines
         all_docs += docs
-        print(f"{name:10} {lines:7,d} lines  {docs:6,d} docstring lines  {docs / lines:5.1%}")
-    print(f"{'total':10} {all_lines:7,d} lines  {all_docs:6,d} docstring lines  {all_docs / all_lines:5.1%}")
+        print(f"{name:20} {lines:7,d} lines  {docs:6,d} docstring lines  {docs / lines:5.1%}")
+    print(f"{'total':20} {all_lines:7,d} lines  {all_docs:6,d} docstring lines  {all_docs / all_lines:5.1%}")
 
 
 if __name__ == "__main__":
