@@ -84,7 +84,7 @@ class SamplingNeeds:
 
     ``draws`` and ``tune`` multiply the run's (so ``--preset exploratory`` and ``--draws``
     scale too), ``target_accept`` is a floor. The fit's provenance records the settings
-    actually used, and the model's docstring the measurement behind them.
+    actually used, and docs/models.md the measurement behind them.
     """
 
     draws: float = 1.0
