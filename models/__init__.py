@@ -5,18 +5,8 @@ Each module defines ``NAME``, ``SUMMARY``, ``DEFAULT_PRIORS`` (one dict), ``REQU
 ``SPEC`` (a :class:`selfmodel.models.spec.ModelSpec`: data table, decided effects, slope priors,
 LOO unit, report sections) and ``build(data, priors=None, **options) -> pm.Model``.
 Nothing here imports ``analysis``. Adding a model is one new file plus a line here (or
-:func:`register` from outside the package); see ``docs/registry.md``.
-
-=================  ==================================================================
-``scale``          logistic accuracy on scale (the pipeline's verdict model)
-``pooled``         task intercepts only: the LOO baseline
-``within_between`` scale split into within-family and between-family slopes (Mundlak)
-``sdt``            signal detection: sensitivity d' and criterion on scale
-``items``          ``scale`` plus crossed item effects, on per-item counts
-``self_vs_other``  cross-prediction: the privileged-access effect of predicting oneself
-``training``       trained checkpoint vs its base: training effect, transfer, privileged access
-``contrast``       named contrasts between conditions, models and tasks (no size needed)
-=================  ==================================================================
+:func:`register` from outside the package); the models, what each is for and how to add one:
+``docs/registry.md``.
 """
 
 from __future__ import annotations

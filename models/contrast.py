@@ -53,10 +53,7 @@ cell effects are not zero-sum, so a contrast's posterior includes the uncertaint
 cell effects' average (the contrast is that of the population of cells the models' cells
 are drawn from). Non-centred throughout: levels and cells are few and weakly informed.
 
-Measured on simulated data (``validation/contrast_study.py``, an independent generator;
-``validation/results/contrast_study.json``): recovery of a condition and a model contrast,
-the false-positive rate of the condition contrast under no difference, and a misspecified
-case.
+Measured on simulated data: ``docs/models.md`` (section ``contrast``).
 
 References
 ----------

@@ -42,24 +42,9 @@ e_item (item)
 Cost
 ----
 The latent dimension grows with the number of items (one :math:`z^e` per item) and the
-likelihood with model x item rows. Measured on the default data (``data_raw/``: 14 sized
-models x 800 items, 10,990 Bernoulli rows with a readable prediction, 871 latent
-parameters; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning,
-``target_accept=0.95``, seed 20261130, 2 cores shared with other jobs;
-``python bench/zoo.py items --checks``):
-
-* sampling costs tens of times what ``scale`` costs on the same data (its run time is
-  measured by ``bench/``, not recorded here). The cell-level linear predictor is computed
-  once per cell and gathered once per row, which makes one log-density evaluation cheaper.
-* 0 divergences, min bulk ESS 523 (tail 212), max R-hat 1.008.
-* :math:`\beta` = 0.204 (sd 0.069, 94% HDI 0.07 to 0.33), against 0.200 (sd 0.068) for
-  ``scale``: here every model answers the same items, so item effects shift all models
-  of a task alike and are absorbed by :math:`\alpha_t`. They matter when models answer
-  different item subsets (item difficulty then confounds the comparison of models), and
-  for item-level questions (which items are predictable).
-* posterior predictive check summed to model x task cells (``group_by=("model",
-  "task")``): coverage 1.0, :math:`\chi^2` p-value 0.50; PSIS-LOO over the 10,990 rows
-  (2000 thinned draws): no Pareto k > 0.7.
+likelihood with model x item rows: sampling costs tens of times what ``scale`` costs on the
+same data. The cell-level linear predictor is computed once per cell and gathered once per
+row. Measured on the default data: ``docs/models.md`` (section ``items``).
 
 References
 ----------

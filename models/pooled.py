@@ -36,19 +36,7 @@ accuracy_task (task)
 
 There is no effect for a verdict: ``EFFECT`` and ``PER_TASK_EFFECT`` are ``None``.
 
-Measured on the default data (``data_raw/``: 42 cells of the 14 sized models; nutpie
-0.16.8, 4 chains x 2000 draws after 1000 tuning, seed 20261130, 2 cores shared with other
-jobs; ``python bench/zoo.py pooled [--option
-random_effects=true] [--target-accept 0.99] --checks``):
-
-* task intercepts only (0.95): 0 divergences, min
-  bulk ESS 7340, max R-hat 1.001. It fails its posterior predictive check, as a baseline
-  should here: 94% interval coverage 0.62 of cells, :math:`\chi^2` p-value 0.000. PSIS-LOO
-  ELPD -235.8 (se 23.0), no Pareto k > 0.7.
-* ``random_effects=True``: 1 divergence at 0.95, 0 at 0.99 (min
-  bulk ESS 1980 / 1791, max R-hat 1.002 / 1.003). Coverage 1.0, p-value 0.49; LOO ELPD
-  -179.1 (se 4.7) with the cell effect integrated out, 1 of 42 k > 0.7; the ``scale``
-  model beats it by 3.7 (se of the difference 2.2).
+Measured on the default data: ``docs/models.md`` (section ``pooled``).
 
 References
 ----------

@@ -40,101 +40,25 @@ w (model x task)
 lambda (family), optional
     family-varying slopes.
 
-Why task slopes have their own priors
--------------------------------------
-With two or three tasks a spread prior shared by the task slopes is not informed by the
-data, and it decides how much each task borrows from the others. ``validation/task_slopes.py``
-(``validation/results/task_slopes.json``) fitted both variants to simulated two-task data with
-true slopes 0 and +0.3: neither variant declared the zero task to improve, and with the shared
-spread each task's mean slope was pulled towards the other's (the zero task up, the positive
-task down); with own priors the means stayed at the truth within simulation error. The
-signal-detection model on the Self-Execution Benchmark showed the same pull at larger size
-(``models/sdt.py``). ``Normal(0, 1)`` logits per 10x per task is wide against any slope
-seen here; the average over :math:`T` tasks then has prior sd :math:`1/\sqrt T`.
-
-Parameterisation and sampler
+Options and the rule of each
 ----------------------------
-All group-level effects are non-centred: groups are few (3-20 families, 10-50 models) and
-weakly informed, the regime where centred hierarchies make funnels. Task, family and model
-effects are zero-sum (``pm.ZeroSumNormal``): otherwise their means trade off against the
-task intercepts and against ``beta`` along flat ridges. Measured on the default data (three
-seeds, nutpie, 4 x 1000 draws, ``target_accept=0.9``): plain non-centred normals gave
-8-19 divergences per run and bulk ESS ~970 for ``beta``; zero-sum task slopes (the former pooled variant) gave 0-3
-divergences and ESS ~2500. With 4 x 2000 draws on six seeds, ``target_accept=0.95`` still
-left a single divergence in three of six runs; ``0.99`` left none in all six at a few times
-the sampling time (run times: ``bench/``). The pipeline samples at 0.99.
-
-The cell effects :math:`w` are the exception worth a choice (``cell_effect``). A cell with
-thousands of records pins its own :math:`w_{mt}` down far more tightly than the prior scale
-:math:`\sigma_w`, the regime where the *centred* form :math:`w_{mt} \sim \mathcal N(0,
-\sigma_w)` is the better geometry (Betancourt & Girolami 2015). ``"auto"`` centres exactly
-the cells whose likelihood information about their logit, :math:`n \hat p (1 - \hat p)`,
-is at least :data:`AUTO_CENTRED_INFORMATION` (likelihood sd of the logit <= 0.1, half a
-typical :math:`\sigma_w`); on the default data (~260 records per cell) that is no cell,
-so ``"auto"`` is the default model there.
-
-Measured on simulated data with 50 models x 10 tasks (``bench/bench_growth.py
---cell-effect``, 4 x 500 draws, ``bench/results/growth_cell_effect.json``): at 3000 records
-per cell, centring the cell effects alone changes little (bulk ESS of ``beta`` 111 -> 143,
-slowest parameter 40 -> 48, R-hat 1.09 -> 1.08). The slow directions there are the family
-and model intercepts, each informed by tens of thousands of records: with
-``group_effects="centred"`` the bulk ESS of ``beta`` rose to 659, the slowest parameter to
-534 and R-hat fell to 1.01, for about 1.5x the sampling CPU (about 4x the effective draws
-of ``beta`` per CPU second). At 300 records per cell no variant helped (R-hat 1.05-1.09
-for all at 4 x 500 draws). Both options keep the non-centred default, which suits the few,
-weakly informed groups of typical data (above); see ``docs/performance.md``.
-
-Slope basis (``slope_basis``)
-----------------------------
-The slope is identified from how the models' overall levels move with :math:`x`, and so are
-the family and model intercepts: raising every task slope by :math:`\delta` while moving
-the intercepts by :math:`-\delta` times the family means of :math:`x` (on ``u``) and the
-within-family deviations of :math:`x` (on ``v``) leaves the linear predictor unchanged (up
-to a constant when :math:`x` is not centred over the data's families). The data therefore
-pin down the *total* slope :math:`\bar g = \beta + c`, where :math:`c` is the intercepts'
-component along that direction, and only the priors split it into :math:`\beta` and
-:math:`c`. In the plain coordinates this is a narrow ridge: on the 50-model x 10-task
-benchmark the posterior correlation of :math:`\beta` with the intercepts' component along
-that direction was -0.98, and the total slope had a posterior sd of 0.009 against 0.040 for
-:math:`\beta` (``bench/results/sampling_decorrelated.json``, columns ``corr_effect_shift``
-and ``sd_total_slope``), which a diagonal mass matrix can only walk
-along in small steps.
-
-``slope_basis="decorrelated"`` (the default; :mod:`selfmodel.models.decorrelation`) makes
-:math:`\bar g` a coordinate (``z_slope_total``, drawn from its marginal prior), draws
-:math:`c` from its conditional prior given :math:`\bar g` (``z_slope_shift``, standard
-normal: the likelihood does not depend on it), the task deviations
-:math:`b_t - \beta \sim \mathrm{ZeroSumNormal}(1)` (``z_slope_deviation``) and the rest of
-``u`` and ``v`` as before. It is the same model: the prior of ``slope_task``, ``u_family``
-and ``v_model`` is exactly the plain one (independent ``Normal(0, 1)`` task slopes, so
-:math:`\beta` keeps its ``Normal(0, 1/\sqrt T)`` prior and its meaning, logits per 10x
-parameters; ``tests/models/test_slope_basis.py`` checks the prior and that the likelihood is flat
-in ``z_slope_shift``). It needs a ``Normal`` task-slope prior and independent task slopes;
-otherwise (or when :math:`x` does not vary) the plain basis is used.
-``slope_task``, ``beta``, ``u_family`` and ``v_model`` are deterministics in this basis; the
-coordinates are named ``z_*`` like the other sampler coordinates, so the diagnostics
-(``selfmodel.fitting.sampling.diagnose``) judge the model's own quantities, not them.
-
-Measured on the 50 x 10 benchmark in one run (``bench/bench_sampling.py --cases plain
-scale group_centred --name sampling_decorrelated``, ``bench/results/sampling_decorrelated.json``;
-4 x 1000 draws, ``target_accept=0.95``; its times and effective draws per second are in
-that file): bulk ESS of ``beta`` 184 in the plain basis, 5,760 in the decorrelated basis
-with non-centred group effects and 8,180 with ``group_effects="centred"``, at about the
-same sampling CPU time (so 25-45 times the effective draws per second); 0 divergences in
-all three. What still mixes slowly there is the family level (slowest parameter
-``sigma_family``, bulk ESS 112, R-hat 1.03, non-centred; ``u_family``, 272 and 1.02,
-centred): the family means of the model intercepts trade against the family intercepts, a
-ridge this basis does not touch. It shows in ``beta`` too: its posterior sd was 0.037
-with non-centred group effects against 0.039-0.040 in the other two runs, so on data with
-thousands of records per model ``group_effects="centred"`` is the better choice. The
-default keeps non-centred group effects (few, weakly informed groups in typical data,
-above).
-
-On the default data at the pipeline's settings (``python bench/zoo.py scale --target-accept
-0.99 --seed S``, 4 x 2000 draws, seeds 20261130 and 1) the decorrelated basis gave 0
-divergences, max R-hat 1.004 and 1.004, slowest bulk ESS 1,149 and 1,433, and
-:math:`\beta` = 0.197 (sd 0.066) both times; a pipeline run in the plain basis had 0.196
-(sd 0.065): equal within Monte Carlo error.
+Each task slope has its own ``Normal(0, 1)`` prior (a spread shared by two or three task
+slopes is not informed by the data); the average over :math:`T` tasks then has prior sd
+:math:`1/\sqrt T`. Task, family and model effects are non-centred and zero-sum
+(``pm.ZeroSumNormal``). ``cell_effect="auto"`` centres exactly the cells whose likelihood
+information about their logit, :math:`n \hat p (1 - \hat p)`, is at least
+:data:`AUTO_CENTRED_INFORMATION` (likelihood sd of the logit <= 0.1); ``group_effects="centred"``
+centres the family and model intercepts (for data with thousands of records per model).
+``slope_basis="decorrelated"`` (the default; :mod:`selfmodel.models.decorrelation`) samples the
+total slope the data pin down, :math:`\bar g = \beta + c` (:math:`c` the intercepts' component
+along the direction that trades against a common slope), as the coordinate
+``z_slope_total``, draws :math:`c` from its conditional prior (``z_slope_shift``) and the task
+deviations as ``z_slope_deviation``. It is the same model (same prior, same meaning of
+:math:`\beta`; ``tests/models/test_slope_basis.py``); it needs a ``Normal`` task-slope prior and
+independent task slopes, otherwise (or when :math:`x` does not vary) the plain basis is used.
+``slope_task``, ``beta``, ``u_family`` and ``v_model`` are then deterministics, and the
+diagnostics judge them, not the ``z_*`` coordinates. Why these choices, measured on the
+default data and on a 50-model x 10-task benchmark: ``docs/models.md`` (section ``scale``).
 
 References
 ----------
@@ -262,8 +186,8 @@ def build(
         the module docstring); same posterior.
     slope_basis
         ``"decorrelated"`` (default) or ``"plain"``: the coordinates the sampler sees for
-        the task slopes and the family and model intercepts (module docstring, "Slope
-        basis"); same model.
+        the task slopes and the family and model intercepts (module docstring, "Options
+        and the rule of each"; ``docs/models.md``); same model.
     task_slopes
         ``"independent"`` (default): every task's slope has its own prior
         (``slope_task``) and ``beta`` is their average over tasks (a declared estimand);

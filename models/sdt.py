@@ -65,100 +65,11 @@ inform (``selfmodel.analyses.skill.sdt_cells``) and lists the others with the re
 (``excluded_cells``); a task left with no such cell has its slopes ``not_estimable``.
 ``build`` itself accepts any cells.
 
-Task slopes and standard-deviation priors
------------------------------------------
-With two or three tasks, a spread shared by the task slopes (``task_slopes="pooled"``:
-:math:`\beta + \delta_t`, zero-sum :math:`\delta` with a HalfNormal spread) is not
-informed by the data: its posterior is its prior, and that prior sets how far each task's
-slope is pulled towards the others. ``validation/task_slopes.py`` measured it on the
-Self-Execution Benchmark (word association and refusal; results in
-``validation/results/task_slopes.json``): pooling moved word association's d' slope
-from what its own data say towards refusal's and turned a credibly negative word-association
-criterion slope into an inconclusive one; with independent task slopes both stay close to the
-word-association-only fit. So each task has its own slope prior, ``Normal(0, 0.5)`` d' (or
-criterion) units per 10x, wide against the slopes these data show, and the average over tasks
-is computed, not assumed. The family, model and cell standard deviations have
-``HalfNormal(1)`` priors (mean 0.8): the same file lists prior and posterior of each, and the
-posteriors sit well below the prior mean, set by the data rather than by the prior (the
-former ``HalfNormal(0.3)`` had a mean below the posterior cell SDs).
-
-Parameterisation and sampler
-----------------------------
-Same lessons as ``models/scale.py``: every group effect is non-centred and the task,
-family and model effects are zero-sum (``selfmodel.models.graph.zero_sum_effect``), so their
-means do not trade off against the task intercepts along flat ridges.
-
-Measured on the default data, with the former pooled task slopes and ``HalfNormal(0.3)``
-SDs (``data_raw/``: binary cells of the 14 sized models x 3 tasks = 42 cells; nutpie 0.16.8,
-4 chains x 2000 draws after 1000 tuning; ``python bench/zoo.py sdt
-[--target-accept 0.99] [--seed S] [--draws N]``):
-
-=====================  ==============  ==============  ==============
-setting                seed 20261130   seed 1          seed 2
-=====================  ==============  ==============  ==============
-0.95: divergences      0               1               1
-0.95: min bulk ESS     591             801             629
-0.95: max R-hat        1.009           1.007           1.010
-0.99: divergences      0               0               0
-0.99: min bulk ESS     574             674             552
-0.99: max R-hat        1.006           1.009           1.012
-=====================  ==============  ==============  ==============
-
-So the target of no divergences at ``target_accept=0.95`` is met on one seed of three (one
-divergence in 8000 draws on the others), and at 0.99 on all three. The slowest
-quantities are the criterion slope and the family spread of the criterion
-(``beta_criterion``, ``criterion_slope_task``, ``sigma_criterion_family``): the slope
-trades off against the family criterion effects, and its R-hat can touch the 1.01 gate
-with 4 x 2000 draws; with 4 x 4000 draws at 0.99 (seed 20261130): 0 divergences, min
-bulk ESS 1288, max R-hat 1.004. Tried and rejected: centred model effects (1
-divergence per seed, no ESS gain); without cell effects (``cell_effects=False``) ESS
-rises to ~1800 but a divergence remains on one of two seeds.
-
-**Why the criterion slope mixed slowly, and the slope basis.** Not a funnel: the E-BFMI of
-every chain was 0.76-0.82 and there were no divergences. The posterior of
-``beta_criterion`` is correlated -0.95 with the component of the criterion's family and
-model intercepts along the direction that trades against a common slope (family means of
-:math:`x` on ``u``, within-family deviations on ``v``; -0.88 for d'): the data fix the
-total, the priors split it (the same ridge as in ``models/scale.py``, "Slope basis").
-``slope_basis="decorrelated"`` (the default) samples each side's total slope and draws the
-split from its conditional prior (:mod:`selfmodel.models.decorrelation`; the prior and so
-the model are unchanged, ``tests/models/test_slope_basis.py``; the new coordinates are
-``z_{side}_slope_total``, ``z_{side}_slope_shift``, ``z_{side}_slope_deviation``).
-Measured on the default data (``python bench/bench_sampling.py --sdt-seeds 1 2 3``,
-``bench/results/sampling_sdt_basis.json``; 4 x 2000 draws, ``target_accept=0.99``; both
-bases in one run):
-
-===========================  =====================  =====================
-per seed 1 / 2 / 3           plain basis            decorrelated
-===========================  =====================  =====================
-bulk ESS ``beta_criterion``  502 / 575 / 393        1839 / 1376 / 1578
-R-hat ``beta_criterion``     1.014 / 1.011 / 1.012  1.002 / 1.003 / 1.001
-bulk ESS ``beta_dprime``     1255 / 1358 / 1268     3653 / 3743 / 4472
-max R-hat (all)              1.014 / 1.011 / 1.015  1.008 / 1.006 / 1.008
-slowest bulk ESS (all)       502 / 575 / 393        603 / 447 / 429
-divergences                  0 / 0 / 0              0 / 0 / 0
-leapfrog steps per draw      67 / 75 / 66           76 / 67 / 65
-===========================  =====================  =====================
-
-At the same cost per draw, the effective draws of the criterion slope per CPU-second rose
-about 2.7-fold (``ess_criterion_per_cpu_s`` in that file), and the R-hat gate (<= 1.01), failed by the plain basis on all three
-seeds, passed on all three. The slope is no longer the slowest quantity: the criterion's
-family and model intercepts and their sds are (the family means of ``v`` trade against
-``u``; 4 families here), with a slowest bulk ESS of 429-603 against the gate's 400, so a
-seed can still come close to the gates at 4 x 2000 draws. On the recovery design of
-``tests/models/test_recovery.py`` (20 models in 5 families, 4 x 1000 draws at 0.95) both bases
-showed divergences in some runs (1-2 per 4000 draws).
-
-**Sampling settings of its own (issue 28.4).** At the run's defaults (4 x 2000 draws after
-1000 tuning, ``target_accept=0.99``) the default run's SDT fit failed its gate on 2 of 5 seeds
-(``python bench/sdt_gate.py --seeds 20261130,1,2,3,4``, 2026-12-03: max R-hat 1.0149 on seed 3;
-1 divergence on seed 4; passing seeds had a slowest bulk ESS of 553-601); 4 x 4000 draws
-cured the R-hat and ESS but not the rare divergence (seed 2: 1), and nutpie's low-rank mass
-matrix made both worse (seeds 1, 2: 2 and 1 divergences, ESS 393). Its ``SPEC.sampling``
-therefore asks for 1.5x the run's draws and tuning and ``target_accept`` 0.995: on seeds
-20261130, 1, 2, 3, 4, 5 (``python bench/sdt_gate.py --seeds 20261130,1,2,3,4,5 --spec``) every
-fit passed, with 0 divergences, max R-hat 1.0024-1.0062 and slowest bulk ESS 1300-1614. The
-price is sampling time (1.5x the draws, smaller steps), not the one-off build of the model.
+Each task's slopes have their own ``Normal(0, 0.5)`` prior and the family, model and cell
+standard deviations ``HalfNormal(1)``; group effects are non-centred and zero-sum, the slope
+basis decorrelated (as in ``models/scale.py``), and ``SPEC.sampling`` asks for 1.5x the run's
+draws and tuning at ``target_accept`` 0.995. Why, measured on the default data:
+``docs/models.md`` (section ``sdt``).
 
 References
 ----------
@@ -255,7 +166,7 @@ SPEC = ModelSpec(
     # the decorrelated basis is another parameterisation of the plain basis' prior
     # (tests/models/test_slope_basis.py), in which every task slope is a free variable
     prior_density_options={"slope_basis": "plain"},
-    # measured in the docstring ("Sampling settings of its own"): the run's defaults fail
+    # measured in docs/models.md (section ``sdt``): the run's defaults fail
     # the gate on 2 of 5 seeds of the default data; these passed on 6 of 6
     sampling=SamplingNeeds(draws=1.5, tune=1.5, target_accept=0.995),
 )

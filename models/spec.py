@@ -88,7 +88,7 @@ class SamplingNeeds:
 
     ``draws`` and ``tune`` multiply the run's (so ``--preset exploratory`` and ``--draws``
     scale too), ``target_accept`` is a floor. The fit's provenance records the settings
-    actually used, and the model's docstring the measurement behind them.
+    actually used, and docs/models.md the measurement behind them.
     """
 
     draws: float = 1.0
@@ -150,7 +150,7 @@ class ModelSpec:
 
 @dataclass(frozen=True)
 class Declaration:
-    """What a model is under the build options it was fitted with (issue 28.5).
+    """What a model is under the build options it was fitted with.
 
     ``equations`` is the body of a LaTeX ``aligned`` block, ``prose`` says what the symbols
     are, ``priors`` holds the prior of every variable the built model has under these

@@ -16,10 +16,7 @@ counting the items on which the two scorings compared disagree:
 The rows also carry the signal-detection counts of both checkpoints (below).
 
 Privileged access is not a term of this model: it is decided from real cross-predictions by
-``selfmodel.analyses.privileged`` (a difference in differences, no fit; issue 28.1). The
-contrasts this model once held rescored the checkpoint's *self*-predictions against other
-outcomes, which asks whether a prediction about itself happens to match its base, not
-whether training made it better at predicting itself than its base; they were removed.
+``selfmodel.analyses.privileged`` (a difference in differences, no fit).
 
 Paired at the item level: with an item effect :math:`e_i` on the logit of "scoring is
 right", shared by the two scorings of the item, the conditional likelihood given that
@@ -90,19 +87,11 @@ Assumptions: items are independent given the pair; the effect is constant over t
 of a pair x task (the conditional log odds ratio is the Mantel-Haenszel-type common effect);
 a pair with a single family has no deviation (a zero-sum effect of one level is 0).
 
-Measured on the default data (``data_raw/``: four trained checkpoints, one per open family,
-trained on ``refusal``, with ``difficulty`` and ``word_association`` held out; truth in
-``truth.json["training"]``, and for d' and criterion implied by its generative parameters,
-``selfmodel.records.simulate.training_implied_truth``; nutpie, 4 chains x 2000 draws after
-1000 tuning, seed 1), with the model of that time, which also held the rescoring contrasts
-(they shared no parameter with the terms above): R-hat 1.003, minimum bulk ESS 2052, no
-divergence, E-BFMI 0.81. All nine 94% HDIs of the arms cover the truth (three arms each for
-accuracy, d' and criterion). Refusal (trained): accuracy 0.61 [0.38, 0.82] (truth 0.60), d'
-0.71 [0.44, 0.99] (truth 0.73), both ``improves``; held-out means ``no_credible_effect``;
-criterion effects all within about ±0.02 of 0 (truth 0). The report's "Did training help?"
-section shows the numbers; ``tests/analyses/test_training.py`` (slow) repeats the check on a fresh
-simulation, and ``validation/training_null.py`` measures the false ``improves`` rate under a
-null effect (``analysis/data/training_null.json``).
+Measured on the default data (four trained checkpoints): ``docs/models.md`` (section
+``training``); the report's "Did training help?" section shows the numbers,
+``tests/analyses/test_training.py`` (slow) repeats the check on a fresh simulation and
+``validation/training_null.py`` measures the false ``improves`` rate under a null effect.
+
 
 References
 ----------

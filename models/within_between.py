@@ -55,9 +55,8 @@ Parameterisation and sampler
 :math:`c = \beta_B L + \sigma_u z^u_\parallel` is informed by the data, where
 :math:`L = \lVert\tilde x\rVert` is the norm of the family means :math:`\tilde x_f`
 (centred over families) and :math:`z^u_\parallel` the component of :math:`z^u` along
-:math:`\hat x = \tilde x / L`. Plain non-centred zero-sum effects gave 18 divergences in
-4 x 2000 draws (``target_accept=0.95``, seed 20261130, default data), at large
-:math:`\sigma_u`; centred family effects gave 26 (at small :math:`\sigma_u`). The model
+:math:`\hat x = \tilde x / L`; plain non-centred and centred family effects both diverge
+along this ridge (``docs/models.md``). The model
 therefore samples :math:`c` and the part of :math:`\beta_B` the data do not see, an
 exact change of variables (both are Normal given :math:`\sigma_u`):
 
@@ -78,16 +77,7 @@ Prior draws reproduce :math:`\beta_B \sim \mathcal N(\mu_B, s_B^2)` and
 means are centred over families, so :math:`\alpha_t` is the task intercept of a family of
 average (unweighted) mean size.
 
-Measured on the default data (``data_raw/``: 14 sized models in 4 families x 3 tasks =
-42 cells; nutpie 0.16.8, 4 chains x 2000 draws after 1000 tuning;
-``python bench/zoo.py within_between``):
-``target_accept=0.95``, seeds 20261130 / 1 / 2: 0 / 0 / 1 divergences, min bulk ESS 1484 / 1258 / 1209, max R-hat
-1.002 / 1.002 / 1.002;
-``target_accept=0.99`` (seed 20261130): 0 divergences, ESS 1180, R-hat 1.002.
-:math:`\beta_W` = 0.20 (sd 0.08, 94% HDI 0.05 to 0.35), :math:`\beta_B` = 0.19 (94% HDI
--0.12 to 0.49): no sign that the between-family slope differs (the simulation has one
-slope). Posterior predictive coverage 1.0, :math:`\chi^2` p-value 0.49; LOO ELPD -177.0
-(se 5.1), 1 of 42 Pareto k > 0.7, 1.6 (se 1.3) below ``scale``.
+Measured on the default data: ``docs/models.md`` (section ``within_between``).
 
 References
 ----------

@@ -190,7 +190,7 @@ def versions() -> dict[str, str]:
     return {p: version(p) for p in ("selfmodel", "pymc", "pytensor", "nutpie", "numpy")}
 
 
-#: Where ``--ship`` writes the summary (``selfmodel.analyses.contrasts.operating_characteristics`` reads it).
+#: Where ``--ship`` writes the summary (``selfmodel.analyses.contrasts.OPERATING_CHARACTERISTICS_DATA``, read by ``shipped_study``).
 SHIPPED = ROOT / "analysis" / "data" / "contrast_operating_characteristics.json"
 
 

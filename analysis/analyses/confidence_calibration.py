@@ -5,56 +5,21 @@ of its outcome: :math:`p = ` ``confidence`` when the prediction is ``true`` and
 ``1 - confidence`` when it is ``false`` (the record contract: ``confidence`` is the stated
 probability that the prediction is right). In a "will I get this right?" study (a records
 mapping with ``[prediction] threshold``) :math:`p` is the stated chance of answering right
-and the outcome is whether the answer was right, so the numbers are the field's:
-
-``ece_stated_probability`` ("ECE of the stated probability")
-    expected calibration error of :math:`p`: the record-weighted mean of
-    :math:`|\bar p - \bar y|` over 10 equal-width bins of :math:`p` (edges 0, 0.1, ..., 1;
-    a bin is :math:`[b/10, (b+1)/10)`, the last one closed: the bins of
-    ``selfmodel.analyses.skill.calibration_curve``);
-``ece_prediction_confidence`` ("ECE of the prediction's confidence")
-    the ECE of the skill table (``selfmodel.analyses.skill``): the same bins over
-    :math:`q` = ``confidence``, the stated probability that the *prediction* is right
-    (:math:`q = p` for a prediction ``true``, :math:`1 - p` for ``false``), against whether
-    it was right. In a "will I get this right?" study it bins the confidence of the
-    thresholded prediction (the figure such studies' authors report), where the first ECE
-    bins the stated chance of success; the two differ, so each has its name;
-``brier``
-    :math:`\overline{(p - y)^2}` (equal to :math:`\overline{(q - \text{correct})^2}`);
-``overconfidence``
-    mean stated probability minus the observed frequency, :math:`\bar p - \bar y`
-    (positive: overconfident).
-
-Every metric has its interval; contrasts are decided on :data:`METRICS` (the ECE of the
-stated probability, Brier, overconfidence: the three the shipped operating characteristics of
-these decisions cover), the ECE of the prediction's confidence is shown with its interval only.
-
-Every group is one model (never pooled within a family: pooling hid an ECE of 0.32
-against 0.70 in issue 29's study), or one model x condition. Intervals are an item
-bootstrap: items (``task``, ``item_id``) are resampled with replacement, all of an item's
-records (every model, condition and repeat) together, so the replicates of two groups are
-paired and a contrast's interval accounts for the shared items. A contrast between two
-groups of one factor (models, or conditions) is the *reduction* of the error from the
-first to the second level (``"b - a"``: error of ``a`` minus error of ``b``; for
-overconfidence the reduction of its absolute value), decided with the verdict's rule
-(:func:`selfmodel.decisions.hypotheses.decide`, its HDI mass) on the bootstrap replicates and a ROPE
-of :data:`CONFIDENCE_CALIBRATION_ROPE` in the metric's own units: ``improves`` means ``b`` is better
-calibrated by more than the ROPE. The bootstrap interval is a percentile-type interval of
-the sampling distribution, not a posterior: ``interval`` says so.
+and the outcome is whether the answer was right, so the numbers are the field's. The metrics (the two ECEs, Brier, overconfidence), the item
+bootstrap and how a contrast between two models or conditions is decided: ``docs/analyses.md``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 from itertools import combinations
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
 import polars as pl
 
 from selfmodel.analyses.skill import DEFAULT_BINS, bin_edges, calibration_curve
-from selfmodel.common.paths import PACKAGE_DATA, shipped_study
+from selfmodel.common.paths import PACKAGE_DATA
 from selfmodel.decisions.hypotheses import DecisionRule, decide
 from selfmodel.records.cells import NO_CONDITION, self_predictions
 
@@ -72,13 +37,9 @@ ECE_NAMES: Final = {"ece_stated_probability": "ECE of the stated probability",
                     "ece_prediction_confidence": "ECE of the prediction's confidence"}
 
 
-#: The operating characteristics of these contrasts (``validation/confidence_calibration_study.py --ship``).
+#: The operating characteristics of these contrasts (``validation/confidence_calibration_study.py --ship``;
+#: an independent generator); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "confidence_calibration_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped study of these decisions on an independent generator, or why there is none."""
-    return shipped_study(path)
 
 
 def forecasts(records: pl.DataFrame) -> pl.DataFrame:

@@ -17,7 +17,6 @@ A factor with one level has no contrast and is listed as such.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import polars as pl
@@ -108,7 +107,7 @@ def contrast_section(
         "levels": found,
         "no_condition_label": NO_CONDITION,
         "n_rows": table.height,
-        "operating_characteristics": operating_characteristics(),
+        "operating_characteristics": shipped_study(OPERATING_CHARACTERISTICS_DATA),
     }
     reason = unfit_reason(found)
     if reason is not None:
@@ -124,20 +123,12 @@ def not_fitted_section(reason: str) -> dict[str, Any]:
     """The ``contrasts`` section of a run that did not fit the model, ``reason`` saying why."""
     return {"fit_model": contrast_model.NAME, "why_fitted": None, "diagnostics": None,
             "contrasts": {}, "reason": reason,
-            "operating_characteristics": operating_characteristics()}
+            "operating_characteristics": shipped_study(OPERATING_CHARACTERISTICS_DATA)}
 
 
-#: The contrast study's summary (``validation/contrast_study.py --ship`` writes it).
+#: The contrast study's summary (``validation/contrast_study.py --ship`` writes it: recovery,
+#: null and misspecified arms on an independent generator); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "contrast_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped operating characteristics of the contrast decisions (independent generator), or why not.
-
-    Measured on ``validation/contrast_study.py`` data, not on the user's data: recovery
-    (coverage), null and misspecified arms; ``available`` is false without the file.
-    """
-    return shipped_study(path)
 
 
 def unfit_reason(found: Mapping[str, list[str]]) -> str | None:

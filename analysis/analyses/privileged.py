@@ -1,60 +1,15 @@
-r"""Privileged access: do the gains from training come from it? Issue 28.1.
+r"""Privileged access: whether the gains from training come from it.
 
-A derived checkpoint :math:`T` (registry ``base_model`` :math:`B`) is asked to predict its
-own behaviour and, in *cross-prediction* records (``predictor = T``, ``model = B``;
-``docs/records.md``), its base's behaviour on the same items. Write :math:`y_{XY,i}` for
-"predictor :math:`X`'s prediction of target :math:`Y`'s behaviour on item :math:`i` is
-right". Training changed the predictor from :math:`B` to :math:`T`; the base predicting
-itself, :math:`y_{BB}`, is the before-training reference. Then
-
-* the **self-gain** is the gain in predicting oneself, :math:`T\to T` against :math:`B\to B`;
-* the **other-gain** is the gain in predicting the base, :math:`T\to B` against
-  :math:`B\to B`;
-* the **contrast** (a difference in differences) is self-gain minus other-gain. It is 0 when
-  training made the checkpoint as much better at predicting its base as at predicting
-  itself (behavioural knowledge: it learned about the items or the family, not about
-  itself), and positive when the gain is privileged to the self.
-
-Each gain is a paired conditional log odds ratio on the same items (McNemar; Breslow & Day
-1980, ch. 7): :math:`\log\{\sum_i w_i\,y_{1i}(1-y_{0i}) + \tfrac12\}
-- \log\{\sum_i w_i\,(1-y_{1i})\,y_{0i} + \tfrac12\}` over the items where the two scorings
-disagree, so each item's difficulty cancels (exactly, when it shifts both scorings' logits
-alike) and the units are those of the training effect (``models/training.py``). The
-contrast uses only items with all three predictions (:math:`T\to T`, :math:`B\to B`,
-:math:`T\to B`) readable.
-
-*Against other predictors of the same targets* (where the records have them): for every
-predictor :math:`P \ne T` with predictions of both :math:`T` and :math:`B` (the base itself
-with ``predictor = B``, ``model = T``; or any other model), the checkpoint's advantage over
-:math:`P` in predicting :math:`T` minus its advantage over :math:`P` in predicting
-:math:`B`: :math:`\mathrm{lor}(T\to T, P\to T) - \mathrm{lor}(T\to B, P\to B)` (for
-:math:`P = B`, :math:`P\to B` is the base's self-prediction). This guards against a target
-whose behaviour is simply easier to predict.
-
-Trained and held-out tasks (registry ``trained_tasks``) are decided separately (the gains
-from training are on the trained tasks; held out is transfer). ``mean`` is the in-sample
-mean over the checkpoints of their trained-task contrasts.
-
-Interval: a cluster bootstrap (:data:`N_BOOT` replicates). Clusters (the ``cluster``
-column, else the item) are resampled with replacement within each task, the same draw for
-every checkpoint and predictor, so every contrast stays paired at the item and the
-checkpoints' mean is joint. The declared rule (``selfmodel.decisions.hypotheses.decide``: the
-shortest interval holding ``hdi_prob`` of the replicates, the ROPE in log odds ratio units)
-turns the replicates into the decision words of ``docs/decisions.md``. The choice of this
-estimator over a hierarchical logistic fit and its operating characteristics are in ``docs/decisions.md``
-("Privileged access") and ``validation/privileged_access.py``.
-
-Where the records hold no prediction by the checkpoint of its base, the question is
-``not_estimable`` with that reason: rescoring the checkpoint's self-predictions against its
-base's outcomes is not a substitute (it asks whether a prediction *about itself* happens to
-match the base, not whether the checkpoint can predict the base).
+A difference in differences on real cross-predictions: the checkpoint's gain in predicting
+itself minus its gain in predicting its base, each a paired conditional log odds ratio on
+the same items, with a cluster bootstrap and the declared rule. The definitions, the
+comparison against other predictors and the bootstrap: ``docs/analyses.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -256,22 +211,14 @@ def _checkpoint(row: Mapping[str, Any], d: pl.DataFrame, index: Mapping[str, int
     return entry, draws
 
 
-#: The operating characteristics' summary (``validation/privileged_access.py --ship`` writes it).
+#: The operating characteristics' summary (``validation/privileged_access.py --ship`` writes it,
+#: from ``validation/privileged_generator.py`` data); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "privileged_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped operating characteristics of this decision (independent generator), or why not.
-
-    Measured on ``validation/privileged_generator.py`` data, not on the user's data:
-    ``available`` is false without the file.
-    """
-    return shipped_study(path)
 
 
 def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, Any]], *,
                       rule: DecisionRule, seed: int, n_boot: int = N_BOOT) -> dict[str, Any]:
-    """The ``privileged_access`` part of ``training_effect`` (see the module docstring).
+    """The ``privileged_access`` part of ``training_effect`` (``docs/analyses.md``).
 
     Parameters
     ----------
@@ -289,7 +236,7 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     base: dict[str, Any] = {"method": METHOD, "decision_basis": DECISION_BASIS, "units": UNITS,
                             "n_boot": n_boot,
                             "min_items": MIN_ITEMS, "rule": r.as_dict(), "per_checkpoint": [],
-                            "operating_characteristics": operating_characteristics()}
+                            "operating_characteristics": shipped_study(OPERATING_CHARACTERISTICS_DATA)}
     rows = _readable(records)
     items, reasons = {}, {}
     for ck in checkpoints:
@@ -326,5 +273,5 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
     return base
 
 
-__all__ = ["N_BOOT", "READING", "checkpoint_items", "cluster_weights", "operating_characteristics",
+__all__ = ["N_BOOT", "READING", "checkpoint_items", "cluster_weights", "OPERATING_CHARACTERISTICS_DATA",
            "privileged_access"]

@@ -7,44 +7,13 @@ with privileged access to its own behaviour predicts its own outcomes better tha
 the outcomes of other models on the same items; a model that only knows which items are hard
 in general predicts every model about equally well.
 
-Definitions (one task, binary ``"true"``/``"false"`` predictions and outcomes)
------------------------------------------------------------------------------
-For model ``A`` and each other model ``B`` the shared items are those where ``A`` has a
-readable prediction and outcome and ``B`` has an outcome. On those items
-
-* *self* scores ``A``'s predictions against ``A``'s outcomes, *cross* against ``B``'s;
-* accuracy is the share of agreements; d' is
-  :math:`z(H) - z(F)` with the log-linear correction (Hautus 1995), where ``H`` and ``F`` are
-  the rates of predicting "true" among items whose (self or ``B``'s) outcome is true / false
-  (``selfmodel.analyses.skill.sdt_arrays``: 0 for a constant predictor, whose rates are equal; a pair
-  whose shared items have one outcome only has no d' and is left out of the d' means).
-
-The self advantage of ``A`` is the mean over ``B`` of (self - cross), each difference paired
-on its own shared items. The *target-side* advantage (``*_target``) compares ``A``'s
-predictions of its own outcomes with the other models' predictions of the same outcomes
-(the comparison of Binder et al.); it guards against a model that merely has predictable
-behaviour and good predictions of everyone scoring a self advantage. A finding is stated as
-held when both sides agree. With repeated samples of an item, predictions and outcomes enter as
-the share of "true" over the samples and agreement is the expected agreement of a random
-prediction with a random outcome (self included), so self and cross are scored alike.
-
-Accuracy advantage includes knowing one's own *base rate* (a model that says "true" as often
-as it does "true" agrees more with itself than with a model that rarely does); d' does not
-depend on the base rates, so the d' advantage is the item-level evidence of self-knowledge.
-
-Uncertainty
------------
-Intervals are percentile bootstrap intervals over item clusters (the ``cluster`` column, or
-the item when absent): items are resampled once per replicate for all models, so the
-per-model differences stay paired. The task-level mean advantage and its slope on scale
-resample the models as well (models are the unit of a scaling claim), with the item
-resampling nested in the same replicate.
+The definitions (self, cross and target-side advantages; accuracy and d') and the cluster
+bootstrap: ``docs/analyses.md``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
@@ -74,17 +43,9 @@ CONSTANT_NOTE: Final = (
     "is its own base rate against the others', not item-level self-knowledge"
 )
 
-#: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it).
+#: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it:
+#: null, known advantages, clustered items); read with ``shipped_study``.
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "self_vs_other_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped study of these decisions (null, known advantages, clustered items), or why not.
-
-    Measured on ``validation/self_vs_other_study.py`` data, not on the user's data;
-    ``available`` is false without the file.
-    """
-    return shipped_study(path)
 
 
 METHOD: Final = (
@@ -476,7 +437,7 @@ def self_vs_other_rescored(
     seed: int,
     n_boot: int = N_BOOT,
 ) -> dict[str, Any]:
-    """The ``self_vs_other`` section of ``results.json`` (see the module docstring).
+    """The ``self_vs_other`` section of ``results.json`` (``docs/analyses.md``).
 
     Parameters
     ----------
@@ -514,5 +475,5 @@ def self_vs_other_rescored(
         "primary_measure": "dprime",
         "per_task": per_task,
         "cross_prediction": _cross_prediction(records),
-        "operating_characteristics": operating_characteristics(),
+        "operating_characteristics": shipped_study(OPERATING_CHARACTERISTICS_DATA),
     }

@@ -12,80 +12,10 @@ model``): hits :math:`h` (predicted true, outcome true), misses :math:`m`, false
 :math:`f` (predicted true, outcome false), correct rejections :math:`r`;
 :math:`n_s = h + m`, :math:`n_n = f + r`, :math:`n = n_s + n_n`.
 
-Count metrics
--------------
-hit rate :math:`H = h / n_s`; false-alarm rate :math:`F = f / n_n`
-    ``None`` when the denominator is 0.
-balanced accuracy :math:`(H + 1 - F) / 2`
-    0.5 for any predictor that ignores the outcome (always yes, always no, coin flip);
-    equal to the AUROC of the binary prediction itself.
-Cohen's kappa :math:`\kappa = (p_o - p_e) / (1 - p_e)`
-    :math:`p_o` the accuracy, :math:`p_e = \hat p_{yes} \hat p_{true} + (1 - \hat p_{yes})
-    (1 - \hat p_{true})` the agreement expected from the margins (Cohen 1960,
-    *Educ. Psychol. Meas.* 20:37). 0 for a constant predictor; ``None`` when
-    :math:`p_e = 1` (prediction and outcome both constant and equal).
-mode baseline :math:`\max(n_s, n_n) / n`
-    accuracy of always predicting the cell's most common outcome.
-``skill_over_mode`` = accuracy - mode baseline
-    in accuracy points; negative for a model that would do better by ignoring itself.
-``skill_score`` = (accuracy - mode baseline) / (1 - mode baseline)
-    share of the errors of the mode baseline that the model avoids (1 = perfect,
-    0 = no better than the mode, negative = worse); ``None`` when the baseline is 1.
-SDT :math:`d'` and criterion :math:`c`
-    :math:`d' = z(H') - z(F')`, :math:`c = -\tfrac12 (z(H') + z(F'))` with the
-    *log-linear* correction of Hautus (1995, *Behav. Res. Methods* 27:46):
-    :math:`H' = (h + 0.5)/(n_s + 1)`, :math:`F' = (f + 0.5)/(n_n + 1)`, applied to every
-    cell (not only to those with rates of 0 or 1) so that all cells are estimated the same
-    way (Stanislaw & Todorov 1999, *Behav. Res. Methods* 31:137). This is the convention of
-    :mod:`selfmodel.records.simulate`: :math:`P(\hat y = 1 \mid y) = \Phi(d'(y - \tfrac12) - c)`,
-    so :math:`c < 0` is a yes-bias. ``None`` when the cell has no signal or no noise trial
-    (the hit or the false-alarm rate does not exist), with the reason in ``sdt_note``.
-
-    **Constant responder.** A cell whose predictions are all "true" (or all "false") has
-    :math:`H = F = 1` (or :math:`0`): the prediction does not depend on the outcome, and
-    kappa is 0 and balanced accuracy 0.5. The correction would still give it a d' of the
-    sign of :math:`n_s - n_n`, from the counts alone (always "yes" on 950 signal and 50
-    noise trials: :math:`z(950.5/951) - z(50.5/51) = +0.94`), so such a cell gets
-    :math:`d' = 0` exactly and no criterion (it lies beyond every trial, not finite), with
-    the reason in ``sdt_note``. :func:`sdt_arrays` applies the same rule to arrays; every
-    d' of the package (this table, the frequentist SDT cross-check, the self-vs-other
-    rescoring, the d' power simulation) goes through it, and the signal-detection model
-    leaves such cells out (:func:`sdt_cells`).
-
-Confidence metrics
-------------------
-Assumed semantics (``selfmodel.records.contract``): ``confidence`` is the predictor's stated
-probability that **its prediction is right**, :math:`q \in [0, 1]`. The implied probability
-that the outcome is true is therefore :math:`s = q` when the prediction is "true" and
-:math:`1 - q` when it is "false". Records without confidence are left out of these metrics
-(``n_confidence`` counts those used).
-
-Brier score :math:`\frac1n \sum (q - \text{correct})^2`
-    identical to :math:`\frac1n \sum (s - y)^2`, the Brier score of the implied
-    outcome probability (Brier 1950, *Mon. Weather Rev.* 78:1). ``brier_baseline`` is the
-    Brier score of always forecasting the cell's outcome base rate.
-AUROC (``auroc``)
-    of :math:`s` for the outcome (type-1: does the stated confidence separate outcomes?).
-AUROC of confidence for correctness (``auroc_type2``)
-    of :math:`q` for ``correct`` (type-2, metacognitive: is the model more confident when
-    it is right?). Both are the Mann-Whitney statistic
-    :math:`U / (n_1 n_0)` with mid-ranks, so ties count one half (Hanley & McNeil 1982,
-    *Radiology* 143:29); ``None`` when one class is empty.
-calibration curve and the ECE of the prediction's confidence
-    equal-width bins of :math:`q` over :math:`[0, 1]` (``n_bins``, default 10: edges 0,
-    0.1, ..., 1, bin :math:`b` is :math:`[b/10, (b+1)/10)`, the last bin closed); per bin
-    the mean confidence, the observed accuracy and the count.
-    :math:`\mathrm{ECE} = \sum_b \frac{n_b}{n} |\bar q_b - \bar a_b|` (Naeini, Cooper &
-    Hauskrecht 2015, AAAI; Guo et al. 2017, ICML), named ``ece_prediction_confidence``
-    ("ECE of the prediction's confidence"; ``ece`` is the same number under its first
-    name). It bins the confidence in the prediction, not the implied probability :math:`s`
-    of the outcome: the ECE of :math:`s` ("ECE of the stated probability") is another
-    measure, computed per model with intervals in
-    :mod:`selfmodel.analyses.confidence_calibration`. ECE is biased upwards in small cells
-    (sampling noise alone makes it positive); compare cells of similar size.
-    ``overconfidence`` is mean confidence minus accuracy (calibration-in-the-large).
-
-All outputs are JSON-serialisable (Python floats/ints/bools/None).
+The count metrics (balanced accuracy, kappa, mode baseline, skill score, d' and criterion
+with the log-linear correction and the constant-responder rule) and the confidence metrics
+(Brier, AUROC, calibration curve, ECE), with their sources: ``docs/analyses.md``. All
+outputs are JSON-serialisable (Python floats/ints/bools/None).
 """
 
 from __future__ import annotations
@@ -172,7 +102,7 @@ def sdt_arrays(
     """Sensitivity d' and criterion of many cells (counts may be weighted), log-linear corrected.
 
     NaN where the hit or false-alarm rate does not exist; d' = 0 and criterion NaN for a
-    constant responder (module docstring). The one implementation behind every d' of the
+    constant responder (``docs/analyses.md``). The one implementation behind every d' of the
     package.
 
     Examples
@@ -275,7 +205,7 @@ def binary_metrics(
         ``n``, ``accuracy``, ``hit_rate``, ``false_alarm_rate``, ``balanced_accuracy``,
         ``kappa``, ``outcome_rate``, ``prediction_yes_rate``, ``mode_baseline``,
         ``skill_over_mode``, ``skill_score``, ``dprime``, ``criterion``; ``None`` where
-        undefined (see the module docstring); ``sdt_note``: why d' / criterion are
+        undefined (see ``docs/analyses.md``); ``sdt_note``: why d' / criterion are
         undefined or fixed, ``None`` otherwise.
 
     Examples
@@ -457,7 +387,7 @@ def confidence_metrics(
     prediction, outcome
         Booleans (predicted true; outcome true).
     confidence
-        Stated probability that the prediction is right (module docstring).
+        Stated probability that the prediction is right (``docs/analyses.md``).
     n_bins
         Bins of the calibration curve.
 

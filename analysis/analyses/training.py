@@ -1,4 +1,4 @@
-"""Did training improve self-modeling? Derived checkpoints against their bases (issue 19).
+"""Did training improve self-modeling? Derived checkpoints against their bases.
 
 The registry describes the design (``docs/registry.md``): a derived checkpoint names its
 ``base_model``, its ``intervention`` and the ``trained_tasks`` of that intervention; every
@@ -18,11 +18,11 @@ other task both checkpoints answered is *held out*. This module
 * decides privileged access from real cross-predictions (:mod:`selfmodel.analyses.privileged`, a
   difference in differences with a cluster bootstrap, not from the fit): ``not_estimable``
   with the reason where the records hold no prediction by the checkpoint of its base (its
-  self-predictions are never rescored as a substitute, issue 28.1);
+  self-predictions are never rescored as a substitute);
 * attaches the shipped studies of these decisions: the training study at the pipeline's
-  sampler settings (:func:`operating_characteristics`, ``validation/training_study.py``: null,
+  sampler settings (:data:`OPERATING_CHARACTERISTICS_DATA`, ``validation/training_study.py``: null,
   known-gain and misspecified arms from an independent generator) and the older null-only
-  study at 2 x 1000 draws (:func:`null_operating_characteristics`, ``validation/training_null.py``).
+  study at 2 x 1000 draws (:data:`NULL_OPERATING_CHARACTERISTICS_DATA`, ``validation/training_null.py``).
 
 Not done here: the effect of training is not related to scale, and a checkpoint derived from
 a derived checkpoint is compared with its own base only; see ``models/training.py``.
@@ -180,12 +180,7 @@ _SDT_COLUMNS = tuple(f"{c}_{s}" for s in ("base", "trained")
 
 
 def _pair_task_rows(d: pl.DataFrame, common: dict[str, Any]) -> list[dict[str, Any]]:
-    """The ``gain`` row of one checkpoint x task (with the signal-detection counts).
-
-    Rows rescoring the checkpoint's self-predictions against its base's or other models'
-    outcomes (``privileged``, ``others``) are no longer built (issue 28.1): privileged access
-    is decided from real cross-predictions by :mod:`selfmodel.analyses.privileged`.
-    """
+    """The ``gain`` row of one checkpoint x task (with the signal-detection counts)."""
     tt, bb = d["c_tt"].to_numpy().astype(bool), d["c_bb"].to_numpy().astype(bool)
     ok = ~d["c_tb"].is_null().to_numpy()
     tb = d["c_tb"].fill_null(False).to_numpy().astype(bool)
@@ -379,31 +374,11 @@ def truth_rows(section: Mapping[str, Any], truth: Mapping[str, Any]) -> list[dic
     return rows
 
 
-#: The null study's summary (``validation/training_null.py --ship`` writes it).
+#: The null study's summary (``validation/training_null.py --ship`` writes it: false ``improves``
+#: rates on the default design); read with ``shipped_study``.
 NULL_OPERATING_CHARACTERISTICS_DATA = PACKAGE_DATA / "training_null.json"
-
-
-def null_operating_characteristics(path: Path = NULL_OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped null study: false ``improves`` rates with their intervals.
-
-    Measured on the default design (``validation/training_null.py``), not on the user's
-    data: it says how often the declared rule calls a null training effect ``improves``
-    with this model and these sampler settings. ``available`` is false without the file.
-    """
-    return shipped_study(path, "null study")
-
-
 #: The training study's summary at the pipeline's settings (``validation/training_study.py --ship``).
 OPERATING_CHARACTERISTICS_DATA = PACKAGE_DATA / "training_operating_characteristics.json"
-
-
-def operating_characteristics(path: Path = OPERATING_CHARACTERISTICS_DATA) -> dict[str, Any]:
-    """The shipped training study (null, known effects, misspecified; independent generator).
-
-    Measured on ``validation/training_generator.py`` data at the pipeline's sampler settings,
-    not on the user's data; ``available`` is false without the file.
-    """
-    return shipped_study(path, "training study")
 
 
 def training_effect(
@@ -449,8 +424,8 @@ def training_effect(
                    why=f"sampling 'training' model: {table['model'].n_unique()} checkpoint(s)")
     out = {**base, "diagnostics": f.diagnostics,
            **decide_training(f.idata, table, rule, passed=f.diagnostics["passed"])}
-    out["null_operating_characteristics"] = null_operating_characteristics()
-    out["operating_characteristics"] = operating_characteristics()
+    out["null_operating_characteristics"] = shipped_study(NULL_OPERATING_CHARACTERISTICS_DATA, "null study")
+    out["operating_characteristics"] = shipped_study(OPERATING_CHARACTERISTICS_DATA, "training study")
     if truth is not None:
         out["truth_comparison"] = truth_rows(out, truth)
     return out

@@ -1,31 +1,14 @@
 """Where selfmodel keeps its caches, and the caches of the libraries it drives.
 
 One setting chooses the folder: ``$SELFMODEL_CACHE_DIR``, else ``$XDG_CACHE_HOME/selfmodel``,
-else ``~/.cache/selfmodel`` (:func:`chosen`). It holds
-
-* ``derived-results.key``: the secret that seals saved fits, saved checks and the rerun
-  record (:mod:`selfmodel.common.seal`);
-* ``pytensor/``: PyTensor's compile folder (its ``base_compiledir``), which holds the
-  numba code PyTensor caches (``pytensor/numba``) and the Python source it generates
-  (``pytensor/src``; PyTensor otherwise leaves one file per compiled function in the
-  temporary folder), given to PyTensor by a config file ``pytensorrc`` here, put first on
-  ``PYTENSORRC`` so that a user's own ``~/.pytensorrc`` and ``PYTENSOR_FLAGS`` still win;
-* ``numba/``: numba's cache of functions compiled with ``cache=True`` (``NUMBA_CACHE_DIR``,
-  unless set);
-* ``mplconfig/`` (``MPLCONFIGDIR``, unless set) and ``ipython/`` (``IPYTHONDIR``, unless
-  set: the report's kernel makes a profile folder), when ``SELFMODEL_CACHE_DIR`` is set or
-  the libraries' own folders cannot be made (they would make a temporary one per process,
-  with a warning, and IPython's is never removed). Otherwise matplotlib keeps its font
-  cache in ``$XDG_CACHE_HOME/matplotlib`` and IPython its profile in ``~/.ipython``. These
-  folders also hold the libraries' settings: a ``matplotlibrc`` or IPython profile of yours
-  is not read from them (set ``MPLCONFIGDIR`` or ``IPYTHONDIR`` yourself to keep yours).
-
-:func:`export_environment` (run when ``selfmodel`` is imported, before PyTensor, numba or
-matplotlib are) puts these in the environment, so worker processes and the report's
-kernel, which inherit it, use the same folders. When the chosen folder cannot be made or
-written (a home folder that is not writable, a read-only ``SELFMODEL_CACHE_DIR``), the
-command uses a private temporary folder instead, removed when it ends, and says so in one
-line; its worker processes and kernel are pointed at that folder too.
+else ``~/.cache/selfmodel`` (:func:`chosen`); what it holds (the sealing key, PyTensor's,
+numba's, matplotlib's and IPython's folders) is in ``docs/cli.md`` ("Caches and sealed
+results"). :func:`export_environment` (run when ``selfmodel`` is imported, before PyTensor,
+numba or matplotlib are) puts these in the environment, so worker processes and the
+report's kernel use the same folders; PyTensor's ``pytensorrc`` here is put first on
+``PYTENSORRC``, so a user's ``~/.pytensorrc`` and ``PYTENSOR_FLAGS`` still win. When the
+chosen folder cannot be made or written, the command uses a private temporary folder,
+removed when it ends, and says so in one line.
 """
 
 from __future__ import annotations

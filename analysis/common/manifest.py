@@ -2,25 +2,10 @@
 
 Every output folder carries the file :data:`MARKER` (``.selfmodel-out``): a JSON manifest
 listing every file ``selfmodel`` wrote there with the SHA-256 of its bytes, and the folders
-it made (``fits/``). A folder is ``selfmodel``'s only as far as the manifest proves it:
-
-* a file listed with its hash whose bytes still have that hash was written by ``selfmodel``
-  and may be replaced or removed by a later command;
-* a file of the same name with other bytes, a file the manifest does not list, a link, a
-  folder it did not make: all are the user's, and no command overwrites, moves or removes
-  them (:mod:`selfmodel.common.outputs` refuses first, with one line naming the entry).
-
-``fits/`` is the cache of saved fits and checks, proven by a rule rather than file by file:
-every file ``selfmodel`` writes there is named by the key of what it holds
-(``<name>-<16 hex digits>.<ext>``, :data:`CACHE_NAME`) and carries a content check verified
-whenever it is read. ``selfmodel`` never removes a file in ``fits/``; it adds saved fits and
-replaces one of that name only when the saved one fails its check (it is then not what its
-name promises). Files of other names in ``fits/`` are the user's and are never touched.
-
-A marker written by versions before the manifest (the one-line text
-:data:`LEGACY_TEXT`) still says the folder is ``selfmodel``'s, but proves no file in it:
-a command that would replace or remove one of its files is refused (nothing is ever
-overwritten on a guess); one that only adds new files proceeds and writes a manifest.
+it made. A folder is ``selfmodel``'s only as far as the manifest proves it; ``fits/`` is
+proven by a rule (files named by the key of what they hold, :data:`CACHE_NAME`, each with a
+content check); a marker of versions before the manifest (:data:`LEGACY_TEXT`) proves no
+file. The rules: ``docs/cli.md`` ("Output folders and limits").
 """
 
 from __future__ import annotations

@@ -1,38 +1,11 @@
 """Output folders: what a command may write into ``--out``, one writer at a time, whole.
 
 Every command that writes (``run``, ``fit``, ``ingest``, ``describe``, ``report``,
-``import``, ``simulate``, ``power``, ``reduce``) goes through this module:
-
-* **Ownership by proof.** ``--out`` must be a new folder, an empty one, or one that
-  ``selfmodel`` made: it holds the manifest ``.selfmodel-out``, which lists every file
-  ``selfmodel`` wrote there with the SHA-256 of its bytes
-  (:mod:`selfmodel.common.manifest`). A file the manifest does not list, or whose bytes
-  changed, is the user's. Before any work (:func:`check_out`) and again before anything is
-  replaced, a command that would overwrite or remove such a file stops with one line naming
-  it; a folder without a manifest that is not empty is refused before anything in it is
-  touched (no probe, no lock, no staging folder). Entries of the user's beside
-  ``selfmodel``'s files are never overwritten, moved or removed.
-* **One writer per folder.** :func:`locked` holds an exclusive ``flock`` on
-  ``<parent>/.<name>.lock`` of the *resolved* folder, so ``--out out`` and ``--out latest``
-  (a link to ``out``) take the same lock. The lock file is opened with ``O_NOFOLLOW``,
-  created only when absent and never written: a link of that name, or anything that is not
-  a regular file of one name, is refused with one line, so no lock can be aimed at a file.
-  A second command stops at once naming the process that holds the lock (from
-  ``/proc/locks``); the operating system drops the lock when its holder ends, however it
-  ends (``kill -9`` included).
-* **All or nothing.** :func:`staged` gives the command a staging folder beside ``--out``
-  (``<parent>/.<name>.staging``, with a token file) that starts with the saved fits of
-  ``--out/fits`` (hard links). When the command finishes, its files are published
-  (:mod:`selfmodel.common.publish`): the two folders trade places in one step when every
-  entry of ``--out`` is ``selfmodel``'s, else the files are moved in one by one following a
-  journal (data first, index files and the manifest last), which the next command completes
-  if this one is killed. Ctrl-C and SIGTERM wait for a publish to end (it takes
-  milliseconds). Whatever stops a command before that (Ctrl-C, SIGTERM, ``kill -9``, a full
-  disk, an error), ``--out`` is as it was, apart from the fits that finished (added to
-  ``fits/``, which a rerun reuses), and the next command clears the leftovers by itself.
-* Outputs of earlier commands that describe other data are stale and removed with the set
-  they belong to (``results.json`` and the reports when ``ingest`` writes new records;
-  see :data:`RUN`); other commands' files (``power.json`` beside a run's outputs) stay.
+``import``, ``simulate``, ``power``, ``reduce``) goes through this module: ownership by proof
+(the manifest, :mod:`selfmodel.common.manifest`; :func:`check_out`), one writer per resolved
+folder (:func:`locked`), all or nothing (:func:`staged`, published by
+:mod:`selfmodel.common.publish`), and stale outputs removed with their set (:data:`RUN`).
+The rules, as a user meets them: ``docs/cli.md`` ("Output folders and limits").
 """
 
 from __future__ import annotations

@@ -1,27 +1,13 @@
 """Progress of the long steps (sampling, refits, the power simulation) on stderr.
 
-A run shows where it is while it samples: per fit the draws done of the total over all
-chains, the chains, the divergences so far and the elapsed time; a loop of refits (prior and
-scale-variable sensitivity, leave-one-out refits) numbers its steps ``[k/n]`` (in the step
-line and in its fits' lines) and ends with the time it took; the power simulation shows
-``[k/n]`` simulated data sets and the elapsed time. Where the lines go is decided once, by whoever starts the run (the command
-line, :func:`selfmodel.api.run`), with :func:`reporting`; library code only asks for a
-callback (:func:`fit_callback`, :func:`counter`) or opens a loop (:func:`steps`), which are
-no-ops when nobody reports (``--quiet``, tests, a notebook that did not ask for it).
-
-Two ways of writing, chosen by whether the stream is a terminal:
-
-* a terminal: one line per fit, redrawn in place (carriage return) at most
-  :data:`LIVE_INTERVAL` seconds apart and ended with a newline when the fit is done;
-* anything else (a log file, CI): plain lines, at most one every :data:`PLAIN_INTERVAL` seconds
-  per fit or loop, and the final count when it is done; never a carriage return.
-
-The line format (stable; tests read it)::
-
-    selfmodel   sampling 'scale': 1200/12000 draws (tuning), 4 chains, 0 divergences, 3 s
-    selfmodel   [2/2] sampling 'scale': 800/8000 draws (tuning), 4 chains, 0 divergences, 2 s
-    selfmodel   prior sensitivity ('scale'): 2/2 done, 95 s
-    selfmodel   [120/360] power simulation, 12 s
+What a run shows (per fit the draws, chains, divergences and time; ``[k/n]`` for loops of
+refits and the power simulation) and the line format, which is stable and tests read:
+``docs/cli.md`` ("Progress"). Where the lines go is decided once, by whoever starts the run
+(the command line, :func:`selfmodel.api.run`), with :func:`reporting`; library code only
+asks for a callback (:func:`fit_callback`, :func:`counter`) or opens a loop (:func:`steps`),
+which are no-ops when nobody reports. On a terminal a fit's line is redrawn in place at most
+:data:`LIVE_INTERVAL` seconds apart; elsewhere plain lines, at most one every
+:data:`PLAIN_INTERVAL` seconds per fit or loop, never a carriage return.
 """
 
 from __future__ import annotations

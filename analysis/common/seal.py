@@ -1,23 +1,12 @@
 """Keyed seals of what selfmodel saves and later trusts as its own work.
 
-Saved fits (``OUT/fits/*.nc``), saved derived results (checks, LOO, power simulations:
-``OUT/fits/*.json``) and the record of a finished run (``OUT/run-key.json``, with the
-report's stamp) are reused by later commands instead of being computed again. Each carries
-a seal: an HMAC-SHA-256, under a secret of this user, of what it holds (:func:`seal`). A
-plain hash would not do: anyone can recompute it after editing the file with selfmodel's
-own functions. A file whose seal does not verify (edited, re-hashed, truncated, made by
-another user or on another machine, or by a selfmodel that sealed otherwise) is computed
-again, with a note.
-
-The secret is the file :data:`KEY_FILE` in the cache folder
-(:mod:`selfmodel.common.caches`), made on first use, readable by its owner only. A key file
-that others may read or write, or that another user owns, is not used. When no key file can
-be used, this command seals with a key of its own that no file holds (handed to its worker
-processes, :func:`ephemeral`): what it saves is reused within the command, and nothing
-saved by an earlier command is, with a one-line note. There is no unkeyed fallback.
-
-A results folder copied to a colleague is therefore recomputed by the colleague's
-selfmodel (fits refitted, checks recomputed, each with a note), never trusted as is.
+Saved fits, saved derived results and the record of a finished run each carry a seal: an
+HMAC-SHA-256, under a secret of this user, of what they hold (:func:`seal`); a file whose
+seal does not verify is computed again, with a note. The secret is :data:`KEY_FILE` in the
+cache folder (:mod:`selfmodel.common.caches`), made on first use, readable by its owner
+only; when no key file can be used, the command seals with a key no file holds
+(:func:`ephemeral`). Why a plain hash would not do, and what a user sees:
+``docs/cli.md`` ("Caches and sealed results").
 """
 
 from __future__ import annotations

@@ -1,11 +1,9 @@
-"""No decision word in ``results.json`` for an effect the report calls not decided (issue 53).
+"""No decision word in ``results.json`` for an effect the report calls not decided.
 
-A fit that failed its diagnostics gate (R-hat, bulk ESS, divergences, E-BFMI) decides nothing
-(issue 28.4): the report prints "not decided (its fit failed the diagnostics gate)" and the
-estimate as computed. Until issue 53 ``results.json`` still said, for instance,
-``scale_effect.decision: "improves"`` beside ``finding: false``, and a program reading
-``decision`` was misled. :func:`gate_decisions` is the last step before ``results.json`` is
-written (:func:`selfmodel.pipeline.results.build_results`): every decision record of a failed
+A fit that failed its diagnostics gate (R-hat, bulk ESS, divergences, E-BFMI) decides nothing:
+the report prints "not decided (its fit failed the diagnostics gate)" and the estimate as
+computed, and a program reading ``decision`` must not read a word either.
+:func:`gate_decisions` is the last step before ``results.json`` is written (:func:`selfmodel.pipeline.results.build_results`): every decision record of a failed
 fit gets
 
 * ``decision``: ``"not_decided"`` (``selfmodel.records.contract.UNDECIDED``), ``meaning``

@@ -1,23 +1,8 @@
 r"""Additions to the hypotheses table: Bayes factors over a range of prior widths, multiplicity.
 
-Bayes factors as a range
-------------------------
-A Savage-Dickey :math:`\mathrm{BF}_{10}` is the prior density at 0 over the posterior density
-at 0, so it follows the slope prior's width. For each declared width :math:`s` (``WIDTHS``, in
-the effect's own units) the likelihood of the slope is approximated by a normal (the fitted
-posterior's normal approximation divided by the fitted prior, a normal of sd :math:`s_0`
-read off the fitted prior's density at 0), recombined with the prior :math:`N(0, s^2)`, and the
-Bayes factor is computed in closed form. Its interval is the 2.5%-97.5% range over bootstrap
-resamples of the posterior draws of size ``n_eff`` (the bulk ESS when known): with few draws
-near zero the density there is uncertain, and the interval says how much.
-
-Multiplicity
-------------
-The table counts declared hypotheses and decisions (one per row) and how many came out as
-supported; for every hypothesis expanded over tasks (``NAME[*]``) it gives the joint
-posterior probability that *all* its task slopes have the predicted sign (a family-wise
-statement from one fit), and beside it the Holm-adjusted (Holm 1979) p-values of the
-frequentist per-task slope tests.
+Bayes factors over the declared prior widths (``WIDTHS``, with bootstrap intervals) and the
+multiplicity block (counts, joint sign probabilities over tasks, Holm-adjusted frequentist
+p-values): how each is computed, ``docs/hypotheses.md``.
 """
 
 from __future__ import annotations
@@ -177,7 +162,7 @@ def multiplicity(
 
 
 def confirmatory_family(rows: Sequence[Mapping[str, Any]], evidence: Mapping[str, Any]) -> dict[str, Any]:
-    """The confirmatory family's decision, controlled together (issue 28.7).
+    """The confirmatory family's decision, controlled together.
 
     The hypotheses file marks hypotheses ``role = "confirmatory"``; every decision row of one
     (a ``NAME[*]`` hypothesis gives one per task) is a member of the family, of size

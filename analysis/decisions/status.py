@@ -110,7 +110,7 @@ def _contrasts_fitted(results: Mapping[str, Any]) -> bool:
 def contrast_status(results: Mapping[str, Any]) -> str | None:
     """The ``contrasts`` status sentence: every decided contrast, or ``None``.
 
-    A contrast fit that failed its diagnostics decides nothing (issue 28.4): the sentence
+    A contrast fit that failed its diagnostics decides nothing: the sentence
     names the failed checks and gives the contrasts as computed, without decision words;
     at the exploratory settings the decisions are shown, labelled as not findings.
 

@@ -10,36 +10,8 @@ each one's trial counts :math:`n` and success probability :math:`p` off the PyMC
 so they work for any model with binomial likelihoods (one or several observed variables,
 e.g. ``hits`` and ``false_alarms`` in ``models/sdt.py``).
 
-prior_predictive
-    The accuracy the priors imply before seeing data (Gabry et al. 2019, sec. 3): its
-    quantiles and the prior mass on extreme cells (accuracy < 0.05 or > 0.95), which
-    should be small for weakly informative priors on self-prediction accuracy.
-posterior_predictive
-    Replicated counts from the posterior; per cell the observed count, the predictive
-    mean and central interval and whether it covers the observation; overall coverage;
-    and the posterior predictive p-value of the :math:`\chi^2` discrepancy
-    :math:`T(y, \theta) = \sum_i (y_i - n_i p_i)^2 / (n_i p_i (1 - p_i))` (Gelman, Meng
-    & Stern 1996), :math:`\Pr\{T(y^{rep}, \theta) \ge T(y, \theta) \mid y\}`; values
-    near 0 flag overdispersion the model misses. Coverage of posterior predictive
-    intervals is conservative (the data were used to fit), so coverage well *below*
-    the nominal level is the warning sign.
-loo
-    PSIS-LOO (Vehtari, Gelman & Gabry 2017) with ArviZ, pointwise over the observed
-    variable's dimension (cells; for several observed variables on the same dimension,
-    the pointwise log likelihoods are summed, so a cell is left out as a whole).
-    Pareto :math:`\hat k > 0.7` marks points where the estimate is unreliable
-    (Vehtari et al. 2024, "Pareto smoothed importance sampling", *JMLR* 25).
-compare
-    ``az.compare``-style table (stacking weights, ELPD differences and their standard
-    errors) of several ``loo`` results, refused unless they were computed on the same
-    observations.
-
-Saved checks: given ``cache_dir`` (a run's fits folder), ``prior_predictive``,
-``posterior_predictive`` and ``loo`` save their result as JSON there and reuse it while
-everything it depends on is unchanged -- the fit (its provenance ``cache_key``), the data
-(SHA-256 of the table), the arguments, the code of this module and of ``models/``, and the
-package versions (:func:`selfmodel.fitting.sampling.cached_json`). An unchanged second run thus
-recomputes no check; a damaged file is recomputed.
+What each check computes (prior and posterior predictive, PSIS-LOO, comparison), with its
+sources, and how saved checks are reused: ``docs/fitting.md``.
 """
 
 from __future__ import annotations
@@ -192,8 +164,8 @@ def prior_predictive(
     priors, options
         Prior overrides and ``build`` options, as for ``selfmodel.fitting.sampling.fit``.
     cache_dir
-        Save the result here and reuse it while the inputs are unchanged (module
-        docstring); ``None`` computes it.
+        Save the result here and reuse it while the inputs are unchanged
+        (``docs/fitting.md``); ``None`` computes it.
 
     Returns
     -------
@@ -304,7 +276,7 @@ def posterior_predictive(
         (e.g. ``("model", "task")`` for the per-item rows of ``models/items.py``).
     cache_dir
         Save the result here and reuse it while the fit and the inputs are unchanged
-        (module docstring); ``None`` computes it.
+        (``docs/fitting.md``); ``None`` computes it.
 
     Returns
     -------

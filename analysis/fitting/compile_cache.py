@@ -1,47 +1,12 @@
 r"""Compile a PyMC model for nutpie once, and reuse the compiled code across runs.
 
-Why compiling is slow, and what can be reused
----------------------------------------------
-``nutpie.compile_pymc_model`` does three things (profiled in ``bench/bench_compile.py``):
-
-1. PyTensor builds and rewrites the log-density and gradient graphs (a few seconds);
-2. PyTensor's numba backend turns every node into numba code. These functions are cached
-   on disk (``pytensor.config.numba__cache``, under ``<base_compiledir>/numba``), *but the
-   cache key contains the value of every constant in the graph*. A model built from numpy
-   arrays (as ``models/scale.py`` is) embeds its data as constants, so new data -- or the
-   same data in a model built a different way -- misses the cache and compiles again;
-3. nutpie wraps the result in two ``numba.cfunc`` C callbacks, compiled with LLVM in every
-   process.
-
-:func:`compiled_model` removes the data from the compiled code: :func:`data_as_shared`
-rebuilds the model with every array constant (observed counts, trial counts, index arrays,
-covariates) turned into a named shared variable, so the generated code depends only on the
-model's *structure and shapes*. Then
-
-* across processes, PyTensor's on-disk numba cache hits for any data of the same shape
-  (step 2 is skipped; the cache folder can be put under the project, see ``cache_dir``);
-* within a process, a model with the same structure is not compiled at all: the compiled
-  model of the first call is reused with the new data through
-  ``CompiledPyMCModel.with_data`` (an in-memory memo).
-
-Sampling is unchanged: the sampler gets the same parameter layout and the same seeded
-initial points as with ``nutpie.compile_pymc_model(pm_model)``. The log density agrees to
-about 1e-12 (PyTensor folds constants in a different order), so draws are not bit-for-bit
-those of an uncached compile, but they are the same for a given seed whether the compiled
-code came from a fresh compile, the disk cache or the memo (``tests/fitting/test_compile_cache.py``).
-
-The price: with its data as shared variables PyTensor can no longer fold the data into the
-graph (log binomial coefficients, index gathers), so a cold compile costs more and each
-gradient may too -- on the default data 28% more compile CPU and 48% more CPU per gradient
-for ``scale``, 27% more compile CPU and no gradient difference for ``sdt``
-(``bench/bench_compile.py --fit``, ``bench/results/compile_fit.json``). It pays off when
-one process fits the same structure several times; ``selfmodel.fitting.sampling.fit`` uses it only with
-``reuse_compiled=True``.
-
-Pickling a compiled model is not possible (nutpie holds numba ``cfunc`` objects and
-pointers into process memory), and ``numba.cfunc(cache=True)`` does not help: nutpie's
-callbacks close over the generated PyTensor function, which numba refuses to cache
-("uses dynamic globals"). Steps 1 and 3 are therefore paid in every new process.
+:func:`compiled_model` rebuilds a model with every array constant turned into a named
+shared variable (:func:`data_as_shared`), so the compiled code depends only on the model's
+structure and shapes: PyTensor's on-disk numba cache hits across processes, and within a
+process a model of the same structure is reused with new data
+(``CompiledPyMCModel.with_data``). Draws are the same for a given seed whichever way the
+compiled code came (``tests/fitting/test_compile_cache.py``). Why, and what it costs:
+``docs/fitting.md``.
 """
 
 from __future__ import annotations

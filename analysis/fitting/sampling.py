@@ -8,16 +8,11 @@ priors, sampler settings, seed and package versions all match; anything else ref
 
 A model is compiled with ``nutpie.compile_pymc_model`` (PyTensor's on-disk numba cache, in
 selfmodel's cache folder (:mod:`selfmodel.common.caches`), makes a later compile of the
-same model in a new process cheaper). ``fit(...,
-reuse_compiled=True)`` compiles through :func:`selfmodel.fitting.compile_cache.compiled_model`
-instead, for callers that fit one design many times in one process (operating-characteristics studies,
-simulation-based calibration, power by simulation): each later fit of the same structure
-skips compilation. It is not the default because on a single fit it costs more than it
-saves: with the data as shared variables PyTensor cannot fold the data into the graph; on
-the default data the scale model's cold compile took 28% more CPU and every gradient 48%
-more, the sdt model's compile 27% more (``bench/results/compile_fit.json``). Its draws
-differ from a plain compile's at Monte Carlo level (same seed, log density equal to
-~1e-12, but NUTS trajectories diverge), so it is part of the cache key.
+same model in a new process cheaper). ``fit(..., reuse_compiled=True)`` compiles through
+:func:`selfmodel.fitting.compile_cache.compiled_model` instead, for callers that fit one
+design many times in one process; it is not the default because on a single fit it costs
+more than it saves (``docs/fitting.md``). Its draws differ from a plain compile's at Monte
+Carlo level, so it is part of the cache key.
 
 Results derived from a fit (the checks of ``analysis/fitting/checks.py``, the power
 simulation of ``analysis/power/``) are saved beside it as JSON by :func:`cached_json`, keyed
@@ -289,7 +284,7 @@ def fit(
     reuse_compiled
         Compile through :func:`selfmodel.fitting.compile_cache.compiled_model` (nutpie only): a later
         fit of the same structure in this process reuses the compiled code (module
-        docstring: worth it only when one process fits the same design repeatedly). Recorded
+        docstring and ``docs/fitting.md``: worth it only when one process fits the same design repeatedly). Recorded
         in the provenance (``compile: "shared_data"``) and the cache key.
     then
         Called with a newly sampled fit where it was sampled (in the worker process when
@@ -323,7 +318,7 @@ def fit(
             return Fit(
                 model_name,
                 cached,
-                _diagnostics(cached, model_name, key, cache_dir),
+                diagnose(cached),  # from the draws on every read: a saved file could be edited
                 saved,
                 reused=True,
                 seconds=float(saved.get("sampling_seconds", 0.0)),
@@ -338,7 +333,7 @@ def fit(
         saved_idata, saved_prov = _read_saved_fit(path, key)
         if saved_idata is None:
             raise RuntimeError(f"{path}: the worker process did not save the fit")
-        return Fit(model_name, saved_idata, _diagnostics(saved_idata, model_name, key, cache_dir),
+        return Fit(model_name, saved_idata, diagnose(saved_idata),
                    saved_prov, reused=False, seconds=float(saved_prov.get("sampling_seconds", 0.0)))
     t0 = time.perf_counter()
     pm_model = module.build(used, priors=priors, **(options or {}))
@@ -354,7 +349,7 @@ def fit(
             arviz_ops.save(idata, p)
 
         atomic.write_with(path, _save)
-    diagnostics = _diagnostics(idata, model_name, key, cache_dir)
+    diagnostics = diagnose(idata)
     result = Fit(model_name, idata, diagnostics, prov, reused=False, seconds=seconds)
     if then is not None:
         then(result)
@@ -364,17 +359,6 @@ def fit(
 def _fit_and_save(model_name: str, data: pl.DataFrame, **kwargs: Any) -> None:
     """:func:`fit` in a worker process: it saves the fit in ``cache_dir``; nothing returns."""
     fit(model_name, data, **kwargs)
-
-
-def _diagnostics(
-    idata: arviz_ops.InferenceData, model_name: str, key: str, cache_dir: Path | str | None
-) -> dict[str, Any]:
-    """:func:`diagnose`, computed from the posterior itself on every run (about a second).
-
-    Never read from a saved file: a diagnostics file can be edited without touching the
-    draws, and a verdict's "finding" flag must come from the draws.
-    """
-    return diagnose(idata)
 
 
 #: Attribute of a saved fit holding its provenance (JSON).

@@ -59,9 +59,8 @@ def fitted_declaration(f: Fit) -> dict[str, Any]:
     """What the fitted model is, from its own declaration and its saved options and priors.
 
     ``models/<name>.declaration(options, priors)`` gives the equations, the prose and the
-    priors of the variables the model has under the options saved in the fit's provenance
-    (issue 28.5: the report printed the pooled variant's equation above the independent
-    fit, and a prior of a term not in the fit). A model without ``declaration`` gets no
+    priors of the variables the model has under the options saved in the fit's provenance,
+    so the report never shows an equation or prior of a term not in the fit. A model without ``declaration`` gets no
     equations, its ``SUMMARY`` and the saved priors of the variables in its posterior.
     """
     module = model_registry.get(f.model)

@@ -13,24 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from selfmodel.analyses.confidence_calibration import (
-    operating_characteristics as confidence_calibration_operating_characteristics,
-)
-from selfmodel.analyses.contrasts import (
-    operating_characteristics as contrast_operating_characteristics,
-)
-from selfmodel.analyses.privileged import (
-    operating_characteristics as privileged_operating_characteristics,
-)
-from selfmodel.analyses.rescoring import (
-    operating_characteristics as self_vs_other_operating_characteristics,
-)
-from selfmodel.analyses.training import null_operating_characteristics
-from selfmodel.analyses.training import (
-    operating_characteristics as training_operating_characteristics,
-)
+from selfmodel.analyses import confidence_calibration, contrasts, privileged, rescoring, training
 from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
+from selfmodel.common.paths import shipped_study
 from selfmodel.decisions.gate import gate_decisions
 from selfmodel.decisions.status import status_lines
 from selfmodel.decisions.validation_map import Studies, validation_map
@@ -113,12 +99,12 @@ def data_section(ingest_summary: Mapping[str, Any]) -> dict[str, Any]:
 def shipped_studies() -> Studies:
     """The operating-characteristics studies shipped as package data (each loader says when one is absent)."""
     return Studies(pipeline=(operating_characteristics() or {}).get("pipeline"),
-                   training_null=null_operating_characteristics(),
-                   privileged=privileged_operating_characteristics(),
-                   contrasts=contrast_operating_characteristics(),
-                   confidence_calibration=confidence_calibration_operating_characteristics(),
-                   training=training_operating_characteristics(),
-                   self_vs_other=self_vs_other_operating_characteristics())
+                   training_null=shipped_study(training.NULL_OPERATING_CHARACTERISTICS_DATA, "null study"),
+                   privileged=shipped_study(privileged.OPERATING_CHARACTERISTICS_DATA),
+                   contrasts=shipped_study(contrasts.OPERATING_CHARACTERISTICS_DATA),
+                   confidence_calibration=shipped_study(confidence_calibration.OPERATING_CHARACTERISTICS_DATA),
+                   training=shipped_study(training.OPERATING_CHARACTERISTICS_DATA, "training study"),
+                   self_vs_other=shipped_study(rescoring.OPERATING_CHARACTERISTICS_DATA))
 
 
 def build_results(state: RunState) -> dict[str, Any]:

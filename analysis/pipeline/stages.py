@@ -288,7 +288,7 @@ def stage_models(state: RunState, say: Progress) -> None:
 
 
 def stage_training(state: RunState, say: Progress) -> None:
-    """Stage 4b (``training_effect``): derived checkpoints against their bases (issue 19)."""
+    """Stage 4b (``training_effect``): derived checkpoints against their bases."""
     assert state.ingest is not None
     cfg = state.config
     truth = json.loads(state.inputs.truth.read_text()) if state.inputs.truth else None

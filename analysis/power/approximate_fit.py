@@ -423,7 +423,7 @@ def fast_fit(
     draws: int = N_DRAWS,
     grid: Mapping[str, int] | None = None,
 ) -> dict[str, Any]:
-    """Approximate posterior of the scale slope ``beta`` and its decision (see module docstring).
+    """Approximate posterior of the scale slope ``beta`` and its decision (``docs/power.md``).
 
     Parameters
     ----------

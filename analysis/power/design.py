@@ -102,7 +102,7 @@ class Design:
     def n_eff(self, task: Task) -> int:
         r"""Effective binomial n of one cell of ``task``.
 
-        Readable answers over Kish's design effect :math:`1 + (R-1)\rho` (module docstring).
+        Readable answers over Kish's design effect :math:`1 + (R-1)\rho` (``docs/power.md``).
         """
         deff = 1.0 + (self.repeats - 1) * self.repeat_correlation
         return max(1, int(round(task.items * self.repeats * (1.0 - task.unreadable) / deff)))

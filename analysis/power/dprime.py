@@ -5,31 +5,9 @@ signal and noise counts), the task d' and criterion at their posterior means (an
 task's criterion slope), and variance components either at their posterior means or, per
 simulated data set, drawn from the fit's posterior (:mod:`selfmodel.power.posterior_draws`).
 
-Generative model of a simulated data set (as ``models/sdt.py``, d' slope :math:`\beta` the
-truth of the sweep)
-
-.. math::
-
-    d'_{mt} &= a^d_t + (\beta + \delta_t) x_m + u^d_{f[m]} + v^d_m + w^d_{mt},\qquad
-    c_{mt} = a^c_t + b^c_t x_m + u^c_{f[m]} + v^c_m + w^c_{mt},\\
-    H_{mt} &\sim \mathrm{Bin}(S_{mt}, \Phi(d'_{mt}/2 - c_{mt})),\qquad
-    F_{mt} \sim \mathrm{Bin}(N_{mt}, \Phi(-d'_{mt}/2 - c_{mt})),
-
-with normal family, model and cell effects of the given standard deviations and task slope
-deviations :math:`\delta_t` of spread ``sigma_task_slope`` (centred over tasks, so
-:math:`\beta` stays the mean task slope, the estimand ``beta_dprime``).
-
-Approximate fit: each cell's d' is estimated by the log-linear corrected rates
-(:math:`\hat d = \Phi^{-1}\frac{H + 1/2}{S + 1} - \Phi^{-1}\frac{F + 1/2}{N + 1}`; Hautus
-1995, *Behavior Research Methods* 27) with the delta-method variance
-:math:`h(1-h)/(S\,\phi(\Phi^{-1}h)^2) + f(1-f)/(N\,\phi(\Phi^{-1}f)^2)` evaluated at the
-task's pooled rates (not the cell's own, whose errors would correlate the weights with the
-estimates), and the nested family/model/cell model for :math:`\hat d` is integrated exactly
-over the task intercepts and slopes and on a grid over the d' variance components, with the
-priors of ``models/sdt.py`` (:func:`selfmodel.power.approximate_fit.grid_posterior`, as the
-accuracy power). Cells with only signal or only noise records carry no d' of their own and
-are left out. Each data set's 4,000 mixture draws go through
-:func:`selfmodel.decisions.hypotheses.decide` with the d' ROPE.
+Data sets are simulated from the signal-detection model and each is fitted by the
+approximate fit of the accuracy power, on log-linear corrected d' (Hautus 1995); the
+generative model and the approximation: ``docs/power.md``.
 """
 
 from __future__ import annotations
@@ -154,7 +132,7 @@ def simulate_sdt_counts(design: DprimeDesign, slope: float, *, seed: int, sim: i
 
 
 def dprime_estimates(dl: _DLayout, hits: np.ndarray, fas: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Each cell's corrected d' and its variance at the task's pooled rates (module docstring).
+    """Each cell's corrected d' and its variance at the task's pooled rates (``docs/power.md``).
 
     d' is ``selfmodel.analyses.skill.sdt_arrays``: a simulated constant responder enters at d' = 0
     (the SDT fit would leave such a cell out; they are rare at the fitted rates).

@@ -1,37 +1,9 @@
 """Records -> sufficient statistics per model x task cell, joined with the registry.
 
 Every Bayesian and frequentist model downstream sees only these counts (aggregated
-binomial likelihood), so fitting cost grows with cells, not records.
-
-Cell columns
-------------
-model, task, predictor-agnostic (self-predictions only: ``predictor == model``)
-
-``n_total``
-    self-predictions in the cell to score, readable or not: every record but those with
-    nothing to score (status ``not_asked`` or ``unanswered``, counted apart below).
-``n`` / ``k``
-    readable predictions (``status == "ok"`` and ``correct`` known) and how many were correct.
-``k_strict``
-    correct predictions counting unreadable ones as wrong (denominator ``n_total``).
-``n_unreadable``
-    records whose prediction could not be read (status ``unparsed``, ``refused``,
-    ``error``): wrong in strict accuracy.
-``n_not_asked``
-    records of a prediction that was not asked, by design (a control condition).
-``n_unanswered``
-    records whose question the model did not answer (no outcome to check against).
-``binary``
-    every readable prediction and outcome is ``"true"``/``"false"``.
-``n_signal`` / ``n_noise``
-    readable records with outcome true / false (binary cells).
-``hits`` / ``false_alarms``
-    predicted true when outcome true / false (binary cells).
-``n_pred_yes``
-    readable records predicted true.
-``mode_outcome_share``
-    share of the most common outcome among readable records: the accuracy of always
-    predicting the model's most common outcome (the *mode baseline*).
+binomial likelihood), so fitting cost grows with cells, not records. The columns of a cell
+(counts of readable, unreadable and unscored records, the signal-detection counts, the mode
+baseline): ``docs/records.md`` ("Cells").
 """
 
 from __future__ import annotations

@@ -5,30 +5,10 @@ This module is the bottom of the pipeline. It names the canonical record columns
 decision vocabulary of ``results.json``, and the one exception type that the
 command line turns into ``exit 2`` with a one-line message.
 
-A canonical *record* is one checked self-prediction:
-
-==============  ===========  =========================================================
-column          dtype        meaning
-==============  ===========  =========================================================
-model           Utf8         the model whose behaviour was executed (the target)
-task            Utf8         kind of self-prediction
-item_id         Utf8         the item within the task
-prediction      Utf8         what the model predicted; ``"true"``/``"false"`` for
-                             binary predictions, free text otherwise, null when unread
-outcome         Utf8         what it actually did (same encoding as ``prediction``)
-correct         Boolean      prediction matched outcome (null when unreadable)
-predictor       Utf8         the model that made the prediction (defaults to ``model``)
-confidence      Float64      stated probability that the prediction is right, 0..1
-cluster         Utf8         item group sharing context
-condition       Utf8         the study condition the record was made under (prompting,
-                             reasoning on/off, temperature); null when the study has one
-status          Utf8         ``ok``; ``unparsed``, ``refused`` or ``error`` (an unreadable
-                             prediction); ``not_asked`` or ``unanswered`` (nothing to score)
-run_id          Utf8         provenance
-sample          Int64        repeat index (0 when absent)
-source_file     Utf8         file the record came from
-source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
-==============  ===========  =========================================================
+A canonical *record* is one checked self-prediction: its columns and their meaning are in
+``docs/records.md`` ("Columns"); their polars dtypes are :data:`RECORD_SCHEMA`, with
+``source_file`` (the file the record came from) and ``source_line`` (1-based line of a
+JSONL/CSV data line, or row of a Parquet file).
 """
 
 from __future__ import annotations
@@ -111,7 +91,7 @@ REGISTRY_SCHEMA: Final[dict[str, pl.DataType]] = {
     "open_weights": pl.Boolean(),
     "reasoning": pl.Boolean(),
     "capability": pl.Float64(),
-    # derived checkpoints (issue 19): the checkpoint this model was derived from, the
+    # derived checkpoints: the checkpoint this model was derived from, the
     # intervention that derived it (free label), and the tasks that intervention trained on
     # (";"-separated; every other task in the data is held out)
     "base_model": pl.Utf8(),
@@ -239,7 +219,7 @@ def display_order(words: tuple[DecisionWord, ...]) -> tuple[DecisionWord, ...]:
 DECISIONS: Final[tuple[str, ...]] = get_args(Decision)
 #: What each built-in decision means, in words (one phrase each; ``docs/decisions.md``).
 DECISION_MEANING: Final[dict[str, str]] = {d: _WORDS[d].meaning for d in DECISIONS}
-#: The decision of an effect whose fit failed its diagnostics gate (issue 53): the rule's word
+#: The decision of an effect whose fit failed its diagnostics gate: the rule's word
 #: for its numbers is kept beside it as ``decision_if_passed`` (``selfmodel.decisions.gate``).
 UNDECIDED: Final = "not_decided"
 #: Built-in decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
@@ -358,15 +338,6 @@ def parse_bool(value: object) -> bool | None:
             return False
     return None
 
-
-def empty_records() -> pl.DataFrame:
-    """Return an empty canonical record table."""
-    return pl.DataFrame(schema=RECORD_SCHEMA)
-
-
-def empty_quarantine() -> pl.DataFrame:
-    """Return an empty quarantine table."""
-    return pl.DataFrame(schema=QUARANTINE_SCHEMA)
 
 #: Why derived checkpoints are left out of the scale and SDT models.
 SCALE_EXCLUSION_REASON = (

@@ -1,32 +1,10 @@
 """Model registry: one row per model with its family, size and flags, joined on ``model``.
 
-A registry is a CSV file or a TOML file with the columns of
-:data:`selfmodel.records.contract.REGISTRY_SCHEMA`; only ``model`` is required.
-
-CSV::
-
-    model,family,params_b,active_params_b,open_weights,reasoning,capability
-    llama-3-8b,llama,8,,yes,no,
-    gpt-4o,gpt,,,no,no,0.71
-
-TOML uses an array of tables named ``model`` with the same keys::
-
-    [[model]]
-    model = "llama-3-8b"
-    family = "llama"
-    params_b = 8
-    open_weights = true
-
-Sizes (``params_b``, ``active_params_b``) are billions of parameters and must be positive
-finite numbers or empty (closed models may have no size); ``active_params_b`` may not exceed
-``params_b``. ``capability`` is any finite number. A derived checkpoint (e.g. a fine-tuned model)
-names the registry model it was derived from in ``base_model``, the intervention in
-``intervention`` (a free label such as ``rl-selfmodel-v1``) and the tasks it was trained on
-in ``trained_tasks`` (``;``-separated); a ``base_model`` missing from the registry or a
-cycle of derivations is an error (see ``docs/registry.md``). ``open_weights`` and ``reasoning`` accept
-true/false/1/0/yes/no in any case. A bad row raises :class:`~selfmodel.records.contract.InputError`
-whose one-line message names the file, the line (a CSV data line as a text editor counts it,
-header = line 1; the line of the key in TOML) and the column, and says what to do.
+A registry is a CSV or TOML file with the columns of
+:data:`selfmodel.records.contract.REGISTRY_SCHEMA`; only ``model`` is required. Its format,
+the rules of each column and of derived checkpoints: ``docs/records.md`` ("Registry"). A bad
+row raises :class:`~selfmodel.records.contract.InputError` naming the file, the line and the
+column, and saying what to do.
 
 This module also holds the two small helpers that format such messages,
 :func:`format_input_error` and :func:`did_you_mean`, shared with :mod:`selfmodel.records.ingest`.

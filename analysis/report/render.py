@@ -1,46 +1,11 @@
 """Render Quarto reports (``reports/*.qmd``) to one self-contained HTML file or a PDF.
 
 Quarto itself is used when it is on ``PATH``. Where it is not (it cannot be installed on the
-project's machines), a built-in engine reproduces the part of Quarto the reports use:
-
-1. the ``.qmd`` is read with jupytext (R Markdown reader: Quarto's ```` ```{python} ```` chunks
-   with ``#| key: value`` option lines parse to the same cells), its YAML front matter merged
-   over the nearest ``_quarto.yml``;
-2. parameters are injected the Quarto/papermill way: a new cell right after the cell tagged
-   ``parameters`` (``#| tags: [parameters]``);
-3. the cells run in a fresh ``python3`` kernel whose interpreter is :data:`sys.executable`
-   (no globally installed kernelspec needed), with the working directory set to the report's
-   folder;
-4. outputs become one Markdown document (figures as PNG files, tables as raw HTML, ``asis``
-   output as Markdown; consecutive stream outputs joined first) which pandoc turns into
-   standalone HTML with every resource embedded and math as MathML, or into Typst that the
-   ``typst`` package compiles to PDF.
-
-Layout: figures are drawn by default at the width of the PDF text block (``fig-width`` x
-``fig-height`` inches, the Quarto options, override it) and shown at that size in both
-formats, reduced only when wider than the text block or taller than a page. The PDF is A4
-(:data:`PAGE`) with a running header and footer: the text of ``::: {.running-header}`` and
-``::: {.running-footer}`` divs, and "page n of N". Tables are fitted to the text block: a
-smaller font (9, 8 or 7 pt) before any word would have to break, long tables continue on the
-next page under a repeated header row, and a table too wide for a portrait page is set on a
-landscape one. The HTML page puts the table of contents in a side column on wide screens and
-a compact list of sections under the title on narrow ones. The code is split over
-``analysis/report/render_base.py``, ``render_qmd.py``, ``render_kernel.py``, ``render_markdown.py``
-and ``render_pandoc.py``; the templates are ``reports/page.html``, ``reports/page.typst`` and
-``reports/typst-filter.lua``.
-
-Cell options honoured by the built-in engine
---------------------------------------------
-``echo``, ``eval``, ``include``, ``output`` (``true``/``false``/``asis``), ``warning``,
-``error``, ``label`` (``fig-*`` numbered figures, ``tbl-*`` numbered tables, usable as
-``@fig-x``/``@tbl-x`` cross-references in the text), ``fig-cap``, ``fig-alt``, ``tbl-cap``,
-``tags``. Document options: ``title``, ``subtitle``, ``author``, ``date`` (``today`` allowed),
-``abstract``, ``lang``, ``toc``, ``toc-depth``, ``toc-title``, ``number-sections``, ``css``,
-``fig-width``, ``fig-height`` and
-``execute: {echo, warning, error}``, at the top level or under ``format: html:`` (for PDF:
-``format: typst:`` or ``format: pdf:``), front matter over the nearest ``_quarto.yml``. Inline code
-```` `{python} expr` ```` is evaluated; its value is inserted as escaped text unless it has a
-Markdown representation (e.g. :class:`IPython.display.Markdown`).
+project's machines), a built-in engine reproduces the part of Quarto the reports use. How it reads, runs
+and typesets a ``.qmd``, its page layout and the cell and document options it honours:
+``docs/report.md``. The code is split over ``render_base.py``,
+``render_qmd.py``, ``render_kernel.py``, ``render_markdown.py`` and ``render_pandoc.py``; the
+templates are ``reports/page.html``, ``reports/page.typst`` and ``reports/typst-filter.lua``.
 """
 
 from __future__ import annotations

@@ -1,20 +1,8 @@
 r"""Leave-one-group-out predictive comparison of the models with and without the scale term.
 
-PSIS-LOO over cells keeps a held-out cell's model informed by its other cells, so it asks
-about new cells of known models. Whether scale predicts a *new model* (or a new family) is
-asked here by exact refits: for each group ``g`` (a model or a family) both models are
-refitted without ``g``, and ``g``'s cells are predicted as a new group, drawing its family,
-model and cell effects from each refit's population distributions:
-
-.. math::
-
-    \log p(y_g \mid y_{-g}) \approx \log \frac1S \sum_s \frac1R \sum_r
-    \prod_{c \in g} \mathrm{Bin}\big(y_c \mid n_c, \mathrm{logit}^{-1}(\eta^{(s,r)}_c)\big)
-
-(``R`` inner draws of the new effects per posterior draw). The comparison is the sum over
-groups of the difference, with SE :math:`\sqrt{G}\, \mathrm{sd}` over groups, read by
-:func:`selfmodel.decisions.elpd_words.elpd_sentence` (no preference below 4 ELPD or within 2 SE).
-Refits are exact, so no Pareto-k caveat applies; their cost is two fits per group.
+Exact refits without each model (or family), whose cells are then predicted as a new
+group; the comparison of the models with and without the scale term is read by
+:func:`selfmodel.decisions.elpd_words.elpd_sentence`. The estimator: ``docs/robustness.md``.
 """
 
 from __future__ import annotations
@@ -40,7 +28,7 @@ def heldout_log_density(
     draws: Mapping[str, np.ndarray], held: Mapping[str, Any], tasks: list[str], *, seed: int,
     inner: int = INNER,
 ) -> float | None:
-    r""":math:`\log p(y_g \mid y_{-g})` of a held-out group's cells (module docstring)."""
+    r""":math:`\log p(y_g \mid y_{-g})` of a held-out group's cells (``docs/robustness.md``)."""
     keep = [i for i, t in enumerate(held["task"]) if str(t) in tasks]
     if not keep:
         return None

@@ -1,28 +1,8 @@
 """Missing and unreadable predictions against scale, and a strict-accuracy sensitivity.
 
-The models treat unreadable and absent predictions as missing at random: accuracy is
-computed on the readable records. That is safe only if missingness does not depend on scale.
-Per model x task this module counts
-
-* ``n_expected``: the task's items (every item any model has a record to score for);
-* ``n_missing``: expected items the model has no record to score of;
-* ``n_unreadable``: records whose prediction could not be read (status ``unparsed``,
-  ``refused``, ``error``);
-
-Records with nothing to score (status ``not_asked``: not asked by design; ``unanswered``: no
-outcome) are not predictions and count in none of these: an item the model has only such
-records of is missing for it.
-* ``unusable_share`` = (missing items + unreadable records) / (records + missing items),
-
-and fits, per task, the cluster-robust binomial GLM of the unusable share on the scale
-variable (``selfmodel.analyses.frequentist.glm.glm_slope``; log-odds per unit of ``x``, SEs clustered
-by model). As a sensitivity the same GLM of accuracy is refitted on *strict* accuracy (every
-unusable prediction, absent items included, counted as wrong) beside the GLM on readable
-accuracy. ``depends_on_scale`` is true when a task's missingness slope has p < 0.05.
-
-:func:`strict_accuracy_refit` (robustness stage, a Bayesian sensitivity of the verdict) refits
-the verdict model itself on strict counts and says whether its decision, overall or for any
-task, differs from the main fit's (``changes_answer``).
+The models treat unreadable and absent predictions as missing at random; this module
+counts them per model x task, tests whether the unusable share depends on scale, and refits
+on strict accuracy (:func:`strict_accuracy_refit`). The counts and tests: ``docs/robustness.md``.
 """
 
 from __future__ import annotations
@@ -47,7 +27,7 @@ ALPHA: Final = 0.05
 
 
 def missingness_cells(records: pl.DataFrame, cells: pl.DataFrame) -> pl.DataFrame:
-    """One row per model x task of ``cells`` with the counts of the module docstring."""
+    """One row per model x task of ``cells`` with the counts of ``docs/robustness.md``."""
     self_rows = records.filter(
         (pl.col("predictor").is_null() | (pl.col("predictor") == pl.col("model")))
         & ~pl.col("status").is_in(list(NOT_SCORED_STATUSES)).fill_null(False)
@@ -95,7 +75,7 @@ def _slope_summary(fit: dict[str, Any], tasks: list[str]) -> dict[str, Any]:
 
 
 def missingness(records: pl.DataFrame, cells: pl.DataFrame) -> dict[str, Any]:
-    """The ``missingness`` section of ``results.json`` (see the module docstring)."""
+    """The ``missingness`` section of ``results.json`` (``docs/robustness.md``)."""
     mc = missingness_cells(records, cells)
     tasks = sorted(mc["task"].unique().to_list())
     per_model = [

@@ -1,30 +1,11 @@
 r"""A predictive check that can fail: replicate *new* cells, models and families (mixed predictive).
 
-The posterior predictive check of ``analysis/fitting/checks.py`` replicates each cell from fitted
-probabilities that include the cell's own effect, so every cell is reproduced by
-construction. Here each posterior draw generates the data afresh from the population
-distributions (Gelman, Meng & Stern 1996, "mixed" predictive replication; Marshall &
-Spiegelhalter 2007): for draw :math:`s`
-
-.. math::
-
-    u^{rep}_f \sim N(0, \sigma_u^{(s)}),\quad v^{rep}_m \sim N(0, \sigma_v^{(s)}),\quad
-    w^{rep}_{mt} \sim N(0, \sigma_w^{(s)}),\\
-    y^{rep}_{mt} \sim \mathrm{Bin}\big(n_{mt},\ \mathrm{logit}^{-1}(\alpha^{(s)}_t
-    + b^{(s)}_t x_m + u^{rep}_{f[m]} + v^{rep}_m + w^{rep}_{mt})\big)
-
-so a family, model or cell that the population distribution does not reach stands out. The
-discrepancy of a group of cells (a task, a model, a family, all cells) is
-:math:`T = \sum_{mt} (y_{mt} - E y^{rep}_{mt})^2 / \mathrm{Var}\, y^{rep}_{mt}` with the
-moments over the replicates; its predictive p-value is :math:`P(T^{rep} \ge T^{obs})`
-(one replicate per draw, the group's cells sharing the draw's family and model effects). A
-group is *flagged* when its p-value is below ``alpha / K``, ``K`` the number of tests
-(overall, every task, model and family: Bonferroni, so a well-specified fit fails with
-probability at most ``alpha``); the check *fails* when the overall p-value or any group's
-is below that threshold.
-
-It applies to models whose posterior has the scale model's population parameters
-(``alpha``, ``slope_task``, ``sigma_family``, ``sigma_model``, ``sigma_cell``).
+Each posterior draw replicates the data afresh from the population distributions (new
+family, model and cell effects), so a family, model or cell the population does not reach
+stands out; groups are flagged at a Bonferroni level. The replication, the discrepancy and
+the rule: ``docs/robustness.md``. It applies to models whose posterior has the scale
+model's population parameters (``alpha``, ``slope_task``, ``sigma_family``, ``sigma_model``,
+``sigma_cell``).
 """
 
 from __future__ import annotations
@@ -54,7 +35,7 @@ def replicate(
     *,
     seed: int,
 ) -> np.ndarray:
-    """Replicated counts ``(S, cells)`` from the population distributions (module docstring).
+    """Replicated counts ``(S, cells)`` from the population distributions (``docs/robustness.md``).
 
     ``draws`` holds ``alpha`` and ``slope_task`` as ``(S, T)`` in the order of ``tasks`` and
     the three standard deviations as ``(S,)``; ``data`` the columns ``model, family, task,

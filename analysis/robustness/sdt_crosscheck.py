@@ -1,23 +1,8 @@
 r"""Frequentist cross-check of the signal-detection slopes (d' and criterion) on scale.
 
-The accuracy slope has its frequentist cross-checks in ``analysis/frequentist``; the d' and
-criterion findings get theirs here, from the binary cells alone:
-
-1. per model and task, d' and c with the log-linear correction (Hautus 1995) and their
-   delta-method sampling variances, :math:`\mathrm{var}(z_H) \approx H(1-H) / ((S+1)
-   \phi(z_H)^2)` (likewise for :math:`z_F`), :math:`\mathrm{var}(d') = \mathrm{var}(z_H) +
-   \mathrm{var}(z_F)`, :math:`\mathrm{var}(c) = \mathrm{var}(d') / 4`;
-2. per task, a random-effects meta-regression of those values on the scale variable
-   (``selfmodel.analyses.frequentist.two_stage.meta_regression``: weights :math:`1/(v + \hat\tau^2)`,
-   DerSimonian-Laird, Knapp-Hartung SE, :math:`t_{G-2}`); models are the units;
-3. a wild bootstrap of that slope over models (Rademacher weights on the residuals of the
-   null-restricted fit, Webb six-point weights below 12 models; Cameron, Gelbach & Miller
-   2008), its p-value beside the t-test's;
-4. Holm's adjustment over the tasks, per quantity.
-
-``agrees`` compares the sign of a significant frequentist slope (p < 0.05) with the
-Bayesian decision's direction; a non-significant slope agrees with a decision that does not
-claim a direction.
+Per task, a random-effects meta-regression of each model's corrected d' and c on the scale
+variable, with a wild bootstrap and Holm's adjustment; ``agrees`` compares a significant
+slope's sign with the Bayesian decision. The steps and their sources: ``docs/robustness.md``.
 """
 
 from __future__ import annotations
@@ -96,7 +81,7 @@ def _agrees(p: float | None, est: float | None, decision: str | None) -> bool | 
 
 def sdt_crosscheck(cells: pl.DataFrame, sdt_effect: Mapping[str, Any] | None, *,
                    seed: int) -> dict[str, Any]:
-    """The ``sdt_crosscheck`` section (see the module docstring)."""
+    """The ``sdt_crosscheck`` section (``docs/robustness.md``)."""
     vals = sdt_values(cells)
     keys = {"dprime": "sensitivity", "criterion": "bias"}
     out: dict[str, Any] = {"method": "per-model d' and c (log-linear, delta-method variances), "

@@ -1,35 +1,9 @@
 """Does the verdict survive other reasonable choices? Prior width and the scale variable.
 
-Two refit families, each summarised with the same decision rule as the main fit
-(:func:`selfmodel.decisions.hypotheses.decide`) and compared with the main fit's decision:
-
-* :func:`prior_sensitivity`: every prior scale (``sigma``) of the model multiplied by a
-  factor (default half and twice as wide, ``selfmodel.models.spec.scale_priors``), same data,
-  sampler settings and seed (Gelman et al. 2013, *Bayesian Data Analysis*, 3rd ed.,
-  sec. 6.3 and 17.1: check how inferences change under alternative reasonable priors;
-  Depaoli & van de Schoot 2017, "Improving transparency and replication in Bayesian
-  statistics: the WAMBS-checklist", *Psychological Methods* 22(2), point 8);
-* :func:`scale_variable_sensitivity`: the scale predictor switched between total
-  parameters, active parameters (mixture-of-experts) and the capability score. Slopes are
-  in different units (logits per 10x parameters vs per capability unit), so only the
-  decisions are compared, not the sizes; models lacking a variable drop out of that fit
-  and are listed;
-* :func:`effect_scale_variable_sensitivity`: the same scale-variable refits for a companion
-  model's effects (for ``models/sdt.py`` the d' and criterion slopes), overall and per task,
-  with each variable's ROPE in its own units and the direction compared.
-
-A prior variant is the main fit's draws reweighted by the prior ratio (PSIS,
-:mod:`selfmodel.fitting.reweight`) when the Pareto k allows, else a refit; ``reweighting`` of each
-variant says which. Every refit goes through the run's :class:`~selfmodel.fitting.fitter.Fitter`
-(:func:`selfmodel.fitting.sampling.fit`), so it has its own
-cache entry (the cache key includes priors and data) and is reused by the next run. Each
-refit costs a numba compile (~35 s here) plus sampling unless it is cached.
-
-A prior variant "matches" when its decision equals the main fit's; a scale-variable variant
-when the direction its decision asserts is the same (:func:`direction_of`: the slopes are in
-other units, so the size part of the decision is not comparable); ``verdict_holds`` is true
-when every estimable variant matches, and ``compared_on`` says which comparison it is. A variant whose fit failed its diagnostics still gets a
-decision but is flagged (``diagnostics_passed = False``).
+Refits (or PSIS reweightings) under half and twice as wide priors and under the other scale
+variables, each decided with the main fit's rule and compared with the main decision
+(``verdict_holds``); the variants, their sources and how "matches" is read:
+``docs/robustness.md``.
 """
 
 from __future__ import annotations

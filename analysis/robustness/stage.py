@@ -1,22 +1,12 @@
-"""Stage 4b: declared hypotheses, the scale-term LOO, sensitivity refits, the operating characteristics.
+"""The robustness stage: declared hypotheses, the scale-term LOO, sensitivity refits, the operating characteristics.
 
 Called by :func:`selfmodel.pipeline.stages.run` after the model zoo is fitted. Everything here either
 reads existing fits (hypotheses, Savage-Dickey Bayes factors) or refits through
 :func:`selfmodel.fitting.sampling.fit`, so every refit has its own cache entry and an unchanged second
-run reuses them all. The results land in ``results.json`` as
-
-``hypotheses``
-    the declared hypotheses file (path, SHA-256), one row per parameter
-    (:func:`selfmodel.decisions.hypotheses.evaluate_all`) and ``scale_term_loo``
-    (:func:`selfmodel.decisions.hypotheses.scale_term_loo`);
-``sensitivity``
-    ``priors`` (:func:`selfmodel.robustness.sensitivity.prior_sensitivity`) and ``scale_variable``
-    (:func:`selfmodel.robustness.sensitivity.scale_variable_sensitivity`);
-``operating_characteristics``
-    the operating characteristics of the decision rule (its error rates, coverage and
-    simulation-based calibration under known truth; ``validation/operating_characteristics.py``), shipped as
-    package data ``analysis/data/operating_characteristics.json`` (:func:`operating_characteristics`), so
-    the report shows the study without re-running it and without reading the checkout.
+run reuses them all. The results land in ``results.json`` as ``hypotheses``, ``sensitivity``
+and ``operating_characteristics`` (the shipped study of ``validation/operating_characteristics.py``,
+package data ``analysis/data/operating_characteristics.json``); ``docs/results.md`` lists
+what each holds.
 """
 
 from __future__ import annotations

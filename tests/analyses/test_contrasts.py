@@ -302,9 +302,10 @@ def test_the_shipped_contrast_operating_characteristics_are_those_of_the_committ
     exactly ``validation/results/contrast_study.jsonl``: records added without ``--ship`` fail here."""
     import hashlib
 
-    from selfmodel.analyses.contrasts import operating_characteristics
+    from selfmodel.analyses.contrasts import OPERATING_CHARACTERISTICS_DATA
+    from selfmodel.common.paths import shipped_study
 
-    shipped = operating_characteristics()
+    shipped = shipped_study(OPERATING_CHARACTERISTICS_DATA)
     assert shipped["available"]
     lines = ROOT / shipped["source"]
     assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]

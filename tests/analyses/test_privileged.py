@@ -20,10 +20,10 @@ import pytest
 
 from selfmodel.analyses.privileged import (
     OPERATING_CHARACTERISTICS_DATA,
-    operating_characteristics,
     privileged_access,
 )
 from selfmodel.analyses.training import derived_checkpoints
+from selfmodel.common.paths import shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.records.ingest import ingest
 from selfmodel.records.registry import load_registry
@@ -160,7 +160,7 @@ def test_shipped_operating_characteristics_are_the_committed_study_and_meet_the_
     """The package data equals ``validation/results/privileged_access.json``; at least 200
     data sets in each null arm, positive rate at most 5% (failed data sets reported), the
     fully privileged family positive more often than the one without, and ordered."""
-    shipped = operating_characteristics()
+    shipped = shipped_study(OPERATING_CHARACTERISTICS_DATA)
     assert shipped["available"], shipped
     committed = json.loads((VALIDATION / "results" / "privileged_access.json").read_text())
     assert json.loads(OPERATING_CHARACTERISTICS_DATA.read_text()) == committed
@@ -177,7 +177,7 @@ def test_shipped_operating_characteristics_are_the_committed_study_and_meet_the_
 
 
 def test_operating_characteristics_without_the_file_say_so(tmp_path):
-    out = operating_characteristics(tmp_path / "privileged_operating_characteristics.json")
+    out = shipped_study(tmp_path / "privileged_operating_characteristics.json")
     assert out == {"available": False,
                    "reason": "no operating-characteristics study shipped (privileged_operating_characteristics.json)"}
 

@@ -21,11 +21,11 @@ from scipy.stats import binom, norm
 from selfmodel.analyses.training import (
     NULL_OPERATING_CHARACTERISTICS_DATA,
     decide_training,
-    null_operating_characteristics,
     training_table,
     truth_rows,
 )
 from selfmodel.cli import main
+from selfmodel.common.paths import shipped_study
 from selfmodel.decisions.hypotheses import DecisionRule
 from selfmodel.records.cells import build_cells
 from selfmodel.records.registry import load_registry
@@ -354,7 +354,7 @@ def test_shipped_null_study_is_the_committed_study_and_within_the_rate():
     """The package data is the summary of the committed per-data-set file (same SHA-256,
     same rates when recomputed), has at least 100 data sets, and no headline quantity is
     declared `improves` under a null effect above the rule's 5%."""
-    study = null_operating_characteristics()
+    study = shipped_study(NULL_OPERATING_CHARACTERISTICS_DATA, "null study")
     assert study["available"], study
     source = ROOT / study["source"]
     import hashlib
@@ -371,5 +371,5 @@ def test_shipped_null_study_is_the_committed_study_and_within_the_rate():
 
 
 def test_null_study_without_the_file_says_so(tmp_path):
-    out = null_operating_characteristics(tmp_path / "training_null.json")
+    out = shipped_study(tmp_path / "training_null.json", "null study")
     assert out == {"available": False, "reason": "no null study shipped (training_null.json)"}

@@ -11,16 +11,8 @@ from typing import Any
 
 import pytest
 
-from selfmodel.analyses.confidence_calibration import (
-    operating_characteristics as confidence_calibration_operating_characteristics,
-)
-from selfmodel.analyses.contrasts import (
-    operating_characteristics as contrast_operating_characteristics,
-)
-from selfmodel.analyses.privileged import (
-    operating_characteristics as privileged_operating_characteristics,
-)
-from selfmodel.analyses.training import null_operating_characteristics
+from selfmodel.analyses import confidence_calibration, contrasts, privileged, training
+from selfmodel.common.paths import shipped_study
 from selfmodel.decisions.validation_map import CHECKS, KINDS, validation_map
 from selfmodel.fitting.sampling import SamplerSettings
 from selfmodel.report.sections import operating_characteristics as section
@@ -82,12 +74,12 @@ def test_the_shipped_studies_fill_the_map_and_the_report_names_what_has_no_study
     """Every shipped study lands in its row; the kinds no study covers are named as such."""
     results = _results()
     results["operating_characteristics"] = operating_characteristics()
-    results["training_effect"] = {"trained": {"decision": "x"}, "null_operating_characteristics": null_operating_characteristics(),
+    results["training_effect"] = {"trained": {"decision": "x"}, "null_operating_characteristics": shipped_study(training.NULL_OPERATING_CHARACTERISTICS_DATA, "null study"),
                                   "privileged_access": {"mean": {"decision": "x"},
-                                                        "operating_characteristics": privileged_operating_characteristics()}}
-    results["contrasts"] = {"contrasts": {"model": {}}, "operating_characteristics": contrast_operating_characteristics()}
+                                                        "operating_characteristics": shipped_study(privileged.OPERATING_CHARACTERISTICS_DATA)}}
+    results["contrasts"] = {"contrasts": {"model": {}}, "operating_characteristics": shipped_study(contrasts.OPERATING_CHARACTERISTICS_DATA)}
     results["confidence_calibration_contrasts"] = {
-        "contrasts": [], "operating_characteristics": confidence_calibration_operating_characteristics()}
+        "contrasts": [], "operating_characteristics": shipped_study(confidence_calibration.OPERATING_CHARACTERISTICS_DATA)}
     rows = {r["key"]: r for r in validation_map(results)}
     assert set(rows) == {k.key for k in KINDS}
     assert rows["privileged"]["status"] == "checked"  # bootstrap: null, truth and misspecified arms

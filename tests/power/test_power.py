@@ -214,8 +214,8 @@ def test_grid_posterior_matches_dense_linear_algebra() -> None:
     )
     y, s2 = pw.empirical_logit(k, layout.n)
     wts, mu, var = pw.grid_posterior(layout, grid, y, s2)
-    Zm = np.eye(len(layout.models))[layout.cell_model]  # noqa: N806 (the model indicator matrix Z_m of the docstring)
-    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]  # noqa: N806 (the family indicator matrix Z_f of the docstring)
+    Zm = np.eye(len(layout.models))[layout.cell_model]  # noqa: N806 (the model indicator matrix Z_m of docs/power.md)
+    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]  # noqa: N806 (the family indicator matrix Z_f of docs/power.md)
     X = layout.X  # noqa: N806 (the design matrix X)
     logml = []
     idx = 0
@@ -223,7 +223,7 @@ def test_grid_posterior_matches_dense_linear_algebra() -> None:
         for sm in grid.sigma_model:
             for sf in grid.sigma_family:
                 for q in range(len(grid.sigma_delta)):
-                    V = np.diag(sc**2 + s2) + sm**2 * Zm @ Zm.T + sf**2 * Zf @ Zf.T  # noqa: N806 (the covariance V of the docstring)
+                    V = np.diag(sc**2 + s2) + sm**2 * Zm @ Zm.T + sf**2 * Zf @ Zf.T  # noqa: N806 (the covariance V of docs/power.md)
                     lam = grid.lam0[q]
                     marg = V + X @ np.linalg.inv(lam) @ X.T
                     logml.append(multivariate_normal(np.zeros(len(y)), marg).logpdf(y))
@@ -243,10 +243,10 @@ def test_laplace_step_pieces_match_dense_algebra() -> None:
     design = _design("abc", (1, 8, 60), [pw.Task("t1", 80, 0.6), pw.Task("t2", 120, 0.8)])
     layout, k = pw.CellLayout.from_cells(pw.simulate_cells(design, 0.3, seed=4))
     y, s2 = pw.empirical_logit(k, layout.n)
-    Zm = np.eye(len(layout.models))[layout.cell_model]  # noqa: N806 (the model indicator matrix Z_m of the docstring)
-    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]  # noqa: N806 (the family indicator matrix Z_f of the docstring)
+    Zm = np.eye(len(layout.models))[layout.cell_model]  # noqa: N806 (the model indicator matrix Z_m of docs/power.md)
+    Zf = np.eye(len(layout.families))[layout.model_family[layout.cell_model]]  # noqa: N806 (the family indicator matrix Z_f of docs/power.md)
     theta = (0.2, 0.15, 0.3)
-    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T  # noqa: N806 (the covariance V of the docstring)
+    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T  # noqa: N806 (the covariance V of docs/power.md)
     R = np.random.default_rng(0).normal(size=(len(y), 3))  # noqa: N806 (the right-hand side R of V^-1 R)
     np.testing.assert_allclose(pw.vinv(layout, theta, s2, R), np.linalg.solve(V, R), atol=1e-10)
     grid = pw.PosteriorGrid.make(
@@ -260,7 +260,7 @@ def test_laplace_step_pieces_match_dense_algebra() -> None:
     wts[mode] = 1.0  # the mode: index (0, 1, 1, 0) in (cell, model, family, delta) order
     ic, im, jf, jd = np.unravel_index(mode, shape)
     theta = (grid.sigma_cell[ic], grid.sigma_model[im], grid.sigma_family[jf])
-    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T  # noqa: N806 (the covariance V of the docstring)
+    V = np.diag(theta[0] ** 2 + s2) + theta[1] ** 2 * Zm @ Zm.T + theta[2] ** 2 * Zf @ Zf.T  # noqa: N806 (the covariance V of docs/power.md)
     Vi = np.linalg.inv(V)  # noqa: N806 (V^-1)
     X = layout.X  # noqa: N806 (the design matrix X)
     b = np.linalg.solve(X.T @ Vi @ X + grid.lam0[jd], X.T @ Vi @ y)

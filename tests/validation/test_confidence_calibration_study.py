@@ -15,7 +15,12 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "validation"))
 import confidence_calibration_study as ccs  # noqa: E402
 
-from selfmodel.analyses.confidence_calibration import forecasts, metrics, operating_characteristics  # noqa: E402
+from selfmodel.analyses.confidence_calibration import (  # noqa: E402
+    OPERATING_CHARACTERISTICS_DATA,
+    forecasts,
+    metrics,
+)
+from selfmodel.common.paths import shipped_study  # noqa: E402
 
 
 def test_generator_records_are_what_the_estimator_reads_and_the_truth_orders_the_groups():
@@ -52,7 +57,7 @@ def test_one_data_set_decides_twelve_contrasts_and_the_summary_counts_them():
 
 
 def test_shipped_summary_is_that_of_the_committed_records():
-    shipped = operating_characteristics()
+    shipped = shipped_study(OPERATING_CHARACTERISTICS_DATA)
     assert shipped["available"]
     lines = ROOT / shipped["source"]
     assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]

@@ -15,7 +15,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "validation"))
 import self_vs_other_study as svo  # noqa: E402
 
-from selfmodel.analyses.rescoring import operating_characteristics  # noqa: E402
+from selfmodel.analyses.rescoring import OPERATING_CHARACTERISTICS_DATA  # noqa: E402
+from selfmodel.common.paths import shipped_study  # noqa: E402
 
 
 def test_the_null_has_no_self_advantage_although_skill_grows_with_size():
@@ -51,7 +52,7 @@ def test_records_are_what_the_estimator_reads_and_one_data_set_is_counted():
 
 
 def test_shipped_summary_is_that_of_the_committed_records():
-    shipped = operating_characteristics()
+    shipped = shipped_study(OPERATING_CHARACTERISTICS_DATA)
     assert shipped["available"]
     lines = ROOT / shipped["source"]
     assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]

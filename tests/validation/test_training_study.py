@@ -15,7 +15,8 @@ sys.path.insert(0, str(ROOT / "validation"))
 import training_generator as gen  # noqa: E402
 import training_study as ts  # noqa: E402
 
-from selfmodel.analyses.training import operating_characteristics, training_table  # noqa: E402
+from selfmodel.analyses.training import OPERATING_CHARACTERISTICS_DATA, training_table  # noqa: E402
+from selfmodel.common.paths import shipped_study  # noqa: E402
 from selfmodel.decisions.hypotheses import DecisionRule  # noqa: E402
 from selfmodel.fitting.sampling import SamplerSettings  # noqa: E402
 
@@ -65,7 +66,7 @@ def test_one_data_set_is_fitted_at_the_pipeline_settings_and_counted(fake_nutpie
 
 
 def test_shipped_summary_is_that_of_the_committed_records():
-    shipped = operating_characteristics()
+    shipped = shipped_study(OPERATING_CHARACTERISTICS_DATA, "training study")
     assert shipped["available"]
     lines = ROOT / shipped["source"]
     assert hashlib.sha256(lines.read_bytes()).hexdigest() == shipped["source_sha256"]

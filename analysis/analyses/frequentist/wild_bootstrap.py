@@ -23,8 +23,8 @@ from selfmodel.analyses.frequentist.glm import (
 )
 
 #: Webb's six-point weights (MacKinnon & Webb 2017; Webb 2014, Queen's Econ. WP 1315).
-#: Fewest clusters (models) for the wild cluster bootstrap ("Smallest designs" in the package
-#: docstring): 2 / 2**G, the smallest two-sided p-value with G clusters, is below 0.05 from 6.
+#: Fewest clusters (models) for the wild cluster bootstrap ("Smallest designs" in
+#: docs/frequentist.md): 2 / 2**G, the smallest two-sided p-value with G clusters, is below 0.05 from 6.
 MIN_CLUSTERS_WILD: Final = 6
 WEBB_POINTS: Final = np.array(
     [-math.sqrt(1.5), -1.0, -math.sqrt(0.5), math.sqrt(0.5), 1.0, math.sqrt(1.5)]

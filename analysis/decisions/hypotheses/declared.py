@@ -236,11 +236,6 @@ def _message(path: Path, p: Problem, doc: dict[str, Any]) -> str:
     return format_input_error(path, f"{where}: {what}", todo, line=p.line)
 
 
-def base_default(key: str) -> Any:
-    """The :class:`DecisionRule` default of a rule key (used in error messages)."""
-    return getattr(DecisionRule(), key)
-
-
 def load_hypotheses(path: Path | str = DEFAULT_HYPOTHESES_FILE) -> list[Hypothesis]:
     """Read and validate a hypotheses file (TOML).
 
@@ -305,7 +300,7 @@ def decided_parameters() -> set[tuple[str, str]]:
 
 def one_rule(hypotheses: Sequence[Hypothesis], rule: DecisionRule, *, rope_given: bool,
              path: Path | str = "hypotheses file") -> tuple[DecisionRule, list[Hypothesis], str]:
-    """One rule for each decided slope: the run's rule and the hypotheses' agree (issue 28.7).
+    """One rule for each decided slope: the run's rule and the hypotheses' agree.
 
     The run decides its effects (the verdict's slope, d' and criterion ...) with one rule,
     and a hypotheses file can declare a rule for the same slopes. Precedence:

@@ -4,30 +4,9 @@ Logs are read with Inspect's own reader, :func:`inspect_ai.log.read_eval_log`, s
 version Inspect can read is supported. ``inspect_ai`` is an optional dependency
 (``pip install 'selfmodel[inspect]'``); it is imported only when a log is read.
 
-Each sample becomes a nested dict (``EvalSample.model_dump(mode="json")`` without the bulky
-``events``, ``attachments``, ``events_data`` and ``timelines``), so mapping paths follow
-Inspect's field names, e.g. ``id``, ``epoch``, ``input``, ``target``, ``output.completion``,
-``output.choices.0.message.content``, ``scores.<scorer>.value``, ``scores.<scorer>.answer``,
-``metadata.<key>``.
-
-Metadata for ``@`` paths: ``@model`` (``eval.model``, e.g. ``openai/gpt-4o``), ``@task``
-(``eval.task``), ``@run_id``, ``@eval_id``, ``@status`` (``success``, ``cancelled``,
-``error``), ``@scorers`` (the scorer names of ``results.scores``) and ``@eval.<path>`` (the
-whole ``EvalSpec``: ``task_args``, ``metadata``, ...).
-
-Score values are Inspect's: ``scores.<scorer>.value`` is ``"C"`` (correct), ``"I"``
-(incorrect), ``"P"`` (partial), ``"N"`` (no answer) or a number; ``type = "score"`` reads
-``C``/``I`` and 1/0 as booleans and counts ``P``, ``N`` and other numbers as unreadable.
-
-Defaults when the mapping does not say otherwise: ``task`` = ``@task``; ``item_id`` =
-``id``; ``sample`` = ``epoch - 1`` (epochs are repeats of one item); ``status`` =
-``"error"`` for a sample that carries an ``error``; ``run_id`` = the log file (each log is its
-own run). A folder is searched recursively and every Inspect log in it is read, whatever
-its name: the ``.eval`` files and ``.json`` files ``inspect_ai.log.list_eval_logs`` lists,
-and any other ``.json`` file whose content is a log (a ``version`` and an ``eval`` key at
-its start, a header Inspect's reader reads). Every other file is listed in
-``files_not_read`` with its reason (hidden, not ``.eval``/``.json``, JSON that is not a
-log, a log Inspect cannot read). ``source_line`` is the sample's 1-based position in the log.
+Sample fields, ``@`` metadata, score values, the defaults (``task``, ``item_id``, ``sample``,
+``status``, ``run_id``) and which files of a folder are read: ``docs/mapping.md`` ("What each
+log format gives a mapping").
 """
 
 from __future__ import annotations
@@ -131,10 +110,6 @@ def read_inspect_log(path: Path | str, *, root: Path | str | None = None) -> Sam
     if errors:
         notes.append(f"{rel}: {errors} sample(s) ended in an error; status 'error'.")
     return samples, notes
-
-
-def _candidates(folder: Path) -> list[Path]:
-    return sorted(p for p in folder.rglob("*") if p.suffix in (".eval", ".json") and p.is_file())
 
 
 #: How much of a ``.json`` file is looked at to tell an Inspect log from other JSON.

@@ -1,27 +1,9 @@
 """Importer for lm-evaluation-harness per-sample logs (``--log_samples``).
 
-lm-evaluation-harness writes, for each run, ``<output_path>/<model_name_sanitized>/`` with
-``results_<date>.json`` (aggregate scores and the run's configuration, including
-``model_name`` and ``config.model_args``) and one ``samples_<task>_<date>.jsonl`` per task.
-Each JSONL line is one sample::
-
-    {"doc_id": 0, "doc": {...the dataset row...}, "target": "...",
-     "arguments": {"gen_args_0": {"arg_0": "<prompt>", "arg_1": {...}}},
-     "resps": [["<raw response>"]], "filtered_resps": ["<filtered response>"],
-     "filter": "none", "metrics": ["acc"], "acc": 1.0,
-     "doc_hash": "...", "prompt_hash": "...", "target_hash": "..."}
-
-A task with several filters writes one line per document and filter: select one with
-``[where] filter = "..."`` in the mapping. Which of these fields is the self-prediction and
-which the outcome depends on how the task was written, so a mapping
+The layout of a run's output, a sample line, the ``@`` metadata and the defaults:
+``docs/mapping.md`` ("What each log format gives a mapping"). Which fields are the
+self-prediction and the outcome depends on how the task was written, so a mapping
 (:mod:`selfmodel.records.importers.mapping`) says so.
-
-Metadata for ``@`` paths: ``@model`` (``model_name`` of the results file, else ``pretrained=``
-or ``model=`` in ``config.model_args``, else the folder name with ``__`` read as ``/``),
-``@task`` (from the file name: the default task), ``@date``, ``@params_b``
-(``config.model_num_parameters`` / 1e9, which also fills the registry's ``params_b``) and
-``@results.<path>`` (the results file). ``source_line`` is the 1-based JSONL line; the item
-id defaults to ``doc_id``. A folder tree with many models and tasks is read in one import.
 """
 
 from __future__ import annotations

@@ -1,22 +1,11 @@
 """The accounting that travels with ingested records: a ``records.parquet`` and its ``ingest.json``.
 
-``selfmodel ingest`` (and ``selfmodel run``) writes ``records.parquet`` with ``ingest.json``
-beside it, and ``ingest.json`` holds the SHA-256 of the ``records.parquet`` it describes
-(``records_sha256``). A later run that reads that ``records.parquet`` reads only the rows the
-first ingest kept; the rows it quarantined, counted as duplicates or left out by a mapping's
-filter are not in the file. So when a Parquet input has an ``ingest.json`` beside it whose
-``records_sha256`` is the input's own SHA-256 (the bytes that ingest wrote, unchanged) and
-whose ``records_used`` is the number of rows read from it, its accounting is carried:
-
-* ``records_read`` counts that ingest's rows read instead of the file's rows;
-* ``records_quarantined``, ``records_duplicate`` and ``records_excluded`` add that ingest's,
-  and ``quarantine_reasons`` and ``excluded_reasons`` add its reasons;
-
-so ``read = used + quarantined + duplicate + excluded`` still holds, and a run over several
-ingests adds them up. ``carried`` lists each carried file with its own counts (the rows
-themselves are in the ``quarantine.parquet`` beside it). An ``ingest.json`` that does not
-describe the file (another hash, no hash, another row count, unreadable) is not trusted:
-``carried_not_trusted`` names it and why, and the file counts as read here.
+When a Parquet input has an ``ingest.json`` beside it whose ``records_sha256`` is the
+input's own SHA-256 and whose ``records_used`` is the number of rows read from it, that
+ingest's read, quarantined, duplicate and excluded counts (and reasons) are carried, so
+``read = used + quarantined + duplicate + excluded`` still holds over several ingests
+(``carried``); an ``ingest.json`` that does not describe the file is named in
+``carried_not_trusted``. The rule as a user meets it: ``docs/records.md`` ("Accounting").
 """
 
 from __future__ import annotations

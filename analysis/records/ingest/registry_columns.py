@@ -1,23 +1,10 @@
 """Registry columns found in the records (``family``, ``params_b`` ...): compared, said, not read.
 
-A model's family, sizes and flags come from the registry only (``--registry``), one row per
-model: a value in the records can change from row to row, so it cannot be a model's. Records
-that carry such a column anyway are compared with the registry, and every disagreement is
-said (one line per column and kind, with counts and an example) and recorded in
-``ingest.json`` (``registry_columns_in_records``, ``registry_contradictions``), instead of
-being ignored without a word. The registry's value is the one used.
-
-Kinds, per registry column:
-
-``differs``
-    the model has a registry row, and the records give another value (or a value the
-    registry leaves empty, or one that is no value of the column's type, ``8B`` for a size);
-``not_in_registry``
-    the model has no registry row (or no registry was given): the records' value is not
-    used, the model is its own family, without a size.
-
-Values are compared as the registry reads them (:func:`selfmodel.records.registry.parse_value`):
-``8``, ``8.0`` and `` 8 `` are one size; ``yes`` and ``true`` one flag.
+A model's family, sizes and flags come from the registry only: records that carry such a
+column are compared with the registry, value by value as the registry reads them
+(:func:`selfmodel.records.registry.parse_value`), and every disagreement (``differs``,
+``not_in_registry``) is said and recorded in ``ingest.json``; the rule as a user meets it:
+``docs/records.md`` ("Registry columns in the records").
 """
 
 from __future__ import annotations

@@ -198,7 +198,7 @@ def ingest(
         ``summary`` keys: ``records_read``, ``records_used``, ``records_quarantined``,
         ``records_duplicate``, ``records_excluded`` (rows a records mapping's filter left
         out; read == used + quarantined + duplicate + excluded) and ``excluded_reasons``,
-        ``files`` (``[{path, format, rows, sha256}]``), ``sha256`` (see the module docstring),
+        ``files`` (``[{path, format, rows, sha256}]``), ``sha256`` (``docs/records.md``, "Data hash"),
         ``models``, ``tasks`` (sorted, of used records), ``quarantine_reasons``
         (``{category: count}``), ``unreadable_predictions`` (used records whose status is
         ``unparsed``, ``refused`` or ``error``), ``statuses`` (``{status: count}``, every

@@ -31,7 +31,7 @@ def contrasts(rep: Report) -> str:
         return f"The contrast model was not fitted: {esc(sec['reason'])}."
     exploratory = (results.get("settings") or {}).get("preset") == "exploratory"
     gate = failed_checks(sec.get("diagnostics") or {"passed": bool(sec.get("finding"))})
-    undecided = not sec.get("finding") and not exploratory  # issue 28.4: no decision shown
+    undecided = not sec.get("finding") and not exploratory  # a failed fit: no decision shown
     if sec.get("finding"):
         gate_words = ""
     elif undecided:

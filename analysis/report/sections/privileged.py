@@ -1,4 +1,4 @@
-"""The report's privileged-access section, as Markdown, from ``results.json`` (issue 28.1).
+"""The report's privileged-access section, as Markdown, from ``results.json``.
 
 Reads ``training_effect.privileged_access`` (:mod:`selfmodel.analyses.privileged`) and writes the
 contrast per checkpoint with its decision and reading, the held-out tasks and other

@@ -9,7 +9,7 @@ from selfmodel.report.sections.common import Out, Report, esc, md_table, num
 
 __all__ = ["ECE_OF_CONFIDENCE", "ECE_OF_STATED", "binning_words", "intro", "table"]
 
-#: The names of the two ECEs wherever the report prints one (issue 53: one measure per name).
+#: The names of the two ECEs wherever the report prints one (one measure per name).
 ECE_OF_CONFIDENCE: Final = "ECE of the prediction's confidence"
 ECE_OF_STATED: Final = "ECE of the stated probability"
 

@@ -75,12 +75,6 @@ def effects(rep: Report) -> str:
     return str(out)
 
 
-def _readings(entries: list[dict[str, Any]]) -> str:
-    """Each checkpoint's reading (chosen by the analysis from its interval), under the table."""
-    return ("\nReading, per checkpoint:\n\n" + "".join(f"- {code(e['model'])}: {esc(e['reading'])}\n"
-                                                       for e in entries) + "\n")
-
-
 def operating_characteristics(rep: Report) -> str:
     """The shipped study of these decisions (the older null study without it); estimates against the truth."""
     training, out = _training(rep), Out()

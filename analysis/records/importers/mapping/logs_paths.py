@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from selfmodel.common.toml_errors import did_you_mean
 from selfmodel.records.contract import parse_bool
 from selfmodel.records.importers.mapping.logs_spec import (
     REGEX_TIMEOUT,
     FieldSpec,
     normalize_text,
-    suggest,
 )
 
 # ----------------------------------------------------------------------------------------------
@@ -105,7 +105,7 @@ def describe_of(exc: PathError) -> str:
     present = ", ".join(exc.options[:20]) + (" ..." if len(exc.options) > 20 else "")
     text = f"path {exc.path!r} fails at {at!r}: {exc.reason}"
     if exc.options:
-        text += f". Keys there: {present}.{suggest(step, exc.options)}"
+        text += f". Keys there: {present}.{did_you_mean(step, exc.options)}"
     return text
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import tomllib
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -117,7 +117,7 @@ class JoinSpec:
 
 @dataclass(frozen=True)
 class Mapping:
-    """A parsed mapping file (see the module docstring for the TOML layout).
+    """A parsed mapping file (its TOML layout: ``docs/mapping.md``).
 
     Attributes
     ----------
@@ -200,16 +200,11 @@ MappedImport = ImportResult
 # reading a mapping
 
 
-def suggest(word: str, options: Iterable[str]) -> str:
-    """A did-you-mean suggestion for ``word`` among ``options`` (empty when none is close)."""
-    return did_you_mean(word, options)
-
-
 def _unknown_keys(table: dict[str, Any], allowed: Sequence[str], where: str, source: str) -> None:
     for key in table:
         if key not in allowed:
             raise InputError(
-                f"{source}: unknown key {key!r} in {where}.{suggest(key, allowed)} "
+                f"{source}: unknown key {key!r} in {where}.{did_you_mean(key, allowed)} "
                 f"Allowed: {', '.join(allowed)}."
             )
 
@@ -370,7 +365,7 @@ def _field_spec(name: str, spec: Any, source: str) -> FieldSpec:
     if vtype is not None and vtype not in VALUE_TYPES:
         raise InputError(
             f"{source}: fields.{name}.type is {vtype!r}; use {', '.join(VALUE_TYPES)}."
-            + suggest(str(vtype), VALUE_TYPES)
+            + did_you_mean(str(vtype), VALUE_TYPES)
         )
     steps = _normalize_steps(table.get("normalize", ()), name, source)
     if mapping is not None:
@@ -396,7 +391,7 @@ def _normalize_steps(raw: Any, name: str, source: str) -> tuple[NormalizeStep, .
         if step not in NORMALIZE_STEPS:
             raise InputError(
                 f"{source}: fields.{name}.normalize has {step!r}; use "
-                f"{', '.join(NORMALIZE_STEPS)}.{suggest(step, NORMALIZE_STEPS)}"
+                f"{', '.join(NORMALIZE_STEPS)}.{did_you_mean(step, NORMALIZE_STEPS)}"
             )
     return tuple(steps)  # type: ignore[arg-type]
 

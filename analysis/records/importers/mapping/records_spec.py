@@ -2,30 +2,12 @@ r"""A mapping file for plain record files (JSONL, CSV, Parquet): ``format = "rec
 
 ``selfmodel ingest|run|describe|fit FILES --mapping study.toml`` reads the files as ingest
 always does (every row accounted for, by file and line) and applies this mapping to each
-file's rows before validation. It is data, never executed. It can
-
-* rename columns (``[map]``, as ``--map``) and fix constants (``task = "trivia"``), or read
-  them from each file's path (``model = "@folder"``: one folder of logs per model; ``[path]
-  pattern``: named parts of the path, ``(?P<task>...)``);
-* melt a wide table, one column group per model, into one row per model and item
-  (``[melt] columns``), with item ids from the row position (``item_id = "@row"``) when the
-  table has no id column;
-* give rows a status, or leave them out, by the values of any column (``[[rule]]``:
-  ``unparsed``, ``refused``, ``error``, ``unanswered``, ``not_asked``, ``excluded``) and recode
-  values (``[recode]``: ``KEEP`` is the prediction "true");
-* read a stated confidence on a *declared* scale (``[confidence] scale = [0, 10]``, never
-  guessed) or as the probability of the chosen option among per-option columns;
-* say whether the task was answered right (``[answered]``: a boolean column, or the
-  answer against an answer key), which is the *behaviour* being predicted, not a
-  self-prediction;
-* derive the self-prediction "I will be right" as confidence >= ``[prediction] threshold``;
-* join answer keys on one or several columns (``[join]``: several key files, each with the
-  parts of its path, so two question sets with overlapping ids each join their own key).
-
-A ``correct`` column is ambiguous (was the *task* answered right, or the
-*self-prediction*?), so mapping it needs ``correct_means = "task"`` or
-``"self_prediction"``; task accuracy alone is never analysed as self-prediction. The
-reference of every key is ``docs/mapping.md``.
+file's rows before validation. It is data, never executed: it renames columns and fixes
+constants or reads them from paths, melts wide tables, gives rows a status by rule, recodes
+values, reads a stated confidence on a declared scale, says whether the task was answered
+right and derives "I will be right" from a threshold, and joins answer keys. A ``correct``
+column is ambiguous (the task, or the self-prediction?), so mapping it needs
+``correct_means``. The reference of every key, with examples: ``docs/mapping.md``.
 """
 
 from __future__ import annotations
@@ -107,7 +89,7 @@ class Rule:
 
 @dataclass(frozen=True)
 class RecordsMapping:
-    """A parsed ``format = "records"`` mapping (see the module docstring).
+    """A parsed ``format = "records"`` mapping (``docs/mapping.md``).
 
     Attributes
     ----------
@@ -428,7 +410,7 @@ _RECODE_VALUE = str | bool | int | float
 
 
 class _File(Table):
-    """The TOML layout of a records mapping (the module docstring; ``docs/mapping.md``)."""
+    """The TOML layout of a records mapping (``docs/mapping.md``)."""
 
     format: str = "records"
     task: _Text | None = None
