@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["COVERAGE_TOLERANCE", "coverage_range", "status_words", "target_check", "target_words"]
+__all__ = ["COVERAGE_TOLERANCE", "coverage_range", "status_brief", "status_words", "target_check", "target_words"]
 
 #: Half-width of the coverage range around an interval's nominal level, for a study that declares
 #: no range: the pipeline study's own (94% -> 0.91-0.97), about the Monte Carlo error at 200 data sets.
@@ -145,3 +145,43 @@ def status_words(row: Mapping[str, Any]) -> str:
     return f"{row['decision']} -- " + "; ".join(g for g in groups if g) + "."
 
 
+
+
+def status_brief(row: Mapping[str, Any]) -> str:
+    """A kind's status in a few words, for the first screen (``""`` when ``checked``).
+
+    The status word with the first missed target's figure (and how many more), then whether
+    arms ran at other settings or do not record them; the arms and intervals are in
+    :func:`status_words` and the validation map.
+
+    >>> arm = {"arm": "d:x", "check": "coverage", "n": 100, "target_n": 100, "complete": True,
+    ...        "settings": "pipeline", "meets_target": False, "targets": [target_check(
+    ...            "94% HDI coverage", 0.9, [0.82, 0.95], within=[0.91, 0.97])]}
+    >>> status_brief({"short": "d' slope", "status": "missed", "missing": [], "arms": [arm]})
+    "d' slope missed a target (coverage 0.90, target 0.91-0.97)"
+    """
+    if row["status"] == "checked":
+        return ""
+    name = row.get("short") or row["decision"]
+    if row["status"] == "none":
+        return f"{name}: no study"
+    arms = [a for a in row["arms"] if a["n"]]
+    missed = [t for a in arms if a["complete"] for t in a["targets"] if t["met"] is False]
+    parts = []
+    if missed:
+        t = missed[0]
+        figure = (f"coverage {_figure(t['value'], False)}, target {_figure(t['within'][0], False)}-"
+                  f"{_figure(t['within'][1], False)}" if "within" in t else
+                  f"{t['measure']} {_figure(t['value'], True)}, target at most {100 * t['at_most']:.1f}%")
+        more = f"; {len(missed) - 1} more" if len(missed) > 1 else ""
+        parts.append(f"missed a target ({figure}{more})")
+    settings = {a["settings"] for a in arms}
+    if "other" in settings:
+        parts.append("ran partly at other sampler settings")
+    elif "not_recorded" in settings:
+        parts.append("has arms whose records do not record their settings")
+    if row["missing"] or any(not a["complete"] for a in arms):
+        parts.append("is partly checked")
+    if not parts:
+        parts.append("has an arm with no target")
+    return f"{name} " + (" and ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " and " + parts[-1])

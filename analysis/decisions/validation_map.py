@@ -43,7 +43,7 @@ from typing import Any
 from selfmodel import models as model_registry
 from selfmodel.common.binomial import rate
 from selfmodel.decisions.study_arms import EFFECT_MODEL
-from selfmodel.decisions.targets import coverage_range, status_words, target_check, target_words
+from selfmodel.decisions.targets import coverage_range, status_brief, status_words, target_check, target_words
 from selfmodel.fitting.sampling import SamplerSettings, for_model
 
 Results = Mapping[str, Any]
@@ -70,27 +70,29 @@ class Kind:
     key: str
     label: str
     path: tuple[str, ...]
+    #: the kind in a few words, for the first screen
+    short: str = ""
 
 
 KINDS: tuple[Kind, ...] = (
-    Kind("accuracy", "accuracy slope with scale, overall and per task", ("scale_effect",)),
-    Kind("dprime", "d' slope with scale, overall and per task", ("sdt_effect", "sensitivity")),
-    Kind("criterion", "criterion slope with scale, per task", ("sdt_effect", "bias")),
+    Kind("accuracy", "accuracy slope with scale, overall and per task", ("scale_effect",), "accuracy slope"),
+    Kind("dprime", "d' slope with scale, overall and per task", ("sdt_effect", "sensitivity"), "d' slope"),
+    Kind("criterion", "criterion slope with scale, per task", ("sdt_effect", "bias"), "criterion slope"),
     Kind("training", "training effect: trained, held-out and per task (accuracy, d', criterion)",
-         ("training_effect", "trained")),
+         ("training_effect", "trained"), "training effects"),
     Kind("privileged", "privileged access (checkpoint vs base cross-predictions)",
-         ("training_effect", "privileged_access", "mean")),
-    Kind("contrasts", "condition and model contrasts (contrast model)", ("contrasts", "contrasts")),
+         ("training_effect", "privileged_access", "mean"), "privileged access"),
+    Kind("contrasts", "condition and model contrasts (contrast model)", ("contrasts", "contrasts"), "contrasts"),
     Kind("self_vs_other", "self vs other: the self advantage per model and task, its mean and slope on scale "
-         "(rescoring, item-cluster bootstrap)", ("self_vs_other_rescored", "per_task")),
+         "(rescoring, item-cluster bootstrap)", ("self_vs_other_rescored", "per_task"), "self vs other"),
     Kind("confounds", "scale slope without the family that dominates the scale axis",
-         ("confounds", "without_family")),
-    Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between")),
+         ("confounds", "without_family"), "slope without the largest family"),
+    Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between"), "within/between-family slopes"),
     Kind("confidence_calibration_contrasts",
          "confidence-calibration differences between models or conditions (item bootstrap)",
-         ("confidence_calibration_contrasts", "contrasts")),
+         ("confidence_calibration_contrasts", "contrasts"), "confidence-calibration contrasts"),
     Kind("confirmatory", "the confirmatory family (Bonferroni-adjusted HDIs)",
-         ("hypotheses", "multiplicity", "confirmatory")),
+         ("hypotheses", "multiplicity", "confirmatory"), "confirmatory family"),
 )
 
 
@@ -536,8 +538,10 @@ def validation_map(results: Results, studies: Studies | None = None) -> list[dic
         row = {"key": kind.key, "decision": kind.label,
                "in_this_run": bool(_get(results, kind.path)),
                "status": status, "missing": missing, "notes": notes, "reasons": reasons,
+               "short": kind.short or kind.label,
                "missed_arms": [m for a in arms if a["n"] and a["complete"] for m in _missed(a)],
                **counts, "arms": arms}
         row["status_words"] = status_words(row)
+        row["status_brief"] = status_brief(row)
         rows.append(row)
     return rows

@@ -463,14 +463,18 @@ def test_one_arm_that_misses_its_target_makes_its_kind_missed_on_the_first_scree
     said = (f"d' slope with scale, overall and per task -- missed: the coverage arm default:dprime:slope0.4, 94% HDI "
             f"coverage of the true slope 0.90 [{cov['ci95'][0]:.2f}, {cov['ci95'][1]:.2f}], target 0.91-0.97.")
     assert row["status_words"] == said
+    brief = "d' slope missed a target (coverage 0.90, target 0.91-0.97)"
+    assert row["status_brief"] == brief
     # the first screen: the default run's results with this map
     results = json.loads(FIXTURE.read_text()) | {"validation_map": rows}
     found = {f["key"]: f["text"] for f in findings(results)}
-    assert said in found["validation"]
+    assert brief in found["validation"]
     text = verdict_section.summary(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
     verdict = text.split("::: {#verdict .verdict}", 1)[1]
     first_screen = verdict[:verdict.index("\n:::\n", verdict.index("**Question:**"))]  # the verdict block
-    assert said in first_screen
+    assert brief in first_screen
+    # and the map's own text says it with the arm and its interval
+    assert said in section.validation_map(Report(results, {}, None, None, 6.3, 8.5)).replace("\\", "")
     # once the arm meets its target, the first screen says nothing of it
     arms["default:dprime:slope0.4"]["overall"]["hdi94_coverage"] = 0.93
     results["validation_map"] = validation_map(_results(**arms))

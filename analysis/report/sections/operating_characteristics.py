@@ -295,8 +295,8 @@ def validation_map(rep: Report) -> str:
     done = [k["decision"] for k in kinds if k["status"] == "checked"]
     out("\n" + (f"**No operating-characteristics study** for: {esc('; '.join(none))}. Their decision words rest on "
                  "the rule alone, untested on data with known truth." if none
-                 else "Every kind of decision has an operating-characteristics study."))
-    out(" A kind is `checked` only when every arm ran to its data sets, at the pipeline's recorded sampler "
+                 else "Every kind of decision has an operating-characteristics study.")
+        + " A kind is `checked` only when every arm ran to its data sets, at the pipeline's recorded sampler "
         "settings (or by a bootstrap, with no sampler), and met its target: a rate is missed when its exact 95% "
         "interval lies wholly above its bound, a coverage when it falls outside its range.")
     for k in kinds:
