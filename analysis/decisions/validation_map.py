@@ -43,7 +43,13 @@ from typing import Any
 from selfmodel import models as model_registry
 from selfmodel.common.binomial import rate
 from selfmodel.decisions.study_arms import EFFECT_MODEL
-from selfmodel.decisions.targets import coverage_range, status_brief, status_words, target_check, target_words
+from selfmodel.decisions.targets import (
+    coverage_range,
+    status_brief,
+    status_words,
+    target_check,
+    target_words,
+)
 from selfmodel.fitting.sampling import SamplerSettings, for_model
 
 Results = Mapping[str, Any]
