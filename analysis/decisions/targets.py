@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["COVERAGE_TOLERANCE", "coverage_range", "status_brief", "status_words", "target_check", "target_words"]
+__all__ = ["COVERAGE_TOLERANCE", "coverage_range", "first_screen", "status_words", "target_check", "target_words"]
 
 #: Half-width of the coverage range around an interval's nominal level, for a study that declares
 #: no range: the pipeline study's own (94% -> 0.91-0.97), about the Monte Carlo error at 200 data sets.
@@ -147,41 +147,52 @@ def status_words(row: Mapping[str, Any]) -> str:
 
 
 
-def status_brief(row: Mapping[str, Any]) -> str:
-    """A kind's status in a few words, for the first screen (``""`` when ``checked``).
+def _target_text(t: Mapping[str, Any]) -> str:
+    """A target alone: ``coverage 0.91-0.97`` or ``false 'improves' at most 5.0%``."""
+    if "within" in t:
+        return f"coverage {_figure(t['within'][0], False)}-{_figure(t['within'][1], False)}"
+    return f"{t['measure']} at most {100 * t['at_most']:.1f}%"
 
-    The status word with the first missed target's figure (and how many more), then whether
-    arms ran at other settings or do not record them; the arms and intervals are in
-    :func:`status_words` and the validation map.
+
+def first_screen(rows: Sequence[Mapping[str, Any]]) -> str:
+    """The kinds of ``rows`` that are not ``checked``, in one short sentence for the first screen.
+
+    Grouped by status: the kinds that missed a target, each with its first missed figure (and
+    how many more: ``+2``), then the targets once; the kinds with arms at other or unrecorded sampler
+    settings; the partly checked; those with no study. The verdict block must fit the first
+    screen, so the arms and intervals are left to the validation map (:func:`status_words`).
 
     >>> arm = {"arm": "d:x", "check": "coverage", "n": 100, "target_n": 100, "complete": True,
-    ...        "settings": "pipeline", "meets_target": False, "targets": [target_check(
+    ...        "settings": "other", "meets_target": False, "targets": [target_check(
     ...            "94% HDI coverage", 0.9, [0.82, 0.95], within=[0.91, 0.97])]}
-    >>> status_brief({"short": "d' slope", "status": "missed", "missing": [], "arms": [arm]})
-    "d' slope missed a target (coverage 0.90, target 0.91-0.97)"
+    >>> first_screen([{"short": "d' slope", "status": "missed", "missing": [], "arms": [arm]}])
+    "missed a target: d' slope (0.90), against coverage 0.91-0.97; sampler settings other or not recorded: d' slope"
     """
-    if row["status"] == "checked":
-        return ""
-    name = row.get("short") or row["decision"]
-    if row["status"] == "none":
-        return f"{name}: no study"
-    arms = [a for a in row["arms"] if a["n"]]
-    missed = [t for a in arms if a["complete"] for t in a["targets"] if t["met"] is False]
-    parts = []
+    missed, targets, off, part, none = [], {}, [], [], []
+    for row in rows:
+        name = row.get("short") or row["decision"]
+        if row["status"] == "none":
+            none.append(name)
+            continue
+        arms = [a for a in row["arms"] if a["n"]]
+        ts = [t for a in arms if a["complete"] for t in a["targets"] if t["met"] is False]
+        if ts:
+            more = f", +{len(ts) - 1}" if len(ts) > 1 else ""
+            missed.append(f"{name} ({_figure(ts[0]['value'], 'at_most' in ts[0])}{more})")
+            targets.setdefault(_target_text(ts[0]), []).append(name)
+        if any(a["settings"] in ("other", "not_recorded") for a in arms):
+            off.append(name)
+        if row["missing"] or any(not a["complete"] for a in arms):
+            part.append(name)
+    groups = []
     if missed:
-        t = missed[0]
-        figure = (f"coverage {_figure(t['value'], False)}, target {_figure(t['within'][0], False)}-"
-                  f"{_figure(t['within'][1], False)}" if "within" in t else
-                  f"{t['measure']} {_figure(t['value'], True)}, target at most {100 * t['at_most']:.1f}%")
-        more = f"; {len(missed) - 1} more" if len(missed) > 1 else ""
-        parts.append(f"missed a target ({figure}{more})")
-    settings = {a["settings"] for a in arms}
-    if "other" in settings:
-        parts.append("ran partly at other sampler settings")
-    elif "not_recorded" in settings:
-        parts.append("has arms whose records do not record their settings")
-    if row["missing"] or any(not a["complete"] for a in arms):
-        parts.append("is partly checked")
-    if not parts:
-        parts.append("has an arm with no target")
-    return f"{name} " + (" and ".join(parts) if len(parts) < 3 else ", ".join(parts[:-1]) + " and " + parts[-1])
+        common = max(targets, key=lambda t: len(targets[t]))
+        others = [f"{', '.join(names)}: {t.removeprefix('coverage ') if common.startswith('coverage') else t}"
+                  for t, names in targets.items() if t != common]
+        groups.append(f"missed a target: {', '.join(missed)}, against {common}"
+                      + (f" ({'; '.join(others)})" if others else ""))
+    for what, names in (("sampler settings other or not recorded", off), ("partly checked", part),
+                        ("no study", none)):
+        if names:
+            groups.append(f"{what}: {', '.join(names)}")
+    return "; ".join(groups)

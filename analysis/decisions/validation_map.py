@@ -45,7 +45,6 @@ from selfmodel.common.binomial import rate
 from selfmodel.decisions.study_arms import EFFECT_MODEL
 from selfmodel.decisions.targets import (
     coverage_range,
-    status_brief,
     status_words,
     target_check,
     target_words,
@@ -93,7 +92,7 @@ KINDS: tuple[Kind, ...] = (
          "(rescoring, item-cluster bootstrap)", ("self_vs_other_rescored", "per_task"), "self vs other"),
     Kind("confounds", "scale slope without the family that dominates the scale axis",
          ("confounds", "without_family"), "slope without the largest family"),
-    Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between"), "within/between-family slopes"),
+    Kind("within_between", "within- vs between-family slope", ("model_zoo", "within_between"), "within/between slopes"),
     Kind("confidence_calibration_contrasts",
          "confidence-calibration differences between models or conditions (item bootstrap)",
          ("confidence_calibration_contrasts", "contrasts"), "confidence-calibration contrasts"),
@@ -548,6 +547,5 @@ def validation_map(results: Results, studies: Studies | None = None) -> list[dic
                "missed_arms": [m for a in arms if a["n"] and a["complete"] for m in _missed(a)],
                **counts, "arms": arms}
         row["status_words"] = status_words(row)
-        row["status_brief"] = status_brief(row)
         rows.append(row)
     return rows

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from selfmodel.decisions.targets import status_brief
+from selfmodel.decisions.targets import first_screen
 from selfmodel.records.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DECISIONS
 
 Results = Mapping[str, Any]
@@ -300,8 +300,7 @@ def validation_finding(results: Results) -> str | None:
     rows = [r for r in results.get("validation_map") or [] if r.get("in_this_run") and r.get("status") != "checked"]
     if not rows:
         return None
-    return ("Operating characteristics (each study's arms against their targets; the figures are in the "
-            "validation map): " + "; ".join(r.get("status_brief") or status_brief(r) for r in rows) + ".")
+    return "Operating characteristics (arms against targets; all in the validation map): " + first_screen(rows) + "."
 
 
 def baseline_finding(results: Results) -> str | None:
