@@ -22,15 +22,20 @@ from selfmodel.common.toml_errors import key_line
 from selfmodel.decisions.status import EXPLORATORY, status_lines
 from selfmodel.decisions.verdict import NOT_DECIDED, failed_gate
 from selfmodel.fitting.fitpool import default_jobs
+from selfmodel.fitting.settings import SamplerSettings
 from selfmodel.pipeline.reduce_command import add_reduce_parser
 from selfmodel.records.contract import SCALE_COLUMNS, InputError
-from selfmodel.records.importers.mapping import load_mapping
 from selfmodel.records.importers.mapping.records_apply import load_transform, without_join_file
 from selfmodel.records.importers.mapping.records_spec import load_records_mapping
 from selfmodel.records.importers.preview import ingest_preview_text, preview_text
+from selfmodel.records.importers.registry import get as get_importer
+from selfmodel.records.importers.registry import importers
 from selfmodel.records.ingest import ingest, parse_map_options, write_ingest
 from selfmodel.records.ingest.discover import resolve_inputs
 from selfmodel.records.registry import load_registry
+
+#: The sampler settings' declared defaults, the CLI's defaults.
+SAMPLER = SamplerSettings()
 
 # Only what every command loads anyway sits up here (the reduce subcommand's parser already
 # brings ingest, registry and atomic). The imports inside the command functions are kept
@@ -122,9 +127,12 @@ def _run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rope", type=float, default=None,
                    help="region of practical equivalence (+/-; default: the hypotheses file's ROPE "
                         "for the decided slopes, else 0.1); given, it overrides the file's ROPE of those")
-    p.add_argument("--draws", type=int, default=2000)
-    p.add_argument("--tune", type=int, default=1000)
-    p.add_argument("--chains", type=int, default=4)
+    p.add_argument("--draws", type=int, default=SAMPLER.draws,
+                   help="draws per chain after tuning (default %(default)s)")
+    p.add_argument("--tune", type=int, default=SAMPLER.tune,
+                   help="tuning steps per chain (default %(default)s)")
+    p.add_argument("--chains", type=int, default=SAMPLER.chains,
+                   help="chains (default %(default)s)")
     p.add_argument(
         "--jobs", type=_jobs, default=None, metavar="N",
         help="fits sampled at once, each in a worker process (default: the CPUs, at most 4; "
@@ -261,44 +269,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-#: ``selfmodel import FORMAT``: (one-line help, description, what SRC is).
-IMPORT_FORMATS: dict[str, tuple[str, str, str]] = {
-    "seb": (
-        "the Self-Evaluation Benchmark's repository (results and models.csv)",
-        "Read a clone of the SEB repository: its result files become records and its "
-        "models.csv the registry (sizes, families). No mapping is needed.",
-        "a clone of the SEB repository",
-    ),
-    "lmeval": (
-        "lm-evaluation-harness output (samples_*.jsonl, results_*.json) through a mapping",
-        "Read lm-evaluation-harness output: samples_<task>_<date>.jsonl files (gzip too) "
-        "with the results_*.json beside them, mapped to canonical fields by a TOML mapping "
-        "(format = \"lmeval\").",
-        "a samples_*.jsonl file or an lm-eval output folder",
-    ),
-    "inspect": (
-        "Inspect AI eval logs (.eval, .json) through a mapping (needs the inspect extra)",
-        "Read Inspect AI eval logs (.eval or .json, read with inspect_ai's own reader; "
-        "pip install 'selfmodel[inspect]'), mapped to canonical fields by a TOML mapping "
-        "(format = \"inspect\").",
-        "an Inspect log file or a folder of logs",
-    ),
-    "mapped": (
-        "logs of the format named by the mapping's 'format' key (lmeval or inspect)",
-        "Read logs of whichever format the mapping names (format = \"lmeval\" or "
-        "\"inspect\"): the same as 'import lmeval' or 'import inspect' with that mapping.",
-        "a log file or folder of the mapping's format",
-    ),
-}
-
-
 def _import_parsers(p: argparse.ArgumentParser) -> None:
     formats = p.add_subparsers(dest="format", required=True, parser_class=_Parser,
                                metavar="FORMAT")
-    for name, (short, description, src) in IMPORT_FORMATS.items():
-        q = formats.add_parser(name, help=short, description=description)
-        q.add_argument("src", type=Path, help=src)
-        if name != "seb":
+    for importer in importers():  # every registered importer, ours and plug-ins
+        q = formats.add_parser(importer.name, help=importer.help,
+                               description=importer.description)
+        q.add_argument("src", type=Path, help=importer.src)
+        if importer.mapping:
             q.add_argument("--mapping", type=Path, help="TOML mapping (format, task, [fields] ...)")
         q.add_argument("--out", type=outputs.out_folder, help="folder for records and registry (required unless --preview)")
         q.add_argument(
@@ -377,7 +355,6 @@ def _model_list(spec: str | None, extra: str | None) -> tuple[str, ...]:
 def run_config(args: argparse.Namespace, *, report: bool):
     """The :class:`RunConfig` of parsed ``run``/``fit`` options (also used by ``selfmodel.api``)."""
     from selfmodel.decisions.hypotheses import DecisionRule
-    from selfmodel.fitting.sampling import SamplerSettings
     from selfmodel.pipeline.stages import RunConfig
 
     if getattr(args, "model", None) is not None:
@@ -620,24 +597,14 @@ def _import(args: argparse.Namespace, say) -> int:
         outputs.check_out(args.out, outputs.IMPORT, say)
         outputs.check_apart(args.out, [args.src, getattr(args, "mapping", None)])
 
-    if args.format == "seb":
-        from selfmodel.records.importers.seb import import_seb
-
-        res = import_seb(args.src)
-    else:
+    importer = get_importer(args.format)
+    if importer.mapping:
         if args.mapping is None:
             raise InputError(
                 f"import {args.format} needs --mapping FILE (a TOML mapping; see README)."
             )
         _not_a_records_mapping(args.mapping, args.format)
-        fmt = args.format
-        if fmt == "mapped":
-            fmt = load_mapping(args.mapping).format
-        if fmt == "lmeval":
-            from selfmodel.records.importers.lmeval import import_lmeval as importer
-        else:
-            from selfmodel.records.importers.inspect_logs import import_inspect as importer
-        res = importer(args.src, mapping=args.mapping)
+    res = importer.read(args.src, getattr(args, "mapping", None))
     if args.preview:
         for note in res.notes:
             say(note)

@@ -29,6 +29,13 @@ def factorize(values: Any) -> tuple[np.ndarray, list[str]]:
     return codes.astype("int64"), [str(u) for u in uniques]
 
 
+#: What a zero-sum group effect of spread ``sigma`` is, for a model's declared text: its
+#: ``K`` levels sum to 0, so each level's marginal sd is ``sigma * sqrt((K - 1) / K)``
+#: (the ``ZeroSumNormal`` of PyMC), not ``sigma``.
+ZERO_SUM_TEXT = (r"Zero-sum: the $K$ levels of a group effect of spread $\sigma$ sum to 0, so each "
+                 r"level's marginal sd is $\sigma\sqrt{(K-1)/K}$, not $\sigma$.")
+
+
 def zero_sum_effect(name: str, sigma: Any, dim: str, size: int) -> Any:
     """Non-centred zero-sum group effect ``sigma * z`` with ``z ~ ZeroSumNormal(1)``.
 

@@ -110,7 +110,8 @@ REQUIRED_COLUMNS = ("model", "family", "task", "item_id", "x", "n", "k")
 #: item effects (does it change the verdict?); its rows are model x item, so no cell LOO.
 SPEC = ModelSpec(
     table="item_cells",
-    decides=(Effect("effect", EFFECT, PER_TASK_EFFECT, name_parameter=True),),
+    decides=(Effect("effect", EFFECT, PER_TASK_EFFECT, name_parameter=True,
+                    beside_verdict="slope with crossed item effects"),),
     slope_priors={"beta": ("beta", None), "slope_task": ("beta", "sigma_delta")},
     loo=None,
     sections=("sec-richer", "sec-checks"),

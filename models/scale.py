@@ -152,7 +152,7 @@ import numpy as np
 import pymc as pm
 
 from selfmodel.models import decorrelation
-from selfmodel.models.graph import factorize, prior_rv, scale_of, zero_sum_effect
+from selfmodel.models.graph import ZERO_SUM_TEXT, factorize, prior_rv, scale_of, zero_sum_effect
 from selfmodel.models.spec import (
     Comparison,
     Declaration,
@@ -381,6 +381,7 @@ def declaration(options: Mapping[str, Any] | None = None,
         prose += r" $\lambda_f$ are zero-sum family-varying slopes of spread `sigma_family_slope`."
     prose += (f" Parameterisation (same model): cell effects {o['cell_effect']}, group effects "
               f"{o['group_effects']}, slope basis {o['slope_basis']}.")
+    prose += " " + ZERO_SUM_TEXT
     return Declaration(o, " \\\\\n".join(lines), prose,
                        declared_priors({**DEFAULT_PRIORS, **POOLED_PRIORS}, used, priors))
 

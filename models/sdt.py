@@ -180,7 +180,7 @@ import pymc as pm
 import pytensor.tensor as pt
 
 from selfmodel.models import decorrelation
-from selfmodel.models.graph import factorize, prior_rv, scale_of, zero_sum_effect
+from selfmodel.models.graph import ZERO_SUM_TEXT, factorize, prior_rv, scale_of, zero_sum_effect
 from selfmodel.models.spec import (
     Curves,
     Declaration,
@@ -347,6 +347,7 @@ def declaration(options: Mapping[str, Any] | None = None,
               r" $\beta_{\cdot}$ is the mean slope and $\delta_t$ zero-sum task deviations with a "
               r"spread prior.")
     prose += f" Slope basis {o['slope_basis']} (same model)."
+    prose += " " + ZERO_SUM_TEXT
     return Declaration(o, " \\\\\n".join(lines), prose,
                        declared_priors({**DEFAULT_PRIORS, **POOLED_PRIORS}, used, priors))
 

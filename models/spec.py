@@ -37,7 +37,8 @@ class Effect:
     with a ``task`` dimension (``None``: no per-task decisions). ``direction`` is the
     direction that means "improves". ``name_parameter`` adds ``"parameter": variable`` to
     the decision. ``truth`` = (row label, ``truth.json`` key) adds a row to the truth
-    comparison on simulated data.
+    comparison on simulated data. ``beside_verdict`` (a label) puts the effect beside the
+    verdict's slope in the report's richer-models table.
     """
 
     key: str
@@ -46,6 +47,9 @@ class Effect:
     direction: Literal["increase", "decrease"] = "increase"
     name_parameter: bool = False
     truth: tuple[str, str] | None = None
+    #: A scale slope the report sets beside the verdict's (its richer-models table), with
+    #: this label; ``None``: not such a slope.
+    beside_verdict: str | None = None
 
 
 @dataclass(frozen=True)

@@ -155,7 +155,7 @@ def unfit_reason(data: Any) -> str | None:
 SPEC = ModelSpec(
     table="cells",
     decides=(
-        Effect("within", "beta_within", "within_slope_task"),
+        Effect("within", "beta_within", "within_slope_task", beside_verdict="within-family slope"),
         Effect("between", "beta_between", None),
     ),
     slope_priors={

@@ -78,6 +78,16 @@ METHOD: Final = (
     "task, the same resample for every checkpoint"
 )
 
+#: What the decision words of this section rest on: the declared rule's words, computed from
+#: bootstrap replicates of a point estimate, not from posterior draws (no prior, no model of
+#: the checkpoints' spread); their error rates are those of this section's own study.
+DECISION_BASIS: Final = (
+    "the declared rule applied to cluster-bootstrap replicates of the contrast (not to "
+    "posterior draws): its interval is the shortest interval holding the rule's share of the "
+    "replicates, a frequentist interval; the words' error rates are those of this section's "
+    "own study (validation/privileged_access.py)"
+)
+
 #: What each decision on the contrast means for the question.
 READING: dict[str, str] = {
     "improves": "privileged access: training raised the checkpoint's accuracy at predicting "
@@ -276,7 +286,8 @@ def privileged_access(records: pl.DataFrame, checkpoints: Sequence[Mapping[str, 
         Bootstrap seed and replicates.
     """
     r = replace(rule, min_models=1)
-    base: dict[str, Any] = {"method": METHOD, "units": UNITS, "n_boot": n_boot,
+    base: dict[str, Any] = {"method": METHOD, "decision_basis": DECISION_BASIS, "units": UNITS,
+                            "n_boot": n_boot,
                             "min_items": MIN_ITEMS, "rule": r.as_dict(), "per_checkpoint": [],
                             "operating_characteristics": operating_characteristics()}
     rows = _readable(records)

@@ -62,6 +62,17 @@ INTERVAL: Final = 0.95
 MIN_SHARED: Final = 20
 #: Fewest models with a scale value for a slope on scale.
 MIN_MODELS_SLOPE: Final = 4
+#: A *near-constant* responder gives the same prediction on at least this share of its
+#: readable self-predictions (a constant one on all of them). Its accuracy self advantage is
+#: the distance between its own base rate and the others' (it agrees with itself exactly as
+#: often as its outcome is the word it always says), not item-level self-knowledge: it is
+#: flagged in every row and left out of the accuracy counts, and its d' is 0 or near it.
+NEAR_CONSTANT: Final = 0.95
+#: Why a constant or near-constant responder is not counted in the accuracy advantages.
+CONSTANT_NOTE: Final = (
+    "left out of the accuracy counts: a (near-)constant responder's accuracy self advantage "
+    "is its own base rate against the others', not item-level self-knowledge"
+)
 
 #: The self-vs-other study's summary (``validation/self_vs_other_study.py --ship`` writes it).
 OPERATING_CHARACTERISTICS_DATA: Final = PACKAGE_DATA / "self_vs_other_operating_characteristics.json"
@@ -201,6 +212,26 @@ def _advantages(s: Mapping[str, np.ndarray], valid: np.ndarray) -> dict[str, np.
     return out
 
 
+def responders(p: np.ndarray, self_ok: np.ndarray) -> tuple[np.ndarray, list[str]]:
+    """Per model: the share of its readable self-predictions that are "true", and its kind.
+
+    ``constant`` (one prediction throughout), ``near_constant`` (one prediction on at least
+    :data:`NEAR_CONSTANT` of them) or ``varied``; ``varied`` without readable predictions.
+
+    >>> p = np.array([[1.0, 1.0, 1.0], [1.0, 0.0, 1.0]])
+    >>> share, kind = responders(p, np.ones_like(p, dtype=bool))
+    >>> [round(float(x), 2) for x in share], kind
+    ([1.0, 0.67], ['constant', 'varied'])
+    """
+    n = self_ok.sum(axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = np.where(n > 0, np.where(self_ok, p, 0.0).sum(axis=1) / n, np.nan)
+    majority = np.maximum(share, 1.0 - share)
+    kind = ["varied" if not np.isfinite(m) else "constant" if m >= 1.0 else
+            "near_constant" if m >= NEAR_CONSTANT else "varied" for m in majority]
+    return share, kind
+
+
 def _slope(x: np.ndarray, y: np.ndarray) -> float:
     xc = x - x.mean()
     den = float(xc @ xc)
@@ -272,11 +303,15 @@ def _bootstrap(
 
 def _model_rows(models: list[str], xs: np.ndarray, valid: np.ndarray, full: Mapping[str, np.ndarray],
                 point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndarray],
-                has_pair: np.ndarray) -> list[dict[str, Any]]:
+                has_pair: np.ndarray, responder: tuple[np.ndarray, list[str]]) -> list[dict[str, Any]]:
     rows = []
+    share, kind = responder
     for j, m in enumerate(models):
         row: dict[str, Any] = {
             "model": m,
+            "responder": kind[j],
+            "prediction_true_share": None if not np.isfinite(share[j]) else float(share[j]),
+            "responder_note": None if kind[j] == "varied" else CONSTANT_NOTE,
             "scale_log10": None if not np.isfinite(xs[j]) else float(xs[j]),
             "n_others": int(valid[j].sum()),
             "median_shared_items": float(np.median(full["n"][j][valid[j]])) if valid[j].any() else 0.0,
@@ -297,8 +332,10 @@ def _model_rows(models: list[str], xs: np.ndarray, valid: np.ndarray, full: Mapp
 
 def _summary(k: str, point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndarray],
              mean_draws: Mapping[str, np.ndarray], slope_draws: Mapping[str, np.ndarray],
-             m_idx: np.ndarray, xs: np.ndarray) -> dict[str, Any]:
-    dirs = [_direction(*_interval(boot[k][:, j])) for j in m_idx]
+             m_idx: np.ndarray, xs: np.ndarray, models: list[str], kind: list[str]) -> dict[str, Any]:
+    # accuracy credits a (near-)constant responder with its base rate: not counted there
+    counted = m_idx if k.startswith("dprime") else m_idx[[kind[j] == "varied" for j in m_idx]]
+    dirs = [_direction(*_interval(boot[k][:, j])) for j in counted]
     lo, hi = _interval(mean_draws[k])
     s_lo, s_hi = _interval(slope_draws[k])
     with_x = m_idx[np.isfinite(xs[m_idx])]
@@ -311,6 +348,10 @@ def _summary(k: str, point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndar
         "n_models_positive": dirs.count("positive"),
         "n_models_negative": dirs.count("negative"),
         "n_models_compared": int(m_idx.size),
+        "n_models_counted": int(counted.size),
+        "models_not_counted": [] if counted.size == m_idx.size else
+        [{"model": models[j], "responder": kind[j], "reason": CONSTANT_NOTE}
+         for j in m_idx if kind[j] != "varied"],
         "slope_on_scale": {
             "slope": slope_pt,
             "ci": [s_lo, s_hi] if slope_pt is not None else [None, None],
@@ -340,13 +381,16 @@ def _task_result(
     boot, mean_draws, slope_draws = _bootstrap(
         (p, o_self, self_ok, o, out_mask), cluster_of, valid, m_idx, xs, seed=seed, n_boot=n_boot
     )
+    responder = responders(p, self_ok)
     result = {
         "status": "estimated",
         "n_models": len(models),
         "n_items": int(p.shape[1]),
         "n_clusters": int(cluster_of.max()) + 1,
-        "models": _model_rows(models, xs, valid, full, point, boot, has_pair),
-        "summary": {k: _summary(k, point, boot, mean_draws, slope_draws, m_idx, xs) for k in KEYS},
+        "models": _model_rows(models, xs, valid, full, point, boot, has_pair, responder),
+        "summary": {k: _summary(k, point, boot, mean_draws, slope_draws, m_idx, xs, models,
+                             responder[1])
+                    for k in KEYS},
     }
     result["sentence"] = task_sentence(result)
     return result

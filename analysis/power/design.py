@@ -10,6 +10,7 @@ import numpy as np
 from scipy.stats import norm
 
 from selfmodel.decisions.hypotheses import DecisionRule
+from selfmodel.records.contract import decision_words, display_order
 from selfmodel.records.simulate import DEFAULT_FAMILIES, DEFAULT_TASKS
 
 #: True slopes of the default sweep (logits per 10x parameters).
@@ -21,9 +22,7 @@ N_DRAWS: Final = 4000
 #: Grid points per variance component (sigma_cell, sigma_model, sigma_family, sigma_delta).
 GRID: Final = {"sigma_cell": 16, "sigma_model": 12, "sigma_family": 12, "sigma_delta": 4}
 #: Power-detection outcomes reported for every slope.
-OUTCOMES: Final = (
-    "improves", "credibly_positive", "no_credible_effect", "practically_null", "credibly_negative", "worsens"
-)
+OUTCOMES: Final = tuple(w.name for w in display_order(decision_words()))
 
 Progress = Callable[[int, int], None]
 

@@ -12,6 +12,7 @@ from selfmodel.common import atomic
 from selfmodel.common.jsonable import rounded
 from selfmodel.power.design import OUTCOMES, TARGET_POWER, Design
 from selfmodel.power.design_file import design_to_toml
+from selfmodel.records.contract import decision_word
 
 # --------------------------------------------------------------------------- output
 
@@ -24,14 +25,9 @@ def power_table(power: Mapping[str, Any]) -> Any:
         title=f"decision probabilities by true slope ({power['units']}), "
         f"{power['sims']} simulations each"
     )
-    for col in (
-        "slope",
-        "improves",
-        "no credible effect",
-        "practically null",
-        "worsens",
-        "mean post. sd",
-    ):
+    # one column per outcome, named from the outcomes themselves (the header and the cells
+    # come from one list)
+    for col in ("slope", *(o.replace("_", " ") for o in OUTCOMES), "mean post. sd"):
         t.add_column(col, justify="right")
     for r in power["results"]:
         t.add_row(
@@ -127,14 +123,7 @@ def _plot_decisions(ax: Any, power: Mapping[str, Any]) -> None:
     xs = np.array([r["slope"] for r in res])
     rope = power["rule"]["rope"]
     ax.axvspan(-rope, rope, color="0.92", zorder=0, label=f"ROPE ±{rope:g}")
-    colours = {
-        "improves": "#0072B2",
-        "credibly_positive": "#56B4E9",
-        "no_credible_effect": "#999999",
-        "practically_null": "#009E73",
-        "credibly_negative": "#E69F00",
-        "worsens": "#D55E00",
-    }
+    colours = {o: decision_word(o).colour for o in OUTCOMES}
     for o in OUTCOMES:
         ps = np.array([r[f"p_{o}"] for r in res])
         if o in ("worsens", "credibly_negative") and not ps.any():

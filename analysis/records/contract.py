@@ -34,6 +34,8 @@ source_line     Int64        1-based line (JSONL/CSV data line) or row (Parquet)
 from __future__ import annotations
 
 import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Final, Literal, get_args
 
 import polars as pl
@@ -135,25 +137,114 @@ Decision = Literal[
     "not_estimable",
     "not_decided",
 ]
-#: The decision vocabulary of ``results.json`` (DESIGN.md), direction and size separated.
+
+
+@dataclass(frozen=True)
+class DecisionWord:
+    """A decision word of ``results.json``, declared once.
+
+    What it means, the sign it asserts, its colour in figures and, for a word the declared
+    rule gives, when it gives it.
+
+    ``sign`` is +1 or -1 for a credible sign, 0 for practically null, ``None`` for none.
+    ``when(hdi_low, hdi_high, rope)`` is true when the rule gives this word; the rule tries
+    the words in their registered order and gives the first whose ``when`` holds. A word
+    without ``when`` is given by the pipeline (not estimable, not decided).
+    """
+
+    name: str
+    meaning: str
+    sign: int | None = None
+    beyond_rope: bool = False
+    colour: str = "#999999"
+    when: Callable[[float, float, float], bool] | None = None
+    reason: str = ""
+
+
+#: The built-in words, in the order the declared rule tries them (docs/decisions.md).
+#: Colours: the Okabe-Ito palette (Okabe and Ito 2008, "Color universal design").
+_BUILT_IN: Final = (
+    DecisionWord("improves", "credibly positive and larger than the ROPE", 1, True, "#0072B2",
+                 lambda lo, hi, rope: lo > rope, "HDI above the ROPE"),
+    DecisionWord("worsens", "credibly negative and larger than the ROPE", -1, True, "#D55E00",
+                 lambda lo, hi, rope: hi < -rope, "HDI below the ROPE"),
+    DecisionWord("practically_null", "practically null (the HDI lies inside the ROPE)", 0,
+                 False, "#009E73", lambda lo, hi, rope: lo >= -rope and hi <= rope,
+                 "HDI inside the ROPE"),
+    DecisionWord("credibly_positive", "credibly positive, size not shown to exceed the ROPE", 1,
+                 False, "#56B4E9", lambda lo, hi, rope: lo > 0,
+                 "HDI above 0 but not above the ROPE"),
+    DecisionWord("credibly_negative", "credibly negative, size not shown to exceed the ROPE", -1,
+                 False, "#E69F00", lambda lo, hi, rope: hi < 0,
+                 "HDI below 0 but not below the ROPE"),
+    DecisionWord("no_credible_effect", "inconclusive (the sign is not credible)", None, False,
+                 "#999999", lambda lo, hi, rope: True,
+                 "HDI contains 0 and is not inside the ROPE"),
+    DecisionWord("not_estimable", "not estimable from these data"),
+    DecisionWord("not_decided", "not decided (its fit failed the diagnostics gate)"),
+)
+_WORDS: dict[str, DecisionWord] = {w.name: w for w in _BUILT_IN}
+
+
+def register_word(word: DecisionWord, *, before: str) -> None:
+    """Add a decision word, tried by the rule just before the word ``before``."""
+    if word.name in _WORDS:
+        raise ValueError(f"a decision word {word.name!r} is registered already")
+    if before not in _WORDS:
+        raise ValueError(f"no decision word {before!r} to place {word.name!r} before")
+    items = list(_WORDS.items())
+    at = [k for k, _ in items].index(before)
+    _WORDS.clear()
+    _WORDS.update([*items[:at], (word.name, word), *items[at:]])
+
+
+def unregister_word(name: str) -> None:
+    """Remove a registered word (never a built-in one)."""
+    if name in {w.name for w in _BUILT_IN}:
+        raise ValueError(f"{name!r} is a built-in decision word")
+    _WORDS.pop(name, None)
+
+
+def decision_words() -> tuple[DecisionWord, ...]:
+    """Every decision word, in the order the rule tries them."""
+    return tuple(_WORDS.values())
+
+
+def decision_word(name: str) -> DecisionWord:
+    """The word ``name`` (``KeyError`` for a name that is none)."""
+    return _WORDS[name]
+
+
+def word_meanings() -> dict[str, str]:
+    """Word -> meaning: the built-in words in :data:`DECISIONS` order, then registered ones."""
+    extra = {w.name: w.meaning for w in _WORDS.values() if w.name not in DECISIONS}
+    return {**{d: _WORDS[d].meaning for d in DECISIONS}, **extra}
+
+
+def rule_word(hdi_low: float, hdi_high: float, rope: float) -> DecisionWord:
+    """The word the declared rule gives an interval: the first whose ``when`` holds."""
+    return next(w for w in _WORDS.values() if w.when is not None and w.when(hdi_low, hdi_high, rope))
+
+
+def display_order(words: tuple[DecisionWord, ...]) -> tuple[DecisionWord, ...]:
+    """Rule words from the most positive to the most negative, for tables and figures."""
+    def key(w: DecisionWord) -> tuple[float, int]:
+        s = 0.5 if w.sign is None else w.sign
+        return (-s, -int(w.beyond_rope) if s >= 0 else int(w.beyond_rope))
+    return tuple(sorted((w for w in words if w.when is not None), key=key))
+
+
+#: The built-in decision vocabulary of ``results.json`` (DESIGN.md), direction and size
+#: separated; :func:`decision_words` adds any registered word.
 DECISIONS: Final[tuple[str, ...]] = get_args(Decision)
-#: What each decision means, in words (one phrase each; ``docs/decisions.md`` and the report).
-DECISION_MEANING: Final[dict[str, str]] = {
-    "improves": "credibly positive and larger than the ROPE",
-    "credibly_positive": "credibly positive, size not shown to exceed the ROPE",
-    "practically_null": "practically null (the HDI lies inside the ROPE)",
-    "credibly_negative": "credibly negative, size not shown to exceed the ROPE",
-    "worsens": "credibly negative and larger than the ROPE",
-    "no_credible_effect": "inconclusive (the sign is not credible)",
-    "not_estimable": "not estimable from these data",
-    "not_decided": "not decided (its fit failed the diagnostics gate)",
-}
+#: What each built-in decision means, in words (one phrase each; ``docs/decisions.md``).
+DECISION_MEANING: Final[dict[str, str]] = {d: _WORDS[d].meaning for d in DECISIONS}
 #: The decision of an effect whose fit failed its diagnostics gate (issue 53): the rule's word
 #: for its numbers is kept beside it as ``decision_if_passed`` (``selfmodel.decisions.gate``).
 UNDECIDED: Final = "not_decided"
-#: Decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
-POSITIVE_DECISIONS: Final = frozenset({"improves", "credibly_positive"})
-NEGATIVE_DECISIONS: Final = frozenset({"worsens", "credibly_negative"})
+#: Built-in decisions whose sign is credible (the decision's printed HDI excludes 0 on that side).
+POSITIVE_DECISIONS: Final = frozenset(w.name for w in _BUILT_IN if w.sign == 1)
+NEGATIVE_DECISIONS: Final = frozenset(w.name for w in _BUILT_IN if w.sign == -1)
 
 ScaleVariable = Literal["params", "active_params", "capability"]
 #: ``--scale`` choice -> registry column. Sizes enter models as log10; capability as is.

@@ -33,6 +33,7 @@ from selfmodel.analyses.frequentist.run import holm
 from selfmodel.analyses.frequentist.two_stage import dl_tau2, meta_regression
 from selfmodel.analyses.frequentist.wild_bootstrap import WEBB_POINTS
 from selfmodel.analyses.skill import excluded_sdt_cells, sdt_arrays, sdt_cells
+from selfmodel.records.contract import decision_word
 
 N_BOOT: Final = 1999
 ALPHA: Final = 0.05
@@ -87,8 +88,7 @@ def wild_p(y: np.ndarray, v: np.ndarray, x: np.ndarray, *, seed: int, reps: int 
 def _agrees(p: float | None, est: float | None, decision: str | None) -> bool | None:
     if p is None or est is None or decision is None or decision == "not_estimable":
         return None
-    claims = {"improves": 1, "credibly_positive": 1, "worsens": -1, "credibly_negative": -1}
-    d = claims.get(decision, 0)
+    d = decision_word(decision).sign or 0  # the credible sign the decision claims, 0 for none
     if p < ALPHA:
         return d == (1 if est > 0 else -1)
     return d == 0

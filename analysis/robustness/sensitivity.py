@@ -53,10 +53,9 @@ from selfmodel.fitting.sampling import Fit
 from selfmodel.models.spec import scale_priors
 from selfmodel.records.cells import build_cells, derived_models
 from selfmodel.records.contract import (
-    NEGATIVE_DECISIONS,
-    POSITIVE_DECISIONS,
     SCALE_COLUMNS,
     SCALE_EXCLUSION_REASON,
+    decision_word,
 )
 from selfmodel.robustness.effect_sensitivity import decisions_of
 
@@ -112,11 +111,12 @@ def direction_of(decision: str) -> str:
     >>> direction_of("credibly_positive"), direction_of("worsens"), direction_of("no_credible_effect")
     ('positive', 'negative', 'unresolved')
     """
-    if decision in POSITIVE_DECISIONS:
-        return "positive"
-    if decision in NEGATIVE_DECISIONS:
-        return "negative"
-    return "null" if decision == "practically_null" else "unresolved"
+    try:
+        sign = decision_word(decision).sign
+    except KeyError:
+        return "unresolved"
+    return {1: "positive", -1: "negative", 0: "null"}.get(sign, "unresolved") if sign is not None \
+        else "unresolved"
 
 
 def _same(a: str, b: str, by: str) -> bool:

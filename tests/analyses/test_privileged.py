@@ -131,6 +131,9 @@ def test_report_text_follows_the_decision():
     assert "READING\\-CHANGED" in other and "READING" not in text
     assert "worsens" in other
     assert privileged_markdown(None).startswith("Not estimated")
+    # the words are the rule's, on bootstrap replicates: said beside them, not a posterior
+    assert out["decision_basis"].startswith("the declared rule applied to cluster-bootstrap")
+    assert "**Decisions from a bootstrap.**" in text and "not to posterior draws" in text
 
 
 def test_a_small_operating_characteristics_run_orders_the_families_and_keeps_the_null():

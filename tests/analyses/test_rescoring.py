@@ -118,3 +118,49 @@ def test_every_task_entry_has_its_sentence():
     one = simulate(np.zeros(1), n_items=50)
     out = self_vs_other_rescored(one, {}, seed=0, n_boot=10)["per_task"]["t"]
     assert out["sentence"].startswith("Not estimable")
+
+
+def test_a_constant_responder_is_flagged_and_not_counted_in_accuracy():
+    """A model that always says "I will be right" and mostly is: its accuracy self advantage
+    is its base rate against the others' (+0.3 here), not self-knowledge; it is flagged and
+    left out of the accuracy counts, while d' (0 for it) counts it."""
+    rng = np.random.default_rng(5)
+    records = simulate(np.zeros(10), seed=4)
+    n = records.filter(pl.col("model") == "m00").height
+    often_true = rng.random(n) < 0.8
+    near = rng.random(n) < 0.97
+    m00 = records.filter(pl.col("model") == "m00").with_columns(
+        pl.lit("true").alias("prediction"),
+        pl.Series("outcome", np.where(often_true, "true", "false")))
+    m01 = records.filter(pl.col("model") == "m01").with_columns(
+        pl.Series("prediction", np.where(near, "true", "false")),
+        pl.Series("outcome", np.where(often_true, "true", "false")))
+    rest = records.filter(~pl.col("model").is_in(["m00", "m01"]))
+    fixed = pl.concat([m00, m01, rest]).with_columns(
+        (pl.col("prediction") == pl.col("outcome")).alias("correct"))
+    res = _task(fixed)
+    rows = {r["model"]: r for r in res["models"]}
+    assert rows["m00"]["responder"] == "constant" and rows["m00"]["prediction_true_share"] == 1.0
+    assert rows["m01"]["responder"] == "near_constant"
+    assert rows["m02"]["responder"] == "varied" and rows["m02"]["responder_note"] is None
+    assert rows["m00"]["advantage_accuracy_ci"][0] > 0.1  # what a count would have credited
+    acc = res["summary"]["accuracy"]
+    assert acc["n_models_compared"] == 10 and acc["n_models_counted"] == 8
+    assert {m["model"] for m in acc["models_not_counted"]} == {"m00", "m01"}
+    assert all("base rate" in m["reason"] for m in acc["models_not_counted"])
+    d = res["summary"]["dprime"]
+    assert d["n_models_counted"] == 10 and d["models_not_counted"] == []
+
+
+def test_the_report_marks_the_constant_responders_and_says_why(tmp_path):
+    from selfmodel.report.sections import self_other
+    from selfmodel.report.sections.common import Report
+
+    records = simulate(np.zeros(6), seed=4, n_items=200).with_columns(
+        pl.when(pl.col("model") == "m00").then(pl.lit("true")).otherwise(pl.col("prediction"))
+        .alias("prediction"))
+    section = self_vs_other_rescored(records, SIZES, seed=3, n_boot=50)
+    text = self_other.tables(Report({"self_vs_other_rescored": section}, {}, None, tmp_path, 6.3, 8.5))
+    assert "† m00 (constant, 100.0% of its predictions `true`)" in text
+    assert "Accuracy counts 5 of 6 models." in text
+    assert text.count(" †") == 1

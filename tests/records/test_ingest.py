@@ -812,3 +812,18 @@ def test_declared_failure_without_outcome_is_kept_as_unreadable(tmp_path):
     assert "no outcome" in res.quarantine["reason"][0]
     cell = to_cells(res.records).row(0, named=True)
     assert (cell["n_total"], cell["n"], cell["k_strict"], cell["n_unreadable"]) == (2, 1, 1, 1)
+
+
+def test_the_manifest_of_a_simulated_folder_is_named_not_hidden(tmp_path: Path) -> None:
+    """``simulate --out`` leaves selfmodel's manifest beside the records: said as such."""
+    from selfmodel.records.ingest.discover import MANIFEST_FILE, walk_folder
+
+    data = tmp_path / "data"
+    data.mkdir()
+    _jsonl(data / "a.jsonl", [BASE])
+    (data / ".selfmodel-out").write_text("{}")
+    (data / ".other").write_text("x")
+    files, skipped = walk_folder(data)
+    assert [f.name for f in files] == ["a.jsonl"]
+    assert skipped == [{"path": ".other", "reason": "hidden"},
+                       {"path": ".selfmodel-out", "reason": MANIFEST_FILE}]

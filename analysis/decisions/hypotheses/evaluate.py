@@ -12,7 +12,7 @@ from selfmodel import models as model_registry
 from selfmodel.decisions.hypotheses.bayes_factor import savage_dickey, slope_prior_density
 from selfmodel.decisions.hypotheses.declared import Hypothesis
 from selfmodel.decisions.hypotheses.rule import decide, not_estimable
-from selfmodel.records.contract import NEGATIVE_DECISIONS, POSITIVE_DECISIONS
+from selfmodel.records.contract import decision_words
 
 # --------------------------------------------------------------------------- evaluation
 
@@ -132,7 +132,8 @@ def evaluate(
     out["prob_direction"] = p_pos if hypothesis.direction == "increase" else float(np.mean(flat < 0))
     out["supported"] = res["decision"] == hypothesis.predicted
     # direction alone: the predicted sign is credible, whether or not the size clears the ROPE
-    signed = POSITIVE_DECISIONS if hypothesis.direction == "increase" else NEGATIVE_DECISIONS
+    sign = 1 if hypothesis.direction == "increase" else -1
+    signed = {w.name for w in decision_words() if w.sign == sign}
     out["direction_supported"] = res["decision"] in signed
     n_tasks = len(post["task"]) if "task" in post.coords else 1
     dens, note = slope_prior_density(hypothesis.model, base, _fit_priors(idata, hypothesis.model),

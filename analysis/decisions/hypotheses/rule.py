@@ -8,7 +8,7 @@ from typing import Any, Literal
 import numpy as np
 
 from selfmodel.common import arviz_ops
-from selfmodel.records.contract import DECISION_MEANING, Decision
+from selfmodel.records.contract import DECISION_MEANING, rule_word
 
 Direction = Literal["increase", "decrease"]
 DIRECTIONS: tuple[str, ...] = ("increase", "decrease")
@@ -97,19 +97,7 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
         )
     lo, hi = arviz_ops.hdi(flat, rule.hdi_prob)
     p_pos = float(np.mean(flat > 0))
-    decision: Decision
-    if lo > rule.rope:
-        decision, reason = "improves", "HDI above the ROPE"
-    elif hi < -rule.rope:
-        decision, reason = "worsens", "HDI below the ROPE"
-    elif lo >= -rule.rope and hi <= rule.rope:
-        decision, reason = "practically_null", "HDI inside the ROPE"
-    elif lo > 0:
-        decision, reason = "credibly_positive", "HDI above 0 but not above the ROPE"
-    elif hi < 0:
-        decision, reason = "credibly_negative", "HDI below 0 but not below the ROPE"
-    else:
-        decision, reason = "no_credible_effect", "HDI contains 0 and is not inside the ROPE"
+    word = rule_word(lo, hi, rule.rope)  # the first word whose condition holds
     return {
         "mean": float(np.mean(flat)),
         "sd": float(np.std(flat, ddof=1)),
@@ -118,9 +106,9 @@ def decide(draws: np.ndarray, rule: DecisionRule, *, n_models: int) -> dict[str,
         "hdi_prob": rule.hdi_prob,
         "prob_positive": p_pos,
         "prob_in_rope": float(np.mean(np.abs(flat) <= rule.rope)),
-        "decision": decision,
-        "meaning": DECISION_MEANING[decision],
-        "reason": reason,
+        "decision": word.name,
+        "meaning": word.meaning,
+        "reason": word.reason,
     }
 
 

@@ -21,6 +21,7 @@ from selfmodel.records.contract import (
     name_key,
     parse_bool,
 )
+from selfmodel.records.importers.registry import log_formats
 from selfmodel.records.reduction import CONTROL, ID_COLUMNS
 from selfmodel.records.registry import format_input_error
 from selfmodel.records.toml_tables import BadValueError, Table
@@ -201,7 +202,7 @@ class _ConfigFile(Table):
             return doc
         fmt = doc["format"]
         todo = (f"Import the logs with selfmodel import {fmt} LOGS --mapping FILE"
-                if fmt in ("lmeval", "inspect") else
+                if fmt in log_formats() else
                 "Pass it with --mapping (selfmodel ingest, selfmodel run). selfmodel reduce "
                 "applies no mapping: run selfmodel ingest FILES --mapping FILE --out DIR, then "
                 "reduce DIR/records.parquet")

@@ -61,7 +61,8 @@ def walk_folder(
     """Record files under the folder ``root`` and every other entry with why it is not read.
 
     Searched recursively, following links to folders (each real folder once). Not read,
-    and listed as ``{"path", "reason"}``: hidden files and folders (a name starting with
+    and listed as ``{"path", "reason"}``: selfmodel's manifest ``.selfmodel-out`` of a
+    folder it wrote (e.g. ``simulate --out``), other hidden files and folders (a name starting with
     ``.``), files of another type, files named in ``exclude`` (e.g. a registry beside the
     records), dangling links, links that loop back into a folder being read, and a folder
     of outputs of a ``selfmodel run``, ``fit`` or ``ingest`` (outputs are never read back
@@ -81,7 +82,9 @@ def walk_folder(
         folder = stack.pop()
         for entry in sorted(folder.iterdir()):
             rel = entry.relative_to(root).as_posix()
-            if entry.name.startswith("."):
+            if entry.name == MARKER and entry.is_file():
+                skipped.append({"path": rel, "reason": MANIFEST_FILE})
+            elif entry.name.startswith("."):
                 skipped.append({"path": rel, "reason": "hidden"})
             elif entry.is_symlink() and not entry.exists():
                 skipped.append({"path": rel, "reason": "dangling link"})
@@ -105,6 +108,9 @@ def walk_folder(
                 files.append(entry)
     return sorted(files), sorted(skipped, key=lambda s: s["path"])
 
+
+#: Why selfmodel's own manifest in an input folder (e.g. ``data_raw/``) is not read.
+MANIFEST_FILE: Final = "selfmodel's manifest of the files it wrote (not records)"
 
 #: Why an output folder of selfmodel found among the inputs is not read.
 OUTPUT_FOLDER: Final = "outputs of selfmodel (an earlier --out): outputs are never inputs"

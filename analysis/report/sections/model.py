@@ -8,6 +8,7 @@ import arviz as az
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
 
+from selfmodel.models import REGISTRY
 from selfmodel.records.contract import UNDECIDED
 from selfmodel.report.methods import model_markdown, prior_rows
 from selfmodel.report.sections.common import Out, Report, code, esc, md_table, num, pct
@@ -117,8 +118,9 @@ def richer_models(rep: Report) -> str:
     zoo, effect, out = _zoo(rep), rep.eff, Out()
     secs = rep.run.get("model_seconds") or {}
     rows = []
-    for name, key, label in (("within_between", "within", "within-family slope"),
-                             ("items", "effect", "slope with crossed item effects")):
+    beside = [(name, eff.key, eff.beside_verdict) for name, module in REGISTRY.items()
+              for eff in module.SPEC.decides if eff.beside_verdict]  # as each model declares
+    for name, key, label in beside:
         e = zoo.get(name)
         if e and e.get("fitted") and e.get(key):
             x = e[key]

@@ -100,6 +100,9 @@ def privileged_markdown(training: Mapping[str, Any] | None) -> str:
     lines = [f"Do the gains from training come from privileged access? {esc(pa['method'])}. "
              f"Units: {esc(pa['units'])}; ROPE ±{pa['rule']['rope']:g}; intervals hold "
              f"{pa['rule']['hdi_prob']:.0%} of {pa['n_boot']} bootstrap replicates.", ""]
+    if pa.get("decision_basis"):
+        lines += [f"**Decisions from a bootstrap.** The words below are {esc(pa['decision_basis'])}.",
+                  ""]
     if not pa.get("available"):
         lines += [f"**Not estimable**: {esc(pa.get('reason', ''))}.", ""]
     per = pa.get("per_checkpoint", [])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from selfmodel.report.sections.common import Out, Report, code, count_rate, esc, md_table, num
+from selfmodel.report.sections.common import Out, Report, code, count_rate, esc, md_table, num, pct
 
 __all__ = ["operating_characteristics", "tables"]
 
@@ -15,7 +15,19 @@ def _model_row(r: dict[str, Any]) -> list[object]:
     return [esc(r["model"]), r["n_others"], num(r["self_dprime"], ".2f"), num(r["other_dprime"], ".2f"),
             num(r["advantage_dprime"], "+.2f"), f"[{num(lo, '+.2f')}, {num(hi, '+.2f')}]",
             num(r["target_advantage_dprime"], "+.2f"), f"[{num(tlo, '+.2f')}, {num(thi, '+.2f')}]",
-            num(r["advantage_accuracy"], "+.3f")]
+            num(r["advantage_accuracy"], "+.3f") + (" †" if r.get("responder", "varied") != "varied" else "")]
+
+
+def _responder_note(t: dict[str, Any]) -> str:
+    """Which models are (near-)constant responders, and why their accuracy is not counted."""
+    flagged = [r for r in t["models"] if r.get("responder", "varied") != "varied"]
+    if not flagged:
+        return ""
+    names = ", ".join(f"{esc(r['model'])} ({r['responder'].replace('_', '-')}, "
+                      f"{pct(r['prediction_true_share'])} of its predictions `true`)" for r in flagged)
+    return (f"\n† {names}: {esc(flagged[0]['responder_note'])}. Accuracy counts "
+            f"{t['summary']['accuracy']['n_models_counted']} of "
+            f"{t['summary']['accuracy']['n_models_compared']} models.\n")
 
 
 def tables(rep: Report) -> str:
@@ -34,6 +46,7 @@ def tables(rep: Report) -> str:
         models = sorted(t["models"], key=lambda r: (r["scale_log10"] is None, r["scale_log10"] or 0, r["model"]))
         out(md_table(["model", "others", "d' self", "d' others", "advantage", "interval", "target side", "interval",
                       "acc. advantage"], [_model_row(r) for r in models], ["---"] + ["---:"] * 8))
+        out(_responder_note(t))
     cp = self_vs_other.get("cross_prediction")
     if cp:
         out("\n**Cross-prediction records** (a model predicting another model's behaviour directly):\n")

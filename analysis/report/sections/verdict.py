@@ -16,7 +16,7 @@ from selfmodel.decisions.verdict import (
     findings,
     signs_disagree,
 )
-from selfmodel.records.contract import DECISION_MEANING
+from selfmodel.records.contract import DECISION_MEANING, word_meanings
 from selfmodel.report.sections.common import Out, Report, esc, md_table, num, pct
 
 __all__ = ["left_out", "page_marks", "robustness_summary", "sdt_table", "summary", "table"]
@@ -112,7 +112,7 @@ def table(rep: Report) -> str:
     out(md_table(["effect", "mean", f"{effect['hdi_prob']:.0%} HDI", "P(>0)", "acc. points per 10x", "decision"],
                  rows, ["---", "---:", "---:", "---:", "---:", "---"]))
     out("\n**What the decisions mean.** Direction and size are separate: "
-        + "; ".join(f"`{d}`: {esc(m)}" for d, m in DECISION_MEANING.items()) + ". Full rule: "
+        + "; ".join(f"`{d}`: {esc(m)}" for d, m in word_meanings().items()) + ". Full rule: "
         + esc(effect["rule"]) + "\n")
     return str(out)
 

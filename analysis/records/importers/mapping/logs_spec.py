@@ -15,15 +15,17 @@ import regex as rx
 from selfmodel.common.toml_errors import did_you_mean
 from selfmodel.common.toml_errors import loads as toml_loads
 from selfmodel.records.contract import InputError
+from selfmodel.records.importers.registry import get as get_importer
+from selfmodel.records.importers.registry import log_formats
 from selfmodel.records.importers.result import ImportResult
 from selfmodel.records.snippets import snippet
 
-Format = Literal["lmeval", "inspect"]
+#: A log format a mapping names (``format = ...``): one of :func:`registry.log_formats`.
+Format = str
 Side = Literal["object", "hypothetical"]
 ValueType = Literal["str", "bool", "float", "int", "score"]
 NormalizeStep = Literal["strip", "casefold", "punctuation"]
 
-FORMATS: Final = ("lmeval", "inspect")
 #: Canonical fields a mapping may fill (``correct`` is derived when not mapped).
 FIELDS: Final = (
     "model",
@@ -53,7 +55,6 @@ VALUE_TYPES: Final = ("str", "bool", "float", "int", "score")
 #: Steps of ``fields.<name>.normalize``, applied in the order written.
 NORMALIZE_STEPS: Final = ("strip", "casefold", "punctuation")
 #: Where the item id lives when a mapping does not say (the formats' own sample id).
-DEFAULT_ITEM_ID: Final = {"inspect": "id", "lmeval": "doc_id"}
 #: The task when a mapping does not say: the log's own task name.
 DEFAULT_TASK: Final = "@task"
 #: Fields read from the hypothetical log in a join unless prefixed.
@@ -267,10 +268,10 @@ def parse_mapping(
     """
     _unknown_keys(data, TOP_KEYS, "the mapping", source)
     fmt = data.get("format")
-    if fmt not in FORMATS:
+    if fmt not in log_formats():
         raise InputError(
-            f"{source}: 'format' is {fmt!r}; write " + snippet('format = "lmeval"', kind="import")
-            + " or " + snippet('format = "inspect"', kind="import") + "."
+            f"{source}: 'format' is {fmt!r}; write "
+            + " or ".join(snippet(f'format = "{f}"', kind="import") for f in log_formats()) + "."
         )
     raw_fields = data.get("fields", {})
     if not isinstance(raw_fields, dict):
@@ -290,7 +291,7 @@ def parse_mapping(
     if "task" not in constants and "task" not in fields:
         fields["task"] = FieldSpec(DEFAULT_TASK, side="object" if joins else None)
     if "item_id" not in fields and not joins:
-        fields["item_id"] = FieldSpec(DEFAULT_ITEM_ID[fmt])
+        fields["item_id"] = FieldSpec(get_importer(fmt).item_id or "id")
     if not {"prediction", "confidence", "correct"} & set(fields):
         raise InputError(
             f"{source}: nothing to score; add "
