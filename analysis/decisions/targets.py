@@ -168,7 +168,11 @@ def first_screen(rows: Sequence[Mapping[str, Any]]) -> str:
     >>> first_screen([{"short": "d' slope", "status": "missed", "missing": [], "arms": [arm]}])
     "missed a target: d' slope (0.90), against coverage 0.91-0.97; sampler settings other or not recorded: d' slope"
     """
-    missed, targets, off, part, none = [], {}, [], [], []
+    missed: list[str] = []
+    targets: dict[str, list[str]] = {}
+    off: list[str] = []
+    part: list[str] = []
+    none: list[str] = []
     for row in rows:
         name = row.get("short") or row["decision"]
         if row["status"] == "none":
