@@ -14,6 +14,10 @@ numbers it speaks of and is tested against perturbed results (``tests/decisions/
 ``sensitivity``, ``criterion``
     the signal-detection slopes per task, the criterion's direction in words (a negative
     criterion slope: larger models are more ready to say yes; positive: more cautious);
+``validation``
+    each kind of decision printed in this run whose operating characteristics are not
+    ``checked`` (``results.json`` ``validation_map``: an arm missed its target, ran at other
+    settings or does not record them, or is missing), in words with the arm's figures;
 ``baseline``
     how many models beat always giving their most common outcome, per binary task;
 ``detectable``
@@ -34,6 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from selfmodel.decisions.targets import first_screen
 from selfmodel.records.contract import DECISION_MEANING, NEGATIVE_DECISIONS, POSITIVE_DECISIONS
 
 Results = Mapping[str, Any]
@@ -284,6 +289,18 @@ def sdt_findings(results: Results) -> list[tuple[str, str]]:
         out.append(("sdt_diagnostics", f"{why}: its slopes are reported as computed and are "
                     "not findings."))
     return out
+
+
+def validation_finding(results: Results) -> str | None:
+    """The kinds of decision this run printed whose operating characteristics are not ``checked``.
+
+    Read from ``validation_map`` (each arm held to its target there); every figure is the
+    arm's own. ``None`` when every kind printed is ``checked`` or the results carry no map.
+    """
+    rows = [r for r in results.get("validation_map") or [] if r.get("in_this_run") and r.get("status") != "checked"]
+    if not rows:
+        return None
+    return "Operating characteristics (arms against targets; all in the validation map): " + first_screen(rows) + "."
 
 
 def baseline_finding(results: Results) -> str | None:
@@ -660,6 +677,7 @@ def findings(results: Results) -> list[dict[str, str]]:
     ]
     out += sdt_findings(results)
     out += [
+        ("validation", validation_finding(results)),
         ("baseline", baseline_finding(results)),
         ("detectable", detectable_finding(results)),
         ("checks", checks_finding(results)),

@@ -243,6 +243,17 @@ the marginal sd of a zero-sum effect; the fixture's prose was checked to be the 
 declaration's without it, and the sentence was appended alone. And it added
 ``training_effect.privileged_access.decision_basis`` (a constant: what the section's decision
 words rest on, a bootstrap), alone.
+
+It was edited again for issue 54 (status from targets) at two keys, without a run, because both are
+pure functions of the other keys and the shipped studies (``build_results`` computes them last):
+``validation_map`` (every arm gains ``targets``, ``meets_target``, ``settings`` and the counts of
+its records at other settings or not recording them; every kind ``reasons``, ``missed_arms``,
+``status_words`` and those counts; the status of accuracy, d', criterion, contrasts, confounds,
+within/between and self vs other turned from ``checked`` to ``missed``) and ``verdict`` (one
+finding added, ``validation``, saying so; every other finding is unchanged). Undone, the
+fixture without those two keys is the one before the renames without them
+(:data:`BEFORE_RENAMES_OTHER_KEYS_SHA256`), and both keys equal what the code computes from the
+fixture (``test_fixture_map_and_first_screen_are_computed_from_the_fixture``).
 """
 
 from __future__ import annotations
@@ -265,6 +276,11 @@ FIXTURE = ROOT / "tests" / "fixtures" / "regression" / "results_default.json"
 RENAMES = ROOT / "tests" / "fixtures" / "regression" / "rename_2_0.py"
 #: SHA-256 of the fixture before issue 51's renames (commit 535a2bc), as written.
 BEFORE_RENAMES_SHA256 = "1244b4b5a316e3bc745e5fa1d10e552ffbb8dfb7df84308155c7de3472ea9bf8"
+#: SHA-256 of that fixture without ``calibration_map`` (now ``validation_map``) and ``verdict``,
+#: the keys issue 54 recomputed.
+BEFORE_RENAMES_OTHER_KEYS_SHA256 = "6e7765ba1e5483a4b4ed7b86fd4da0fb615560a45cae85d9f1abe5a2099d7e29"
+#: the keys issue 54 recomputed from the fixture's other keys and the shipped studies
+RECOMPUTED = ("validation_map", "verdict")
 
 #: Deliberate changes against the fixture: JSON path -> (function of the old value giving the
 #: new value, reason). Everything else must be byte-identical. Emptied when the fixture was
@@ -347,11 +363,13 @@ def _without_later_additions(fixture: dict[str, Any]) -> dict[str, Any]:
 
 def test_fixture_is_the_one_before_the_renames_with_the_new_names() -> None:
     """Issue 51 renamed keys and file names only: undone, the fixture is the one before, byte
-    for byte, and the renames map it to the fixture again (no old key is left)."""
+    for byte but for the two keys issue 54 recomputed, and the renames map it to the fixture
+    again (no old key is left)."""
     rn = _renames()
     fixture = json.loads(FIXTURE.read_text())
     before = rn.undo(_without_later_additions(fixture))
-    assert hashlib.sha256(rn.canonical(before).encode()).hexdigest() == BEFORE_RENAMES_SHA256
+    others = {k: v for k, v in before.items() if k not in ("calibration_map", "verdict")}
+    assert hashlib.sha256(rn.canonical(others).encode()).hexdigest() == BEFORE_RENAMES_OTHER_KEYS_SHA256
     assert rn.rename(before) == _without_later_additions(fixture)
     holders = 0
     for where, old, new in rn.KEYS:  # ``contrasts`` is null in the default run
@@ -359,6 +377,21 @@ def test_fixture_is_the_one_before_the_renames_with_the_new_names() -> None:
             assert old not in holder and new in holder, (where, old, new)
             holders += 1
     assert holders == len(rn.KEYS) - 1
+
+
+def test_fixture_map_and_first_screen_are_computed_from_the_fixture() -> None:
+    """The keys issue 54 edited without a run are what ``build_results`` computes from the others."""
+    from selfmodel.decisions.status import status_lines
+    from selfmodel.decisions.validation_map import validation_map
+    from selfmodel.decisions.verdict import findings
+    from selfmodel.pipeline.results import rounded, shipped_studies
+
+    fixture = json.loads(FIXTURE.read_text())
+    others = {k: v for k, v in fixture.items() if k not in RECOMPUTED}
+    others["validation_map"] = rounded(validation_map(others, shipped_studies()))
+    assert others["validation_map"] == fixture["validation_map"]
+    assert {"findings": findings(others)} == fixture["verdict"]
+    assert status_lines(others) == fixture["status"]
 
 
 def test_results_doc_lists_every_renamed_key() -> None:

@@ -407,7 +407,7 @@ def _family_rec(seed: int, members: dict[str, tuple[str, bool]], passed: bool = 
 
     sdt = asdict(for_model(pc.SamplerSettings(), model_registry.get("sdt").SPEC.sampling))
     return {"arm": "default:confirmatory", "seed": seed, "diagnostics_passed": passed, "hdi_prob": 0.97,
-            "model_sampler": sdt,
+            "model_sampler": sdt, "versions": {"pymc": "6.4.0", "nutpie": "0.16.11"},
             "family_size": len(members), "per_task": per,
             "overall": {"decision": "improves" if supported else "not_supported",
                         "reported_decision": "improves" if supported else "not_supported",

@@ -50,7 +50,7 @@ def summary(rep: Report) -> str:
         out(f"**{esc(found[0]['text'])}**\n")
     # the per-task accuracy slopes are the table below; the data's answers lead (first screen)
     rest = [f for f in found[1:] if f["key"] != "accuracy_tasks"]
-    first = [f for f in rest if f["key"] in ("sensitivity", "criterion", "sdt_diagnostics")]
+    first = [f for f in rest if f["key"] in ("sensitivity", "criterion", "sdt_diagnostics", "validation")]
     for f in first:
         out(f"- {esc(f['text'])}")
     out()
