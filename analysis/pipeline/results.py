@@ -23,6 +23,7 @@ from selfmodel.decisions.validation_map import Studies, validation_map
 from selfmodel.decisions.verdict import findings
 from selfmodel.pipeline.state import RunState
 from selfmodel.records.contract import RESULTS_SCHEMA_VERSION
+from selfmodel.robustness.mixed_check import with_holdout_family
 from selfmodel.robustness.stage import operating_characteristics
 
 #: The ingest summary keys copied into ``results["data"]`` (in this order).
@@ -107,6 +108,16 @@ def shipped_studies() -> Studies:
                    self_vs_other=shipped_study(rescoring.OPERATING_CHARACTERISTICS_DATA))
 
 
+def _with(section: dict[str, Any] | None, key: str, part: Any) -> dict[str, Any] | None:
+    """``section`` with a robustness check's ``part`` under ``key``, ``section`` unchanged.
+
+    The part is the check's own result, shown where readers look for it.
+    """
+    if section is None or part is None:
+        return section
+    return {**section, key: part}
+
+
 def build_results(state: RunState) -> dict[str, Any]:
     """The ``results.json`` dict of ``state`` (every section as its stage left it, rounded).
 
@@ -138,11 +149,16 @@ def build_results(state: RunState) -> dict[str, Any]:
             "sensitivity": state.sensitivity_section,
             "operating_characteristics": state.operating_characteristics_section,
             "design_sensitivity": state.design_sensitivity_section,
-            "confounds": state.confounds_section,
+            "confounds": _with(state.confounds_section, "without_family",
+                               state.robustness_checks_section.get("confounds.without_family")),
             "training_effect": state.training_section,
             "self_vs_other_rescored": state.self_vs_other_section,
-            "missingness": state.missingness_section,
-            "mixed_predictive": state.mixed_predictive_section,
+            "missingness": _with(state.missingness_section, "strict_accuracy_refit",
+                                 state.robustness_checks_section.get(
+                                     "missingness.strict_accuracy_refit")),
+            "mixed_predictive": with_holdout_family(
+                state.mixed_predictive_section,
+                state.robustness_checks_section.get("mixed_predictive.holdout_family")),
             "sdt_crosscheck": state.sdt_crosscheck_section,
             "contrasts": state.contrasts_section,
             "confidence_calibration_contrasts": state.confidence_calibration_contrasts_section,

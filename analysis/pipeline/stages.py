@@ -515,7 +515,7 @@ def stage_robustness(state: RunState, say: Progress) -> None:
 
         def family_left_out() -> None:
             if state.confounds_section is not None:
-                state.confounds_section["without_family"] = without_family(
+                state.robustness_checks_section["confounds.without_family"] = without_family(
                     v.usable,
                     state.confounds_section["largest_family"],
                     scale=cfg.scale,
@@ -585,13 +585,14 @@ def _strict_accuracy(state: RunState, say: Progress) -> None:
     v, cfg = state.verdict, state.config
     if v is None or v.fit is None or state.missingness_section is None or state.ingest is None:
         return
+    at = "missingness.strict_accuracy_refit"
     try:
-        state.missingness_section["strict_accuracy_refit"] = strict_accuracy_refit(
+        state.robustness_checks_section[at] = strict_accuracy_refit(
             state.ingest.records, v.usable, v.fit, scale=cfg.scale, rule=cfg.rule,
             fitter=cfg.fitter(say),
         )
     except NUMERICAL_ERRORS as exc:
-        state.missingness_section["strict_accuracy_refit"] = not_estimable("the strict-accuracy refit", exc)
+        state.robustness_checks_section[at] = not_estimable("the strict-accuracy refit", exc)
 
 
 def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, Any]:
@@ -615,18 +616,25 @@ def _leave_group_out(state: RunState, group: str, say: Progress) -> dict[str, An
 
 
 def _holdout_family_check(state: RunState, say: Progress) -> None:
-    """The mixed check's most extreme family, judged by an exact refit without it."""
+    """The mixed check's most extreme family, judged by an exact refit without it.
+
+    Its own result, ``mixed_predictive.holdout_family``; ``write_results`` folds a flag into
+    the check.
+    """
     mixed, v, cfg = state.mixed_predictive_section, state.verdict, state.config
+    at = "mixed_predictive.holdout_family"
     if not mixed or mixed.get("status") != "estimated" or v is None:
         return
     family = most_extreme_family(mixed)
     if family is None:
-        mixed["holdout_family"] = {"status": "not_estimable", "reason": "fewer than 3 families"}
+        state.robustness_checks_section[at] = {"status": "not_estimable",
+                                               "reason": "fewer than 3 families"}
         return
     rest = v.usable.filter(pl.col("family") != family)
     if rest["model"].n_unique() < cfg.rule.min_models or rest["x"].n_unique() < 2:
-        mixed["holdout_family"] = {"status": "not_estimable", "family": family,
-                                   "reason": f"too few models without the {family} family"}
+        state.robustness_checks_section[at] = {
+            "status": "not_estimable", "family": family,
+            "reason": f"too few models without the {family} family"}
         return
     name = model_registry.verdict().NAME
     f = cfg.fitter(say).fit(name, rest,
@@ -638,12 +646,7 @@ def _holdout_family_check(state: RunState, say: Progress) -> None:
     out = holdout_group_check(got[0], {c: held[c].to_list() for c in held.columns}, got[1],
                               seed=cfg.seed)
     out.update({"family": family, "refit_diagnostics_passed": bool(f.diagnostics.get("passed"))})
-    mixed["holdout_family"] = out
-    if out.get("flagged"):
-        mixed["passed"] = False
-        mixed["flagged"] = [*mixed["flagged"], {"kind": "family (held out)", "group": family,
-                                                "p_value": min(out["p_value_discrepancy"],
-                                                               out["p_value_accuracy"])}]
+    state.robustness_checks_section[at] = out
 
 
 def _table_of(state: RunState, name: str) -> pl.DataFrame:
@@ -727,6 +730,26 @@ STAGES: tuple[Callable[[RunState, Progress], None], ...] = (
     stage_robustness,
     stage_power,
 )
+
+
+#: The ``RunState`` section fields each stage writes, and no other stage does
+#: (``tests/pipeline/test_stage_ownership.py`` runs the pipeline and checks it).
+SECTION_OWNERS: dict[str, tuple[str, ...]] = {
+    "stage_ingest": ("data_section",),
+    "stage_cells": ("models_section", "tasks_section", "by_model_task_section"),
+    "stage_fits": ("effect_section", "diagnostics_section", "fit_section", "curves_section",
+                   "points_section", "variance_section", "confounds_section",
+                   "mixed_predictive_section", "zoo_section", "headline_sections",
+                   "training_section", "contrasts_section",
+                   "confidence_calibration_contrasts_section"),
+    "stage_frequentist": ("frequentist_section", "crosscheck_section", "sdt_crosscheck_section"),
+    "stage_skill": ("skill_section", "confidence_calibration_section", "self_vs_other_section",
+                    "missingness_section"),
+    "stage_truth": ("truth_section",),
+    "stage_robustness": ("hypotheses_section", "sensitivity_section",
+                         "operating_characteristics_section", "robustness_checks_section"),
+    "stage_power": ("design_sensitivity_section",),
+}
 
 
 def run(

@@ -120,3 +120,8 @@ class RunState:
     contrasts_section: dict[str, Any] | None = None  # contrasts
     confidence_calibration_contrasts_section: dict[str, Any] | None = None  # confidence_calibration_contrasts
     settings_section: dict[str, Any] = field(default_factory=dict)  # settings
+    #: the robustness checks whose results ``results.json`` shows inside other stages'
+    #: sections, by the path they are shown at (``confounds.without_family``,
+    #: ``missingness.strict_accuracy_refit``, ``mixed_predictive.holdout_family``): owned by
+    #: the robustness stage, composed into those sections by ``write_results`` alone
+    robustness_checks_section: dict[str, Any] = field(default_factory=dict)

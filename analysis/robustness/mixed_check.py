@@ -213,3 +213,20 @@ def most_extreme_family(section: Mapping[str, Any]) -> str | None:
     if len(rows) < 3:
         return None
     return str(min(rows, key=lambda r: (r["p_value"], r["family"]))["family"])
+
+
+def with_holdout_family(mixed: Mapping[str, Any] | None,
+                        holdout: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The mixed check with its held-out family's refit under ``holdout_family``.
+
+    A flagged family fails the check (``passed`` false, listed in ``flagged``).
+    """
+    if mixed is None or holdout is None:
+        return None if mixed is None else dict(mixed)
+    out = {**mixed, "holdout_family": dict(holdout)}
+    if holdout.get("flagged"):
+        out["passed"] = False
+        out["flagged"] = [*mixed.get("flagged", []), {
+            "kind": "family (held out)", "group": holdout["family"],
+            "p_value": min(holdout["p_value_discrepancy"], holdout["p_value_accuracy"])}]
+    return out
