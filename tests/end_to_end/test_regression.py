@@ -83,8 +83,9 @@ compare two runs with ``bench/compare_stack.py`` (slopes against their Monte Car
 reads the calibration summary (checked on that run: no other value names it).
 
 The run samples every fit of a default run (several minutes), so the test is
-``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to a fits folder of an earlier default run
-(e.g. ``build/fits``) to seed the fit cache: fits are reused only when their cache key
+``slow``. Set ``SELFMODEL_REGRESSION_FITS`` to the fits folder of an earlier default run
+(e.g. ``build/fits``; its folder, with selfmodel's manifest, is copied and the rerun record
+left out) to seed the fit cache: fits are reused only when their cache key
 (model, options, priors, sampler settings, seed, data hash, package versions) matches, so
 seeding cannot hide a change in what is fitted.
 
@@ -442,7 +443,11 @@ def test_default_run_is_byte_identical_to_the_fixture(tmp_path: Path, monkeypatc
     out = tmp_path / "build"
     seed_fits = os.environ.get("SELFMODEL_REGRESSION_FITS")
     if seed_fits:
-        shutil.copytree(seed_fits, out / "fits")
+        # the earlier run's whole --out (its manifest makes it selfmodel's: a bare fits folder
+        # is refused as a user's), without its rerun record, so everything is computed again
+        # and only the fits can be reused
+        shutil.copytree(Path(seed_fits).parent, out)
+        (out / "run-key.json").unlink(missing_ok=True)
     monkeypatch.chdir(ROOT)  # results.json shows input paths relative to the working directory
     assert main(["run", "data_raw", "--out", str(out), "--no-report"]) == 0
     new_text = (out / "results.json").read_text()
