@@ -160,7 +160,8 @@ def test_an_unwritable_home_still_runs_end_to_end(tmp_path: Path) -> None:
     commands = [
         ["ingest", str(ROOT / "data_raw"), "--out", str(tmp_path / "checked")],
         ["run", str(ROOT / "data_raw"), "--out", str(out), "--draws", "200", "--tune", "200",
-         "--chains", "2", "--no-power", "--no-robustness", "--jobs", "2", "--no-report"],
+         "--chains", "2", "--no-power", "--no-robustness", "--jobs", "2", "--no-report",
+         "--models", "scale"],  # with the training model, two fits in two worker processes
         ["report", "--out", str(out)],
     ]
     for argv in commands:
